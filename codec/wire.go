@@ -1,0 +1,238 @@
+// Package codec carries streamkit's wire format: Arrow IPC streams with in-band control batches
+// (DESIGN.md §2, docs/protocol.md), and the schema metadata stages pass downstream.
+package codec
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Metadata keys of control batches (IPC Message custom_metadata) and of the stream schema.
+// All keys are namespaced "streamkit." so foreign metadata passes through untouched.
+const (
+	// KeyControl marks a zero-row batch as a control batch; values: ControlBarrier, ControlWatermark, ControlEnd.
+	KeyControl = "streamkit.control"
+	// KeyEpoch is the decimal epoch number (uint64, starting at 1) of a barrier.
+	KeyEpoch = "streamkit.epoch"
+	// KeyWatermark is the watermark instant, RFC 3339 with exactly 6 fractional digits, UTC ("Z").
+	KeyWatermark = "streamkit.watermark"
+	// KeyEnd is "final" or "pause" on an end batch.
+	KeyEnd = "streamkit.end"
+
+	// SchemaKey lists the stream's key columns (comma-separated dot paths), set by keyby.
+	SchemaKey = "streamkit.key"
+	// SchemaEventTime names the event-time column (a dot path).
+	SchemaEventTime = "streamkit.event_time"
+	// SchemaCheckpoints lists the absolute checkpoint directories of every upstream stage
+	// that keeps a checkpoint, newline-separated; sinks write commit markers into each.
+	SchemaCheckpoints = "streamkit.checkpoints"
+)
+
+// WatermarkLayout is the textual form of watermarks on the wire: RFC 3339, microseconds, UTC.
+const WatermarkLayout = "2006-01-02T15:04:05.000000Z"
+
+// Kind is the type of a control batch.
+type Kind int
+
+const (
+	// Barrier ends epoch Control.Epoch (Flink-style checkpoint barrier, DESIGN.md §3).
+	Barrier Kind = iota + 1
+	// Watermark promises no record with an earlier event time follows (modulo allowed lateness).
+	Watermark
+	// End closes the stream; Control.End says whether it is final or a pause.
+	End
+)
+
+// String returns the wire value of k ("barrier", "watermark", "end").
+func (k Kind) String() string {
+	switch k {
+	case Barrier:
+		return "barrier"
+	case Watermark:
+		return "watermark"
+	case End:
+		return "end"
+	}
+	return "unknown"
+}
+
+// EndKind tells how a stream ended.
+type EndKind int
+
+const (
+	// Final: the input is complete; flush everything (windows fire, state may be dropped).
+	// An IPC end-of-stream without an end batch (a foreign producer) means Final.
+	Final EndKind = iota + 1
+	// Pause: an incremental ("available now") run stops; keep state for the next run.
+	Pause
+)
+
+// String returns the wire value of e ("final", "pause").
+func (e EndKind) String() string {
+	if e == Pause {
+		return "pause"
+	}
+	return "final"
+}
+
+// Control is one decoded control batch.
+type Control struct {
+	Kind      Kind
+	Epoch     uint64    // Barrier only; epochs start at 1
+	Watermark time.Time // Watermark only; UTC, microsecond precision
+	End       EndKind   // End only
+}
+
+// String renders c as it is carried on the wire, e.g. "barrier epoch=3".
+func (c Control) String() string {
+	switch c.Kind {
+	case Barrier:
+		return fmt.Sprintf("barrier epoch=%d", c.Epoch)
+	case Watermark:
+		return "watermark " + FormatWatermark(c.Watermark)
+	case End:
+		return "end " + c.End.String()
+	}
+	return "unknown control"
+}
+
+// BarrierControl returns the control for the end of epoch n.
+func BarrierControl(n uint64) Control { return Control{Kind: Barrier, Epoch: n} }
+
+// WatermarkControl returns the control for watermark t (truncated to µs, in UTC).
+func WatermarkControl(t time.Time) Control {
+	return Control{Kind: Watermark, Watermark: t.UTC().Truncate(time.Microsecond)}
+}
+
+// EndControl returns the control for the end of the stream.
+func EndControl(e EndKind) Control { return Control{Kind: End, End: e} }
+
+// FormatWatermark formats t as on the wire (RFC 3339, 6 fractional digits, UTC).
+func FormatWatermark(t time.Time) string { return t.UTC().Format(WatermarkLayout) }
+
+// Metadata returns the custom metadata that carries c.
+func (c Control) Metadata() arrow.Metadata {
+	switch c.Kind {
+	case Barrier:
+		return arrow.NewMetadata([]string{KeyControl, KeyEpoch}, []string{"barrier", strconv.FormatUint(c.Epoch, 10)})
+	case Watermark:
+		return arrow.NewMetadata([]string{KeyControl, KeyWatermark}, []string{"watermark", FormatWatermark(c.Watermark)})
+	default:
+		return arrow.NewMetadata([]string{KeyControl, KeyEnd}, []string{"end", c.End.String()})
+	}
+}
+
+// NewControlBatch returns, allocated from mem, a zero-row record batch of schema s carrying c in its custom metadata.
+// The caller releases it.
+func NewControlBatch(mem memory.Allocator, s *arrow.Schema, c Control) arrow.RecordBatch {
+	cols := make([]arrow.Array, s.NumFields())
+	for i, f := range s.Fields() {
+		cols[i] = array.MakeArrayOfNull(mem, f.Type, 0)
+	}
+	rec := array.NewRecordBatchWithMetadata(s, cols, 0, c.Metadata())
+	for _, a := range cols {
+		a.Release()
+	}
+	return rec
+}
+
+// ParseControl decodes the control carried by rec. ok is false for a data batch (no
+// streamkit.control key, or rows > 0 — a batch with rows is always data). A batch that claims
+// to be a control batch but has unreadable values yields an error naming the key and value.
+func ParseControl(rec arrow.RecordBatch) (c Control, ok bool, err error) {
+	if rec.NumRows() != 0 {
+		return c, false, nil
+	}
+	rm, isMeta := rec.(arrow.RecordBatchWithMetadata)
+	if !isMeta {
+		return c, false, nil
+	}
+	return ParseControlMetadata(rm.Metadata())
+}
+
+// ParseControlMetadata decodes a control from batch custom metadata; see ParseControl.
+func ParseControlMetadata(md arrow.Metadata) (c Control, ok bool, err error) {
+	kind, has := md.GetValue(KeyControl)
+	if !has {
+		return c, false, nil
+	}
+	switch kind {
+	case "barrier":
+		v, _ := md.GetValue(KeyEpoch)
+		n, perr := strconv.ParseUint(v, 10, 64)
+		if perr != nil || n == 0 {
+			return c, true, fmt.Errorf("control batch: %s=%q is not an epoch number ≥ 1", KeyEpoch, v)
+		}
+		return BarrierControl(n), true, nil
+	case "watermark":
+		v, _ := md.GetValue(KeyWatermark)
+		t, perr := time.Parse(time.RFC3339Nano, v)
+		if perr != nil {
+			return c, true, fmt.Errorf("control batch: %s=%q is not an RFC 3339 instant", KeyWatermark, v)
+		}
+		return WatermarkControl(t), true, nil
+	case "end":
+		v, _ := md.GetValue(KeyEnd)
+		switch v {
+		case "final", "":
+			return EndControl(Final), true, nil
+		case "pause":
+			return EndControl(Pause), true, nil
+		}
+		return c, true, fmt.Errorf("control batch: %s=%q is neither final nor pause", KeyEnd, v)
+	}
+	return c, true, fmt.Errorf("control batch: unknown %s=%q (want barrier, watermark or end)", KeyControl, kind)
+}
+
+// StreamInfo is what a stream's schema metadata tells downstream stages.
+type StreamInfo struct {
+	Key         []string // key columns as dot paths; nil when undeclared
+	EventTime   string   // event-time column; "" when undeclared
+	Checkpoints []string // upstream checkpoint directories, in pipeline order
+}
+
+// Info reads the streamkit keys of s's metadata.
+func Info(s *arrow.Schema) StreamInfo {
+	var in StreamInfo
+	md := s.Metadata()
+	if v, ok := md.GetValue(SchemaKey); ok && v != "" {
+		in.Key = strings.Split(v, ",")
+	}
+	if v, ok := md.GetValue(SchemaEventTime); ok {
+		in.EventTime = v
+	}
+	if v, ok := md.GetValue(SchemaCheckpoints); ok && v != "" {
+		in.Checkpoints = strings.Split(v, "\n")
+	}
+	return in
+}
+
+// WithInfo returns s with its streamkit metadata keys replaced by in; every other metadata key
+// and all fields are kept as they are. Empty values remove their key.
+func WithInfo(s *arrow.Schema, in StreamInfo) *arrow.Schema {
+	md := s.Metadata()
+	var keys, vals []string
+	for i, k := range md.Keys() {
+		if k == SchemaKey || k == SchemaEventTime || k == SchemaCheckpoints {
+			continue
+		}
+		keys = append(keys, k)
+		vals = append(vals, md.Values()[i])
+	}
+	add := func(k, v string) {
+		if v != "" {
+			keys, vals = append(keys, k), append(vals, v)
+		}
+	}
+	add(SchemaKey, strings.Join(in.Key, ","))
+	add(SchemaEventTime, in.EventTime)
+	add(SchemaCheckpoints, strings.Join(in.Checkpoints, "\n"))
+	m := arrow.NewMetadata(keys, vals)
+	return arrow.NewSchema(s.Fields(), &m)
+}
