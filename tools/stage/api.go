@@ -1,0 +1,110 @@
+// Package stage is the shared runtime of every streamkit tool: it reads the Arrow IPC stream,
+// drives an Operator (or a Source), writes the output stream, handles control batches
+// (barriers, watermarks, end), checkpoints, signals, logging and progress (DESIGN.md §2, §3).
+package stage
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/state"
+)
+
+// Emit passes one output batch downstream. The stage loop takes over the caller's reference:
+// the callee releases rec once it is written, so an operator that keeps rec must Retain it first.
+type Emit func(rec arrow.RecordBatch) error
+
+// Env is what the stage loop hands to an operator or source.
+type Env struct {
+	// Mem allocates every Arrow buffer of the stage (a checked allocator in tests).
+	Mem memory.Allocator
+	// Dir is the stage's checkpoint directory, nil when the stage keeps no checkpoint.
+	Dir *state.Dir
+	// Committed is the newest epoch committed by the sink, 0 when none; state is restored to it.
+	Committed uint64
+	// Now is the injected clock (time.Now outside tests).
+	Now func() time.Time
+	// Stats counts records for the status line; operators add to it.
+	Stats *Stats
+	// Log is the stage's logger (stderr).
+	Log *slog.Logger
+	// BatchRows and Linger bound a source's batches (--batch-rows, --linger); 0 for operators.
+	BatchRows int
+	Linger    time.Duration
+
+	sink bool
+}
+
+// MarkSink tells the stage loop that the operator is a sink: after each barrier it writes
+// commit markers into its own and every upstream checkpoint directory. Call it from Open.
+func (e *Env) MarkSink() { e.sink = true }
+
+// Operator is a stage that transforms an input stream into an output stream (keyby, dedup,
+// window) or consumes it (a sink: write-delta, write-kafka, print). The stage loop calls its
+// methods from one goroutine, in stream order. Inputs are borrowed: an operator that keeps a
+// batch after returning must Retain it. An operator never writes stdout and never exits.
+type Operator interface {
+	// Open receives the input schema (with its streamkit metadata) after state was restored to
+	// env.Committed, and returns the output schema; a sink returns nil.
+	Open(ctx context.Context, env *Env, in *arrow.Schema) (out *arrow.Schema, err error)
+	// Process handles one data batch (rows > 0 or a foreign zero-row batch).
+	Process(ctx context.Context, rec arrow.RecordBatch, emit Emit) error
+	// Watermark is called for each incoming watermark (never moving backwards); the stage
+	// forwards the watermark downstream after it returns, unless the operator implements
+	// WatermarkOwner.
+	Watermark(ctx context.Context, wm time.Time, emit Emit) error
+	// Barrier ends epoch n: emit what the epoch completes, then make the state of epoch n
+	// durable (changelog/snapshot). A sink makes the epoch's output durable here; the stage
+	// then writes commit markers (sinks) or forwards the barrier (operators).
+	Barrier(ctx context.Context, epoch uint64, emit Emit) error
+	// End closes the stream: Final flushes everything (windows fire); Pause keeps state for
+	// the next run. Output emitted here precedes the forwarded end batch.
+	End(ctx context.Context, kind codec.EndKind, emit Emit) error
+	// Close releases resources; called once, after End or on error.
+	Close() error
+}
+
+// WatermarkOwner is implemented by operators that compute their own output watermark (e.g. a
+// window with --watermark-delay). The stage then forwards nothing itself; the operator returns
+// the watermark to forward, if any, after each batch or incoming watermark.
+type WatermarkOwner interface {
+	OutputWatermark() (time.Time, bool)
+}
+
+// Position is a source's replayable position: Kafka offsets per partition, the set of files
+// read, a Delta version. Sources define its JSON shape; the stage stores it verbatim in the
+// offsets write-ahead log (state.Dir.WriteOffsets) before emitting each barrier.
+type Position = json.RawMessage
+
+// Source produces a stream from outside (read-kafka, read-files, read-delta, generate).
+// The stage loop cuts epochs: it calls Read repeatedly, and at every --epoch-interval, at a
+// limit, or at the end of the input it takes Position(), writes it to the offsets WAL as epoch
+// n, and emits barrier n. Replays after a crash call Read with limit = the WAL position of each
+// uncommitted epoch, so the same epochs are reproduced exactly.
+type Source interface {
+	// Open positions the source just after committed (the end position of the newest
+	// committed epoch; nil: from the configured start) and returns the output schema.
+	Open(ctx context.Context, env *Env, committed Position) (*arrow.Schema, error)
+	// Read returns the next batch. With limit != nil it never reads past limit and returns
+	// (nil, io.EOF) once limit is reached. With limit == nil it returns (nil, io.EOF) when the
+	// input has nothing more (available-now end, bounded input) and (nil, nil) when nothing is
+	// available right now in follow/live mode (so the loop can cut epochs on time); it should
+	// not block longer than about the linger interval.
+	Read(ctx context.Context, limit Position) (arrow.RecordBatch, error)
+	// Position is the position just after the last batch returned by Read.
+	Position() Position
+	// Close releases resources.
+	Close() error
+}
+
+// SourceWatermarker is implemented by sources that derive a watermark (max event time minus
+// delay, minimum over partitions); the loop emits it after batches when it advances.
+type SourceWatermarker interface {
+	Watermark() (time.Time, bool)
+}

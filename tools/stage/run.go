@@ -1,0 +1,434 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/state"
+)
+
+// Retain is how many committed epochs each checkpoint directory keeps (older ones are
+// garbage-collected after every barrier).
+const Retain = 10
+
+// Mem is the allocator stages use; tests replace it with a checked allocator.
+var Mem memory.Allocator = memory.DefaultAllocator
+
+// openCheckpoint opens the stage's checkpoint directory (if any), restores its committed
+// epoch and discards state written after it.
+func openCheckpoint(o *Options, env *Env) error {
+	p := o.CheckpointDir()
+	if p == "" {
+		return nil
+	}
+	d, err := state.Open(p, o.Tool, o.StageName(), o.StateOptions)
+	if err != nil {
+		return err
+	}
+	c, err := d.Committed()
+	if err == nil {
+		err = state.DiscardAfter(d.Path, c)
+	}
+	if err != nil {
+		d.Close()
+		return err
+	}
+	env.Dir, env.Committed = d, c
+	env.Stats.Committed.Store(c)
+	if c > 0 {
+		o.Log.Info("restoring from checkpoint", "dir", d.Path, "committed_epoch", c)
+	}
+	return nil
+}
+
+func newEnv(o *Options) *Env {
+	return &Env{Mem: Mem, Now: o.Now, Stats: newStats(), Log: o.Log}
+}
+
+// outputSchema adds the stage's checkpoint directory to the upstream list of out.
+func outputSchema(out *arrow.Schema, upstream []string, env *Env) *arrow.Schema {
+	info := codec.Info(out)
+	info.Checkpoints = append([]string(nil), upstream...)
+	if env.Dir != nil {
+		info.Checkpoints = append(info.Checkpoints, env.Dir.Path)
+	}
+	return codec.WithInfo(out, info)
+}
+
+// RunOperator runs op over the Arrow IPC stream on o.Stdin, writing its output to o.Stdout
+// (DESIGN.md §2-3). It returns nil at the end of input or when the downstream reader goes away,
+// ErrInterrupted after a signal, or the first error of reading, the operator or writing.
+func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
+	o.defaults()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sig := watchSignals(&o, cancel)
+	defer sig.stop()
+	env := newEnv(&o)
+	if err := openCheckpoint(&o, env); err != nil {
+		return err
+	}
+	defer env.Dir.Close()
+
+	rd, err := codec.NewReader(o.Stdin, env.Mem)
+	if err != nil {
+		if errors.Is(err, codec.ErrNoStream) {
+			return fmt.Errorf("%s: stdin: %w; pipe a streamkit source (read-files, read-kafka …) into it", o.Tool, err)
+		}
+		return fmt.Errorf("%s: stdin: %w", o.Tool, err)
+	}
+	defer rd.Release()
+	in := rd.Schema()
+	out, err := op.Open(ctx, env, in)
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	upstream := codec.Info(in).Checkpoints
+
+	var w *writer
+	if out != nil {
+		w = startWriter(o.Stdout, outputSchema(out, upstream, env), env.Mem)
+		defer func() {
+			if cerr := w.close(); err == nil && cerr != nil && cerr != errQuiet {
+				err = fmt.Errorf("%s: write stdout: %w", o.Tool, cerr)
+			}
+		}()
+	}
+	prog := startProgress(o.Progress, o.StageName(), o.Stderr, env.Stats, o.ProgressInterval)
+	defer prog.stop()
+
+	emit := func(rec arrow.RecordBatch) error {
+		if w == nil {
+			rec.Release()
+			return fmt.Errorf("%s: a sink emitted a batch", o.Tool)
+		}
+		env.Stats.RecordsOut.Add(rec.NumRows())
+		return w.send(ctx, outItem{rec: rec})
+	}
+	sendCtrl := func(c codec.Control) error {
+		if w == nil {
+			return nil
+		}
+		return w.send(ctx, outItem{ctrl: &c})
+	}
+	owner, ownsWM := op.(WatermarkOwner)
+	var lastOut time.Time
+	forwardOwned := func() error {
+		if !ownsWM {
+			return nil
+		}
+		if wm, ok := owner.OutputWatermark(); ok && wm.After(lastOut) {
+			lastOut = wm
+			return sendCtrl(codec.WatermarkControl(wm))
+		}
+		return nil
+	}
+	var lastIn time.Time
+	msgs := startReader(ctx, rd)
+	for {
+		var r readResult
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return ErrInterrupted
+		case r, ok = <-msgs:
+		}
+		if !ok {
+			return ctx.Err()
+		}
+		if r.err != nil {
+			return fmt.Errorf("%s: stdin: %w", o.Tool, r.err)
+		}
+		err := handle(ctx, &o, env, op, r.msg, emit, sendCtrl, upstream, &lastIn, forwardOwned, ownsWM)
+		if err == errEnd {
+			if sig.requested() {
+				return ErrInterrupted
+			}
+			return nil
+		}
+		if err != nil {
+			if err == errQuiet || errors.Is(err, ErrStop) {
+				o.Log.Debug("downstream closed; stopping")
+				return nil
+			}
+			return err
+		}
+		if r.msg.Control != nil && r.msg.Control.Kind == codec.Barrier && sig.requested() {
+			// Finished the epoch: stop here and tell downstream this is a pause.
+			if err := op.End(ctx, codec.Pause, emit); err != nil {
+				return err
+			}
+			if err := sendCtrl(codec.EndControl(codec.Pause)); err != nil && err != errQuiet {
+				return err
+			}
+			return ErrInterrupted
+		}
+	}
+}
+
+var errEnd = errors.New("end of stream")
+
+func handle(ctx context.Context, o *Options, env *Env, op Operator, m codec.Message, emit Emit,
+	sendCtrl func(codec.Control) error, upstream []string, lastIn *time.Time, forwardOwned func() error, ownsWM bool) error {
+	if m.Batch != nil {
+		env.Stats.RecordsIn.Add(m.Batch.NumRows())
+		env.Stats.BatchesIn.Add(1)
+		err := op.Process(ctx, m.Batch, emit)
+		m.Batch.Release()
+		if err != nil {
+			return err
+		}
+		return forwardOwned()
+	}
+	c := *m.Control
+	switch c.Kind {
+	case codec.Watermark:
+		if !c.Watermark.After(*lastIn) {
+			return nil // never backwards
+		}
+		*lastIn = c.Watermark
+		env.Stats.SetWatermark(c.Watermark)
+		if err := op.Watermark(ctx, c.Watermark, emit); err != nil {
+			return err
+		}
+		if ownsWM {
+			return forwardOwned()
+		}
+		return sendCtrl(c)
+	case codec.Barrier:
+		if err := op.Barrier(ctx, c.Epoch, emit); err != nil {
+			return fmt.Errorf("%s: epoch %d: %w", o.Tool, c.Epoch, err)
+		}
+		env.Stats.Epoch.Store(c.Epoch)
+		if err := sendCtrl(c); err != nil {
+			return err
+		}
+		if isSink(op, env) {
+			if err := commitEpoch(o, env, upstream, c.Epoch); err != nil {
+				return err
+			}
+		}
+		if env.Dir != nil {
+			return env.Dir.GC(Retain)
+		}
+		return nil
+	case codec.End:
+		if err := op.End(ctx, c.End, emit); err != nil {
+			return err
+		}
+		if err := sendCtrl(c); err != nil {
+			return err
+		}
+		return errEnd
+	}
+	return nil
+}
+
+func isSink(_ Operator, env *Env) bool { return env.sink }
+
+// commitEpoch writes commit markers for epoch n into the sink's own directory and every
+// upstream stage's directory (DESIGN.md §3 step 3).
+func commitEpoch(o *Options, env *Env, upstream []string, n uint64) error {
+	dirs := upstream
+	if env.Dir != nil {
+		dirs = append(append([]string(nil), upstream...), env.Dir.Path)
+	}
+	for _, d := range dirs {
+		if err := state.WriteCommit(d, n, o.Tool); err != nil {
+			return fmt.Errorf("%s: commit epoch %d: %w", o.Tool, n, err)
+		}
+	}
+	env.Stats.Committed.Store(n)
+	return nil
+}
+
+// RunSource runs src, writing its stream to o.Stdout: it replays the uncommitted epochs of
+// the offsets WAL exactly, then reads new input, cutting epochs every o.EpochInterval and at
+// the end of input, writing each epoch's end position to the WAL before its barrier. At the
+// end of input it sends end=pause when checkpointing and end=final otherwise (o.End
+// overrides). On the first signal it cuts the current epoch, sends end=pause and returns
+// ErrInterrupted.
+func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
+	o.defaults()
+	if err := o.validate(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sig := watchSignals(&o.Options, cancel)
+	defer sig.stop()
+	env := newEnv(&o.Options)
+	env.BatchRows, env.Linger = o.BatchRows, o.Linger
+	if err := openCheckpoint(&o.Options, env); err != nil {
+		return err
+	}
+	defer env.Dir.Close()
+	var committedPos Position
+	var replay []uint64
+	if env.Dir != nil {
+		if env.Committed > 0 {
+			if committedPos, err = state.ReadOffsets(env.Dir.Path, env.Committed); err != nil {
+				return fmt.Errorf("%s: offsets of committed epoch %d: %w", o.Tool, env.Committed, err)
+			}
+		}
+		eps, err := state.Epochs(env.Dir.Path, state.OffsetsDir)
+		if err != nil {
+			return err
+		}
+		for _, n := range eps {
+			if n > env.Committed {
+				replay = append(replay, n)
+			}
+		}
+	}
+	schema, err := src.Open(ctx, env, committedPos)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	w := startWriter(o.Stdout, outputSchema(schema, nil, env), env.Mem)
+	defer func() {
+		if cerr := w.close(); err == nil && cerr != nil && cerr != errQuiet {
+			err = fmt.Errorf("%s: write stdout: %w", o.Tool, cerr)
+		}
+		if err == errQuiet {
+			err = nil
+		}
+	}()
+	prog := startProgress(o.Progress, o.StageName(), o.Stderr, env.Stats, o.ProgressInterval)
+	defer prog.stop()
+
+	wmSrc, hasWM := src.(SourceWatermarker)
+	var lastWM time.Time
+	send := func(rec arrow.RecordBatch) error {
+		env.Stats.RecordsIn.Add(rec.NumRows())
+		env.Stats.RecordsOut.Add(rec.NumRows())
+		if err := w.send(ctx, outItem{rec: rec}); err != nil {
+			return err
+		}
+		if hasWM {
+			if wm, ok := wmSrc.Watermark(); ok && wm.After(lastWM) {
+				lastWM = wm
+				env.Stats.SetWatermark(wm)
+				c := codec.WatermarkControl(wm)
+				return w.send(ctx, outItem{ctrl: &c})
+			}
+		}
+		return nil
+	}
+	barrier := func(n uint64, writeWAL bool) error {
+		if writeWAL && env.Dir != nil {
+			if err := env.Dir.WriteOffsets(n, src.Position()); err != nil {
+				return err
+			}
+		}
+		c := codec.BarrierControl(n)
+		if err := w.send(ctx, outItem{ctrl: &c}); err != nil {
+			return err
+		}
+		env.Stats.Epoch.Store(n)
+		if env.Dir != nil {
+			return env.Dir.GC(Retain)
+		}
+		return nil
+	}
+	next := env.Committed + 1
+	for _, n := range replay {
+		if n != next {
+			return fmt.Errorf("%s: offsets WAL in %s has a gap: epoch %d follows %d", o.Tool, env.Dir.Path, n, next-1)
+		}
+		limit, err := state.ReadOffsets(env.Dir.Path, n)
+		if err != nil {
+			return err
+		}
+		o.Log.Info("replaying epoch from the offsets WAL", "epoch", n)
+		for {
+			rec, err := src.Read(ctx, limit)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if rec != nil {
+				if err := send(rec); err != nil {
+					return err
+				}
+			}
+		}
+		if err := barrier(n, false); err != nil {
+			return err
+		}
+		next++
+	}
+
+	endKind := codec.Final
+	if env.Dir != nil {
+		endKind = codec.Pause
+	}
+	switch o.End {
+	case "final":
+		endKind = codec.Final
+	case "pause":
+		endKind = codec.Pause
+	}
+	emitted := len(replay) > 0
+	rows := int64(0)
+	epochStart := o.Now()
+	cut := func() error {
+		if err := barrier(next, true); err != nil {
+			return err
+		}
+		next++
+		emitted = true
+		rows = 0
+		epochStart = o.Now()
+		return nil
+	}
+	finish := func(kind codec.EndKind) error {
+		if rows > 0 || !emitted {
+			if err := cut(); err != nil {
+				return err
+			}
+		}
+		c := codec.EndControl(kind)
+		return w.send(ctx, outItem{ctrl: &c})
+	}
+	for {
+		if sig.requested() {
+			if err := finish(codec.Pause); err != nil && err != errQuiet {
+				return err
+			}
+			return ErrInterrupted
+		}
+		rec, err := src.Read(ctx, nil)
+		if err == io.EOF {
+			return finish(endKind)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ErrInterrupted
+			}
+			return err
+		}
+		if rec != nil {
+			rows += rec.NumRows()
+			if err := send(rec); err != nil {
+				return err
+			}
+		}
+		if rows > 0 && o.Now().Sub(epochStart) >= o.EpochInterval {
+			if err := cut(); err != nil {
+				return err
+			}
+		}
+	}
+}
