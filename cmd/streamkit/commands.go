@@ -3,12 +3,14 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
 )
 
 // commands lists every tool's cobra command; each tool lives in tools/<tool>.
 func commands() []*cobra.Command {
 	return []*cobra.Command{
+		keyby.Command(),
 		print.Command(),
 	}
 }

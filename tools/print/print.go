@@ -209,8 +209,8 @@ func (p *Printer) table(rec arrow.RecordBatch, n int64) error {
 	} else {
 		t = t.StyleFunc(func(int, int) lipgloss.Style { return lipgloss.NewStyle().Padding(0, 1) })
 	}
-	row := make([]string, rec.NumCols())
 	for r := 0; r < int(n); r++ {
+		row := make([]string, rec.NumCols()) // the table keeps each row slice
 		for c, col := range rec.Columns() {
 			s, ok := text(col, r)
 			if !ok {
