@@ -2,7 +2,6 @@ package codec
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -33,7 +32,7 @@ type Message struct {
 
 // Reader reads an Arrow IPC stream with streamkit control batches.
 type Reader struct {
-	tail *tailReader
+	eos  *messageReader
 	r    *ipc.Reader
 	done bool
 }
@@ -41,15 +40,16 @@ type Reader struct {
 // NewReader starts reading an IPC stream from r (buffered) and reads its schema. Errors:
 // ErrNoStream for empty input; otherwise a wrapped IPC error.
 func NewReader(r io.Reader, mem memory.Allocator) (*Reader, error) {
-	tail := &tailReader{r: bufio.NewReaderSize(r, BufferSize)}
-	ir, err := ipc.NewReader(tail, ipc.WithAllocator(mem))
+	mr := &messageReader{r: bufio.NewReaderSize(r, BufferSize), mem: mem, refs: 1}
+	ir, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(mem))
 	if err != nil {
-		if tail.n == 0 {
+		mr.Release()
+		if errors.Is(err, io.EOF) && !mr.sawEOS {
 			return nil, ErrNoStream
 		}
 		return nil, fmt.Errorf("read arrow stream schema: %w", err)
 	}
-	rd := &Reader{tail: tail, r: ir}
+	rd := &Reader{eos: mr, r: ir}
 	return rd, nil
 }
 
@@ -71,7 +71,7 @@ func (r *Reader) Next() (Message, error) {
 				return Message{}, fmt.Errorf("read arrow stream: %w", err)
 			}
 			r.done = true
-			if !r.tail.endedWithEOS() {
+			if !r.eos.sawEOS {
 				return Message{}, ErrTruncated
 			}
 			c := EndControl(Final)
@@ -98,36 +98,6 @@ func (r *Reader) Next() (Message, error) {
 // Release frees the reader.
 func (r *Reader) Release() {
 	r.r.Release()
-}
-
-// tailReader remembers the last 8 bytes read, to tell an IPC end-of-stream marker
-// (0xFFFFFFFF 0x00000000, or the pre-1.0 four zero bytes) from an abrupt end of input.
-type tailReader struct {
-	r    io.Reader
-	last [8]byte
-	n    int64
-}
-
-func (t *tailReader) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	if n >= 8 {
-		copy(t.last[:], p[n-8:n])
-	} else if n > 0 {
-		copy(t.last[:], t.last[n:])
-		copy(t.last[8-n:], p[:n])
-	}
-	t.n += int64(n)
-	return n, err
-}
-
-var eosMarker = []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
-
-func (t *tailReader) endedWithEOS() bool {
-	if t.n >= 8 && bytes.Equal(t.last[:], eosMarker) {
-		return true
-	}
-	// Legacy end-of-stream (4 zero bytes) after a message: accept as well.
-	return t.n >= 4 && bytes.Equal(t.last[4:], []byte{0, 0, 0, 0})
 }
 
 // Writer writes an Arrow IPC stream with control batches; every Write and WriteControl is
