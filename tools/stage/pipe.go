@@ -125,10 +125,13 @@ type readResult struct {
 	err error
 }
 
-// startReader reads rd from its own goroutine until an end, an error or ctx is done.
-func startReader(ctx context.Context, rd *codec.Reader) <-chan readResult {
+// startReader reads rd from its own goroutine until an end, an error or ctx is done; done is
+// closed when the goroutine has returned.
+func startReader(ctx context.Context, rd *codec.Reader) (<-chan readResult, <-chan struct{}) {
 	ch := make(chan readResult, 8)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		defer close(ch)
 		for {
 			m, err := rd.Next()
@@ -148,7 +151,7 @@ func startReader(ctx context.Context, rd *codec.Reader) <-chan readResult {
 			}
 		}
 	}()
-	return ch
+	return ch, done
 }
 
 // signals turns the first SIGINT/SIGTERM into a "finish the epoch and stop" request and the

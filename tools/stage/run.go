@@ -84,10 +84,10 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		}
 		return fmt.Errorf("%s: stdin: %w", o.Tool, err)
 	}
-	defer rd.Release()
 	in := rd.Schema()
 	out, err := op.Open(ctx, env, in)
 	if err != nil {
+		rd.Release()
 		return err
 	}
 	defer op.Close()
@@ -132,7 +132,24 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		return nil
 	}
 	var lastIn time.Time
-	msgs := startReader(ctx, rd)
+	msgs, readerDone := startReader(ctx, rd)
+	defer func() {
+		// Stop the reader goroutine and free what it read ahead. It may be blocked reading an
+		// idle upstream; wait a bounded time (the process exits anyway).
+		cancel()
+		go func() {
+			for r := range msgs {
+				if r.msg.Batch != nil {
+					r.msg.Batch.Release()
+				}
+			}
+		}()
+		select {
+		case <-readerDone:
+			rd.Release()
+		case <-time.After(time.Second):
+		}
+	}()
 	for {
 		var r readResult
 		var ok bool
