@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // EnvCheckpoint names the environment variable whose value is a checkpoint root: a stage
@@ -114,6 +116,11 @@ func (o *Options) defaults() {
 		o.Stderr = os.Stderr
 	}
 	o.Log = o.Log.With("stage", o.StageName())
+	for _, f := range []any{o.Stdin, o.Stdout} {
+		if f, ok := f.(*os.File); ok {
+			codec.TunePipe(f)
+		}
+	}
 }
 
 func (o *SourceOptions) validate() error {
