@@ -230,15 +230,19 @@ func Committed(path string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for i := len(eps) - 1; i >= 0; i-- {
-		var rec CommitRecord
-		p := filepath.Join(path, CommitsDir, EpochName(eps[i])+".json")
-		if err := ReadJSON(p, &rec); err != nil {
-			return 0, err
-		}
-		return eps[i], nil
+	if len(eps) == 0 {
+		return 0, nil
 	}
-	return 0, nil
+	n := eps[len(eps)-1]
+	var rec CommitRecord
+	p := filepath.Join(path, CommitsDir, EpochName(n)+".json")
+	if err := ReadJSON(p, &rec); err != nil {
+		return 0, err
+	}
+	if rec.Epoch != n {
+		return 0, &CorruptError{Path: p, Reason: fmt.Sprintf("records epoch %d", rec.Epoch)}
+	}
+	return n, nil
 }
 
 // Committed returns the newest committed epoch of d (see the function Committed).

@@ -157,9 +157,9 @@ func text(col arrow.Array, r int) (string, bool) {
 		return a.Value(r).ToTime().Format(time.DateOnly), true
 	}
 	v := col.GetOneForMarshal(r)
-	switch v.(type) {
+	switch s := v.(type) {
 	case string:
-		return v.(string), true
+		return s, true
 	case nil:
 		return "", false
 	}
