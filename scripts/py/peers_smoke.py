@@ -90,8 +90,18 @@ def check_avro(tmp):
     print(f"ok fastavro {fastavro.__version__}: container file and schemaless round trip")
 
 
+def check_confluent_kafka():
+    import confluent_kafka
+
+    lib, _ = confluent_kafka.libversion()
+    major, minor = (int(x) for x in lib.split(".")[:2])
+    assert (major, minor) >= (2, 6), f"librdkafka {lib} < 2.6.1 cannot do SCRAM with Kafka 4.x"
+    print(f"ok confluent-kafka {confluent_kafka.__version__} (librdkafka {lib})")
+
+
 def main():
     check_ipc()
+    check_confluent_kafka()
     with tempfile.TemporaryDirectory() as tmp:
         path = check_delta(tmp)
         check_duckdb(path)
