@@ -77,6 +77,7 @@ export STREAMKIT_KAFKA_SSL_TRUSTSTORE_P12=$AUTH/truststore.p12
 export STREAMKIT_KAFKA_SSL_STORE_PASSWORD_FILE=$AUTH/store.password
 export STREAMKIT_KAFKA_LOG=$LOG
 export STREAMKIT_KAFKA_LIBS=$LIBS
+export STREAMKIT_KCAT=$IT/bin/kcat
 EOF
 }
 
@@ -228,7 +229,7 @@ cmd_start() {
   # pid and then becomes java, so the pid file names the JVM.
   setsid bash -c 'echo $$ >"$0"; exec "$@"' "$PIDFILE" \
     "$JAVA" "${JVM_OPTS[@]}" -Dlog4j2.configurationFile="$RUN/log4j2.properties" -cp "$LIBS/*" \
-    kafka.Kafka "$RUN/server.properties" </dev/null >"$LOG" 2>&1 &
+    kafka.Kafka "$RUN/server.properties" </dev/null >"$LOG" 2>&1 8>&- &
   timeout="${STREAMKIT_KAFKA_START_TIMEOUT:-120}"
   for ((i = 0; i < timeout * 5; i++)); do
     if grep -q "Kafka Server started" "$LOG" 2>/dev/null; then
@@ -294,11 +295,14 @@ cmd_env() {
   fi
 }
 
+# Serialise start/stop of this worktree's broker (the broker itself must not inherit fd 8).
+lock() { mkdir -p "$IT"; exec 8>"$IT/kafka.lock"; flock 8; }
+
 case "${1:-}" in
-  start) cmd_start ;;
-  stop) cmd_stop ;;
+  start) lock; cmd_start ;;
+  stop) lock; cmd_stop ;;
   status) cmd_status ;;
   env) cmd_env ;;
-  restart) cmd_stop; cmd_start ;;
+  restart) lock; cmd_stop; cmd_start ;;
   *) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac
