@@ -17,6 +17,7 @@ client, log4j, ...) are left out so only one version of each is on the classpath
 import glob
 import os
 import re
+import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -47,7 +48,7 @@ def delta_jars():
 def session(app_name="streamkit-it", warehouse=None, extra_conf=None):
     """Start (or get) a local[2] SparkSession with Delta Lake enabled."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", os.path.realpath(os.sys.executable))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use the same venv
     from pyspark.sql import SparkSession
 
     if warehouse is None:

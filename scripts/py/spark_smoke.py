@@ -33,6 +33,12 @@ def main():
             ops = sorted((r.version, r.operation) for r in hist)
             assert ops == [(0, "WRITE"), (1, "WRITE")], ops
             print(f"ok spark {spark.version}: delta table {n} rows, history {ops}")
+            # A Python UDF runs in a worker process: checks PYSPARK_PYTHON is the venv.
+            from pyspark.sql.functions import udf
+
+            has_pa = udf(lambda _: __import__("importlib").util.find_spec("pyarrow") is not None, "boolean")
+            assert df.select(has_pa("id")).distinct().collect()[0][0] is True
+            print("ok python worker runs in the venv")
             # Also let delta-rs (if installed) read what Spark wrote.
             try:
                 from deltalake import DeltaTable
