@@ -170,9 +170,9 @@ func TestTumblingLatenessUpdates(t *testing.T) {
 	res := runSteps(t, mem, m, &fakeClock{}, orderSchema, []step{
 		{rows: [][]any{{"a", "2024-05-01T10:00:10Z", 1}, {"a", "2024-05-01T10:01:30Z", 2}}},
 		{rows: [][]any{{"a", "2024-05-01T10:00:50Z", 4}, {"b", "2024-05-01T10:00:50Z", 8}}}, // both late, within lateness
-		{wm: "2024-05-01T10:02:00Z"},                                  // [10:00,10:01) cleaned up, [10:01,10:02) fires
-		{rows: [][]any{{"a", "2024-05-01T10:00:59Z", 16}}},            // beyond lateness
-		{rows: [][]any{{"a", "2024-05-01T10:01:59Z", 32}}},            // late update of [10:01, 10:02)
+		{wm: "2024-05-01T10:02:00Z"},                       // [10:00,10:01) cleaned up, [10:01,10:02) fires
+		{rows: [][]any{{"a", "2024-05-01T10:00:59Z", 16}}}, // beyond lateness
+		{rows: [][]any{{"a", "2024-05-01T10:01:59Z", 32}}}, // late update of [10:01, 10:02)
 		{final: true},
 	}, "15:04")
 	diffRows(t, res.out, []string{
@@ -289,12 +289,17 @@ func TestIdleTimeout(t *testing.T) {
 	w.Register(1, clk.Now())
 	t0 := us(t, "2024-05-01T10:00:00Z")
 	steps := []struct {
-		name  string
-		do    func()
-		want  int64
+		name string
+		do   func()
+		want int64
 	}{
 		{"p0 data, p1 none: held back", func() { w.Active(0, clk.Now()); w.Observe(0, t0) }, MinTime},
-		{"20 s later: not idle yet", func() { clk.Advance(20 * time.Second); w.Active(0, clk.Now()); w.Observe(0, t0+10e6); w.Tick(clk.Now()) }, MinTime},
+		{"20 s later: not idle yet", func() {
+			clk.Advance(20 * time.Second)
+			w.Active(0, clk.Now())
+			w.Observe(0, t0+10e6)
+			w.Tick(clk.Now())
+		}, MinTime},
 		{"35 s: p1 idle, p0 alone", func() { clk.Advance(15 * time.Second); w.Active(0, clk.Now()); w.Tick(clk.Now()) }, t0 + 9e6},
 		{"p0 advances", func() { w.Observe(0, t0+20e6) }, t0 + 19e6},
 		{"p1 wakes with old data: no step back", func() { w.Active(1, clk.Now()); w.Observe(1, t0) }, t0 + 19e6},

@@ -11,8 +11,8 @@ import (
 
 // Columns and metadata of state batches (Changelog, Snapshot, Restore).
 const (
-	StateOp    = "op"    // "upsert" or "delete"
-	StateKey   = "key"   // encoded key bytes (KeyCodec)
+	StateOp    = "op"  // "upsert" or "delete"
+	StateKey   = "key" // encoded key bytes (KeyCodec)
 	StateStart = "window_start"
 	StateEnd   = "window_end"
 	StateSeq   = "seq"   // count windows: slice number within the key; else 0
