@@ -23,12 +23,19 @@ var Mem memory.Allocator = memory.DefaultAllocator
 
 // openCheckpoint opens the stage's checkpoint directory (if any), restores its committed
 // epoch and discards state written after it.
-func openCheckpoint(o *Options, env *Env) error {
+func openCheckpoint(o *Options, env *Env, deferOptions bool) error {
 	p := o.CheckpointDir()
 	if p == "" {
 		return nil
 	}
-	d, err := state.Open(p, o.Tool, o.StageName(), o.StateOptions)
+	opts := o.StateOptions
+	if opts == nil {
+		opts = map[string]string{}
+	}
+	if deferOptions {
+		opts = nil
+	}
+	d, err := state.Open(p, o.Tool, o.StageName(), opts)
 	if err != nil {
 		return err
 	}
@@ -72,7 +79,8 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 	sig := watchSignals(&o, cancel)
 	defer sig.stop()
 	env := newEnv(&o)
-	if err := openCheckpoint(&o, env); err != nil {
+	resolver, resolves := op.(StateResolver)
+	if err := openCheckpoint(&o, env, resolves); err != nil {
 		return err
 	}
 	defer env.Dir.Close()
@@ -85,6 +93,22 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		return fmt.Errorf("%s: stdin: %w", o.Tool, err)
 	}
 	in := rd.Schema()
+	if resolves && env.Dir != nil {
+		opts, err := resolver.ResolveState(in)
+		if err == nil {
+			if opts == nil {
+				opts = map[string]string{}
+			}
+			for k, v := range o.StateOptions {
+				opts[k] = v
+			}
+			err = env.Dir.CheckOptions(opts)
+		}
+		if err != nil {
+			rd.Release()
+			return err
+		}
+	}
 	out, err := op.Open(ctx, env, in)
 	if err != nil {
 		rd.Release()
@@ -284,7 +308,7 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 	defer sig.stop()
 	env := newEnv(&o.Options)
 	env.BatchRows, env.Linger = o.BatchRows, o.Linger
-	if err := openCheckpoint(&o.Options, env); err != nil {
+	if err := openCheckpoint(&o.Options, env, false); err != nil {
 		return err
 	}
 	defer env.Dir.Close()
