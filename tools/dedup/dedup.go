@@ -284,7 +284,6 @@ func (d *Dedup) Close() error {
 	return nil
 }
 
-
 // Command returns the cobra command of `streamkit dedup`.
 func Command() *cobra.Command {
 	var cfg Config
