@@ -131,3 +131,61 @@ func TestUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamFailure: when a stage in the middle fails (here keyby, on a stream cut after
+// message n), its output must end without the end-of-stream marker, so the next stage fails
+// too instead of taking the stream for a complete (end=final) one.
+func TestUpstreamFailure(t *testing.T) {
+	p := needPeers(t)
+	stream, exits := run(t, nil, p.gen("produce", "controls"))
+	wantCodes(t, exits, 0)
+	file := filepath.Join(t.TempDir(), "controls.arrows")
+	if err := os.WriteFile(file, stream, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, exits := run(t, nil, p.gen("boundaries", "controls"))
+	wantCodes(t, exits, 0)
+	bounds := strings.Fields(string(b))
+	tests := []struct {
+		name     string
+		cut      string
+		wantRows int
+		wantErr  string
+	}{
+		// keyby fails before writing anything: print sees no stream at all.
+		{"cut after the schema", bounds[0], 0, "no Arrow IPC stream on input"},
+		// keyby has forwarded rows, a watermark and barrier 1, then fails.
+		{"cut after barrier 1", bounds[3], 2, "input ended without an end-of-stream marker"},
+		{"cut inside the second data batch", strconv.Itoa(mustAtoi(t, bounds[4]) - 20), 2, "input ended without an end-of-stream marker"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, exits := run(t, nil,
+				[]string{"head", "-c", tt.cut, file},
+				p.sk("keyby", "id"),
+				p.sk("print", "--format", "json", "--show-control"))
+			wantCodes(t, exits, 0, 1, 1)
+			if !strings.Contains(exits[1].stderr, "input ended without an end-of-stream marker") {
+				t.Errorf("keyby stderr: got %q, want a truncated-input error", exits[1].stderr)
+			}
+			if !strings.Contains(exits[2].stderr, tt.wantErr) {
+				t.Errorf("print stderr: got %q, want it to contain %q", exits[2].stderr, tt.wantErr)
+			}
+			if got := strings.Count(string(out), `"id":`); got != tt.wantRows {
+				t.Errorf("rows printed: got %d, want %d:\n%s", got, tt.wantRows, out)
+			}
+			if strings.Contains(string(out), `"_control":"end"`) {
+				t.Errorf("print saw an end batch:\n%s", out)
+			}
+		})
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
