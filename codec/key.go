@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Key encoding (docs/protocol.md "Keys"): a key is the concatenation, per key column, of a
@@ -195,9 +196,32 @@ func Hash64(key []byte) uint64 {
 // ErrBadKey is returned by DecodeKey for bytes that are not a key encoding.
 var ErrBadKey = errors.New("not an encoded key")
 
-// DecodeKey renders an encoded key as one Go value per column, for people: nil, int64,
-// uint64, float64, bool, string, []byte, time-like strings (RFC 3339), dates (YYYY-MM-DD),
-// decimals as strings, nested values as their JSON (json.RawMessage).
+// KeyTimestamp is a decoded timestamp key part (UTC). It prints as RFC 3339.
+type KeyTimestamp struct {
+	Unit  arrow.TimeUnit
+	Value arrow.Timestamp
+}
+
+func (t KeyTimestamp) String() string {
+	return t.Value.ToTime(t.Unit).UTC().Format("2006-01-02T15:04:05.999999999Z")
+}
+
+// KeyDate is a decoded date key part (days since 1970-01-01). It prints as YYYY-MM-DD.
+type KeyDate arrow.Date32
+
+func (d KeyDate) String() string { return arrow.Date32(d).FormattedString() }
+
+// KeyDecimal is a decoded decimal key part. It prints as its decimal text.
+type KeyDecimal struct {
+	Num   decimal128.Num
+	Scale int32
+}
+
+func (d KeyDecimal) String() string { return d.Num.ToString(d.Scale) }
+
+// DecodeKey decodes an encoded key into one Go value per column: nil, int64, uint64,
+// float64, bool, string, []byte, KeyTimestamp, KeyDate, KeyDecimal, or json.RawMessage for
+// nested values. Every value prints readably with fmt.
 func DecodeKey(b []byte) ([]any, error) {
 	var out []any
 	for len(b) > 0 {
@@ -226,7 +250,7 @@ func DecodeKey(b []byte) ([]any, error) {
 			case tagFloat:
 				out = append(out, math.Float64frombits(v))
 			default:
-				out = append(out, arrow.Date32(int32(int64(v))).FormattedString())
+				out = append(out, KeyDate(int32(int64(v))))
 			}
 		case tagBool:
 			if err := need(1); err != nil {
@@ -256,7 +280,7 @@ func DecodeKey(b []byte) ([]any, error) {
 			unit := arrow.TimeUnit(b[0])
 			v := arrow.Timestamp(int64(binary.BigEndian.Uint64(b[1:])))
 			b = b[9:]
-			out = append(out, v.ToTime(unit).UTC().Format("2006-01-02T15:04:05.999999999Z"))
+			out = append(out, KeyTimestamp{Unit: unit, Value: v})
 		case tagDecimal:
 			if err := need(17); err != nil {
 				return nil, err
@@ -264,7 +288,7 @@ func DecodeKey(b []byte) ([]any, error) {
 			scale := int32(int8(b[0]))
 			hi, lo := int64(binary.BigEndian.Uint64(b[1:])), binary.BigEndian.Uint64(b[9:])
 			b = b[17:]
-			out = append(out, decimalString(hi, lo, scale))
+			out = append(out, KeyDecimal{Num: decimal128.New(hi, lo), Scale: scale})
 		default:
 			return nil, ErrBadKey
 		}
@@ -272,6 +296,106 @@ func DecodeKey(b []byte) ([]any, error) {
 	return out, nil
 }
 
-func decimalString(hi int64, lo uint64, scale int32) string {
-	return decimal128.New(hi, lo).ToString(scale)
+// KeyArrays decodes encoded keys (one per row) into typed Arrow columns, one per key part,
+// named by names (key_<i> where names run short). A part's type comes from its first non-null
+// value; a part whose values disagree in type becomes a string column of their text. The
+// caller releases the arrays.
+func KeyArrays(mem memory.Allocator, keys [][]byte, names []string) ([]arrow.Field, []arrow.Array, error) {
+	rows := make([][]any, len(keys))
+	width := 0
+	for i, k := range keys {
+		v, err := DecodeKey(k)
+		if err != nil {
+			return nil, nil, fmt.Errorf("row %d: %w", i, err)
+		}
+		rows[i] = v
+		width = max(width, len(v))
+	}
+	fields := make([]arrow.Field, width)
+	arrs := make([]arrow.Array, width)
+	for c := 0; c < width; c++ {
+		name := fmt.Sprintf("key_%d", c)
+		if c < len(names) && names[c] != "" {
+			name = names[c]
+		}
+		var typ arrow.DataType = arrow.Null
+		consistent := true
+		for _, r := range rows {
+			if c >= len(r) || r[c] == nil {
+				continue
+			}
+			t := keyType(r[c])
+			if typ == arrow.Null {
+				typ = t
+			} else if !arrow.TypeEqual(typ, t) {
+				consistent = false
+			}
+		}
+		if !consistent || typ == arrow.Null {
+			typ = arrow.BinaryTypes.String
+		}
+		b := array.NewBuilder(mem, typ)
+		for _, r := range rows {
+			if c >= len(r) || r[c] == nil {
+				b.AppendNull()
+				continue
+			}
+			appendKeyPart(b, r[c], consistent)
+		}
+		fields[c] = arrow.Field{Name: name, Type: typ, Nullable: true}
+		arrs[c] = b.NewArray()
+		b.Release()
+	}
+	return fields, arrs, nil
+}
+
+func keyType(v any) arrow.DataType {
+	switch v := v.(type) {
+	case int64:
+		return arrow.PrimitiveTypes.Int64
+	case uint64:
+		return arrow.PrimitiveTypes.Uint64
+	case float64:
+		return arrow.PrimitiveTypes.Float64
+	case bool:
+		return arrow.FixedWidthTypes.Boolean
+	case []byte:
+		return arrow.BinaryTypes.Binary
+	case KeyTimestamp:
+		return &arrow.TimestampType{Unit: v.Unit, TimeZone: "UTC"}
+	case KeyDate:
+		return arrow.FixedWidthTypes.Date32
+	case KeyDecimal:
+		return &arrow.Decimal128Type{Precision: 38, Scale: v.Scale}
+	}
+	return arrow.BinaryTypes.String
+}
+
+func appendKeyPart(b array.Builder, v any, typed bool) {
+	if !typed {
+		b.(*array.StringBuilder).Append(fmt.Sprint(v))
+		return
+	}
+	switch v := v.(type) {
+	case int64:
+		b.(*array.Int64Builder).Append(v)
+	case uint64:
+		b.(*array.Uint64Builder).Append(v)
+	case float64:
+		b.(*array.Float64Builder).Append(v)
+	case bool:
+		b.(*array.BooleanBuilder).Append(v)
+	case []byte:
+		b.(*array.BinaryBuilder).Append(v)
+	case KeyTimestamp:
+		b.(*array.TimestampBuilder).Append(v.Value)
+	case KeyDate:
+		b.(*array.Date32Builder).Append(arrow.Date32(v))
+	case KeyDecimal:
+		b.(*array.Decimal128Builder).Append(v.Num)
+	case string:
+		b.(*array.StringBuilder).Append(v)
+	default:
+		b.(*array.StringBuilder).Append(fmt.Sprint(v))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/streamkit/streamkit/tools/dedup"
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
+	"github.com/streamkit/streamkit/tools/statedump"
 )
 
 // commands lists every tool's cobra command; each tool lives in tools/<tool>.
@@ -14,5 +15,6 @@ func commands() []*cobra.Command {
 		dedup.Command(),
 		keyby.Command(),
 		print.Command(),
+		statedump.Command(),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -44,8 +45,10 @@ type Config struct {
 }
 
 // entry is a key's state: when it was first seen (µs since the epoch, UTC): its event time
-// with TTL, the processing time with TTLProcessing, 0 otherwise.
+// with TTL, the processing time with TTLProcessing, noTime otherwise (written as null).
 type entry = int64
+
+const noTime = math.MinInt64
 
 type entryCodec struct{}
 
@@ -53,9 +56,16 @@ func (entryCodec) Fields() []arrow.Field {
 	return []arrow.Field{{Name: "first_seen", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true}}
 }
 func (entryCodec) Append(bs []array.Builder, v entry) {
+	if v == noTime {
+		bs[0].AppendNull()
+		return
+	}
 	bs[0].(*array.TimestampBuilder).Append(arrow.Timestamp(v))
 }
 func (entryCodec) Decode(cols []arrow.Array, i int) (entry, error) {
+	if cols[0].IsNull(i) {
+		return noTime, nil
+	}
 	return int64(cols[0].(*array.Timestamp).Value(i)), nil
 }
 
@@ -182,13 +192,13 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 			d.mask.UnsafeAppend(false)
 			continue
 		}
-		var first int64
+		first := int64(noTime)
 		switch {
 		case d.times != nil && d.tsOK[r]:
 			first = d.ts[r]
 			d.wm.Observe(0, first)
 		case d.times != nil:
-			first = d.wm.Current() // no usable event time: expire relative to now's watermark
+			first = max(d.wm.Current(), noTime+1) // no usable event time: expire from the current watermark
 		case d.cfg.TTLProcessing > 0:
 			first = now
 		}
@@ -250,7 +260,7 @@ func (d *Dedup) expire() {
 	cut := limit - ttl.Microseconds()
 	var old []string
 	d.store.Range(func(k string, first int64) bool {
-		if first <= cut {
+		if first != noTime && first <= cut {
 			old = append(old, k)
 		}
 		return true

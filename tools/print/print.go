@@ -71,12 +71,18 @@ func New(cfg Config, w io.Writer) (*Printer, error) {
 
 // Open implements stage.Operator; print is a sink.
 func (p *Printer) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.Schema, error) {
-	p.schema = in
 	env.MarkSink()
+	p.Start(in)
+	return nil, nil
+}
+
+// Start prepares printing batches of schema in outside a stage (state-dump uses it); then
+// call Process for each batch and Close.
+func (p *Printer) Start(in *arrow.Schema) {
+	p.schema = in
 	if p.cfg.Format == FormatCSV {
 		p.csv = csv.NewWriter(p.out)
 	}
-	return nil, nil
 }
 
 // Process prints one batch.
