@@ -26,7 +26,7 @@ func rowsJSON(t *testing.T, rec arrow.RecordBatch) string {
 	return strings.TrimSpace(b.String())
 }
 
-func mustSchema(t *testing.T, ddl string) *arrow.Schema {
+func mustSchema(t testing.TB, ddl string) *arrow.Schema {
 	t.Helper()
 	s, err := schema.ParseDDL(ddl)
 	if err != nil {

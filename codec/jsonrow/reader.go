@@ -354,7 +354,10 @@ func (s *splitter) nextElement() ([]byte, int64, int64, error) {
 					depth++
 				case '}', ']':
 					if depth == 0 {
-						goto found
+						if c == ']' {
+							goto found
+						}
+						continue // a stray '}' belongs to this (invalid) element
 					}
 					depth--
 				case ',':

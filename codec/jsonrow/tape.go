@@ -9,12 +9,12 @@ import (
 
 // Token kinds on the tape.
 const (
-	tObj     uint8 = iota + 1 // object; next = index after the matching end
-	tArr                      // array; next likewise
-	tStr                      // string of plain (valid, escape-free) bytes
-	tStrEsc                   // string with escapes or invalid UTF-8: needs unescape
-	tNumInt                   // number without fraction or exponent
-	tNumFloat                 // number with fraction or exponent
+	tObj      uint8 = iota + 1 // object; next = index after the matching end
+	tArr                       // array; next likewise
+	tStr                       // string of plain (valid, escape-free) bytes
+	tStrEsc                    // string with escapes or invalid UTF-8: needs unescape
+	tNumInt                    // number without fraction or exponent
+	tNumFloat                  // number with fraction or exponent
 	tTrue
 	tFalse
 	tNull

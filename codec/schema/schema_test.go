@@ -15,7 +15,9 @@ var (
 	tsNTZ = &arrow.TimestampType{Unit: arrow.Microsecond}
 )
 
-func f(name string, t arrow.DataType) arrow.Field { return arrow.Field{Name: name, Type: t, Nullable: true} }
+func f(name string, t arrow.DataType) arrow.Field {
+	return arrow.Field{Name: name, Type: t, Nullable: true}
+}
 
 func nn(name string, t arrow.DataType) arrow.Field { return arrow.Field{Name: name, Type: t} }
 
