@@ -80,14 +80,14 @@ type parser struct {
 	err  error
 	bom  bool // the BOM check at byte 0 is done
 
-	state     int
-	skipLF    bool // the previous byte was a '\r' ending a line: a following '\n' belongs to it
-	started   bool // the current record has content
-	recLine   int64
-	special   [256]bool // bytes that stop the unquoted fast scan
-	qspecial  [256]bool // bytes that stop the quoted fast scan
-	rec       record
-	crq       bool // the previous byte inside a quoted field was '\r'
+	state    int
+	skipLF   bool // the previous byte was a '\r' ending a line: a following '\n' belongs to it
+	started  bool // the current record has content
+	recLine  int64
+	special  [256]bool // bytes that stop the unquoted fast scan
+	qspecial [256]bool // bytes that stop the quoted fast scan
+	rec      record
+	crq      bool // the previous byte inside a quoted field was '\r'
 }
 
 func newParser(r io.Reader, d Dialect, size int) *parser {
