@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -304,5 +305,34 @@ func TestBatchRows(t *testing.T) {
 	res := readString(t, strings.Repeat("1\n", 10), mustSchema(t, "a int"), Options{BatchRows: 3})
 	if n := strings.Count(res.rows, "\n") + 1; n != 10 {
 		t.Errorf("rows %d", n)
+	}
+}
+
+func TestDecoderAppend(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var bad []rescue.BadRecord
+	d, err := NewDecoder(mustSchema(t, "id long, name string"), Options{Allocator: mem, OnBadRecord: func(b rescue.BadRecord) error { bad = append(bad, b); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	for i, v := range []string{"1,ann\n", "x,\"b,c\"", "3,a\n4,b\n", "\"open", "5,e,extra"} {
+		if _, err := d.Append([]byte(v), Source{Name: "t/0@" + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := d.NewRecordBatch()
+	defer rec.Release()
+	var b bytes.Buffer
+	array.RecordToJSON(rec, &b)
+	want := `{"_rescued_data":null,"id":1,"name":"ann"}
+{"_rescued_data":"{\"id\":\"x\",\"_file\":\"t/0@1\"}","id":null,"name":"b,c"}
+{"_rescued_data":"{\"_c2\":\"extra\",\"_file\":\"t/0@4\"}","id":5,"name":"e"}`
+	if got := strings.TrimSpace(b.String()); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if len(bad) != 2 || bad[0].Reason != "value holds more than one CSV record" || bad[1].Reason != "unterminated quoted field" || bad[1].Source != "t/0@3" {
+		t.Errorf("bad %+v", bad)
 	}
 }

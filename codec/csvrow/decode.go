@@ -35,7 +35,9 @@
 package csvrow
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -157,8 +159,8 @@ type column struct {
 	ts   *array.TimestampBuilder
 }
 
-// Decoder turns parsed CSV records into rows. Reader drives it; it is exported for callers
-// that split records themselves (e.g. CSV-encoded Kafka values, via AppendFields).
+// Decoder turns CSV records into rows. Reader drives it over a stream; Append decodes one
+// record held in memory (read-kafka's CSV-encoded message values).
 type Decoder struct {
 	opts    Options
 	schema  *arrow.Schema
@@ -173,6 +175,7 @@ type Decoder struct {
 	check    bool
 	rows     int
 	scratch  []byte
+	one      *parser // for Append
 }
 
 // NewDecoder builds a decoder for schema; columns are bound positionally until Bind is called.
@@ -319,6 +322,41 @@ func (d *Decoder) Bind(header []string) {
 		d.colMap = append(d.colMap, idx)
 		d.colNames = append(d.colNames, h)
 	}
+}
+
+// Source identifies a record passed to Append, for rescued data and bad records.
+type Source struct {
+	Name   string // file path or Kafka topic/partition@offset; "" leaves "_file" out
+	Line   int64  // 1-based line, 0 if unknown
+	Offset int64  // byte offset
+}
+
+// Append decodes data, one CSV record (a trailing line break is allowed), as the next row,
+// binding columns as Bind set them. It returns true when a row was appended, false (nil error)
+// when the record was bad and went to the handler — including data holding more than one
+// record. Errors are the handler's, or *rescue.Error in FailFast mode or without a handler.
+func (d *Decoder) Append(data []byte, src Source) (bool, error) {
+	if d.one == nil {
+		d.one = newParser(nil, d.opts.Dialect, 64)
+	}
+	d.one.reset(bytes.NewReader(data))
+	rec, err := d.one.next()
+	if err == io.EOF {
+		rec, err = &record{raw: data}, nil
+		rec.bad = "empty record"
+	}
+	if err != nil {
+		return false, err
+	}
+	rec.line, rec.offset = src.Line, src.Offset
+	if consumed := d.one.base + int64(d.one.pos); rec.bad == "" && consumed < int64(len(data)) && len(bytes.Trim(data[consumed:], "\r\n")) > 0 {
+		rec.bad = "value holds more than one CSV record"
+		rec.raw = data
+	}
+	saved := d.opts.Source
+	d.opts.Source = src.Name
+	defer func() { d.opts.Source = saved }()
+	return d.appendRecord(rec)
 }
 
 func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

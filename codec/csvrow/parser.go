@@ -109,6 +109,13 @@ func newParser(r io.Reader, d Dialect, size int) *parser {
 	return p
 }
 
+// reset starts over on a new input, keeping the buffer.
+func (p *parser) reset(r io.Reader) {
+	buf, special, qspecial, d, rec := p.buf, p.special, p.qspecial, p.d, p.rec
+	*p = parser{d: d, r: r, buf: buf, line: 1, special: special, qspecial: qspecial}
+	p.rec.buf, p.rec.ends, p.rec.quoted = rec.buf[:0], rec.ends[:0], rec.quoted[:0]
+}
+
 // fill reads more input, keeping buf[rs:]. It returns false when no byte was added.
 func (p *parser) fill() bool {
 	if p.eof || p.err != nil {

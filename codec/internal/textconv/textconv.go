@@ -50,7 +50,10 @@ func ParseInt(b []byte, bits int) (int64, bool) {
 		return v, true
 	}
 	v, err := strconv.ParseInt(str(b), 10, bits)
-	return v, err == nil
+	if err != nil {
+		return 0, false
+	}
+	return v, true
 }
 
 // ParseUint parses an unsigned base-10 integer that fits in bits bits.
@@ -62,7 +65,10 @@ func ParseUint(b []byte, bits int) (uint64, bool) {
 		return 0, false
 	}
 	v, err := strconv.ParseUint(str(b), 10, bits)
-	return v, err == nil
+	if err != nil {
+		return 0, false
+	}
+	return v, true
 }
 
 // ParseFloat parses a decimal or exponent floating-point number; also NaN, Inf, +Inf, -Inf,
@@ -332,10 +338,7 @@ func ParseDecimal128(b []byte, prec, scale int32) (decimal128.Num, bool) {
 	return parseDecimalBig(b, prec, scale)
 }
 
-var (
-	bigTen  = big.NewInt(10)
-	bigFive = big.NewInt(5)
-)
+var bigTen = big.NewInt(10)
 
 func parseDecimalBig(b []byte, prec, scale int32) (decimal128.Num, bool) {
 	s := str(b)
@@ -390,7 +393,6 @@ func parseDecimalBig(b []byte, prec, scale int32) (decimal128.Num, bool) {
 		}
 		m = q
 	}
-	_ = bigFive
 	if m.BitLen() > 127 {
 		return decimal128.Num{}, false
 	}
