@@ -126,8 +126,8 @@ type Source struct {
 
 	log     fileLog
 	entries []*Entry
-	known   map[string]*Entry   // path -> newest planned version
-	ignored map[string]listed   // rewritten files skipped this run (--on-rewrite skip)
+	known   map[string]*Entry // path -> newest planned version
+	ignored map[string]listed // rewritten files skipped this run (--on-rewrite skip)
 	stab    *stability
 	listed  bool      // available-now: the run's listing was done
 	next    time.Time // follow: next listing

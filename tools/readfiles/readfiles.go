@@ -23,8 +23,8 @@ import (
 // flags are the raw command-line values before validation.
 type flags struct {
 	format, schema, hints, mode, tz, onRewrite, maxBytes string
-	delimiter, quote, escape, comment                   string
-	noQuote                                             bool
+	delimiter, quote, escape, comment                    string
+	noQuote                                              bool
 }
 
 // Command returns the cobra command of `streamkit read-files`.
