@@ -446,4 +446,3 @@ func TestFollow(t *testing.T) {
 		t.Fatalf("exit %d, output %q\n%s", code, out, stderr)
 	}
 }
-
