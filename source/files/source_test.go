@@ -464,3 +464,49 @@ func TestVanishedFileIsSkipped(t *testing.T) {
 		t.Fatalf("rows %q\n%s", got.rows, e.log.String())
 	}
 }
+
+// cornerCSV has a BOM at byte 0, CRLF line ends, quoted delimiters, doubled quotes, a quoted
+// CRLF, a quoted empty string, a ragged row, a short row, a BOM that is data, and an
+// unterminated quote at the end.
+const cornerCSV = "\xEF\xBB\xBFid,name,note\r\n" +
+	"1,\"a,b\",\"say \"\"hi\"\"\"\r\n" +
+	"2,\"multi\r\nline\",x\r\n" +
+	"3,\"\",\r\n" +
+	"4,ragged,x,extra\r\n" +
+	"5,short\r\n" +
+	"6,\xEF\xBB\xBFbom-inside,y\r\n" +
+	"7,\"unterminated\r\n"
+
+func cornerWant(path string) string {
+	return strings.Join([]string{
+		`{"id":1,"name":"a,b","note":"say \"hi\"","_rescued_data":null}`,
+		`{"id":2,"name":"multi\r\nline","note":"x","_rescued_data":null}`,
+		`{"id":3,"name":"","note":null,"_rescued_data":null}`,
+		`{"id":4,"name":"ragged","note":"x","_rescued_data":"{\"_c3\":\"extra\",\"_file\":\"` + path + `\"}"}`,
+		`{"id":5,"name":"short","note":null,"_rescued_data":null}`,
+		`{"id":6,"name":"` + "\xEF\xBB\xBF" + `bom-inside","note":"y","_rescued_data":null}`,
+	}, "\n")
+}
+
+// TestCSVCornerCasesAtEveryBufferBoundary reads cornerCSV with every read-buffer size from 1
+// byte to the whole file, so every quote, CR, LF and delimiter falls on a chunk boundary
+// somewhere; the rows and the bad record must not change.
+func TestCSVCornerCasesAtEveryBufferBoundary(t *testing.T) {
+	e := newEnv(t)
+	p := e.write("corner.csv", cornerCSV, time.Minute)
+	want := cornerWant(p)
+	for size := 1; size <= len(cornerCSV)+1; size++ {
+		cfg := ddl(t, "id long, name string, note string")
+		cfg.BufferSize = size
+		cfg.BadRecords = filepath.Join(t.TempDir(), "bad.ndjson")
+		got := e.mustRun(cfg, runOpts{noCheckpoint: true, batchRows: 1 + size%4})
+		if join(got.rows) != want {
+			t.Fatalf("buffer %d:\n%s\nwant\n%s", size, join(got.rows), want)
+		}
+		bad, _ := os.ReadFile(cfg.BadRecords)
+		wantBad := `{"file":"` + p + `","line":9,"offset":111,"reason":"unterminated quoted field","raw":"7,\"unterminated\r\n"}` + "\n"
+		if string(bad) != wantBad {
+			t.Fatalf("buffer %d: bad records\n%s\nwant\n%s", size, bad, wantBad)
+		}
+	}
+}

@@ -6,6 +6,7 @@ package readfiles_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -444,5 +445,54 @@ func TestFollow(t *testing.T) {
 	out, stderr, code := shell(t, dir, nil, `"$SK" read-files --progress off --checkpoint ck/read --schema 'id long' 'in/**/*.csv' | "$SK" print --checkpoint ck/print --format json`)
 	if code != 0 || strings.TrimSpace(out) != `{"id":3,"_rescued_data":null}` {
 		t.Fatalf("exit %d, output %q\n%s", code, out, stderr)
+	}
+}
+
+// TestCSVCornerCases reads a CSV with a BOM, CRLF, quoted delimiters, doubled quotes, quoted
+// newlines, ragged and short rows and an unterminated quote through the tool, plain and
+// gzip-compressed, with several read-buffer sizes (source/files varies it over every byte).
+func TestCSVCornerCases(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	csv := "\xEF\xBB\xBFid,name,note\r\n" +
+		"1,\"a,b\",\"say \"\"hi\"\"\"\r\n" +
+		"2,\"multi\r\nline\",x\r\n" +
+		"3,\"\",\r\n" +
+		"4,ragged,x,extra\r\n" +
+		"5,short\r\n" +
+		"7,\"unterminated\r\n"
+	write(t, filepath.Join(dir, "c.csv"), csv, old)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(csv))
+	zw.Close()
+	write(t, filepath.Join(dir, "z.csv.gz"), gz.String(), old)
+	rows := func(path string) string {
+		return strings.Join([]string{
+			`{"id":1,"name":"a,b","note":"say \"hi\"","_rescued_data":null}`,
+			`{"id":2,"name":"multi\r\nline","note":"x","_rescued_data":null}`,
+			`{"id":3,"name":"","note":null,"_rescued_data":null}`,
+			`{"id":4,"name":"ragged","note":"x","_rescued_data":"{\"_c3\":\"extra\",\"_file\":\"` + path + `\"}"}`,
+			`{"id":5,"name":"short","note":null,"_rescued_data":null}`,
+		}, "\n") + "\n"
+	}
+	for _, file := range []string{"c.csv", "z.csv.gz"} {
+		for _, buf := range []string{"1", "5", "0"} {
+			out, stderr, code := shell(t, dir, nil, `"$SK" read-files --progress off --read-buffer `+buf+` --schema 'id long, name string, note string' `+file+` | "$SK" print --format json`)
+			if code != 0 {
+				t.Fatalf("%s buffer %s: exit %d\n%s", file, buf, code, stderr)
+			}
+			if want := rows(filepath.Join(dir, file)); out != want {
+				t.Fatalf("%s buffer %s:\n%s\nwant\n%s", file, buf, out, want)
+			}
+			if !strings.Contains(stderr, "bad_records=1") || !strings.Contains(stderr, "line=8") {
+				t.Errorf("%s: the unterminated quote is not reported with its line:\n%s", file, stderr)
+			}
+		}
+	}
+	// dropmalformed: rows whose field count differs from the header's are bad records too.
+	out, stderr, code := shell(t, dir, nil, `"$SK" read-files --progress off --mode dropmalformed --bad-records bad.ndjson --schema 'id long, name string, note string' c.csv | "$SK" print --format json`)
+	if code != 0 || strings.Count(out, "\n") != 3 || !strings.Contains(stderr, "bad_records=3") {
+		t.Fatalf("dropmalformed: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
