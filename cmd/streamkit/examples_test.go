@@ -60,7 +60,7 @@ func TestCheckExample(t *testing.T) {
 		wantErr    string   // "" = no error
 	}{
 		{"streamkit print --format json", []string{"streamkit print"}, ""},
-		{"streamkit read-files data.csv | streamkit print --limit 20", []string{"streamkit print"}, ""},
+		{"streamkit read-files data.csv | streamkit print --limit 20", []string{"streamkit read-files", "streamkit print"}, ""},
 		{"streamkit print --format csv > out.csv", []string{"streamkit print"}, ""},
 		{"streamkit print --format csv >out.csv 2> err.log", []string{"streamkit print"}, ""},
 		{"STREAMKIT_CHECKPOINT=./ckpt streamkit print --checkpoint ./ckpt/p", []string{"streamkit print"}, ""},
