@@ -20,7 +20,9 @@
 // first FingerprintBytes), never by a time cutoff: two files sharing a modification time, or
 // a file that appears late with an old time, are each read once. A known path whose size or
 // time changed is a rewrite (--on-rewrite): skip with a warning (default), reprocess it as a
-// new file, or fail; a file that was only touched (same size and fingerprint) is ignored.
+// new file, or fail; a file that was only touched (same size and fingerprint) is ignored. A
+// matched file whose extension names no format (without --format) is skipped with a warning.
+// Skipped versions are recorded in the files log (Entry.Skip), so each is reported once.
 //
 // # The files log and the position (checkpoint layout)
 //

@@ -42,6 +42,7 @@ type pattern struct {
 	base    string          // absolute directory to walk
 	glob    string          // doublestar pattern relative to base ("" = base is the file)
 	literal map[string]bool // segments written literally in glob: never skipped as hidden
+	file    bool            // a literal path that is not a directory
 }
 
 // compilePattern splits a PATTERN into an absolute base directory and a doublestar pattern.
@@ -52,18 +53,21 @@ func compilePattern(arg string) (*pattern, error) {
 		return nil, fmt.Errorf("pattern %q: bad glob syntax", arg)
 	}
 	base, glob := doublestar.SplitPattern(p)
+	file := false
 	if !hasMeta(glob) {
 		// A literal path: a file, or a directory meaning everything below it.
 		full := filepath.FromSlash(p)
 		if fi, err := os.Stat(full); err == nil && fi.IsDir() {
 			base, glob = p, "**"
+		} else {
+			file = true
 		}
 	}
 	abs, err := filepath.Abs(filepath.FromSlash(base))
 	if err != nil {
 		return nil, fmt.Errorf("pattern %q: %w", arg, err)
 	}
-	pt := &pattern{arg: arg, base: abs, glob: glob, literal: map[string]bool{}}
+	pt := &pattern{arg: arg, base: abs, glob: glob, literal: map[string]bool{}, file: file}
 	for _, seg := range strings.Split(glob, "/") {
 		if !hasMeta(seg) {
 			pt.literal[seg] = true

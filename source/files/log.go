@@ -40,10 +40,14 @@ type Entry struct {
 	MTime int64 `json:"mtime_ns"`
 	// FP is the fingerprint: hex SHA-256 (first 16 bytes) of the file's first FingerprintBytes.
 	FP string `json:"fp"`
+	// Skip, when set, records a version that is known but not read: "rewritten" (changed
+	// after it was read, --on-rewrite skip), "touched" (only its time changed) or "format"
+	// (no format for its extension). Later listings compare against it, so it is reported once.
+	Skip string `json:"skip,omitempty"`
 }
 
 func (e *Entry) sameVersion(o *Entry) bool {
-	return e.Path == o.Path && e.Size == o.Size && e.MTime == o.MTime && e.FP == o.FP
+	return e.Path == o.Path && e.Size == o.Size && e.MTime == o.MTime && e.FP == o.FP && e.Skip == o.Skip
 }
 
 // planRecord is one files/<seq>.json: the entries a listing planned, with the index of the

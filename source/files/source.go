@@ -127,7 +127,6 @@ type Source struct {
 	log     fileLog
 	entries []*Entry
 	known   map[string]*Entry // path -> newest planned version
-	ignored map[string]listed // rewritten files skipped this run (--on-rewrite skip)
 	stab    *stability
 	listed  bool      // available-now: the run's listing was done
 	next    time.Time // follow: next listing
@@ -180,7 +179,7 @@ func New(cfg Config) (*Source, error) {
 	if cfg.StableAfter < 0 || cfg.MaxFilesPerEpoch < 0 || cfg.MaxBytesPerEpoch < 0 {
 		return nil, stage.Usagef("read-files: --stable-after, --max-files-per-epoch and --max-bytes-per-epoch must be ≥ 0")
 	}
-	s := &Source{cfg: cfg, known: map[string]*Entry{}, ignored: map[string]listed{}, stab: newStability(cfg.StableAfter)}
+	s := &Source{cfg: cfg, known: map[string]*Entry{}, stab: newStability(cfg.StableAfter)}
 	for _, p := range cfg.Patterns {
 		if p == "-" {
 			if s.stdin {
@@ -192,6 +191,9 @@ func New(cfg Config) (*Source, error) {
 		pt, err := compilePattern(p)
 		if err != nil {
 			return nil, stage.Usagef("read-files: %v", err)
+		}
+		if f, _ := formats.DetectFormat(p); pt.file && f == "" && cfg.Format == "" {
+			return nil, stage.Usagef("read-files: %s: unknown file format (by extension); name it with --format csv|tsv|json|parquet|avro|arrow|arrows", p)
 		}
 		s.patterns = append(s.patterns, pt)
 	}
@@ -401,6 +403,9 @@ func (s *Source) infer(ctx context.Context) (*arrow.Schema, error) {
 	remaining := s.cfg.InferRows
 	for i := s.cur.Next; i < len(s.entries) && remaining > 0; i++ {
 		e := s.entries[i]
+		if e.Skip != "" {
+			continue
+		}
 		r, text, err := s.openReaderInfer(e, remaining)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -621,8 +626,9 @@ func (s *Source) discover(ctx context.Context) (int, error) {
 
 // candidate is a listed file to plan.
 type candidate struct {
-	f  listed
-	fp string
+	f    listed
+	fp   string
+	skip string // Entry.Skip
 }
 
 // classify sorts a listing into files to plan (new or, with --on-rewrite reprocess,
@@ -638,9 +644,6 @@ func (s *Source) classify(files []listed, now time.Time) ([]candidate, int, time
 		if k != nil && k.Size == f.size && k.MTime == f.mtime {
 			continue
 		}
-		if ig, ok := s.ignored[f.path]; ok && ig == f {
-			continue
-		}
 		stable, _ := s.stab.observe(f, now)
 		if !stable {
 			unstable++
@@ -650,7 +653,7 @@ func (s *Source) classify(files []listed, now time.Time) ([]candidate, int, time
 			continue
 		}
 		c := candidate{f: f}
-		if k != nil {
+		if k != nil && k.Skip != "format" {
 			fp, err := fingerprint(f.path)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -658,22 +661,24 @@ func (s *Source) classify(files []listed, now time.Time) ([]candidate, int, time
 			if err != nil {
 				return nil, 0, time.Time{}, fmt.Errorf("read-files: %w", err)
 			}
-			if fp == k.FP && f.size == k.Size {
-				s.ignored[f.path] = f // only its time changed (touched): same content
-				continue
-			}
-			switch s.cfg.OnRewrite {
-			case RewriteFail:
+			c.fp = fp
+			switch {
+			case fp == k.FP && f.size == k.Size:
+				c.skip = "touched" // only its time changed: same content
+			case s.cfg.OnRewrite == RewriteFail:
 				return nil, 0, time.Time{}, fmt.Errorf("read-files: %s changed after it was read (size %d → %d, modified %s → %s); --on-rewrite fail",
 					f.path, k.Size, f.size, fmtNS(k.MTime), fmtNS(f.mtime))
-			case RewriteSkip:
+			case s.cfg.OnRewrite == RewriteSkip:
 				s.env.Log.Warn("file changed after it was read; not reading it again (--on-rewrite skip)", "file", f.path,
 					"size", fmt.Sprintf("%d → %d", k.Size, f.size), "modified", fmtNS(f.mtime))
-				s.ignored[f.path] = f
-				s.stab.forget(f.path)
-				continue
+				c.skip = "rewritten"
 			}
-			c.fp = fp
+		}
+		if c.skip == "" && s.cfg.Format == "" {
+			if format, _ := formats.DetectFormat(f.path); format == "" {
+				s.env.Log.Warn("no format for this file's extension; skipped (name one with --format, or narrow the pattern)", "file", f.path)
+				c.skip = "format"
+			}
 		}
 		cands = append(cands, c)
 	}
@@ -701,10 +706,9 @@ func (s *Source) plan(cands []candidate) (int, error) {
 				return 0, fmt.Errorf("read-files: %w", err)
 			}
 		}
-		e := &Entry{Path: c.f.path, Size: c.f.size, MTime: c.f.mtime, FP: fp}
+		e := &Entry{Path: c.f.path, Size: c.f.size, MTime: c.f.mtime, FP: fp, Skip: c.skip}
 		s.entries = append(s.entries, e)
 		s.known[e.Path] = e
-		delete(s.ignored, e.Path)
 		s.stab.forget(e.Path)
 	}
 	n := len(s.entries) - first
@@ -836,6 +840,10 @@ func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 // A file that vanished since it was listed is skipped with a warning.
 func (s *Source) openNext() error {
 	e := s.entries[s.cur.Next]
+	if e.Skip != "" {
+		s.cur = cursor{Next: s.cur.Next + 1}
+		return nil
+	}
 	s.epochFiles++
 	s.epochBytes += max(e.Size, 0)
 	if e.Path != "-" {
@@ -947,7 +955,9 @@ func (s *Source) Position() stage.Position {
 		end++
 	}
 	for i := s.epochStart.Next; i < end && i < len(s.entries); i++ {
-		p.Files = append(p.Files, posFile{Index: i, Entry: *s.entries[i]})
+		if s.entries[i].Skip == "" {
+			p.Files = append(p.Files, posFile{Index: i, Entry: *s.entries[i]})
+		}
 	}
 	b, _ := json.Marshal(p)
 	return b

@@ -297,6 +297,11 @@ func TestOnRewrite(t *testing.T) {
 			if strings.Count(e.log.String(), "changed after it was read") > 1 {
 				t.Errorf("the touched file b.csv was treated as rewritten:\n%s", e.log.String())
 			}
+			// The skipped versions are recorded: a third run neither reads nor warns again.
+			e.log.Reset()
+			if s := e.mustRun(cfg, runOpts{}); len(s.rows) != 0 || strings.Contains(e.log.String(), "changed after") {
+				t.Fatalf("third run: rows %q\n%s", s.rows, e.log.String())
+			}
 		})
 	}
 }
@@ -508,5 +513,25 @@ func TestCSVCornerCasesAtEveryBufferBoundary(t *testing.T) {
 		if string(bad) != wantBad {
 			t.Fatalf("buffer %d: bad records\n%s\nwant\n%s", size, bad, wantBad)
 		}
+	}
+}
+
+func TestUnknownFormatIsSkippedOnce(t *testing.T) {
+	e := newEnv(t)
+	cfg := ddl(t, "id long")
+	e.write("a.csv", "id\n1\n", time.Minute)
+	e.write("README.txt", "hello\n", time.Minute)
+	got := e.mustRun(cfg, runOpts{})
+	if join(got.rows) != `{"id":1,"_rescued_data":null}` || !strings.Contains(e.log.String(), "README.txt") {
+		t.Fatalf("rows %q\n%s", got.rows, e.log.String())
+	}
+	e.log.Reset()
+	e.mustRun(cfg, runOpts{})
+	if strings.Contains(e.log.String(), "README.txt") {
+		t.Fatalf("warned twice:\n%s", e.log.String())
+	}
+	// Named literally, it is a usage error.
+	if _, err := New(Config{Patterns: []string{filepath.Join(e.dir, "README.txt")}}); err == nil || !strings.Contains(err.Error(), "--format") {
+		t.Fatalf("got %v", err)
 	}
 }

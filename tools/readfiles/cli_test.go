@@ -293,7 +293,7 @@ func TestBadInputs(t *testing.T) {
 		{"permissive counts", `"$SK" read-files --schema 'id long' --bad-records bad.ndjson broken.ndjson quote.csv`, 0, []string{"bad_records=2", "bad.ndjson"}},
 		{"corrupt gzip", `"$SK" read-files --schema 'id long' bad.csv.gz`, 1, []string{"bad.csv.gz"}},
 		{"truncated parquet", `"$SK" read-files trunc.parquet`, 1, []string{"trunc.parquet"}},
-		{"unknown format", `"$SK" read-files --schema 'a string' notes.txt`, 1, []string{"notes.txt", "--format"}},
+		{"unknown format", `"$SK" read-files --schema 'a string' notes.txt`, 2, []string{"notes.txt", "--format"}},
 		{"no pattern", `"$SK" read-files`, 2, []string{"PATTERN"}},
 		{"bad mode", `"$SK" read-files --mode lenient x.csv`, 2, []string{"--mode"}},
 		{"local tz", `"$SK" read-files --tz Local x.csv`, 2, []string{"--tz"}},
