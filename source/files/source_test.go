@@ -3,6 +3,10 @@ package files
 import (
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/streamkit/streamkit/codec/csvrow"
 	"os"
 	"path/filepath"
@@ -533,5 +537,58 @@ func TestUnknownFormatIsSkippedOnce(t *testing.T) {
 	// Named literally, it is a usage error.
 	if _, err := New(Config{Patterns: []string{filepath.Join(e.dir, "README.txt")}}); err == nil || !strings.Contains(err.Error(), "--format") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// writeArrow writes an Arrow IPC file with one batch built from JSON rows.
+func writeArrow(t *testing.T, path, ddlText, rows string, mtime time.Time) {
+	t.Helper()
+	sc, err := schema.ParseDDL(ddlText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader(rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(sc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	f.Close()
+	os.Chtimes(path, mtime, mtime)
+}
+
+// TestBinaryFilesConformByName: the first typed file fixes the schema; a later file with a
+// castable type, an uncastable column, an extra column and a missing one conforms by name,
+// with nothing lost (rescued) — and with an explicit --schema the extra column is not read.
+func TestBinaryFilesConformByName(t *testing.T) {
+	e := newEnv(t)
+	old := e.clock.now().Add(-time.Hour)
+	writeArrow(t, filepath.Join(e.dir, "a.arrow"), "id long, name string, x long", `[{"id":1,"name":"a","x":10}]`, old)
+	b := filepath.Join(e.dir, "b.arrow")
+	writeArrow(t, b, "id int, x string, extra boolean", `[{"id":2,"x":"notnum","extra":true},{"id":3,"x":null,"extra":null}]`, old.Add(time.Second))
+	got := e.mustRun(Config{}, runOpts{noCheckpoint: true})
+	want := []string{
+		`{"id":1,"name":"a","x":10,"_rescued_data":null}`,
+		`{"id":2,"name":null,"x":null,"_rescued_data":"{\"x\":\"notnum\",\"extra\":true,\"_file\":\"` + b + `\"}"}`,
+		`{"id":3,"name":null,"x":null,"_rescued_data":null}`,
+	}
+	if join(got.rows) != join(want) {
+		t.Fatalf("inferred:\n%s\nwant\n%s", join(got.rows), join(want))
+	}
+	got = e.mustRun(ddl(t, "id long, name string"), runOpts{noCheckpoint: true})
+	want = []string{`{"id":1,"name":"a","_rescued_data":null}`, `{"id":2,"name":null,"_rescued_data":null}`, `{"id":3,"name":null,"_rescued_data":null}`}
+	if join(got.rows) != join(want) {
+		t.Fatalf("--schema:\n%s\nwant\n%s", join(got.rows), join(want))
 	}
 }

@@ -95,7 +95,7 @@ Zone-less timestamps are read in --tz (default UTC), never in the machine's zone
 	f.StringVar(&fl.delimiter, "delimiter", "", `CSV: field delimiter, one byte or \t (default "," for CSV, tab for TSV)`)
 	f.StringVar(&fl.quote, "quote", "", `CSV: quote character (default ")`)
 	f.BoolVar(&fl.noQuote, "no-quote", false, "CSV: no quoting at all (every byte is data)")
-	f.StringVar(&fl.escape, "escape", "", `CSV: escape character inside quotes (default: the quote itself, "" is one quote; Spark writes \\)`)
+	f.StringVar(&fl.escape, "escape", "", `CSV: escape character inside quotes (default: the quote itself, "" is one quote; Spark files use a backslash)`)
 	f.StringVar(&fl.comment, "comment", "", "CSV: lines starting with this character are skipped")
 	f.StringVar(&cfg.CSV.NullValue, "null-value", "", "CSV: the text of a null value (default: an empty field)")
 	f.StringVar(&fl.mode, "mode", "permissive", "records that do not fit: permissive (rescue / bad records), dropmalformed (drop rows with mistyped fields), failfast (stop)")
