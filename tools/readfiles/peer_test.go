@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -273,5 +274,49 @@ os.utime(os.path.join(sys.argv[1], "b.avro"), (2000, 2000))
 	}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rows\n%s\nwant\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestSchemaNotations: --schema as DDL, @file with DDL, a JSON Schema document or an Avro
+// schema, and inference with --schema-hints, give the expected stream schemas and values.
+func TestSchemaNotations(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	write(t, filepath.Join(dir, "e.ndjson"), `{"id":1,"amount":"12.50","ts":"2024-05-01T10:00:00Z","tags":["a"],"user":{"id":7,"name":"n"}}`+"\n", old)
+	write(t, filepath.Join(dir, "s.ddl"), "id long, amount decimal(10,2), ts timestamp, tags array<string>, user struct<id:long,name:string>", old)
+	write(t, filepath.Join(dir, "s.json"), `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{
+		"id":{"type":"integer"},"amount":{"type":"number"},"ts":{"type":"string","format":"date-time"},
+		"tags":{"type":"array","items":{"type":"string"}},"user":{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":"string"}}}}}`, old)
+	write(t, filepath.Join(dir, "s.avsc"), `{"type":"record","name":"E","fields":[{"name":"id","type":"long"},
+		{"name":"ts","type":{"type":"long","logicalType":"timestamp-micros"}},{"name":"tags","type":{"type":"array","items":"string"}}]}`, old)
+	ddlSchema := "id bigint, amount decimal(10,2), ts timestamp, tags array<string>, user struct<id:bigint,name:string>, _rescued_data string"
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--schema", "id long, amount decimal(10,2), ts timestamp, tags array<string>, user struct<id:long,name:string>"}, ddlSchema},
+		{[]string{"--schema", "@s.ddl"}, ddlSchema},
+		{[]string{"--schema", "@s.json"}, "id bigint, amount double, ts timestamp, tags array<string>, user struct<id:bigint,name:string>, _rescued_data string"},
+		{[]string{"--schema", "@s.avsc"}, "id bigint NOT NULL, ts timestamp NOT NULL, tags array<string> NOT NULL, _rescued_data string"},
+		{[]string{"--schema-hints", "amount decimal(10,2), user.id int"}, "id bigint, amount decimal(10,2), ts timestamp, tags array<string>, user struct<id:int,name:string>, _rescued_data string"},
+	} {
+		args := append(append([]string(nil), tt.args...), filepath.Join(dir, "e.ndjson"))
+		if strings.HasPrefix(args[1], "@") {
+			args[1] = "@" + filepath.Join(dir, args[1][1:])
+		}
+		_, _, sch, rescued, stderr := streamStats(t, args, nil)
+		if got := schema.DDL(sch); got != tt.want {
+			t.Errorf("%v: schema\n%s\nwant\n%s", tt.args, got, tt.want)
+		}
+		wantRescued := int64(0)
+		switch {
+		case strings.Contains(tt.args[1], "avsc"):
+			wantRescued = 1 // amount and user are not in the Avro schema
+		case strings.Contains(tt.args[1], "s.json"):
+			wantRescued = 1 // amount is a JSON string, the JSON Schema says number
+		}
+		if rescued != wantRescued {
+			t.Errorf("%v: %d rescued rows, want %d\n%s", tt.args, rescued, wantRescued, stderr)
+		}
 	}
 }
