@@ -168,16 +168,23 @@ type runOpts struct {
 	keepMeta      bool
 	drop          []string
 	tick          time.Duration // clock advance per Read (to cut epochs by time)
+	beforeRead    func(n int)   // called before the n-th Read (0-based)
 }
 
 // tickingSource advances the fake clock on every Read.
 type tickingSource struct {
 	*Source
-	clock *fakeClock
-	tick  time.Duration
+	clock  *fakeClock
+	tick   time.Duration
+	before func(n int)
+	n      int
 }
 
 func (s *tickingSource) Read(ctx context.Context, limit stage.Position) (arrow.RecordBatch, error) {
+	if s.before != nil {
+		s.before(s.n)
+	}
+	s.n++
 	if s.tick > 0 {
 		s.clock.advance(s.tick)
 	}
@@ -223,7 +230,7 @@ func (e *env) run(cfg Config, o runOpts) (*sink, error, error) {
 	var serr error
 	done := make(chan struct{})
 	go func() {
-		serr = stage.RunSource(context.Background(), so, &tickingSource{Source: src, clock: e.clock, tick: o.tick})
+		serr = stage.RunSource(context.Background(), so, &tickingSource{Source: src, clock: e.clock, tick: o.tick, before: o.beforeRead})
 		pw.Close()
 		close(done)
 	}()

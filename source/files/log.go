@@ -41,8 +41,10 @@ type Entry struct {
 	// FP is the fingerprint: hex SHA-256 (first 16 bytes) of the file's first FingerprintBytes.
 	FP string `json:"fp"`
 	// Skip, when set, records a version that is known but not read: "rewritten" (changed
-	// after it was read, --on-rewrite skip), "touched" (only its time changed) or "format"
-	// (no format for its extension). Later listings compare against it, so it is reported once.
+	// after it was read, --on-rewrite skip), "touched" (only its time changed), "format" (no
+	// format for its extension) or "unread" (changed between its listing and its reading; its
+	// next stable version is planned as a new file). Later listings compare against it, so
+	// each is reported once.
 	Skip string `json:"skip,omitempty"`
 }
 

@@ -653,7 +653,7 @@ func (s *Source) classify(files []listed, now time.Time) ([]candidate, int, time
 			continue
 		}
 		c := candidate{f: f}
-		if k != nil && k.Skip != "format" {
+		if k != nil && k.Skip != "format" && k.Skip != "unread" {
 			fp, err := fingerprint(f.path)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -794,7 +794,7 @@ func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 			if lim == nil && s.full() {
 				return nil, nil
 			}
-			if err := s.openNext(); err != nil {
+			if err := s.openNext(lim != nil); err != nil {
 				return nil, err
 			}
 			continue
@@ -837,21 +837,39 @@ func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 }
 
 // openNext opens the file at the cursor (skipping the rows already read when resuming).
-// A file that vanished since it was listed is skipped with a warning.
-func (s *Source) openNext() error {
+// A file that vanished since it was listed is skipped with a warning. A file that changed
+// between its listing and its first read is not read now: an "unread" entry is recorded and
+// a later listing plans its new version once it is stable. When rows of it were emitted
+// already (a replay, or resuming inside it) it is read as listed instead — sequential formats
+// up to the listed size — so the replay stays as close to the original as the file allows.
+func (s *Source) openNext(replay bool) error {
 	e := s.entries[s.cur.Next]
 	if e.Skip != "" {
 		s.cur = cursor{Next: s.cur.Next + 1}
 		return nil
 	}
-	s.epochFiles++
-	s.epochBytes += max(e.Size, 0)
 	if e.Path != "-" {
 		if fi, err := os.Stat(e.Path); err == nil && (fi.Size() != e.Size || fi.ModTime().UnixNano() != e.MTime) {
-			s.env.Log.Warn("file changed since it was listed; reading it as listed (its first bytes up to the listed size)",
+			if !replay && s.cur.Row == 0 {
+				s.env.Log.Warn("file changed between its listing and its reading; it will be read once it is stable again",
+					"file", e.Path, "listed_size", e.Size, "size", fi.Size())
+				u := *e
+				u.Skip = "unread"
+				first := len(s.entries)
+				s.entries = append(s.entries, &u)
+				s.known[u.Path] = &u
+				if err := s.log.append(s.entries, first); err != nil {
+					return fmt.Errorf("read-files: %w", err)
+				}
+				s.cur = cursor{Next: s.cur.Next + 1}
+				return nil
+			}
+			s.env.Log.Warn("file changed since it was read; replaying it as listed (its first bytes up to the listed size)",
 				"file", e.Path, "listed_size", e.Size, "size", fi.Size())
 		}
 	}
+	s.epochFiles++
+	s.epochBytes += max(e.Size, 0)
 	r, text, err := s.openReader(e, s.dec)
 	if errors.Is(err, fs.ErrNotExist) {
 		s.env.Log.Warn("file vanished before it was read; skipped", "file", e.Path)

@@ -591,3 +591,29 @@ func TestBinaryFilesConformByName(t *testing.T) {
 		t.Fatalf("--schema:\n%s\nwant\n%s", join(got.rows), join(want))
 	}
 }
+
+// TestChangedBetweenListingAndReading: a planned file rewritten before it is read is not read
+// half-old half-new; its new version is planned by a later listing once stable, and read once.
+func TestChangedBetweenListingAndReading(t *testing.T) {
+	e := newEnv(t)
+	cfg := ddl(t, "id long")
+	cfg.MaxFilesPerEpoch = 1
+	e.write("a.csv", "id\n1\n", 2*time.Minute)
+	e.write("b.csv", "id\n2\n", time.Minute)
+	got := e.mustRun(cfg, runOpts{beforeRead: func(n int) {
+		if n == 1 { // a.csv was read; b.csv is planned but not opened yet
+			e.write("b.csv", "id\n20\n21\n", 0)
+		}
+	}})
+	if join(got.rows) != `{"id":1,"_rescued_data":null}` || !strings.Contains(e.log.String(), "changed between its listing and its reading") {
+		t.Fatalf("run 1: %q\n%s", got.rows, e.log.String())
+	}
+	e.clock.advance(time.Minute)
+	got = e.mustRun(cfg, runOpts{})
+	if join(got.rows) != `{"id":20,"_rescued_data":null}`+"\n"+`{"id":21,"_rescued_data":null}` {
+		t.Fatalf("run 2: %q\n%s", got.rows, e.log.String())
+	}
+	if got := e.mustRun(cfg, runOpts{}); len(got.rows) != 0 {
+		t.Fatalf("run 3 read %q again", got.rows)
+	}
+}
