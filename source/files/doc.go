@@ -48,8 +48,11 @@
 // checked against the log, and reading stops at its cursor, splitting a batch if needed), and
 // then reads the planned files after the cursor before listing again. Since plans are
 // durable before reading and positions before barriers, no file is read twice downstream of a
-// committed epoch and none is skipped, whatever the moment of a kill -9. Sequential formats
-// read at most the planned size, so a file appended to after it was planned replays the same.
+// committed epoch and none is skipped, whatever the moment of a kill -9. A planned file that
+// changes before it is first read is recorded as "unread" and its new version planned by a
+// later listing once stable; one that changes after rows of it were emitted is replayed as
+// planned (sequential formats read at most the planned size, so an appended file replays the
+// same).
 //
 // Memory: the set of known files is held in memory (about 150 bytes per file plus its path)
 // and on disk in the log; a WAL entry holds only its epoch's files, bounded by
