@@ -19,8 +19,8 @@
 //     cleanup is late: it is returned to the caller for the side output and counted.
 //   - Session windows merge like Flink's MergingWindowSet: a record opens [t, t+gap), windows
 //     that overlap or touch are merged, so a late record can bridge two sessions.
-//   - Count windows follow Flink's countWindow(size, slide): GlobalWindows + CountTrigger(slide)
-//   - CountEvictor(size), per key, in arrival order.
+//   - Count windows follow Flink's countWindow(size, slide): GlobalWindows with
+//     CountTrigger(slide) and CountEvictor(size), per key, in arrival order.
 //
 // Processing is deterministic for event time: the watermark advances record by record (not per
 // batch), so results do not depend on how the input was cut into batches.

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -67,6 +68,10 @@ type Config struct {
 	Mem memory.Allocator
 	// BatchRows caps the rows of an output batch; default 65536.
 	BatchRows int
+	// Changelog tracks changed and dropped entries for Changelog (set it when the stage
+	// checkpoints; it costs a little time per record and memory per changed entry until the
+	// next Changelog). Snapshot works either way.
+	Changelog bool
 }
 
 // Stats are a Manager's counters and gauges.
@@ -91,6 +96,7 @@ const (
 	fDirty           // changed since the last changelog
 	fChanged         // changed since the last emission (early firing)
 	fPersisted       // present in durable state (a snapshot or changelog was written)
+	fTimer           // a fire timer is pending (at or before the window end)
 )
 
 type winRef struct {
@@ -461,7 +467,7 @@ func (m *Manager) free(s int32) {
 	if f&fAlive == 0 {
 		return
 	}
-	if f&fPersisted != 0 {
+	if f&fPersisted != 0 && m.cfg.Changelog {
 		m.deletes = append(m.deletes, deletedEntry{key: m.keys[m.sKey[s]].key, start: m.sStart[s], end: m.sEnd[s], seq: m.sSeq[s]})
 	}
 	m.aggs.Reset(s)
@@ -474,7 +480,7 @@ func (m *Manager) free(s int32) {
 // touch marks slot s changed (changelog, early firing).
 func (m *Manager) touch(s int32) {
 	f := m.sFlags[s]
-	if f&fDirty == 0 {
+	if f&fDirty == 0 && m.cfg.Changelog {
 		m.dirty = append(m.dirty, s)
 		f |= fDirty
 	}
@@ -488,7 +494,7 @@ func (m *Manager) touch(s int32) {
 // setBounds changes the bounds of a session slot; its old identity is deleted from durable
 // state.
 func (m *Manager) setBounds(s int32, start, end int64) {
-	if m.sFlags[s]&fPersisted != 0 {
+	if m.sFlags[s]&fPersisted != 0 && m.cfg.Changelog {
 		m.deletes = append(m.deletes, deletedEntry{key: m.keys[m.sKey[s]].key, start: m.sStart[s], end: m.sEnd[s]})
 		m.sFlags[s] &^= fPersisted
 	}
@@ -524,10 +530,11 @@ func (m *Manager) flush() {
 
 // schedule registers the timers of a time window slot after it was created or changed.
 func (m *Manager) schedule(s int32, wm int64) {
-	if end := m.sEnd[s]; end > wm {
-		m.fireQ.push(end, s, m.sGen[s])
-	} else {
+	switch {
+	case m.sEnd[s] <= wm:
 		m.lateFire = append(m.lateFire, s)
+	case m.sFlags[s]&fTimer == 0:
+		m.pushFire(s)
 	}
 }
 
@@ -549,11 +556,27 @@ func (m *Manager) processAligned(n int) {
 		m.wins = m.asg.Assign(ts, m.wins[:0])
 		accepted := false
 		e := &m.keys[kid]
+		// the assigned windows and the key's open windows are both sorted by start: walk them
+		// together from the first assigned start
+		p, _ := slices.BinarySearchFunc(e.wins, m.wins[0].Start, func(r winRef, t int64) int { return cmp.Compare(r.start, t) })
 		for _, w := range m.wins {
 			if addSat(w.End, m.lateness) <= wm {
 				continue
 			}
-			s := m.findOrCreate(e, kid, w, wm)
+			for p < len(e.wins) && e.wins[p].start < w.Start {
+				p++
+			}
+			var s int32
+			if p < len(e.wins) && e.wins[p].start == w.Start {
+				s = e.wins[p].slot
+			} else {
+				s = m.alloc(kid, w.Start, w.End)
+				e.wins = slices.Insert(e.wins, p, winRef{start: w.Start, slot: s})
+				if w.End > wm {
+					m.pushFire(s)
+				}
+			}
+			p++
 			m.pair(i, s)
 			accepted = true
 			if w.End <= wm {
@@ -574,22 +597,10 @@ func (m *Manager) processAligned(n int) {
 	}
 }
 
-// findOrCreate returns the slot of window w of key kid, creating it (and its timers).
-func (m *Manager) findOrCreate(e *keyEntry, kid int32, w Window, wm int64) int32 {
-	// windows are sorted by start and the newest are last: search from the end
-	i := len(e.wins)
-	for i > 0 && e.wins[i-1].start > w.Start {
-		i--
-	}
-	if i > 0 && e.wins[i-1].start == w.Start {
-		return e.wins[i-1].slot
-	}
-	s := m.alloc(kid, w.Start, w.End)
-	e.wins = slices.Insert(e.wins, i, winRef{start: w.Start, slot: s})
-	if w.End > wm {
-		m.fireQ.push(w.End, s, m.sGen[s])
-	}
-	return s
+// pushFire sets the fire timer of slot s at its end.
+func (m *Manager) pushFire(s int32) {
+	m.fireQ.push(m.sEnd[s], s, m.sGen[s])
+	m.sFlags[s] |= fTimer
 }
 
 func (m *Manager) badTime(i int) {
@@ -639,9 +650,14 @@ func (m *Manager) fireDue(wm int64) {
 	m.fireQ.popUntil(wm, func(t int64, refs []timerRef) {
 		for _, r := range refs {
 			s := r.slot
-			if m.sGen[s] != r.gen || m.sFlags[s]&fAlive == 0 || m.sEnd[s] != t {
-				continue // stale: purged, or a session that grew
+			if m.sGen[s] != r.gen || m.sFlags[s]&(fAlive|fTimer) != fAlive|fTimer {
+				continue // stale: the slot was freed, or fired since
 			}
+			if end := m.sEnd[s]; end > wm {
+				m.fireQ.push(end, s, r.gen) // a session that grew: timers move lazily
+				continue
+			}
+			m.sFlags[s] &^= fTimer
 			kind := EmitOnTime
 			if m.sFlags[s]&fFired != 0 {
 				kind = EmitLateUpdate
@@ -725,7 +741,8 @@ func (m *Manager) processSessions(n int) {
 			e.wins = slices.Delete(e.wins, lo+1, hi)
 			e.wins[lo].start = mStart
 			m.setBounds(s, mStart, mEnd)
-			m.sGen[s]++ // old timers are stale
+			// an unfired session keeps its timer (at its old end, it moves when it pops); a
+			// fired one needs a new firing
 			m.schedule(s, wm)
 		}
 		m.pair(i, s)

@@ -2,6 +2,7 @@ package window
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -139,13 +140,20 @@ func (w *stateWriter) batch() arrow.RecordBatch {
 	return w.bld.NewRecordBatch()
 }
 
+// ErrNoChangelog is returned by Changelog when Config.Changelog is off.
+var ErrNoChangelog = errors.New("window state changes are not tracked (Config.Changelog is off)")
+
 // Changelog returns the change of the state since the previous Changelog (or Restore): first
 // a delete row for every entry that left the durable state (fired and purged, merged into
 // another session, count slice evicted), then an upsert row with the full accumulators of
 // every entry that changed. Applying it with Restore on top of the previous state yields the
 // current state (DESIGN.md §3 state/<n>.changelog.arrow). The batch (StateSchema plus
-// metadata: spec, watermark, counters) may have zero rows; the caller releases it.
-func (m *Manager) Changelog() arrow.RecordBatch {
+// metadata: spec, watermark, counters) may have zero rows; the caller releases it. It needs
+// Config.Changelog (ErrNoChangelog otherwise).
+func (m *Manager) Changelog() (arrow.RecordBatch, error) {
+	if !m.cfg.Changelog {
+		return nil, ErrNoChangelog
+	}
 	w := m.newStateWriter()
 	defer w.bld.Release()
 	for _, d := range m.deletes {
@@ -157,7 +165,7 @@ func (m *Manager) Changelog() arrow.RecordBatch {
 		}
 	}
 	m.deletes, m.dirty = m.deletes[:0], m.dirty[:0]
-	return w.batch()
+	return w.batch(), nil
 }
 
 // Snapshot calls fn with the full state as batches of at most Config.BatchRows upsert rows
@@ -310,7 +318,7 @@ func (m *Manager) rebuildTimers() {
 		for _, w := range m.keys[kid].wins {
 			s := w.slot
 			if m.sFlags[s]&fFired == 0 {
-				m.fireQ.push(m.sEnd[s], s, m.sGen[s])
+				m.pushFire(s)
 			} else {
 				m.purgeQ.push(addSat(m.sEnd[s], m.lateness), s, m.sGen[s])
 			}
