@@ -22,7 +22,7 @@ const (
 
 // Micros converts t to microseconds since the Unix epoch (UTC), truncating toward the past.
 func Micros(t time.Time) int64 {
-	return floorDiv(t.Unix()*usPerSecond*1000+int64(t.Nanosecond()), 1000)
+	return t.Unix()*usPerSecond + int64(t.Nanosecond())/1000
 }
 
 // TimeOf converts microseconds since the Unix epoch to a time.Time in UTC.
