@@ -151,11 +151,12 @@ type Manager struct {
 	sKey      []int32
 	sStart    []int64
 	sEnd      []int64
-	sSeq      []int64
+	sSeq      []int64 // creation sequence (firing order); count windows: slice number
 	sGen      []uint32
 	sFlags    []uint8
 	freeSlots []int32
 	alive     int
+	created   int64 // next creation sequence number
 
 	fireQ, purgeQ timerQueue
 
@@ -367,20 +368,26 @@ func (m *Manager) Final() {
 	m.rebuildTimers()
 	switch m.kind {
 	case Count:
+		var kids []int32
 		for kid := range m.keys {
-			e := &m.keys[kid]
-			if e.key == "" && len(e.wins) == 0 {
-				continue
-			}
-			if e.n%m.asg.countStp != 0 && len(e.wins) > 0 {
-				m.emitCount(int32(kid), e.wins)
+			if e := &m.keys[kid]; len(e.wins) > 0 && e.n%m.asg.countStp != 0 {
+				kids = append(kids, int32(kid))
 			}
 		}
+		slices.SortFunc(kids, func(a, b int32) int { return cmp.Compare(m.keys[a].key, m.keys[b].key) })
+		for _, kid := range kids {
+			m.emitCount(kid, m.keys[kid].wins)
+		}
 	case Global:
+		var refs []timerRef
 		for kid := range m.keys {
 			for _, w := range m.keys[kid].wins {
-				m.emit(w.slot, EmitOnTime)
+				refs = append(refs, timerRef{slot: w.slot})
 			}
+		}
+		m.sortRefs(refs)
+		for _, r := range refs {
+			m.emit(r.slot, EmitOnTime)
 		}
 	default:
 		m.wm.Upstream(MaxTime)
@@ -456,7 +463,8 @@ func (m *Manager) alloc(key int32, start, end int64) int32 {
 			m.aggs.Grow(max(2*m.aggs.slots, 1024))
 		}
 	}
-	m.sKey[s], m.sStart[s], m.sEnd[s], m.sSeq[s], m.sFlags[s] = key, start, end, 0, fAlive
+	m.sKey[s], m.sStart[s], m.sEnd[s], m.sSeq[s], m.sFlags[s] = key, start, end, m.created, fAlive
+	m.created++
 	m.alive++
 	return s
 }
@@ -648,6 +656,7 @@ func (m *Manager) purge(s int32) {
 // fireDue fires every window whose end ≤ wm and purges those past end + lateness.
 func (m *Manager) fireDue(wm int64) {
 	m.fireQ.popUntil(wm, func(t int64, refs []timerRef) {
+		m.sortRefs(refs)
 		for _, r := range refs {
 			s := r.slot
 			if m.sGen[s] != r.gen || m.sFlags[s]&(fAlive|fTimer) != fAlive|fTimer {
@@ -675,6 +684,15 @@ func (m *Manager) fireDue(wm int64) {
 			m.purge(s)
 		}
 	})
+}
+
+// sortRefs orders timers by creation sequence, so windows that fire together are emitted in
+// the same order whatever the history of the state (restores, lazy session timers).
+func (m *Manager) sortRefs(refs []timerRef) {
+	cmpRef := func(a, b timerRef) int { return cmp.Compare(m.sSeq[a.slot], m.sSeq[b.slot]) }
+	if !slices.IsSortedFunc(refs, cmpRef) {
+		slices.SortFunc(refs, cmpRef)
+	}
 }
 
 // ---- sessions ----
@@ -863,6 +881,7 @@ func (m *Manager) maybeEarly(now int64) {
 		return
 	}
 	m.nextEarly = now - floorMod(now, every) + every
+	slices.SortFunc(m.changed, func(a, b int32) int { return cmp.Compare(m.sSeq[a], m.sSeq[b]) })
 	for _, s := range m.changed {
 		f := m.sFlags[s]
 		if f&fAlive == 0 || f&fChanged == 0 {

@@ -16,7 +16,7 @@ const (
 	StateKey   = "key" // encoded key bytes (KeyCodec)
 	StateStart = "window_start"
 	StateEnd   = "window_end"
-	StateSeq   = "seq"   // count windows: slice number within the key; else 0
+	StateSeq   = "seq"   // count windows: slice number within the key; else creation order
 	StateN     = "n"     // count windows: records seen for the key; else 0
 	StateFired = "fired" // the window was emitted (on_time or late_update) before
 
@@ -269,6 +269,9 @@ func (m *Manager) Restore(rec arrow.RecordBatch) error {
 			e.wins[pos] = ref
 		}
 		m.sStart[s], m.sEnd[s], m.sSeq[s] = st, en, sq
+		if m.kind != Count {
+			m.created = max(m.created, sq+1)
+		}
 		m.sFlags[s] = fAlive | fPersisted
 		if fired.Value(i) {
 			m.sFlags[s] |= fFired
@@ -314,14 +317,19 @@ func (m *Manager) rebuildTimers() {
 	if !m.asg.TimeBased() {
 		return
 	}
+	var refs []timerRef
 	for kid := range m.keys {
 		for _, w := range m.keys[kid].wins {
-			s := w.slot
-			if m.sFlags[s]&fFired == 0 {
-				m.pushFire(s)
-			} else {
-				m.purgeQ.push(addSat(m.sEnd[s], m.lateness), s, m.sGen[s])
-			}
+			refs = append(refs, timerRef{slot: w.slot})
+		}
+	}
+	m.sortRefs(refs)
+	for _, r := range refs {
+		s := r.slot
+		if m.sFlags[s]&fFired == 0 {
+			m.pushFire(s)
+		} else {
+			m.purgeQ.push(addSat(m.sEnd[s], m.lateness), s, m.sGen[s])
 		}
 	}
 }
