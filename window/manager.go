@@ -84,6 +84,9 @@ type Stats struct {
 	Early      int64 // early rows emitted
 	Keys       int   // keys with open windows
 	Windows    int   // open (key, window) entries, count-window slices included
+	// StateBytes estimates the Go heap held by the state: slot arrays (sized by the most
+	// entries ever open), key table and timers; count_distinct sets are not included.
+	StateBytes int64
 }
 
 // ErrConfig reports an invalid Manager configuration.
@@ -145,6 +148,7 @@ type Manager struct {
 	out      *output
 
 	keyIDs   map[string]int32
+	keyBytes int64
 	keys     []keyEntry
 	freeKeys []int32
 
@@ -175,6 +179,7 @@ type Manager struct {
 	seg      int
 	wins     []Window
 	late     []int32
+	bad      []int32
 	lateFire []int32
 
 	stale     bool // timers must be rebuilt after Restore
@@ -267,6 +272,8 @@ func (m *Manager) Watermarks() *Watermarks { return m.wm }
 func (m *Manager) Stats() Stats {
 	s := m.stats
 	s.Keys, s.Windows = len(m.keyIDs), m.alive
+	s.StateBytes = int64(len(m.sKey))*int64(33+m.aggs.SlotBytes()) + int64(m.alive)*24 +
+		int64(len(m.keys))*56 + int64(len(m.keyIDs))*40 + m.keyBytes
 	return s
 }
 
@@ -279,15 +286,26 @@ func (m *Manager) Release() { m.out.release() }
 
 func (m *Manager) procTime() bool { return m.tx == nil }
 
+// Rejected lists the rows of a batch that go to the side output (--late-output), as row
+// indices in ascending order. The slices are reused by the next Process call.
+type Rejected struct {
+	// Late rows: every window of the row is past end + allowed lateness (Stats.Late).
+	Late []int32
+	// BadTime rows: the event time is null or unparseable (Stats.BadTime).
+	BadTime []int32
+}
+
+// Len returns the number of rejected rows.
+func (r Rejected) Len() int { return len(r.Late) + len(r.BadTime) }
+
 // Process folds the rows of rec into their windows and fires what the advancing watermark
-// completes. It returns the indices of the rows that go to the side output: rows whose
-// windows are all past their allowed lateness (counted in Stats.Late) and rows without a
-// usable event time (Stats.BadTime). The slice is reused by the next call. rec is borrowed.
-func (m *Manager) Process(rec arrow.RecordBatch) ([]int32, error) {
+// completes (output via TakeOutput). It returns the rows that go to the side output (see
+// TakeRows). rec is borrowed. The only errors come from event-time extraction (ErrZoneless).
+func (m *Manager) Process(rec arrow.RecordBatch) (Rejected, error) {
 	n := int(rec.NumRows())
-	m.late = m.late[:0]
+	m.late, m.bad = m.late[:0], m.bad[:0]
 	if n == 0 {
-		return m.late, nil
+		return Rejected{}, nil
 	}
 	m.rebuildTimers()
 	now := m.now()
@@ -302,7 +320,7 @@ func (m *Manager) Process(rec arrow.RecordBatch) ([]int32, error) {
 	} else {
 		var err error
 		if m.ts, m.ok, err = m.tx.Extract(rec, m.ts, m.ok); err != nil {
-			return nil, err
+			return Rejected{}, err
 		}
 		m.wm.Active(0, now)
 	}
@@ -326,7 +344,7 @@ func (m *Manager) Process(rec arrow.RecordBatch) ([]int32, error) {
 	}
 	m.maybeEarly(nowUS)
 	m.aggs.Bind(nil)
-	return m.late, nil
+	return Rejected{Late: m.late, BadTime: m.bad}, nil
 }
 
 // OnWatermark merges an upstream watermark (µs) and fires what it completes. Ignored in
@@ -419,6 +437,7 @@ func (m *Manager) intern(k []byte) int32 {
 		return id
 	}
 	s := string(k)
+	m.keyBytes += int64(len(s))
 	var id int32
 	if n := len(m.freeKeys); n > 0 {
 		id = m.freeKeys[n-1]
@@ -442,6 +461,7 @@ func (m *Manager) releaseKey(id int32) {
 		return
 	}
 	delete(m.keyIDs, e.key)
+	m.keyBytes -= int64(len(e.key))
 	e.key, e.n = "", 0
 	m.freeKeys = append(m.freeKeys, id)
 }
@@ -612,7 +632,7 @@ func (m *Manager) pushFire(s int32) {
 }
 
 func (m *Manager) badTime(i int) {
-	m.late = append(m.late, int32(i))
+	m.bad = append(m.bad, int32(i))
 	m.stats.BadTime++
 }
 
