@@ -25,9 +25,9 @@ var ErrAggSpec = errors.New("bad aggregate spec")
 // AggCall is one aggregate of a spec: Func over the column at dot path Arg ("" for count(*)),
 // output column Name.
 type AggCall struct {
-	Func string
-	Arg  string
-	Name string
+	Func string // one of the Func* constants
+	Arg  string // dot path of the input column; "" for count(*)
+	Name string // output column name
 }
 
 // String renders c in spec syntax, e.g. "sum(value.amount) as revenue".

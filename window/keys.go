@@ -249,8 +249,8 @@ func (c *KeyCodec) Paths() []string {
 // EncodedKeys holds the encoded keys of a batch: key i is Data[Offsets[i]:Offsets[i+1]].
 // Reuse one value across batches to avoid allocation.
 type EncodedKeys struct {
-	Data    []byte
-	Offsets []int32
+	Data    []byte  // all keys, concatenated
+	Offsets []int32 // Len()+1 offsets into Data
 }
 
 // Len returns the number of keys.

@@ -60,8 +60,8 @@ type Config struct {
 	Watermark WatermarkOptions
 	// Emit selects early firings; Every is their processing-time period (required > 0 with
 	// EmitUpdate). Not supported for count windows.
-	Emit  EmitMode
-	Every time.Duration
+	Emit  EmitMode      // default EmitFinal
+	Every time.Duration // early-firing period (processing time), EmitUpdate only
 	// Now is the injected processing-time clock; default time.Now.
 	Now func() time.Time
 	// Mem allocates output and state batches; default memory.DefaultAllocator.
