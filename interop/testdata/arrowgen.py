@@ -16,6 +16,7 @@ control is a foreign producer (end-of-stream alone means end=final).
 import datetime as dt
 import decimal
 import math
+import os
 import struct
 import sys
 
@@ -281,9 +282,13 @@ def empty_batch(schema):
 
 def produce(name):
     schema, items = CASES[name]()
-    out = pa.output_stream(sys.stdout.buffer)
-    _write(out, schema, items)
-    out.flush()
+    try:
+        out = pa.output_stream(sys.stdout.buffer)
+        _write(out, schema, items)
+        out.flush()
+    except BrokenPipeError:
+        # The reader went away (it failed or stopped early): end quietly, as a Unix producer.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _write(out, schema, items):
