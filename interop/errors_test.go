@@ -222,3 +222,25 @@ func TestBadControlBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestDownstreamCloses: `… | streamkit print | head -n 1` — when the reader of print's stdout
+// goes away, print stops quietly with exit 0 (DESIGN.md §3), and so does the source upstream
+// of it.
+func TestDownstreamCloses(t *testing.T) {
+	p := needPeers(t)
+	for _, format := range []string{"table", "json", "csv"} {
+		t.Run(format, func(t *testing.T) {
+			out, exits := run(t, nil,
+				p.src("--epochs", "200", "--rows", "500", "--batch-rows", "500"),
+				p.sk("print", "--format", format),
+				[]string{"head", "-n", "1"})
+			wantCodes(t, exits, 0, 0, 0)
+			if exits[1].stderr != "" {
+				t.Errorf("print stderr: got %q, want nothing", exits[1].stderr)
+			}
+			if n := strings.Count(string(out), "\n"); n != 1 {
+				t.Errorf("got %d lines, want 1", n)
+			}
+		})
+	}
+}

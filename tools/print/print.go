@@ -8,10 +8,12 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -66,7 +68,19 @@ func New(cfg Config, w io.Writer) (*Printer, error) {
 	if cfg.Limit < 0 {
 		return nil, stage.Usagef("--limit must be ≥ 0, got %d", cfg.Limit)
 	}
-	return &Printer{cfg: cfg, out: bufio.NewWriterSize(w, 256<<10)}, nil
+	return &Printer{cfg: cfg, out: bufio.NewWriterSize(pipeWriter{w}, 256<<10)}, nil
+}
+
+// pipeWriter turns EPIPE (the reader of stdout went away, e.g. `| head`) into stage.ErrStop,
+// so print ends quietly with exit 0 and commits nothing more (DESIGN.md §3).
+type pipeWriter struct{ w io.Writer }
+
+func (p pipeWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if err != nil && errors.Is(err, syscall.EPIPE) {
+		err = stage.ErrStop
+	}
+	return n, err
 }
 
 // Open implements stage.Operator; print is a sink.
