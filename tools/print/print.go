@@ -294,6 +294,9 @@ func (p *Printer) control(c codec.Control) error {
 			m["watermark"] = codec.FormatWatermark(c.Watermark)
 		case codec.End:
 			m["end"] = c.End.String()
+			if c.Interrupted {
+				m["reason"] = "interrupt"
+			}
 		}
 		b, _ := json.Marshal(m)
 		_, err := fmt.Fprintf(p.out, "%s\n", b)
