@@ -14,7 +14,7 @@ Columns: id (int64, row number from 0), epoch (int64), ts (timestamp[us, UTC], e
 The rows are a pure function of id, so a replay reproduces them exactly.
 
 Ctrl-C (SIGINT) or SIGTERM: stop producing rows, finish the current epoch (its barrier, if
-it has rows), send end=pause, exit 130; a second signal aborts at once (exit 130, no end batch,
+it has rows), send end=pause with reason=interrupt, exit 130; a second signal aborts at once (exit 130, no end batch,
 no end-of-stream marker). A reader that goes away (BrokenPipe, `| head`) ends the source
 quietly (exit 0; 130 if it was interrupted).
 
@@ -302,7 +302,11 @@ def run(args, intr):
         n += 1
         if intr.requested:
             break
-    out.control(control="end", end="pause" if intr.requested else args.end)
+    if intr.requested:
+        # reason=interrupt: every stage downstream exits 130 too (docs/protocol.md §11).
+        out.control(control="end", end="pause", reason="interrupt")
+    else:
+        out.control(control="end", end=args.end)
     out.close()
 
 
