@@ -305,14 +305,13 @@ func (t *Table) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 // checkConflict decides whether the concurrent commit at version (by someone else) conflicts
 // with req.
 func checkConflict(version int64, other []Action, req CommitRequest, removed map[string]bool) error {
+	if req.Read == nil {
+		return &ConflictError{Version: version, Kind: ConflictMetadata, Detail: "the table was created concurrently"}
+	}
 	for _, a := range other {
 		switch {
 		case a.MetaData != nil:
-			detail := "table metadata changed concurrently"
-			if req.Read == nil {
-				detail = "the table was created concurrently"
-			}
-			return &ConflictError{Version: version, Kind: ConflictMetadata, Detail: detail}
+			return &ConflictError{Version: version, Kind: ConflictMetadata, Detail: "table metadata changed concurrently"}
 		case a.Protocol != nil:
 			return &ConflictError{Version: version, Kind: ConflictProtocol, Detail: "table protocol changed concurrently"}
 		case a.Txn != nil && req.Txn != nil && a.Txn.AppID == req.Txn.AppID:

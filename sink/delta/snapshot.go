@@ -347,4 +347,3 @@ func (t *Table) Exists() (bool, error) {
 	}
 	return l.maxCommit >= 0 || len(l.checkpoints) > 0, nil
 }
-

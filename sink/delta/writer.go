@@ -79,15 +79,16 @@ type DataWriter struct {
 }
 
 type openFile struct {
-	relDir   string // on-disk relative directory ("" for the root)
-	relPath  string // on-disk relative path
-	values   map[string]*string
-	f        *os.File
-	bw       *bufio.Writer
-	fw       *pqarrow.FileWriter
-	stats    *statsCollector
-	rows     int64
-	diskSize int64
+	relDir  string // on-disk relative directory ("" for the root)
+	relPath string // on-disk relative path
+	values  map[string]*string
+	f       *os.File
+	bw      *bufio.Writer
+	fw      *pqarrow.FileWriter
+	stats   *statsCollector
+	rows    int64
+	rgBytes int64   // Arrow bytes written into the current (buffered) row group
+	ratio   float64 // encoded bytes per Arrow byte, measured at row group flushes
 }
 
 // NewDataWriter prepares a writer of data files for a table with metadata meta (from a
@@ -183,7 +184,7 @@ func (w *DataWriter) Write(rec arrow.RecordBatch) error {
 	if len(w.partCols) == 0 {
 		data := w.project(conformed)
 		defer data.Release()
-		return w.writeTo("", nil, data)
+		return w.writeTo("", nil, data, recordBytes(data))
 	}
 	// Group rows by partition values.
 	n := int(conformed.NumRows())
@@ -232,9 +233,10 @@ func (w *DataWriter) Write(rec arrow.RecordBatch) error {
 	}
 	data := w.project(conformed)
 	defer data.Release()
+	total := recordBytes(data)
 	if len(groups) == 1 {
 		g := groups[keys[0]]
-		return w.writeTo(PartitionDir(w.partCols, g.values), g.values, data)
+		return w.writeTo(PartitionDir(w.partCols, g.values), g.values, data, total)
 	}
 	for _, key := range keys {
 		g := groups[key]
@@ -247,7 +249,7 @@ func (w *DataWriter) Write(rec arrow.RecordBatch) error {
 				return fmt.Errorf("write data %s: %w", w.root, err)
 			}
 		}
-		err := w.writeTo(PartitionDir(w.partCols, g.values), g.values, sub)
+		err := w.writeTo(PartitionDir(w.partCols, g.values), g.values, sub, total*int64(len(g.rows))/int64(n))
 		sub.Release()
 		if err != nil {
 			return err
@@ -290,7 +292,11 @@ func (w *DataWriter) take(rec arrow.RecordBatch, rows []int32) (arrow.RecordBatc
 	return out, nil
 }
 
-func (w *DataWriter) writeTo(relDir string, values map[string]*string, data arrow.RecordBatch) error {
+// writeTo appends data (of about arrowBytes in memory) to the open file of partition relDir.
+// A row group is flushed when its Arrow input reaches RowGroupSize; the file is closed when
+// its flushed bytes plus the estimated encoded size of the pending row group reach
+// TargetFileSize.
+func (w *DataWriter) writeTo(relDir string, values map[string]*string, data arrow.RecordBatch, arrowBytes int64) error {
 	of := w.open[relDir]
 	if of == nil {
 		var err error
@@ -303,12 +309,19 @@ func (w *DataWriter) writeTo(relDir string, values map[string]*string, data arro
 	if err := of.fw.WriteBuffered(data); err != nil {
 		return fmt.Errorf("write data %s: %w", of.relPath, err)
 	}
-	if of.fw.RowGroupTotalBytesWritten() >= w.opts.RowGroupSize {
+	of.rgBytes += arrowBytes
+	if of.rgBytes >= w.opts.RowGroupSize {
+		before := of.fw.TotalBytesWritten()
 		if err := of.fw.NewBufferedRowGroupChecked(); err != nil {
 			return fmt.Errorf("write data %s: %w", of.relPath, err)
 		}
+		if of.rgBytes > 0 {
+			of.ratio = float64(of.fw.TotalBytesWritten()-before) / float64(of.rgBytes)
+		}
+		of.rgBytes = 0
 	}
-	if of.fw.TotalBytesWritten()+of.fw.RowGroupTotalBytesWritten() >= w.opts.TargetFileSize {
+	pending := max(of.fw.RowGroupTotalBytesWritten(), int64(float64(of.rgBytes)*of.ratio))
+	if of.fw.TotalBytesWritten()+pending >= w.opts.TargetFileSize {
 		return w.closeFile(relDir)
 	}
 	return nil
@@ -345,7 +358,7 @@ func (w *DataWriter) openFile(relDir string, values map[string]*string) (*openFi
 		return nil, err
 	}
 	of := &openFile{relDir: relDir, relPath: rel, values: values, f: f, bw: bw, fw: fw,
-		stats: newStatsCollector(w.dataSch, w.numIdx)}
+		stats: newStatsCollector(w.dataSch, w.numIdx), ratio: 1}
 	w.open[relDir] = of
 	w.order = append(w.order, relDir)
 	return of, nil
@@ -473,3 +486,23 @@ func (w *DataWriter) Abort() error {
 
 // Files returns the add actions of the files closed so far (rolled files).
 func (w *DataWriter) Files() []Add { return w.adds }
+
+// recordBytes is the size of the buffers rec references (an upper bound for slices).
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	var walk func(d arrow.ArrayData)
+	walk = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+		for _, c := range d.Children() {
+			walk(c)
+		}
+	}
+	for _, c := range rec.Columns() {
+		walk(c.Data())
+	}
+	return n
+}
