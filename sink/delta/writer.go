@@ -335,6 +335,12 @@ func (w *DataWriter) openFile(relDir string, values map[string]*string) (*openFi
 	}
 	name += ".parquet"
 	rel := name
+	if !w.dirs[""] {
+		if err := os.MkdirAll(w.root, 0o755); err != nil {
+			return nil, err
+		}
+		w.dirs[""] = true
+	}
 	if relDir != "" {
 		rel = relDir + "/" + name
 		if err := w.mkdirs(relDir); err != nil {

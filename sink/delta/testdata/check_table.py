@@ -87,7 +87,7 @@ def read_duckdb(path):
     con = duckdb.connect(config={"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"})
     con.execute("SET TimeZone='UTC'")
     con.execute("LOAD '%s'" % ext[0].replace("'", "''"))
-    return con.execute("SELECT * FROM delta_scan(?)", [os.path.abspath(path)]).fetch_arrow_table()
+    return con.execute("SELECT * FROM delta_scan(?)", [os.path.abspath(path)]).to_arrow_table()
 
 
 def main():
