@@ -11,13 +11,13 @@ import (
 // set. Unknown action kinds (cdc, checkpointMetadata, sidecar, …) are skipped on read, as
 // PROTOCOL.md "Protocol Evolution" requires of readers.
 type Action struct {
-	CommitInfo     *CommitInfo     `json:"commitInfo,omitempty"`
-	Protocol       *Protocol       `json:"protocol,omitempty"`
-	MetaData       *Metadata       `json:"metaData,omitempty"`
-	Txn            *Txn            `json:"txn,omitempty"`
-	Add            *Add            `json:"add,omitempty"`
-	Remove         *Remove         `json:"remove,omitempty"`
-	DomainMetadata *DomainMetadata `json:"domainMetadata,omitempty"`
+	CommitInfo     *CommitInfo     `json:"commitInfo,omitempty"`     // provenance; first line of every commit
+	Protocol       *Protocol       `json:"protocol,omitempty"`       // reader/writer versions and features
+	MetaData       *Metadata       `json:"metaData,omitempty"`       // schema, partitioning, properties
+	Txn            *Txn            `json:"txn,omitempty"`            // application progress (exactly-once)
+	Add            *Add            `json:"add,omitempty"`            // a data file joins the table
+	Remove         *Remove         `json:"remove,omitempty"`         // a data file leaves the table (tombstone)
+	DomainMetadata *DomainMetadata `json:"domainMetadata,omitempty"` // named configuration domain
 }
 
 // Protocol is the protocol action (PROTOCOL.md "Protocol Evolution"). ReaderFeatures is
@@ -25,10 +25,10 @@ type Action struct {
 // (a feature list at a lower version breaks kernel-based readers); at those versions the lists
 // are always written, possibly empty.
 type Protocol struct {
-	MinReaderVersion int      `json:"minReaderVersion"`
-	MinWriterVersion int      `json:"minWriterVersion"`
-	ReaderFeatures   []string `json:"readerFeatures,omitempty"`
-	WriterFeatures   []string `json:"writerFeatures,omitempty"`
+	MinReaderVersion int      `json:"minReaderVersion"`         // 1, 2 or 3
+	MinWriterVersion int      `json:"minWriterVersion"`         // 1 to 7
+	ReaderFeatures   []string `json:"readerFeatures,omitempty"` // only at reader version 3
+	WriterFeatures   []string `json:"writerFeatures,omitempty"` // only at writer version 7
 }
 
 // MarshalJSON writes the feature lists exactly when the protocol versions call for them.
@@ -58,22 +58,22 @@ func writeStringList(b *bytes.Buffer, l []string) {
 // Format is metaData.format: the data file encoding. Provider is always "parquet" for tables
 // this package accepts.
 type Format struct {
-	Provider string            `json:"provider"`
-	Options  map[string]string `json:"options"`
+	Provider string            `json:"provider"` // "parquet"
+	Options  map[string]string `json:"options"`  // always {} in practice
 }
 
 // Metadata is the metaData action (PROTOCOL.md "Change Metadata"). SchemaString holds the
 // table schema as Delta JSON ([StructType]); Configuration holds table properties such as
 // delta.checkpointInterval; CreatedTime is in milliseconds since the Unix epoch.
 type Metadata struct {
-	ID               string            `json:"id"`
-	Name             *string           `json:"name,omitempty"`
-	Description      *string           `json:"description,omitempty"`
-	Format           Format            `json:"format"`
-	SchemaString     string            `json:"schemaString"`
-	PartitionColumns []string          `json:"partitionColumns"`
-	Configuration    map[string]string `json:"configuration"`
-	CreatedTime      *int64            `json:"createdTime,omitempty"`
+	ID               string            `json:"id"`                    // table UUID
+	Name             *string           `json:"name,omitempty"`        // optional user label
+	Description      *string           `json:"description,omitempty"` // optional user label
+	Format           Format            `json:"format"`                // data file format
+	SchemaString     string            `json:"schemaString"`          // Delta JSON schema (ParseSchema)
+	PartitionColumns []string          `json:"partitionColumns"`      // top-level columns, in directory order
+	Configuration    map[string]string `json:"configuration"`         // table properties (delta.*)
+	CreatedTime      *int64            `json:"createdTime,omitempty"` // ms since the Unix epoch
 }
 
 // Schema parses SchemaString.
@@ -85,20 +85,20 @@ func (m *Metadata) Schema() (*StructType, error) {
 // application-specific Version (e.g. a streamkit epoch) committed by application AppID.
 // LastUpdated is in milliseconds since the Unix epoch.
 type Txn struct {
-	AppID       string `json:"appId"`
-	Version     int64  `json:"version"`
-	LastUpdated *int64 `json:"lastUpdated,omitempty"`
+	AppID       string `json:"appId"`                 // application id, e.g. a flow id
+	Version     int64  `json:"version"`               // application version, e.g. an epoch
+	LastUpdated *int64 `json:"lastUpdated,omitempty"` // ms since the Unix epoch; always set by Commit
 }
 
 // DeletionVector is a deletion vector descriptor (PROTOCOL.md "Deletion Vectors"). This
 // package never writes deletion vectors; it carries them through from other writers.
 type DeletionVector struct {
-	StorageType    string `json:"storageType"`
-	PathOrInlineDv string `json:"pathOrInlineDv"`
-	Offset         *int32 `json:"offset,omitempty"`
-	SizeInBytes    int32  `json:"sizeInBytes"`
-	Cardinality    int64  `json:"cardinality"`
-	MaxRowIndex    *int64 `json:"maxRowIndex,omitempty"`
+	StorageType    string `json:"storageType"`           // "u" (relative path), "p" (absolute) or "i" (inline)
+	PathOrInlineDv string `json:"pathOrInlineDv"`        // encoded location or inline bitmap
+	Offset         *int32 `json:"offset,omitempty"`      // byte offset in the DV file
+	SizeInBytes    int32  `json:"sizeInBytes"`           // size of the serialized DV
+	Cardinality    int64  `json:"cardinality"`           // number of deleted rows
+	MaxRowIndex    *int64 `json:"maxRowIndex,omitempty"` // largest deleted row index
 }
 
 // UniqueID is the deletion vector's unique id (storageType + pathOrInlineDv [+ "@" offset]).
@@ -118,41 +118,41 @@ func (d *DeletionVector) UniqueID() string {
 // serialized value, nil meaning null; Size is in bytes; ModificationTime in ms since the epoch;
 // Stats is the per-file statistics JSON, stored as a string.
 type Add struct {
-	Path                    string             `json:"path"`
-	PartitionValues         map[string]*string `json:"partitionValues"`
-	Size                    int64              `json:"size"`
-	ModificationTime        int64              `json:"modificationTime"`
-	DataChange              bool               `json:"dataChange"`
-	Stats                   string             `json:"stats,omitempty"`
-	Tags                    map[string]string  `json:"tags,omitempty"`
-	DeletionVector          *DeletionVector    `json:"deletionVector,omitempty"`
-	BaseRowID               *int64             `json:"baseRowId,omitempty"`
-	DefaultRowCommitVersion *int64             `json:"defaultRowCommitVersion,omitempty"`
-	ClusteringProvider      *string            `json:"clusteringProvider,omitempty"`
+	Path                    string             `json:"path"`                              // relative URI, percent-encoded (EncodePath)
+	PartitionValues         map[string]*string `json:"partitionValues"`                   // column → serialized value; nil = null; {} when unpartitioned
+	Size                    int64              `json:"size"`                              // exact file size in bytes
+	ModificationTime        int64              `json:"modificationTime"`                  // ms since the Unix epoch
+	DataChange              bool               `json:"dataChange"`                        // true for appends; false in checkpoints and compactions
+	Stats                   string             `json:"stats,omitempty"`                   // statistics JSON document, as a string
+	Tags                    map[string]string  `json:"tags,omitempty"`                    // free-form file tags
+	DeletionVector          *DeletionVector    `json:"deletionVector,omitempty"`          // never written by this package
+	BaseRowID               *int64             `json:"baseRowId,omitempty"`               // row tracking (not written by this package)
+	DefaultRowCommitVersion *int64             `json:"defaultRowCommitVersion,omitempty"` // row tracking (not written by this package)
+	ClusteringProvider      *string            `json:"clusteringProvider,omitempty"`      // clustered tables (not written by this package)
 }
 
 // Remove is the remove action. Path is byte-identical to the removed add's path;
 // DeletionTimestamp is in ms since the epoch.
 type Remove struct {
-	Path                    string             `json:"path"`
-	DeletionTimestamp       *int64             `json:"deletionTimestamp,omitempty"`
-	DataChange              bool               `json:"dataChange"`
-	ExtendedFileMetadata    *bool              `json:"extendedFileMetadata,omitempty"`
-	PartitionValues         map[string]*string `json:"partitionValues,omitempty"`
-	Size                    *int64             `json:"size,omitempty"`
-	Stats                   string             `json:"stats,omitempty"`
-	Tags                    map[string]string  `json:"tags,omitempty"`
-	DeletionVector          *DeletionVector    `json:"deletionVector,omitempty"`
-	BaseRowID               *int64             `json:"baseRowId,omitempty"`
-	DefaultRowCommitVersion *int64             `json:"defaultRowCommitVersion,omitempty"`
+	Path                    string             `json:"path"`                              // byte-identical to the add's path
+	DeletionTimestamp       *int64             `json:"deletionTimestamp,omitempty"`       // ms since the Unix epoch
+	DataChange              bool               `json:"dataChange"`                        // true when rows leave the table
+	ExtendedFileMetadata    *bool              `json:"extendedFileMetadata,omitempty"`    // true when PartitionValues and Size are set
+	PartitionValues         map[string]*string `json:"partitionValues,omitempty"`         // copied from the add
+	Size                    *int64             `json:"size,omitempty"`                    // copied from the add, bytes
+	Stats                   string             `json:"stats,omitempty"`                   // optional; not kept in checkpoints
+	Tags                    map[string]string  `json:"tags,omitempty"`                    // optional; not kept in checkpoints
+	DeletionVector          *DeletionVector    `json:"deletionVector,omitempty"`          // the removed logical file's DV
+	BaseRowID               *int64             `json:"baseRowId,omitempty"`               // row tracking, copied from the add
+	DefaultRowCommitVersion *int64             `json:"defaultRowCommitVersion,omitempty"` // row tracking, copied from the add
 }
 
 // DomainMetadata is the domainMetadata action (PROTOCOL.md "Domain Metadata"). Writers must
 // preserve domains they do not understand; this package carries them into checkpoints.
 type DomainMetadata struct {
-	Domain        string `json:"domain"`
-	Configuration string `json:"configuration"`
-	Removed       bool   `json:"removed"`
+	Domain        string `json:"domain"`        // domain name; "delta." prefix is reserved
+	Configuration string `json:"configuration"` // opaque configuration string
+	Removed       bool   `json:"removed"`       // tombstone
 }
 
 // CommitInfo is the commitInfo action written first in every commit (PROTOCOL.md "Commit
@@ -161,15 +161,15 @@ type DomainMetadata struct {
 // ReadVersion is omitted for the commit that creates a table. On read, unknown fields are
 // dropped.
 type CommitInfo struct {
-	Timestamp           int64             `json:"timestamp"`
-	Operation           string            `json:"operation"`
-	OperationParameters map[string]string `json:"operationParameters"`
-	OperationMetrics    map[string]string `json:"operationMetrics,omitempty"`
-	ReadVersion         *int64            `json:"readVersion,omitempty"`
-	IsolationLevel      string            `json:"isolationLevel,omitempty"`
-	IsBlindAppend       bool              `json:"isBlindAppend"`
-	EngineInfo          string            `json:"engineInfo,omitempty"`
-	TxnID               string            `json:"txnId,omitempty"`
+	Timestamp           int64             `json:"timestamp"`                  // ms since the Unix epoch
+	Operation           string            `json:"operation"`                  // e.g. "WRITE", "STREAMING UPDATE"
+	OperationParameters map[string]string `json:"operationParameters"`        // string→string
+	OperationMetrics    map[string]string `json:"operationMetrics,omitempty"` // string→string, e.g. numFiles
+	ReadVersion         *int64            `json:"readVersion,omitempty"`      // version the writer read; absent on create
+	IsolationLevel      string            `json:"isolationLevel,omitempty"`   // "WriteSerializable"
+	IsBlindAppend       bool              `json:"isBlindAppend"`              // true for pure appends
+	EngineInfo          string            `json:"engineInfo,omitempty"`       // "streamkit/<version>"
+	TxnID               string            `json:"txnId,omitempty"`            // UUID identifying this commit attempt
 }
 
 // UnmarshalJSON is lenient: commitInfo is free-form provenance and other writers put

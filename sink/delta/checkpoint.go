@@ -25,11 +25,11 @@ const lastCheckpointName = "_last_checkpoint"
 // Checkpoint File Schema"): Size is the number of actions (rows) in the checkpoint,
 // SizeInBytes its file size. Parts is absent for single-file checkpoints.
 type LastCheckpoint struct {
-	Version       int64  `json:"version"`
-	Size          int64  `json:"size"`
-	Parts         *int   `json:"parts,omitempty"`
-	SizeInBytes   int64  `json:"sizeInBytes,omitempty"`
-	NumOfAddFiles *int64 `json:"numOfAddFiles,omitempty"`
+	Version       int64  `json:"version"`                 // checkpointed table version
+	Size          int64  `json:"size"`                    // actions (rows) in the checkpoint
+	Parts         *int   `json:"parts,omitempty"`         // multi-part checkpoints only
+	SizeInBytes   int64  `json:"sizeInBytes,omitempty"`   // checkpoint file size
+	NumOfAddFiles *int64 `json:"numOfAddFiles,omitempty"` // add actions in the checkpoint
 }
 
 // ReadLastCheckpoint reads `_delta_log/_last_checkpoint` of the table (an error wrapping

@@ -26,6 +26,7 @@ const (
 	Overwrite
 )
 
+// String returns "Append" or "Overwrite" (commitInfo.operationParameters.mode).
 func (m Mode) String() string {
 	if m == Overwrite {
 		return "Overwrite"
@@ -58,11 +59,12 @@ const (
 // ConflictError reports that the commit at Version conflicts with ours; retrying needs a new
 // snapshot (and, for metadata/protocol changes, possibly new data files).
 type ConflictError struct {
-	Version int64
-	Kind    ConflictKind
-	Detail  string
+	Version int64        // the conflicting commit
+	Kind    ConflictKind // why it conflicts
+	Detail  string       // human-readable reason
 }
 
+// Error names the conflicting version and the reason.
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("commit conflict with version %d: %s", e.Version, e.Detail)
 }
@@ -78,7 +80,7 @@ type CommitRequest struct {
 	// Protocol and Metadata, when set, are written as protocol/metaData actions (table
 	// creation, schema evolution, property changes).
 	Protocol *Protocol
-	Metadata *Metadata
+	Metadata *Metadata // see Protocol
 	// Mode is Append (default) or Overwrite.
 	Mode Mode
 	// Adds are the new data files (from DataWriter.Close).

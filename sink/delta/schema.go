@@ -41,32 +41,40 @@ const (
 	TypeTimestampNTZ PrimitiveType = "timestamp_ntz"
 )
 
-func (PrimitiveType) deltaType()       {}
+func (PrimitiveType) deltaType() {}
+
+// String returns the type name.
 func (p PrimitiveType) String() string { return string(p) }
 
 // DecimalType is decimal(Precision, Scale), Precision ≤ 38.
 type DecimalType struct{ Precision, Scale int }
 
-func (DecimalType) deltaType()       {}
+func (DecimalType) deltaType() {}
+
+// String returns "decimal(p,s)".
 func (d DecimalType) String() string { return fmt.Sprintf("decimal(%d,%d)", d.Precision, d.Scale) }
 
 // ArrayType is array<ElementType>.
 type ArrayType struct {
-	ElementType  DataType
-	ContainsNull bool
+	ElementType  DataType // element type
+	ContainsNull bool     // elements may be null
 }
 
-func (ArrayType) deltaType()       {}
+func (ArrayType) deltaType() {}
+
+// String returns "array<element>".
 func (a ArrayType) String() string { return "array<" + a.ElementType.String() + ">" }
 
 // MapType is map<KeyType, ValueType>; keys are never null.
 type MapType struct {
-	KeyType           DataType
-	ValueType         DataType
-	ValueContainsNull bool
+	KeyType           DataType // key type (never null)
+	ValueType         DataType // value type
+	ValueContainsNull bool     // values may be null
 }
 
 func (MapType) deltaType() {}
+
+// String returns "map<key,value>".
 func (m MapType) String() string {
 	return "map<" + m.KeyType.String() + "," + m.ValueType.String() + ">"
 }
@@ -74,10 +82,12 @@ func (m MapType) String() string {
 // StructType is a struct type and also the table schema (its top-level fields are the
 // columns).
 type StructType struct {
-	Fields []StructField
+	Fields []StructField // in order
 }
 
 func (*StructType) deltaType() {}
+
+// String returns "struct<name:type,...>".
 func (s *StructType) String() string {
 	parts := make([]string, len(s.Fields))
 	for i, f := range s.Fields {
@@ -100,10 +110,10 @@ func (s *StructType) Field(name string) *StructField {
 // values (delta.invariants, delta.generationExpression, delta.columnMapping.*, comments, …),
 // kept byte-for-byte so other writers' metadata round-trips.
 type StructField struct {
-	Name     string
-	Type     DataType
-	Nullable bool
-	Metadata map[string]json.RawMessage
+	Name     string                     // column name (case-insensitively unique)
+	Type     DataType                   // column type
+	Nullable bool                       // false: writers must reject nulls
+	Metadata map[string]json.RawMessage // column metadata, raw JSON values
 }
 
 var decimalRE = regexp.MustCompile(`^decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)$`)
