@@ -335,7 +335,7 @@ func (t *Table) finishCommit(req CommitRequest, ours []Action, newer [][]Action,
 	if req.Read != nil {
 		s = req.Read.clone()
 	} else {
-		s = newSnapshot(t.root)
+		s = newSnapshot(t.root, t.mem)
 	}
 	ok := true
 	for _, c := range newer {

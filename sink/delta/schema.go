@@ -47,7 +47,10 @@ func (PrimitiveType) deltaType() {}
 func (p PrimitiveType) String() string { return string(p) }
 
 // DecimalType is decimal(Precision, Scale), Precision ≤ 38.
-type DecimalType struct{ Precision, Scale int }
+type DecimalType struct {
+	Precision int // 1..38 digits
+	Scale     int // digits after the point
+}
 
 func (DecimalType) deltaType() {}
 

@@ -26,6 +26,7 @@ var ErrLogIncomplete = errors.New("Delta log incomplete")
 // [Table.Commit] return new ones.
 type Snapshot struct {
 	root       string
+	mem        memory.Allocator
 	version    int64
 	protocol   *Protocol
 	metadata   *Metadata
@@ -36,8 +37,11 @@ type Snapshot struct {
 	domains    map[string]DomainMetadata
 }
 
-func newSnapshot(root string) *Snapshot {
-	return &Snapshot{root: root, version: -1, files: map[string]*Add{}, tombstones: map[string]*Remove{},
+func newSnapshot(root string, mem memory.Allocator) *Snapshot {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	return &Snapshot{root: root, mem: mem, version: -1, files: map[string]*Add{}, tombstones: map[string]*Remove{},
 		txns: map[string]Txn{}, domains: map[string]DomainMetadata{}}
 }
 
@@ -237,10 +241,10 @@ func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error
 	if version >= 0 && !l.commits[version] && l.checkpoints[version] == nil {
 		return nil, fmt.Errorf("load snapshot %s version %d: version does not exist (latest %d)", t.root, version, l.maxCommit)
 	}
-	s := newSnapshot(t.root)
+	s := newSnapshot(t.root, t.mem)
 	var cpErr error
 	for _, cv := range l.checkpointVersions(target) {
-		cs := newSnapshot(t.root)
+		cs := newSnapshot(t.root, t.mem)
 		if err := readCheckpoint(dir, l.checkpoints[cv], cs, t.mem); err != nil {
 			cpErr = err
 			continue
@@ -277,32 +281,39 @@ func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error
 	return s, nil
 }
 
-// Update returns a snapshot of the latest version, replaying only the commits after s
-// (falling back to a full load when they are no longer all in the log). It returns s itself
+// Update returns a snapshot of the latest version, replaying only the commits after s, or
+// reloading from the newest checkpoint when some of them were cleaned up. It returns s itself
 // when nothing changed.
-func (s *Snapshot) Update(ctx context.Context, t *Table) (*Snapshot, error) {
+func (s *Snapshot) Update(ctx context.Context) (*Snapshot, error) {
 	dir := filepath.Join(s.root, LogDir)
-	ns := s
-	for v := s.version + 1; ; v++ {
-		actions, err := readCommit(dir, v)
-		if errors.Is(err, fs.ErrNotExist) {
-			break
+	l, err := listLog(dir)
+	if err != nil {
+		return nil, fmt.Errorf("update snapshot %s: %w", s.root, err)
+	}
+	if l.maxCommit <= s.version {
+		return s, nil
+	}
+	for v := s.version + 1; v <= l.maxCommit; v++ {
+		if !l.commits[v] {
+			return (&Table{root: s.root, mem: s.mem}).SnapshotAt(ctx, -1)
 		}
+	}
+	ns := s.clone()
+	for v := s.version + 1; v <= l.maxCommit; v++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		actions, err := readCommit(dir, v)
 		if err != nil {
 			return nil, fmt.Errorf("update snapshot %s: %w", s.root, err)
-		}
-		if ns == s {
-			ns = s.clone()
 		}
 		if err := ns.apply(actions); err != nil {
 			return nil, fmt.Errorf("update snapshot %s version %d: %w", s.root, v, err)
 		}
 		ns.version = v
 	}
-	if ns != s {
-		if err := checkRead(ns.protocol, ns.metadata); err != nil {
-			return nil, fmt.Errorf("update snapshot %s: %w", s.root, err)
-		}
+	if err := checkRead(ns.protocol, ns.metadata); err != nil {
+		return nil, fmt.Errorf("update snapshot %s: %w", s.root, err)
 	}
 	return ns, nil
 }

@@ -339,6 +339,9 @@ func TestConflicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if u, err := s1.Update(context.Background()); err != nil || u.Version() != res.Version || u.NumFiles() != res.Snapshot.NumFiles() {
+		t.Errorf("incremental update: %v", err)
+	}
 	if res.Snapshot.NumFiles() != 1 || len(res.Snapshot.Tombstones()) != 2 {
 		t.Errorf("after overwrite: %d files, %d tombstones", res.Snapshot.NumFiles(), len(res.Snapshot.Tombstones()))
 	}
@@ -400,6 +403,10 @@ func TestCheckpointReplay(t *testing.T) {
 		return s
 	}
 	want := full()
+	early, err := tbl.SnapshotAt(context.Background(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
 	equal := func(name string, got *Snapshot) {
 		t.Helper()
 		if got.Version() != want.Version() || mustJSON(got.Files()) != mustJSON(dataChangeFalse(want.Files(), got.Files())) ||
@@ -427,6 +434,15 @@ func TestCheckpointReplay(t *testing.T) {
 	// Time travel to 21 uses checkpoint 20.
 	if s21, err := tbl.SnapshotAt(context.Background(), 21); err != nil || s21.Version() != 21 {
 		t.Errorf("snapshot at 21: %v", err)
+	}
+	// Update from an old snapshot whose successors were cleaned up reloads from the checkpoint.
+	if u, err := want.Update(context.Background()); err != nil || u != want {
+		t.Errorf("update of the latest snapshot: %v %v", u == want, err)
+	}
+	if u, err := early.Update(context.Background()); err != nil {
+		t.Errorf("update across cleaned-up commits: %v", err)
+	} else {
+		equal("update of version 5", u)
 	}
 	// A gap in the log is an error.
 	if err := os.Remove(filepath.Join(logDir, commitFileName(22))); err != nil {
