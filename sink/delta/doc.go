@@ -14,6 +14,8 @@
 //   - [NewDataWriter] streams Arrow record batches into Parquet data files (pqarrow), rolling
 //     files at a target size and splitting rows into Hive-style partition directories; Close
 //     returns one [Add] action per file with exact statistics.
+//   - [MergeSchema] and [EvolveMetadata] add new input columns to the table schema
+//     (--merge-schema), upgrading the protocol when a timestamp_ntz column appears.
 //   - [Table.Commit] writes one commit (commitInfo, protocol/metaData, txn, adds, removes) with
 //     put-if-absent semantics and optimistic-concurrency retries, and writes a classic Parquet
 //     checkpoint every delta.checkpointInterval commits.

@@ -165,7 +165,8 @@ func TestInteropRichPartitioned(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, LogDir, checkpointFileName(10))); err != nil {
 		t.Fatalf("no checkpoint at 10: %v", err)
 	}
-	out := runPython(t, "check_table.py", root, exp.file(filepath.Join(dir, "expected.arrow")), "--key", "id", "--empty-as-null", "part")
+	out := runPython(t, "check_table.py", root, exp.file(filepath.Join(dir, "expected.arrow")), "--key", "id", "--empty-as-null", "part",
+		"--probe", "id", "--probe", "s", "--probe", "ts", "--probe", "d", "--probe", "dec", "--probe", "f64", "--probe", "i8", "--probe", "tsny")
 	t.Log(out)
 }
 

@@ -3,6 +3,9 @@
 Usage: check_table.py TABLE EXPECTED.arrow[,EXPECTED2.arrow...] --key COL
            [--readers deltalake,duckdb] [--empty-as-null COL ...] [--columns COL,...]
 
+--empty-as-null COL: in the expected rows, an empty string in COL becomes null (Delta reads
+an empty partition value as null).
+
 EXPECTED files are Arrow IPC files (file format) holding the rows the table should contain.
 Both sides are normalized to plain Python values (timestamps to UTC ISO strings, decimals to
 strings, NaN/Inf to strings, maps to sorted pairs) and sorted by KEY. Prints "ok READER N rows"
@@ -78,6 +81,33 @@ def read_deltalake(path):
 
 
 def read_duckdb(path):
+    return _duck().execute("SELECT * FROM delta_scan(?)", [os.path.abspath(path)]).to_arrow_table()
+
+
+def probe(path, tables, cols):
+    """Filtered DuckDB scans use the file statistics to skip files: wrong min/max would drop rows."""
+    t = pa.concat_tables([x.select(cols) for x in tables]) if len(tables) > 1 else tables[0].select(cols)
+    con = _duck()
+    for c in cols:
+        col = t.column(c)
+        vals = [v for v in col.to_pylist() if v is not None and not (isinstance(v, float) and v != v)]
+        vals = sorted(set(vals), key=repr)
+        picks = vals[:2] + vals[len(vals) // 2: len(vals) // 2 + 1] + vals[-2:]
+        for v in picks:
+            want_eq = sum(1 for x in col.to_pylist() if x == v)
+            q = 'SELECT count(*) FROM delta_scan(?) WHERE "%s" = ?' % c
+            got_eq = con.execute(q, [os.path.abspath(path), v]).fetchone()[0]
+            want_ge = sum(1 for x in col.to_pylist() if x is not None and not (isinstance(x, float) and x != x) and x >= v)
+            q = 'SELECT count(*) FROM delta_scan(?) WHERE "%s" >= ? AND NOT isnan(try_cast("%s" AS DOUBLE))' % (c, c) \
+                if pa.types.is_floating(col.type) else 'SELECT count(*) FROM delta_scan(?) WHERE "%s" >= ?' % c
+            got_ge = con.execute(q, [os.path.abspath(path), v]).fetchone()[0]
+            if (got_eq, got_ge) != (want_eq, want_ge):
+                print("duckdb probe %s = / >= %r: got %d/%d rows, want %d/%d" % (c, v, got_eq, got_ge, want_eq, want_ge))
+                sys.exit(1)
+    print("ok duckdb probes %s" % ",".join(cols))
+
+
+def _duck():
     import duckdb
 
     site = os.path.dirname(os.path.dirname(duckdb.__file__))
@@ -87,7 +117,7 @@ def read_duckdb(path):
     con = duckdb.connect(config={"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"})
     con.execute("SET TimeZone='UTC'")
     con.execute("LOAD '%s'" % ext[0].replace("'", "''"))
-    return con.execute("SELECT * FROM delta_scan(?)", [os.path.abspath(path)]).to_arrow_table()
+    return con
 
 
 def main():
@@ -98,6 +128,8 @@ def main():
     ap.add_argument("--readers", default="deltalake,duckdb")
     ap.add_argument("--empty-as-null", action="append", default=[])
     ap.add_argument("--columns", default=None)
+    ap.add_argument("--probe", action="append", default=[],
+                    help="column to probe with DuckDB equality and range filters (data skipping must not drop rows)")
     a = ap.parse_args()
     columns = set(a.columns.split(",")) if a.columns else None
     want = []
@@ -106,7 +138,7 @@ def main():
     want.sort(key=lambda r: repr(r[a.key]))
     readers = {"deltalake": read_deltalake, "duckdb": read_duckdb}
     for name in a.readers.split(","):
-        got = rows(readers[name](a.table), a.key, a.empty_as_null, columns)
+        got = rows(readers[name](a.table), a.key, [], columns)
         if len(got) != len(want):
             print("%s: %d rows, want %d" % (name, len(got), len(want)))
             sys.exit(1)
@@ -118,6 +150,8 @@ def main():
                         print("  column %s: got %r want %r" % (k, g.get(k), w.get(k)))
                 sys.exit(1)
         print("ok %s %d rows" % (name, len(got)))
+    if a.probe:
+        probe(a.table, read_expected(a.expected), a.probe)
 
 
 if __name__ == "__main__":
