@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -312,4 +313,85 @@ func TestInteropAppendToDeltaRsTable(t *testing.T) {
 		files = append(files, filepath.Join(dir, fmt.Sprintf("ours%d.arrow", i)))
 	}
 	t.Log(runPython(t, "check_table.py", root, strings.Join(files, ","), "--key", "id"))
+}
+
+// TestInteropConcurrentWithDeltaRs appends from this package and from delta-rs at the same
+// time: every commit of both must land (put-if-absent on both sides, retries here).
+func TestInteropConcurrentWithDeltaRs(t *testing.T) {
+	py := peertest.Python(t)
+	mem := newMem(t)
+	dir := t.TempDir()
+	root := filepath.Join(dir, "t")
+	tbl := NewTable(root, mem)
+	r0 := simpleRec(t, mem, 0)
+	res := appendBatches(t, tbl, nil, &CreateOptions{PartitionColumns: []string{"part"}}, simpleSchema, WriterOptions{Allocator: mem}, nil, r0)
+	exp := newExpectation(t, mem, res.Snapshot.Metadata())
+	exp.add(r0)
+	r0.Release()
+	const n = 30
+	cmd := exec.Command(py, filepath.Join("testdata", "deltars_append.py"), root, fmt.Sprint(n), "1000", filepath.Join(dir, "rs.arrow"))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Start appending once delta-rs has committed, so the writers overlap.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if ok, _ := fileExists(filepath.Join(root, LogDir, commitFileName(1))); ok || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s := res.Snapshot
+	retried, ours := 0, 0
+	var werr error
+	running := true
+	for ours < n && (running || ours < 10) {
+		select {
+		case werr = <-done:
+			running = false
+		default:
+		}
+		ours++
+		rec := simpleRec(t, mem, ours)
+		r := appendBatches(t, tbl, s, nil, nil, WriterOptions{Allocator: mem}, &Txn{AppID: "go", Version: int64(ours)}, rec)
+		exp.add(rec)
+		rec.Release()
+		if r.Attempts > 1 {
+			retried++
+		}
+		s = r.Snapshot
+	}
+	if running {
+		werr = <-done
+	}
+	if werr != nil {
+		t.Fatalf("deltars_append.py: %v\n%s", werr, out.String())
+	}
+	t.Logf("%d go commits, %d lost a race and were retried", ours, retried)
+	final, err := tbl.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Version() != int64(n+ours) || final.NumFiles() != n+ours+1 {
+		t.Errorf("version %d with %d files, want %d with %d", final.Version(), final.NumFiles(), n+ours, n+ours+1)
+	}
+	if v, _ := final.TxnVersion("go"); v != int64(ours) {
+		t.Errorf("txn version %d", v)
+	}
+	t.Log(runPython(t, "check_table.py", root, exp.file(filepath.Join(dir, "go.arrow"))+","+filepath.Join(dir, "rs.arrow"), "--key", "id"))
+}
+
+func fileExists(p string) (bool, error) {
+	_, err := os.Stat(p)
+	if err == nil {
+		return true, nil
+	}
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	return false, err
 }
