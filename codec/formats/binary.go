@@ -22,7 +22,6 @@ type slicer struct {
 	max  int64
 	cur  arrow.RecordBatch
 	off  int64
-	rows int64
 }
 
 // take returns the next slice of the current batch, or nil when it is used up.
