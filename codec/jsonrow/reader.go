@@ -274,7 +274,6 @@ func isBlank(b []byte) bool {
 	return true
 }
 
-
 // skipSpace skips whitespace, refilling; it returns false at EOF.
 func (s *splitter) skipSpace() bool {
 	for {
