@@ -1,15 +1,76 @@
-// Command streamkit is a toolkit of composable stream tools that exchange Arrow IPC streams.
+// Command streamkit is a toolkit of composable, Unix-style stream tools that exchange Arrow
+// IPC streams over pipes, with checkpoints for exactly-once delivery (see README.md).
 package main
 
 import (
-	_ "github.com/apache/arrow-go/v18/arrow/ipc"
-	_ "github.com/apache/arrow-go/v18/parquet/pqarrow"
-	_ "github.com/apache/arrow-go/v18/arrow/compute"
-	_ "github.com/charmbracelet/lipgloss"
-	_ "github.com/google/uuid"
-	_ "github.com/spf13/cobra"
-	_ "golang.org/x/sys/unix"
-	_ "golang.org/x/term"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/streamkit/streamkit/tools/cli"
+	"github.com/streamkit/streamkit/tools/stage"
 )
 
-func main() {}
+func main() {
+	// A closed stdout (EPIPE) must come back as a write error, not kill us with SIGPIPE, so
+	// stages can stop quietly when a downstream reader (e.g. `| head`) goes away.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	root := newRoot()
+	err := root.ExecuteContext(context.Background())
+	if err != nil && isCobraUsage(err) {
+		err = stage.Usagef("%v; see 'streamkit --help'", err)
+	}
+	code := stage.ExitCode(err)
+	if err != nil && !errors.Is(err, stage.ErrInterrupted) {
+		fmt.Fprintf(os.Stderr, "streamkit: %v\n", err)
+	}
+	os.Exit(code)
+}
+
+// isCobraUsage recognises the usage errors cobra returns as plain errors.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "required flag", "invalid argument", "accepts ", "flag needs an argument"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "streamkit",
+		Short: "Composable stream tools over Arrow IPC pipes",
+		Long: `streamkit is a toolkit of Unix-style stream tools. Each subcommand reads and/or writes an
+Apache Arrow IPC stream, so tools chain with pipes; each checkpoints its own offsets and
+state, so a shell pipeline gets exactly-once delivery, windows, watermarks and deduplication.
+
+Exit codes:
+  0    success (also when a downstream reader closed the pipe)
+  1    runtime or data error
+  2    usage error (bad flags or arguments)
+  130  interrupted (SIGINT/SIGTERM: the current epoch was finished and committed)
+
+Environment:
+  STREAMKIT_CHECKPOINT  checkpoint root; each stage uses $STREAMKIT_CHECKPOINT/<name>
+  NO_COLOR              disables colour on terminals`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return cli.Setup(cmd.ErrOrStderr())
+		},
+	}
+	root.SetFlagErrorFunc(cli.FlagError)
+	cli.AddGlobalFlags(root)
+	for _, c := range commands() {
+		root.AddCommand(c)
+	}
+	return root
+}

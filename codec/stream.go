@@ -1,0 +1,156 @@
+package codec
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// BufferSize is the size of the read and write buffers around stdin/stdout (1 MiB).
+const BufferSize = 1 << 20
+
+// ErrNoStream is returned by NewReader when the input ends before an Arrow IPC schema message.
+var ErrNoStream = errors.New("no Arrow IPC stream on input (empty input)")
+
+// ErrTruncated is returned by Reader.Next when the input ends without the IPC end-of-stream
+// marker: the upstream process died or was killed. It is never mistaken for a final end.
+var ErrTruncated = errors.New("input ended without an end-of-stream marker (upstream process died?)")
+
+// Message is one item of a stream: a data batch or a control.
+type Message struct {
+	// Batch is a data batch (nil for a control). The receiver owns one reference and must
+	// Release it.
+	Batch arrow.RecordBatch
+	// Control is set when the message is a control batch.
+	Control *Control
+}
+
+// Reader reads an Arrow IPC stream with streamkit control batches.
+type Reader struct {
+	eos  *messageReader
+	r    *ipc.Reader
+	done bool
+}
+
+// NewReader starts reading an IPC stream from r (buffered) and reads its schema. Errors:
+// ErrNoStream for empty input; otherwise a wrapped IPC error.
+func NewReader(r io.Reader, mem memory.Allocator) (*Reader, error) {
+	mr := &messageReader{r: bufio.NewReaderSize(r, BufferSize), mem: mem, refs: 1}
+	ir, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(mem))
+	if err != nil {
+		mr.Release()
+		if errors.Is(err, io.EOF) && !mr.sawEOS {
+			return nil, ErrNoStream
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) { // cut inside the schema message
+			return nil, fmt.Errorf("read arrow stream schema: %w: %v", ErrTruncated, err)
+		}
+		return nil, fmt.Errorf("read arrow stream schema: %w", err)
+	}
+	rd := &Reader{eos: mr, r: ir}
+	return rd, nil
+}
+
+// Schema is the stream's schema (with its metadata).
+func (r *Reader) Schema() *arrow.Schema { return r.r.Schema() }
+
+// Next returns the next message. At the end it returns io.EOF; an end-of-stream without an
+// end control (a foreign producer) first yields a synthesized end=final control. After an
+// end control, Next returns io.EOF. A stream cut without end-of-stream marker yields
+// ErrTruncated (wrapped when the cut is inside a message); a malformed stream or control
+// batch yields a descriptive error.
+func (r *Reader) Next() (Message, error) {
+	if r.done {
+		return Message{}, io.EOF
+	}
+	var rec arrow.RecordBatch
+	{
+		if !r.r.Next() {
+			if err := r.r.Err(); err != nil {
+				if errors.Is(err, io.ErrUnexpectedEOF) { // cut inside a message
+					return Message{}, fmt.Errorf("%w: %v", ErrTruncated, err)
+				}
+				return Message{}, fmt.Errorf("read arrow stream: %w", err)
+			}
+			r.done = true
+			if !r.eos.sawEOS {
+				return Message{}, ErrTruncated
+			}
+			c := EndControl(Final)
+			return Message{Control: &c}, nil
+		}
+		rec = r.r.RecordBatch()
+		rec.Retain()
+	}
+	c, ok, err := ParseControl(rec)
+	if err != nil {
+		rec.Release()
+		return Message{}, err
+	}
+	if !ok {
+		return Message{Batch: rec}, nil
+	}
+	rec.Release()
+	if c.Kind == End {
+		r.done = true
+	}
+	return Message{Control: &c}, nil
+}
+
+// Release frees the reader.
+func (r *Reader) Release() {
+	r.r.Release()
+}
+
+// Writer writes an Arrow IPC stream with control batches; every Write and WriteControl is
+// flushed to the underlying writer so downstream stages see batches without delay.
+type Writer struct {
+	bw     *bufio.Writer
+	w      *ipc.Writer
+	schema *arrow.Schema
+	mem    memory.Allocator
+	closed bool
+}
+
+// NewWriter returns a writer of schema s (its metadata is written as the stream schema).
+func NewWriter(w io.Writer, s *arrow.Schema, mem memory.Allocator) *Writer {
+	bw := bufio.NewWriterSize(w, BufferSize)
+	return &Writer{bw: bw, w: ipc.NewWriter(bw, ipc.WithSchema(s), ipc.WithAllocator(mem)), schema: s, mem: mem}
+}
+
+// Schema is the stream's schema.
+func (w *Writer) Schema() *arrow.Schema { return w.schema }
+
+// Write writes a data batch (borrowed; the caller keeps its reference). Its schema must equal
+// the stream's schema.
+func (w *Writer) Write(rec arrow.RecordBatch) error {
+	if err := w.w.Write(rec); err != nil {
+		return err
+	}
+	return w.bw.Flush()
+}
+
+// WriteControl writes control c as a zero-row batch with custom metadata.
+func (w *Writer) WriteControl(c Control) error {
+	rec := NewControlBatch(w.mem, w.schema, c)
+	defer rec.Release()
+	return w.Write(rec)
+}
+
+// Close writes the IPC end-of-stream marker and flushes. It does not close the underlying
+// writer. An end control should precede it (WriteControl(EndControl(...))).
+func (w *Writer) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if err := w.w.Close(); err != nil {
+		return err
+	}
+	return w.bw.Flush()
+}

@@ -1,0 +1,409 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Columns every state file starts with; the value columns of the Codec follow.
+const (
+	// OpColumn is "upsert" or "delete" in changelogs, always "upsert" in snapshots.
+	OpColumn = "_op"
+	// KeyColumn holds the encoded key bytes (the store's map key).
+	KeyColumn = "_key"
+)
+
+// Ops in the OpColumn.
+const (
+	OpUpsert = "upsert"
+	OpDelete = "delete"
+)
+
+// DefaultSnapshotEvery is how many epochs pass between full snapshots (K in DESIGN.md §3).
+const DefaultSnapshotEvery = 10
+
+// stateBatchRows bounds the rows per record batch in state files.
+const stateBatchRows = 64 * 1024
+
+// Codec maps an operator's state value V to Arrow columns, so state files are plain Arrow IPC
+// that pyarrow, DuckDB and `streamkit state-dump` can read.
+type Codec[V any] interface {
+	// Fields are the value columns; they must all be nullable (deletes carry nulls).
+	Fields() []arrow.Field
+	// Append appends v to the builders of the value columns (bs has len(Fields()) entries).
+	Append(bs []array.Builder, v V)
+	// Decode reads the value of row i from the value columns.
+	Decode(cols []arrow.Array, i int) (V, error)
+}
+
+// FileInfo describes one Arrow IPC state file in a manifest.
+type FileInfo struct {
+	File   string `json:"file"`   // name relative to state/
+	Size   int64  `json:"size"`   // bytes
+	CRC32C string `json:"crc32c"` // 8 hex digits over the whole file
+	Rows   int64  `json:"rows"`
+}
+
+// Manifest is state/<epoch>.json, written last: an epoch's state exists only when its manifest
+// does and verifies.
+type Manifest struct {
+	Epoch     uint64          `json:"epoch"`
+	Changelog *FileInfo       `json:"changelog,omitempty"`
+	Snapshot  *FileInfo       `json:"snapshot,omitempty"`
+	Entries   int64           `json:"entries"`         // keys held after the epoch
+	Extra     json.RawMessage `json:"extra,omitempty"` // operator scalars (watermark, counters)
+}
+
+// Store is an in-memory keyed state store with per-epoch changelogs and periodic snapshots.
+// Keys are encoded key bytes (as a string); V is the operator's value type. Not safe for
+// concurrent use.
+type Store[V any] struct {
+	codec         Codec[V]
+	m             map[string]V
+	dirty         map[string]struct{}
+	schema        *arrow.Schema
+	SnapshotEvery uint64 // full snapshot when epoch % SnapshotEvery == 0; default 10
+	haveSnapshot  bool
+}
+
+// NewStore returns an empty store for values encoded by c.
+func NewStore[V any](c Codec[V]) *Store[V] {
+	fields := append([]arrow.Field{
+		{Name: OpColumn, Type: arrow.BinaryTypes.String},
+		{Name: KeyColumn, Type: arrow.BinaryTypes.Binary},
+	}, c.Fields()...)
+	return &Store[V]{codec: c, m: map[string]V{}, dirty: map[string]struct{}{},
+		schema: arrow.NewSchema(fields, nil), SnapshotEvery: DefaultSnapshotEvery}
+}
+
+// Schema is the schema of the store's state files: _op, _key, then the value columns.
+func (s *Store[V]) Schema() *arrow.Schema { return s.schema }
+
+// Get returns the value of key k.
+func (s *Store[V]) Get(k string) (V, bool) { v, ok := s.m[k]; return v, ok }
+
+// Put sets the value of key k; it is written to the next changelog.
+func (s *Store[V]) Put(k string, v V) { s.m[k] = v; s.dirty[k] = struct{}{} }
+
+// Delete removes key k; the next changelog records the delete.
+func (s *Store[V]) Delete(k string) {
+	if _, ok := s.m[k]; ok {
+		delete(s.m, k)
+		s.dirty[k] = struct{}{}
+	}
+}
+
+// Len is the number of keys held.
+func (s *Store[V]) Len() int { return len(s.m) }
+
+// Range calls f for every key in unspecified order until f returns false.
+func (s *Store[V]) Range(f func(k string, v V) bool) {
+	for k, v := range s.m {
+		if !f(k, v) {
+			return
+		}
+	}
+}
+
+// Dirty is the number of keys changed since the last checkpoint.
+func (s *Store[V]) Dirty() int { return len(s.dirty) }
+
+// Checkpoint makes the state of epoch n durable in d: state/<n>.changelog.arrow with the keys
+// changed since the last checkpoint (sorted by key), a full state/<n>.snapshot.arrow every
+// SnapshotEvery epochs (and at the first checkpoint), then the manifest state/<n>.json
+// carrying extra (any JSON-marshalable operator scalars, may be nil).
+func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any) error {
+	dir := filepath.Join(d.Path, StateDir)
+	man := Manifest{Epoch: n, Entries: int64(len(s.m))}
+	if extra != nil {
+		b, err := json.Marshal(extra)
+		if err != nil {
+			return fmt.Errorf("checkpoint epoch %d: %w", n, err)
+		}
+		man.Extra = b
+	}
+	keys := make([]string, 0, len(s.dirty))
+	for k := range s.dirty {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fi, err := s.writeFile(mem, dir, EpochName(n)+".changelog.arrow", keys, true)
+	if err != nil {
+		return err
+	}
+	man.Changelog = &fi
+	every := s.SnapshotEvery
+	if every == 0 {
+		every = DefaultSnapshotEvery
+	}
+	if !s.haveSnapshot || n%every == 0 {
+		all := make([]string, 0, len(s.m))
+		for k := range s.m {
+			all = append(all, k)
+		}
+		sort.Strings(all)
+		fi, err := s.writeFile(mem, dir, EpochName(n)+".snapshot.arrow", all, false)
+		if err != nil {
+			return err
+		}
+		man.Snapshot = &fi
+		s.haveSnapshot = true
+	}
+	if err := WriteJSON(dir, EpochName(n)+".json", man); err != nil {
+		return err
+	}
+	clear(s.dirty)
+	return nil
+}
+
+func (s *Store[V]) writeFile(mem memory.Allocator, dir, name string, keys []string, changelog bool) (FileInfo, error) {
+	fi := FileInfo{File: name, Rows: int64(len(keys))}
+	f, err := os.CreateTemp(dir, tmpPrefix+name+"-*")
+	if err != nil {
+		return fi, fmt.Errorf("write state %s: %w", filepath.Join(dir, name), err)
+	}
+	defer os.Remove(f.Name())
+	crc := crc32.New(castagnoli)
+	cw := &countWriter{w: io.MultiWriter(f, crc)}
+	err = s.encode(mem, cw, keys, changelog)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, name))
+	}
+	if err != nil {
+		return fi, fmt.Errorf("write state %s: %w", filepath.Join(dir, name), err)
+	}
+	fi.Size, fi.CRC32C = cw.n, fmt.Sprintf("%08x", crc.Sum32())
+	return fi, nil
+}
+
+func (s *Store[V]) encode(mem memory.Allocator, w io.Writer, keys []string, changelog bool) error {
+	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(s.schema), ipc.WithAllocator(mem))
+	if err != nil {
+		return err
+	}
+	b := array.NewRecordBuilder(mem, s.schema)
+	defer b.Release()
+	ops := b.Field(0).(*array.StringBuilder)
+	kb := b.Field(1).(*array.BinaryBuilder)
+	vals := b.Fields()[2:]
+	flush := func() error {
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		return fw.Write(rec)
+	}
+	for i, k := range keys {
+		v, ok := s.m[k]
+		kb.AppendString(k)
+		if ok || !changelog {
+			ops.Append(OpUpsert)
+			s.codec.Append(vals, v)
+		} else {
+			ops.Append(OpDelete)
+			for _, vb := range vals {
+				vb.AppendNull()
+			}
+		}
+		if (i+1)%stateBatchRows == 0 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if len(keys)%stateBatchRows != 0 || len(keys) == 0 {
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	return fw.Close()
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+var _ hash.Hash32 = crc32.New(castagnoli)
+
+// ReadManifest loads and verifies state/<n>.json of the checkpoint directory at path.
+func ReadManifest(path string, n uint64) (Manifest, error) {
+	var m Manifest
+	err := ReadJSON(filepath.Join(path, StateDir, EpochName(n)+".json"), &m)
+	return m, err
+}
+
+// OpenStateFile reads a state file listed in a manifest, verifies size and checksum, and
+// returns an Arrow IPC file reader over it; the caller releases it. A mismatch yields
+// *CorruptError naming the file.
+func OpenStateFile(mem memory.Allocator, path string, fi FileInfo) (*ipc.FileReader, error) {
+	p := filepath.Join(path, StateDir, fi.File)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("read state %s: %w", p, err)
+	}
+	if int64(len(b)) != fi.Size {
+		return nil, &CorruptError{Path: p, Reason: fmt.Sprintf("size %d, manifest says %d (truncated?)", len(b), fi.Size)}
+	}
+	if got := fmt.Sprintf("%08x", CRC32C(b)); got != fi.CRC32C {
+		return nil, &CorruptError{Path: p, Reason: fmt.Sprintf("checksum mismatch (manifest %s, computed %s)", fi.CRC32C, got)}
+	}
+	r, err := ipc.NewFileReader(bytes.NewReader(b), ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, &CorruptError{Path: p, Reason: err.Error()}
+	}
+	return r, nil
+}
+
+// ErrNoState is returned by Restore when a committed epoch has no state in the directory.
+var ErrNoState = errors.New("no state")
+
+// Restore replaces the store's content with the state as of epoch n read from the checkpoint
+// directory at path (the newest snapshot ≤ n plus the changelogs after it), and returns the
+// manifest of epoch n (its Extra holds the operator scalars). n == 0 restores the empty state.
+// Every file is verified; a missing epoch in the chain or a corrupt file is an error naming it.
+func (s *Store[V]) Restore(mem memory.Allocator, path string, n uint64) (Manifest, error) {
+	clear(s.m)
+	clear(s.dirty)
+	s.haveSnapshot = false
+	if n == 0 {
+		return Manifest{}, nil
+	}
+	eps, err := Epochs(path, StateDir)
+	if err != nil {
+		return Manifest{}, err
+	}
+	var chain []Manifest
+	for i := len(eps) - 1; i >= 0; i-- {
+		if eps[i] > n {
+			continue
+		}
+		m, err := ReadManifest(path, eps[i])
+		if err != nil {
+			return Manifest{}, err
+		}
+		chain = append(chain, m)
+		if m.Snapshot != nil {
+			break
+		}
+	}
+	if len(chain) == 0 || chain[0].Epoch != n {
+		return Manifest{}, fmt.Errorf("restore %s epoch %d: %w for the committed epoch (state files deleted?)", path, n, ErrNoState)
+	}
+	base := chain[len(chain)-1]
+	if base.Snapshot == nil {
+		return Manifest{}, fmt.Errorf("restore %s epoch %d: %w: no snapshot at or before it", path, n, ErrNoState)
+	}
+	if err := s.apply(mem, path, *base.Snapshot); err != nil {
+		return Manifest{}, err
+	}
+	for i := len(chain) - 2; i >= 0; i-- {
+		if chain[i].Epoch != chain[i+1].Epoch+1 {
+			return Manifest{}, fmt.Errorf("restore %s: %w for epoch %d", path, ErrNoState, chain[i+1].Epoch+1)
+		}
+		if chain[i].Changelog != nil {
+			if err := s.apply(mem, path, *chain[i].Changelog); err != nil {
+				return Manifest{}, err
+			}
+		}
+	}
+	s.haveSnapshot = true
+	return chain[0], nil
+}
+
+func (s *Store[V]) apply(mem memory.Allocator, path string, fi FileInfo) error {
+	r, err := OpenStateFile(mem, path, fi)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	p := filepath.Join(path, StateDir, fi.File)
+	if !r.Schema().Equal(s.schema) {
+		return &CorruptError{Path: p, Reason: "schema differs from this operator's state schema"}
+	}
+	for i := 0; i < r.NumRecords(); i++ {
+		rec, err := r.RecordBatchAt(i)
+		if err != nil {
+			return &CorruptError{Path: p, Reason: err.Error()}
+		}
+		ops := rec.Column(0).(*array.String)
+		keys := rec.Column(1).(*array.Binary)
+		vals := rec.Columns()[2:]
+		for row := 0; row < int(rec.NumRows()); row++ {
+			k := string(keys.Value(row))
+			if ops.Value(row) == OpDelete {
+				delete(s.m, k)
+				continue
+			}
+			v, err := s.codec.Decode(vals, row)
+			if err != nil {
+				rec.Release()
+				return &CorruptError{Path: p, Reason: fmt.Sprintf("row %d: %v", row, err)}
+			}
+			s.m[k] = v
+		}
+		rec.Release()
+	}
+	return nil
+}
+
+// DiscardAfter removes state epochs after n (written by a run that crashed before the sink
+// committed them); recovery rewrites them.
+func DiscardAfter(path string, n uint64) error {
+	eps, err := Epochs(path, StateDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range eps {
+		if e > n {
+			removeStateEpoch(path, e)
+		}
+	}
+	return nil
+}
+
+// removeStateEpoch removes the manifest first, so a crash mid-way leaves no manifest pointing
+// at missing files.
+func removeStateEpoch(path string, n uint64) {
+	dir := filepath.Join(path, StateDir)
+	os.Remove(filepath.Join(dir, EpochName(n)+".json"))
+	os.Remove(filepath.Join(dir, EpochName(n)+".changelog.arrow"))
+	os.Remove(filepath.Join(dir, EpochName(n)+".snapshot.arrow"))
+}
+
+func snapshotEpochs(path string) ([]uint64, error) {
+	eps, err := Epochs(path, StateDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for _, e := range eps {
+		if _, err := os.Stat(filepath.Join(path, StateDir, EpochName(e)+".snapshot.arrow")); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}

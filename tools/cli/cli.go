@@ -1,0 +1,125 @@
+// Package cli holds what every subcommand shares: the global flags (--log-level,
+// --log-format, --progress), the logger, and the conversion of flags into stage options.
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/streamkit/streamkit/tools/stage"
+)
+
+// Globals are the root command's persistent flags.
+type Globals struct {
+	LogLevel  string // debug|info|warn|error, default info
+	LogFormat string // text|json, default text
+	Progress  string // auto|json|off, default auto
+	Stderr    io.Writer
+}
+
+// G is set by the root command before any subcommand runs.
+var G = Globals{LogLevel: "info", LogFormat: "text", Progress: stage.ProgressAuto, Stderr: os.Stderr}
+
+// AddGlobalFlags registers the persistent flags on root.
+func AddGlobalFlags(root *cobra.Command) {
+	pf := root.PersistentFlags()
+	pf.StringVar(&G.LogLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
+	pf.StringVar(&G.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	pf.StringVar(&G.Progress, "progress", stage.ProgressAuto, "progress on stderr: auto (a status line on a terminal), json (JSON lines), off")
+}
+
+// Setup validates the global flags and installs the logger; the root's PersistentPreRunE.
+func Setup(stderr io.Writer) error {
+	G.Stderr = stderr
+	var lvl slog.Level
+	switch strings.ToLower(G.LogLevel) {
+	case "debug":
+		lvl = slog.LevelDebug
+	case "info":
+		lvl = slog.LevelInfo
+	case "warn", "warning":
+		lvl = slog.LevelWarn
+	case "error":
+		lvl = slog.LevelError
+	default:
+		return stage.Usagef("--log-level must be debug, info, warn or error, got %q", G.LogLevel)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler
+	switch G.LogFormat {
+	case "text":
+		h = slog.NewTextHandler(stderr, opts)
+	case "json":
+		h = slog.NewJSONHandler(stderr, opts)
+	default:
+		return stage.Usagef("--log-format must be text or json, got %q", G.LogFormat)
+	}
+	switch G.Progress {
+	case stage.ProgressAuto, stage.ProgressJSON, stage.ProgressOff:
+	default:
+		return stage.Usagef("--progress must be auto, json or off, got %q", G.Progress)
+	}
+	slog.SetDefault(slog.New(h))
+	return nil
+}
+
+// Fill completes o with the global settings and the command's streams.
+func Fill(o *stage.Options, cmd *cobra.Command) {
+	o.Progress = G.Progress
+	o.Log = slog.Default()
+	o.Stdin = cmd.InOrStdin()
+	o.Stdout = cmd.OutOrStdout()
+	o.Stderr = cmd.ErrOrStderr()
+}
+
+// ExactArgs is cobra.ExactArgs with a usage error (exit 2) naming the command.
+func ExactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return stage.Usagef("%s takes %d argument(s), got %d; see '%s --help'", cmd.Name(), n, len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// NoArgs rejects positional arguments with a usage error.
+func NoArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return stage.Usagef("%s takes no arguments, got %q; see '%s --help'", cmd.Name(), args, cmd.CommandPath())
+	}
+	return nil
+}
+
+// FlagError wraps cobra's flag parsing errors as usage errors.
+func FlagError(cmd *cobra.Command, err error) error {
+	return stage.Usagef("%v; see '%s --help'", err, cmd.CommandPath())
+}
+
+// Examples joins example command lines (each "# comment\ncommand") into cobra's Example text.
+func Examples(ex ...string) string {
+	var b strings.Builder
+	for i, e := range ex {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		for j, line := range strings.Split(e, "\n") {
+			if j > 0 {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(&b, "  %s", line)
+		}
+	}
+	return b.String()
+}
+
+// Color reports whether output to w may be coloured: w is a terminal and NO_COLOR is unset.
+func Color(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && os.Getenv("NO_COLOR") == "" && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,58 @@
+package stage
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInterrupted is returned when a stage stopped on SIGINT/SIGTERM (after finishing the
+// current epoch, or at once on a second signal); main maps it to exit code 130.
+var ErrInterrupted = errors.New("interrupted")
+
+// UsageError marks a bad command line (flag values, missing arguments); main maps it to exit
+// code 2 and prints the hint.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef returns a *UsageError with a formatted message.
+func Usagef(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
+
+// Exit codes (documented in `streamkit --help`).
+const (
+	ExitOK          = 0
+	ExitError       = 1 // runtime or data error
+	ExitUsage       = 2 // bad command line
+	ExitInterrupted = 130
+)
+
+// ExitCode maps an error returned by a tool to the process exit code.
+func ExitCode(err error) int {
+	var ue *UsageError
+	var ee *ChildExitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.Code
+	case errors.Is(err, ErrInterrupted):
+		return ExitInterrupted
+	case errors.As(err, &ue):
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// ErrStop is returned by an operator that wants the stage to end quietly now (exit 0), e.g.
+// print after --limit rows; upstream stages then see a closed pipe and stop too.
+var ErrStop = errors.New("stop")
+
+// ChildExitError carries the exit code of a child process (keyby --shards) so the parent exits
+// with the same code.
+type ChildExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ChildExitError) Error() string { return e.Err.Error() }
+func (e *ChildExitError) Unwrap() error { return e.Err }

@@ -1,0 +1,152 @@
+package stage
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/streamkit/streamkit/codec"
+)
+
+// EnvCheckpoint names the environment variable whose value is a checkpoint root: a stage
+// without --checkpoint keeps its checkpoint in $STREAMKIT_CHECKPOINT/<stage name>.
+const EnvCheckpoint = "STREAMKIT_CHECKPOINT"
+
+// Options are the flags every stage shares.
+type Options struct {
+	// Tool is the subcommand name ("dedup"); Name is --name (default: Tool).
+	Tool, Name string
+	// Checkpoint is --checkpoint DIR; "" falls back to $STREAMKIT_CHECKPOINT/<Name>.
+	Checkpoint string
+	// StateOptions are the options that shape the stage's state, fingerprinted in
+	// metadata.json; a restart with different values is refused.
+	StateOptions map[string]string
+	// Progress is auto (status line on a terminal), json, or off. Default auto.
+	Progress string
+	// ProgressInterval is how often progress is reported. Default 1 s.
+	ProgressInterval time.Duration
+	// Log receives the stage's log records (stderr). Default: slog.Default().
+	Log *slog.Logger
+	// Now is the injected clock; default time.Now.
+	Now func() time.Time
+	// Stdin, Stdout, Stderr of the stage.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// NoSignals disables SIGINT/SIGTERM handling (tests drive Interrupt instead).
+	NoSignals bool
+	// Interrupt, when not nil, is a signal source besides the OS signals: each value sent acts
+	// as one SIGINT (do not close it).
+	Interrupt <-chan struct{}
+}
+
+// SourceOptions add the epoch and batching flags of sources (DESIGN.md §2, §3).
+type SourceOptions struct {
+	Options
+	// EpochInterval cuts an epoch every interval (--epoch-interval, default 5 s).
+	EpochInterval time.Duration
+	// BatchRows is the maximum rows per batch (--batch-rows, default 65536).
+	BatchRows int
+	// Linger is how long a source waits to fill a batch (--linger, default 100 ms).
+	Linger time.Duration
+	// End overrides the end kind at the end of input: "" = pause with a checkpoint, final
+	// without; "final" or "pause".
+	End string
+}
+
+// AddFlags registers --checkpoint and --name on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Checkpoint, "checkpoint", "", "checkpoint directory of this stage (default $"+EnvCheckpoint+"/<name> when set; none otherwise)")
+	fs.StringVar(&o.Name, "name", "", "stage name, used for the checkpoint directory under $"+EnvCheckpoint+" (default: the tool name)")
+}
+
+// AddFlags registers the stage and source flags on fs.
+func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
+	o.Options.AddFlags(fs)
+	fs.DurationVar(&o.EpochInterval, "epoch-interval", 5*time.Second, "cut a checkpoint epoch every interval")
+	fs.IntVar(&o.BatchRows, "batch-rows", 64*1024, "maximum rows per Arrow batch")
+	fs.DurationVar(&o.Linger, "linger", 100*time.Millisecond, "longest wait to fill a batch before sending it")
+	fs.StringVar(&o.End, "end", "", "end of input sends end=final or end=pause (default: pause with a checkpoint, final without)")
+}
+
+// EnvShard is set by `keyby --shards` for each child process to its shard index; a stage
+// running as shard i keeps its checkpoint in "<dir>.shard-i".
+const EnvShard = "STREAMKIT_SHARD"
+
+// CheckpointDir resolves the checkpoint directory: --checkpoint, else
+// $STREAMKIT_CHECKPOINT/<name>, else "" (no checkpoint); with ".shard-<i>" appended in a
+// child of keyby --shards.
+func (o *Options) CheckpointDir() string {
+	dir := o.Checkpoint
+	if dir == "" {
+		if root := os.Getenv(EnvCheckpoint); root != "" {
+			dir = filepath.Join(root, o.StageName())
+		}
+	}
+	if shard := os.Getenv(EnvShard); dir != "" && shard != "" {
+		dir = filepath.Clean(dir) + ".shard-" + shard
+	}
+	return dir
+}
+
+// StageName is --name or the tool name.
+func (o *Options) StageName() string {
+	if o.Name != "" {
+		return o.Name
+	}
+	return o.Tool
+}
+
+func (o *Options) defaults() {
+	if o.Progress == "" {
+		o.Progress = ProgressAuto
+	}
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Stdin == nil {
+		o.Stdin = os.Stdin
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	o.Log = o.Log.With("stage", o.StageName())
+	for _, f := range []any{o.Stdin, o.Stdout} {
+		if f, ok := f.(*os.File); ok {
+			codec.TunePipe(f)
+		}
+	}
+}
+
+func (o *SourceOptions) validate() error {
+	if o.EpochInterval <= 0 {
+		o.EpochInterval = 5 * time.Second
+	}
+	if o.BatchRows <= 0 {
+		return Usagef("--batch-rows must be ≥ 1, got %d", o.BatchRows)
+	}
+	if o.Linger <= 0 {
+		o.Linger = 100 * time.Millisecond
+	}
+	switch o.End {
+	case "", "final", "pause":
+	default:
+		return Usagef("--end must be final or pause, got %q", o.End)
+	}
+	return nil
+}
+
+func (o *Options) String() string { return fmt.Sprintf("%s(%s)", o.Tool, o.StageName()) }

@@ -1,0 +1,609 @@
+package stage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/state"
+)
+
+// Retain is how many committed epochs each checkpoint directory keeps (older ones are
+// garbage-collected after every barrier).
+const Retain = 10
+
+// Mem is the allocator stages use; tests replace it with a checked allocator.
+var Mem memory.Allocator = memory.DefaultAllocator
+
+// openCheckpoint opens and locks the stage's checkpoint directory (if any); restoreEpoch then
+// settles the epoch to restore.
+func openCheckpoint(o *Options, env *Env, deferOptions bool) error {
+	p := o.CheckpointDir()
+	if p == "" {
+		return nil
+	}
+	opts := o.StateOptions
+	if opts == nil {
+		opts = map[string]string{}
+	}
+	if deferOptions {
+		opts = nil
+	}
+	d, err := state.Open(p, o.Tool, o.StageName(), opts)
+	if err != nil {
+		return err
+	}
+	env.Dir = d
+	return nil
+}
+
+// restoreEpoch sets env.Committed to the epoch every stage of the pipeline restores: the
+// newest epoch committed in this stage's directory and in every upstream one. A sink writes
+// commit markers downstream-first (its own directory, then upstream stages in reverse pipeline
+// order), so a crash part-way leaves upstream stages behind, never ahead: taking the minimum
+// makes every operator restore the epoch its source replays after. State of later epochs is
+// discarded (recovery rewrites it).
+func restoreEpoch(o *Options, env *Env, upstream []string) error {
+	if env.Dir == nil {
+		return nil
+	}
+	c, err := env.Dir.Committed()
+	if err != nil {
+		return err
+	}
+	for _, u := range upstream {
+		uc, err := state.Committed(u)
+		if err != nil {
+			return fmt.Errorf("%s: upstream checkpoint: %w", o.Tool, err)
+		}
+		if uc < c {
+			o.Log.Info("an upstream stage committed less than this one; restoring its epoch", "upstream", u, "epoch", uc, "own", c)
+			c = uc
+		}
+	}
+	if err := state.DiscardAfter(env.Dir.Path, c); err != nil {
+		return err
+	}
+	env.Committed = c
+	env.Stats.Committed.Store(c)
+	if c > 0 {
+		o.Log.Info("restoring from checkpoint", "dir", env.Dir.Path, "committed_epoch", c)
+	}
+	return nil
+}
+
+func newEnv(o *Options) *Env {
+	return &Env{Mem: Mem, Now: o.Now, Stats: newStats(), Log: o.Log}
+}
+
+// outputSchema adds the stage's checkpoint directory to the upstream list of out.
+func outputSchema(out *arrow.Schema, upstream []string, env *Env) *arrow.Schema {
+	info := codec.Info(out)
+	info.Checkpoints = append([]string(nil), upstream...)
+	if env.Dir != nil {
+		info.Checkpoints = append(info.Checkpoints, env.Dir.Path)
+	}
+	return codec.WithInfo(out, info)
+}
+
+// RunOperator runs op over the Arrow IPC stream on o.Stdin, writing its output to o.Stdout
+// (DESIGN.md §2-3). It returns nil at the end of input or when the downstream reader goes away,
+// ErrInterrupted after a signal, or the first error of reading, the operator or writing.
+func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
+	o.defaults()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sig := watchSignals(&o, cancel)
+	defer sig.stop()
+	env := newEnv(&o)
+	resolver, resolves := op.(StateResolver)
+	if err := openCheckpoint(&o, env, resolves); err != nil {
+		return err
+	}
+	defer env.Dir.Close()
+
+	rd, err := codec.NewReader(o.Stdin, env.Mem)
+	if err != nil {
+		if errors.Is(err, codec.ErrNoStream) {
+			return fmt.Errorf("%s: stdin: %w; pipe a streamkit source (read-files, read-kafka …) into it", o.Tool, err)
+		}
+		return fmt.Errorf("%s: stdin: %w", o.Tool, err)
+	}
+	in := rd.Schema()
+	if err := restoreEpoch(&o, env, codec.Info(in).Checkpoints); err != nil {
+		rd.Release()
+		return err
+	}
+	if resolves && env.Dir != nil {
+		opts, err := resolver.ResolveState(in)
+		if err == nil {
+			if opts == nil {
+				opts = map[string]string{}
+			}
+			for k, v := range o.StateOptions {
+				opts[k] = v
+			}
+			err = env.Dir.CheckOptions(opts)
+		}
+		if err != nil {
+			rd.Release()
+			return err
+		}
+	}
+	out, err := op.Open(ctx, env, in)
+	if err != nil {
+		rd.Release()
+		return err
+	}
+	defer op.Close()
+	upstream := codec.Info(in).Checkpoints
+
+	var w *writer
+	if out != nil {
+		w = startWriter(o.Stdout, outputSchema(out, upstream, env), env.Mem)
+		defer func() {
+			if cerr := w.close(); err == nil && cerr != nil && cerr != errQuiet {
+				err = fmt.Errorf("%s: write stdout: %w", o.Tool, cerr)
+			}
+		}()
+	}
+	prog := startProgress(o.Progress, o.StageName(), o.Stderr, env.Stats, o.ProgressInterval)
+	defer prog.stop()
+
+	emit := func(rec arrow.RecordBatch) error {
+		if w == nil {
+			rec.Release()
+			return fmt.Errorf("%s: a sink emitted a batch", o.Tool)
+		}
+		env.Stats.RecordsOut.Add(rec.NumRows())
+		return w.send(ctx, outItem{rec: rec})
+	}
+	sendCtrl := func(c codec.Control) error {
+		if w == nil {
+			return nil
+		}
+		return w.send(ctx, outItem{ctrl: &c})
+	}
+	owner, ownsWM := op.(WatermarkOwner)
+	var lastOut time.Time
+	forwardOwned := func() error {
+		if !ownsWM {
+			return nil
+		}
+		if wm, ok := owner.OutputWatermark(); ok && wm.After(lastOut) {
+			lastOut = wm
+			return sendCtrl(codec.WatermarkControl(wm))
+		}
+		return nil
+	}
+	var lastIn time.Time
+	msgs, readerDone := startReader(ctx, rd)
+	defer func() {
+		// Stop the reader goroutine and free what it read ahead. It may be blocked reading an
+		// idle upstream; wait a bounded time (the process exits anyway).
+		cancel()
+		go func() {
+			for r := range msgs {
+				if r.msg.Batch != nil {
+					r.msg.Batch.Release()
+				}
+			}
+		}()
+		select {
+		case <-readerDone:
+			rd.Release()
+		case <-time.After(time.Second):
+		}
+	}()
+	for {
+		var r readResult
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return ErrInterrupted
+		case r, ok = <-msgs:
+		}
+		if !ok {
+			return ctx.Err()
+		}
+		if r.err != nil {
+			return fmt.Errorf("%s: stdin: %w", o.Tool, r.err)
+		}
+		err := handle(ctx, &o, env, op, r.msg, emit, sendCtrl, upstream, &lastIn, forwardOwned, ownsWM)
+		if err == errEnd {
+			if sig.requested() || r.msg.Control.Interrupted {
+				return ErrInterrupted
+			}
+			return nil
+		}
+		if err != nil {
+			if err == errQuiet || errors.Is(err, ErrStop) {
+				o.Log.Debug("downstream closed; stopping")
+				return nil
+			}
+			return err
+		}
+		if r.msg.Control != nil && r.msg.Control.Kind == codec.Barrier && sig.requested() {
+			// Finished the epoch: stop here and tell downstream this is a pause.
+			if err := op.End(ctx, codec.Pause, emit); err != nil {
+				return err
+			}
+			end := codec.EndControl(codec.Pause)
+			end.Interrupted = true
+			if err := sendCtrl(end); err != nil && err != errQuiet {
+				return err
+			}
+			return ErrInterrupted
+		}
+	}
+}
+
+var errEnd = errors.New("end of stream")
+
+func handle(ctx context.Context, o *Options, env *Env, op Operator, m codec.Message, emit Emit,
+	sendCtrl func(codec.Control) error, upstream []string, lastIn *time.Time, forwardOwned func() error, ownsWM bool) error {
+	if m.Batch != nil {
+		env.Stats.RecordsIn.Add(m.Batch.NumRows())
+		env.Stats.BatchesIn.Add(1)
+		err := op.Process(ctx, m.Batch, emit)
+		m.Batch.Release()
+		if err != nil {
+			return err
+		}
+		return forwardOwned()
+	}
+	c := *m.Control
+	switch c.Kind {
+	case codec.Watermark:
+		if !c.Watermark.After(*lastIn) {
+			return nil // never backwards
+		}
+		*lastIn = c.Watermark
+		env.Stats.SetWatermark(c.Watermark)
+		if err := op.Watermark(ctx, c.Watermark, emit); err != nil {
+			return err
+		}
+		if ownsWM {
+			return forwardOwned()
+		}
+		return sendCtrl(c)
+	case codec.Barrier:
+		if err := op.Barrier(ctx, c.Epoch, emit); err != nil {
+			return fmt.Errorf("%s: epoch %d: %w", o.Tool, c.Epoch, err)
+		}
+		env.Stats.Epoch.Store(c.Epoch)
+		if err := sendCtrl(c); err != nil {
+			return err
+		}
+		if isSink(op, env) {
+			if err := commitEpoch(o, env, upstream, c.Epoch); err != nil {
+				return err
+			}
+		}
+		if env.Dir != nil {
+			return env.Dir.GC(Retain)
+		}
+		return nil
+	case codec.End:
+		if err := op.End(ctx, c.End, emit); err != nil {
+			return err
+		}
+		if err := sendCtrl(c); err != nil {
+			return err
+		}
+		return errEnd
+	}
+	return nil
+}
+
+func isSink(_ Operator, env *Env) bool { return env.sink }
+
+// commitEpoch writes commit markers for epoch n into the sink's own directory and every
+// upstream stage's directory (DESIGN.md §3 step 3).
+func commitEpoch(o *Options, env *Env, upstream []string, n uint64) error {
+	// Downstream first: the sink's own directory, then upstream stages in reverse pipeline
+	// order (see restoreEpoch for why).
+	var dirs []string
+	if env.Dir != nil {
+		dirs = append(dirs, env.Dir.Path)
+	}
+	for i := len(upstream) - 1; i >= 0; i-- {
+		dirs = append(dirs, upstream[i])
+	}
+	for _, d := range dirs {
+		if err := state.WriteCommit(d, n, o.Tool); err != nil {
+			return fmt.Errorf("%s: commit epoch %d: %w", o.Tool, n, err)
+		}
+	}
+	env.Stats.Committed.Store(n)
+	return nil
+}
+
+// RunSource runs src, writing its stream to o.Stdout: it replays the uncommitted epochs of
+// the offsets WAL exactly, then reads new input, cutting epochs every o.EpochInterval and at
+// the end of input, writing each epoch's end position to the WAL before its barrier. At the
+// end of input it sends end=pause when checkpointing and end=final otherwise (o.End
+// overrides). On the first signal it cuts the current epoch, sends end=pause and returns
+// ErrInterrupted.
+func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
+	o.defaults()
+	if err := o.validate(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sig := watchSignals(&o.Options, cancel)
+	defer sig.stop()
+	env := newEnv(&o.Options)
+	env.BatchRows, env.Linger = o.BatchRows, o.Linger
+	if err := openCheckpoint(&o.Options, env, false); err != nil {
+		return err
+	}
+	defer env.Dir.Close()
+	if err := restoreEpoch(&o.Options, env, nil); err != nil {
+		return err
+	}
+	var committedPos Position
+	var replay []uint64
+	haveStart := false
+	if env.Dir != nil {
+		if env.Committed > 0 {
+			if committedPos, err = state.ReadOffsets(env.Dir.Path, env.Committed); err != nil {
+				return fmt.Errorf("%s: offsets of committed epoch %d: %w", o.Tool, env.Committed, err)
+			}
+		} else if p, err := state.ReadOffsets(env.Dir.Path, 0); err == nil {
+			// The resolved start of a run that committed nothing yet (see Source).
+			committedPos, haveStart = p, true
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: start position (offsets of epoch 0): %w", o.Tool, err)
+		}
+		eps, err := state.Epochs(env.Dir.Path, state.OffsetsDir)
+		if err != nil {
+			return err
+		}
+		for _, n := range eps {
+			if n > env.Committed {
+				replay = append(replay, n)
+			}
+		}
+	}
+	schema, err := src.Open(ctx, env, committedPos)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	lastPos := src.Position()
+	if env.Dir != nil && env.Committed == 0 && !haveStart {
+		if err := env.Dir.WriteOffsets(0, lastPos); err != nil {
+			return err
+		}
+	}
+	w := startWriter(o.Stdout, outputSchema(schema, nil, env), env.Mem)
+	closed := false
+	closeOut := func() error {
+		if closed {
+			return nil
+		}
+		closed = true
+		return w.close()
+	}
+	defer func() {
+		if cerr := closeOut(); err == nil && cerr != nil && cerr != errQuiet {
+			err = fmt.Errorf("%s: write stdout: %w", o.Tool, cerr)
+		}
+		if err == errQuiet {
+			err = nil
+		}
+	}()
+	observer, observes := src.(CommitObserver)
+	observes = observes && env.Dir != nil
+	var observed uint64 = env.Committed
+	lastCheck := o.Now()
+	// checkCommits tells the observer about a newer commit of the sink.
+	checkCommits := func() error {
+		if !observes {
+			return nil
+		}
+		lastCheck = o.Now()
+		c, err := env.Dir.Committed()
+		if err != nil || c <= observed {
+			return err
+		}
+		pos, err := state.ReadOffsets(env.Dir.Path, c)
+		if err != nil {
+			return fmt.Errorf("%s: offsets of committed epoch %d: %w", o.Tool, c, err)
+		}
+		observed = c
+		env.Stats.Committed.Store(c)
+		return observer.Committed(ctx, c, pos)
+	}
+	// awaitLast waits (bounded) for the sink to commit the last epoch, after the output is closed.
+	awaitLast := func(last uint64) error {
+		if !observes || last == 0 {
+			return nil
+		}
+		if err := closeOut(); err == errQuiet {
+			return nil // nobody downstream will commit
+		} else if err != nil {
+			return fmt.Errorf("%s: write stdout: %w", o.Tool, err)
+		}
+		deadline := time.Now().Add(observer.CommitWait())
+		for {
+			if err := checkCommits(); err != nil {
+				return err
+			}
+			if observed >= last || !time.Now().Before(deadline) {
+				if observed < last {
+					o.Log.Info("the sink did not commit the last epoch in time", "epoch", last, "waited", observer.CommitWait())
+				}
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	limiter, limits := src.(EpochLimiter)
+	prog := startProgress(o.Progress, o.StageName(), o.Stderr, env.Stats, o.ProgressInterval)
+	defer prog.stop()
+
+	wmSrc, hasWM := src.(SourceWatermarker)
+	var lastWM time.Time
+	send := func(rec arrow.RecordBatch) error {
+		env.Stats.RecordsIn.Add(rec.NumRows())
+		env.Stats.RecordsOut.Add(rec.NumRows())
+		if err := w.send(ctx, outItem{rec: rec}); err != nil {
+			return err
+		}
+		if hasWM {
+			if wm, ok := wmSrc.Watermark(); ok && wm.After(lastWM) {
+				lastWM = wm
+				env.Stats.SetWatermark(wm)
+				c := codec.WatermarkControl(wm)
+				return w.send(ctx, outItem{ctrl: &c})
+			}
+		}
+		return nil
+	}
+	barrier := func(n uint64, writeWAL bool) error {
+		if writeWAL && env.Dir != nil {
+			if err := env.Dir.WriteOffsets(n, src.Position()); err != nil {
+				return err
+			}
+		}
+		c := codec.BarrierControl(n)
+		if err := w.send(ctx, outItem{ctrl: &c}); err != nil {
+			return err
+		}
+		env.Stats.Epoch.Store(n)
+		if limits {
+			limiter.EpochCut()
+		}
+		if err := checkCommits(); err != nil {
+			return err
+		}
+		if env.Dir != nil {
+			return env.Dir.GC(Retain)
+		}
+		return nil
+	}
+	next := env.Committed + 1
+	for _, n := range replay {
+		if n != next {
+			return fmt.Errorf("%s: offsets WAL in %s has a gap: epoch %d follows %d", o.Tool, env.Dir.Path, n, next-1)
+		}
+		limit, err := state.ReadOffsets(env.Dir.Path, n)
+		if err != nil {
+			return err
+		}
+		o.Log.Info("replaying epoch from the offsets WAL", "epoch", n)
+		for {
+			rec, err := src.Read(ctx, limit)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if rec != nil {
+				if err := send(rec); err != nil {
+					return err
+				}
+			}
+		}
+		if err := barrier(n, false); err != nil {
+			return err
+		}
+		next++
+	}
+
+	endKind := codec.Final
+	if env.Dir != nil {
+		endKind = codec.Pause
+	}
+	switch o.End {
+	case "final":
+		endKind = codec.Final
+	case "pause":
+		endKind = codec.Pause
+	}
+	emitted := len(replay) > 0
+	rows := int64(0)
+	epochStart := o.Now()
+	cut := func() error {
+		if err := barrier(next, true); err != nil {
+			return err
+		}
+		lastPos = src.Position()
+		next++
+		emitted = true
+		rows = 0
+		epochStart = o.Now()
+		return nil
+	}
+	// moved reports whether the position advanced without rows (e.g. past Kafka transaction
+	// markers), which is worth an epoch of its own.
+	moved := func() bool { return !bytes.Equal(src.Position(), lastPos) }
+	finish := func(kind codec.EndKind, interrupted bool) error {
+		if rows > 0 || !emitted || moved() {
+			if err := cut(); err != nil {
+				return err
+			}
+		}
+		c := codec.EndControl(kind)
+		c.Interrupted = interrupted
+		if err := w.send(ctx, outItem{ctrl: &c}); err != nil {
+			return err
+		}
+		return awaitLast(next - 1)
+	}
+	for {
+		if sig.requested() {
+			if err := finish(codec.Pause, true); err != nil && err != errQuiet {
+				return err
+			}
+			return ErrInterrupted
+		}
+		rec, err := src.Read(ctx, nil)
+		if err == io.EOF {
+			return finish(endKind, false)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ErrInterrupted
+			}
+			return err
+		}
+		if rec != nil {
+			rows += rec.NumRows()
+			if err := send(rec); err != nil {
+				return err
+			}
+		}
+		if limits && limiter.EpochFull() {
+			if err := cut(); err != nil {
+				return err
+			}
+		}
+		if o.Now().Sub(epochStart) >= o.EpochInterval && (rows > 0 || moved()) {
+			if err := cut(); err != nil {
+				return err
+			}
+		}
+		if observes && o.Now().Sub(lastCheck) >= time.Second {
+			if err := checkCommits(); err != nil {
+				return err
+			}
+		}
+	}
+}

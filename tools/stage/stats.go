@@ -1,0 +1,38 @@
+package stage
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Stats are a stage's live counters, read by the progress reporter from another goroutine.
+type Stats struct {
+	RecordsIn  atomic.Int64
+	RecordsOut atomic.Int64
+	BatchesIn  atomic.Int64
+	Epoch      atomic.Uint64 // last epoch completed (barrier passed)
+	Committed  atomic.Uint64 // newest committed epoch known to this stage
+	watermark  atomic.Int64  // µs since the Unix epoch; 0 = none
+	Lag        atomic.Int64  // records behind the source's end, -1 = unknown
+	StateKeys  atomic.Int64  // keys held by the operator's state, -1 = stateless
+	BadRecords atomic.Int64  // records sent to _rescued_data / bad-records output
+}
+
+func newStats() *Stats {
+	s := &Stats{}
+	s.Lag.Store(-1)
+	s.StateKeys.Store(-1)
+	return s
+}
+
+// SetWatermark records the current watermark.
+func (s *Stats) SetWatermark(t time.Time) { s.watermark.Store(t.UnixMicro()) }
+
+// Watermark returns the current watermark, ok=false when none was seen.
+func (s *Stats) Watermark() (time.Time, bool) {
+	v := s.watermark.Load()
+	if v == 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(v).UTC(), true
+}
