@@ -180,6 +180,7 @@ type Manager struct {
 	wins     []Window
 	late     []int32
 	bad      []int32
+	due      []int32
 	lateFire []int32
 
 	stale     bool // timers must be rebuilt after Restore
@@ -505,6 +506,14 @@ func (m *Manager) free(s int32) {
 	m.alive--
 }
 
+// markDirty queues slot s for the next changelog.
+func (m *Manager) markDirty(s int32) {
+	if f := m.sFlags[s]; f&fDirty == 0 && m.cfg.Changelog {
+		m.dirty = append(m.dirty, s)
+		m.sFlags[s] = f | fDirty
+	}
+}
+
 // touch marks slot s changed (changelog, early firing).
 func (m *Manager) touch(s int32) {
 	f := m.sFlags[s]
@@ -658,6 +667,7 @@ func (m *Manager) flushLate() {
 // afterFire marks s fired and purges it now (no lateness) or schedules its cleanup.
 func (m *Manager) afterFire(s int32, wm int64) {
 	m.sFlags[s] = m.sFlags[s]&^fChanged | fFired
+	m.markDirty(s) // the fired flag is state
 	cleanup := addSat(m.sEnd[s], m.lateness)
 	if cleanup <= wm {
 		m.purge(s)
@@ -673,10 +683,11 @@ func (m *Manager) purge(s int32) {
 	m.releaseKey(kid)
 }
 
-// fireDue fires every window whose end ≤ wm and purges those past end + lateness.
+// fireDue fires every window whose end ≤ wm, in order of end, then creation (a canonical
+// order, whatever the timer history), and purges those past end + lateness.
 func (m *Manager) fireDue(wm int64) {
+	m.due = m.due[:0]
 	m.fireQ.popUntil(wm, func(t int64, refs []timerRef) {
-		m.sortRefs(refs)
 		for _, r := range refs {
 			s := r.slot
 			if m.sGen[s] != r.gen || m.sFlags[s]&(fAlive|fTimer) != fAlive|fTimer {
@@ -687,14 +698,26 @@ func (m *Manager) fireDue(wm int64) {
 				continue
 			}
 			m.sFlags[s] &^= fTimer
-			kind := EmitOnTime
-			if m.sFlags[s]&fFired != 0 {
-				kind = EmitLateUpdate
-			}
-			m.emit(s, kind)
-			m.afterFire(s, wm)
+			m.due = append(m.due, s)
 		}
 	})
+	byEndSeq := func(a, b int32) int {
+		if c := cmp.Compare(m.sEnd[a], m.sEnd[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(m.sSeq[a], m.sSeq[b])
+	}
+	if !slices.IsSortedFunc(m.due, byEndSeq) {
+		slices.SortFunc(m.due, byEndSeq)
+	}
+	for _, s := range m.due {
+		kind := EmitOnTime
+		if m.sFlags[s]&fFired != 0 {
+			kind = EmitLateUpdate
+		}
+		m.emit(s, kind)
+		m.afterFire(s, wm)
+	}
 	m.purgeQ.popUntil(wm, func(t int64, refs []timerRef) {
 		for _, r := range refs {
 			s := r.slot

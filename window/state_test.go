@@ -2,6 +2,7 @@ package window
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -92,8 +93,8 @@ func viaIPC(t *testing.T, mem memory.Allocator, rec arrow.RecordBatch) arrow.Rec
 func TestRestoreEquivalence(t *testing.T) {
 	rows := randomRows(1, 400, 6*time.Second)
 	var batches [][][]any
-	for i := 0; i < len(rows); i += 37 {
-		batches = append(batches, rows[i:min(i+37, len(rows))])
+	for i, n := 0, 1; i < len(rows); i, n = i+n, n%13+1 { // uneven batches of 1…13 rows
+		batches = append(batches, rows[i:min(i+n, len(rows))])
 	}
 	for _, c := range stateCases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -103,6 +104,7 @@ func TestRestoreEquivalence(t *testing.T) {
 			ref := newManager(t, mem, &fakeClock{}, cfg, orderSchema)
 			var refOut [][]string // output per batch index (after it), then final
 			var changelogs []arrow.RecordBatch
+			var extras []Extra
 			snapshots := map[int][]arrow.RecordBatch{}
 			defer func() {
 				release(changelogs)
@@ -113,12 +115,19 @@ func TestRestoreEquivalence(t *testing.T) {
 			for bi, b := range batches {
 				res := runSteps(t, mem, ref, nil, orderSchema, []step{{rows: b}}, time.RFC3339)
 				refOut = append(refOut, res.out)
-				cl, err := ref.Changelog()
-				if err != nil {
+				var cl []arrow.RecordBatch
+				if err := ref.Changelog(func(r arrow.RecordBatch) error {
+					cl = append(cl, viaIPC(t, mem, r))
+					r.Release()
+					return nil
+				}); err != nil {
 					t.Fatal(err)
 				}
-				changelogs = append(changelogs, viaIPC(t, mem, cl))
-				cl.Release()
+				if len(cl) != 1 {
+					t.Fatalf("changelog of %d batches", len(cl))
+				}
+				changelogs = append(changelogs, cl[0])
+				extras = append(extras, ref.Extra())
 				if bi%3 == 1 {
 					if err := ref.Snapshot(func(r arrow.RecordBatch) error {
 						snapshots[bi] = append(snapshots[bi], viaIPC(t, mem, r))
@@ -154,6 +163,9 @@ func TestRestoreEquivalence(t *testing.T) {
 							t.Fatalf("after batch %d from %s: %v", k, src.name, err)
 						}
 					}
+					if err := m.RestoreExtra(extras[k]); err != nil {
+						t.Fatal(err)
+					}
 					var got, want []string
 					for bi := k + 1; bi < len(batches); bi++ {
 						got = append(got, runSteps(t, mem, m, nil, orderSchema, []step{{rows: batches[bi]}}, time.RFC3339).out...)
@@ -188,14 +200,10 @@ func TestRestoreRefusesOtherSpec(t *testing.T) {
 	b, _ := NewTumbling(time.Hour, 0, nil)
 	m1 := newManager(t, mem, nil, Config{Assigner: a, Key: []string{"k"}, Time: "ts"}, orderSchema)
 	m2 := newManager(t, mem, nil, Config{Assigner: b, Key: []string{"k"}, Time: "ts"}, orderSchema)
-	err := m1.Snapshot(func(r arrow.RecordBatch) error {
-		defer r.Release()
-		return m2.Restore(r)
-	})
-	if err == nil || !strings.Contains(err.Error(), "size=1h0m0s") {
+	if err := m2.RestoreExtra(m1.Extra()); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "size=1h0m0s") {
 		t.Errorf("err = %v", err)
 	}
-	if _, err := m1.Changelog(); err != ErrNoChangelog {
+	if err := m1.Changelog(func(r arrow.RecordBatch) error { r.Release(); return nil }); err != ErrNoChangelog {
 		t.Errorf("Changelog without tracking: %v", err)
 	}
 }
