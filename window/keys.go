@@ -283,24 +283,123 @@ func (c *KeyCodec) Encode(rec arrow.RecordBatch, dst *EncodedKeys) {
 }
 
 // Decode appends the values of one encoded key to bs (one builder per key field, of the
-// types of Fields()). Errors report bytes that are not a key of this codec.
+// types of Fields()). It parses codec's key encoding directly into the builders, without
+// allocating. Errors report bytes that are not a key of this codec.
 func (c *KeyCodec) Decode(key []byte, bs []array.Builder) error {
-	if len(key) == 0 && len(c.fields) == 0 {
-		return nil
-	}
-	vals, err := codec.DecodeKey(key)
-	if err != nil {
-		return fmt.Errorf("decode key: %w", err)
-	}
-	if len(vals) != len(c.fields) {
-		return fmt.Errorf("decode key: %d parts, want %d", len(vals), len(c.fields))
-	}
-	for j, v := range vals {
+	be := binary.BigEndian
+	for j := range c.fields {
+		if len(key) == 0 {
+			return fmt.Errorf("decode key: %d parts, want %d", j, len(c.fields))
+		}
+		tag := key[0]
+		key = key[1:]
+		var v any
+		switch tag {
+		case keyTagNull:
+			bs[j].AppendNull()
+			continue
+		case keyTagInt, keyTagUint, keyTagFloat, keyTagDate:
+			if len(key) < 8 {
+				return errShortKey
+			}
+			u := be.Uint64(key)
+			key = key[8:]
+			switch tag {
+			case keyTagInt:
+				if appendInt(bs[j], int64(u)) {
+					continue
+				}
+				v = int64(u)
+			case keyTagUint:
+				v = u
+			case keyTagFloat:
+				v = math.Float64frombits(u)
+			default:
+				v = codec.KeyDate(int32(int64(u)))
+			}
+		case keyTagBool:
+			if len(key) < 1 {
+				return errShortKey
+			}
+			v = key[0] == 1
+			key = key[1:]
+		case keyTagString, keyTagBinary, keyTagJSON:
+			n, k := binary.Uvarint(key)
+			if k <= 0 || uint64(len(key)-k) < n {
+				return errShortKey
+			}
+			raw := key[k : k+int(n)]
+			key = key[k+int(n):]
+			if appendText(bs[j], raw) {
+				continue
+			}
+			v = raw
+		case keyTagTimestamp:
+			if len(key) < 9 {
+				return errShortKey
+			}
+			v = codec.KeyTimestamp{Unit: arrow.TimeUnit(key[0]), Value: arrow.Timestamp(int64(be.Uint64(key[1:])))}
+			key = key[9:]
+		case keyTagDecimal:
+			if len(key) < 17 {
+				return errShortKey
+			}
+			v = codec.KeyDecimal{Num: decimal128.New(int64(be.Uint64(key[1:])), be.Uint64(key[9:])), Scale: int32(int8(key[0]))}
+			key = key[17:]
+		default:
+			return fmt.Errorf("decode key: %w", codec.ErrBadKey)
+		}
 		if err := appendKeyPart(bs[j], v); err != nil {
 			return fmt.Errorf("decode key column %q: %w", c.fields[j].Name, err)
 		}
 	}
+	if len(key) != 0 {
+		return fmt.Errorf("decode key: %d trailing bytes", len(key))
+	}
 	return nil
+}
+
+// Tags of codec's key encoding (docs/protocol.md "Keys").
+const (
+	keyTagNull = iota
+	keyTagInt
+	keyTagUint
+	keyTagFloat
+	keyTagBool
+	keyTagString
+	keyTagBinary
+	keyTagTimestamp
+	keyTagDate
+	keyTagDecimal
+	keyTagJSON
+)
+
+// appendInt appends an int-tagged value to the common integer builders without boxing.
+func appendInt(b array.Builder, v int64) bool {
+	switch b := b.(type) {
+	case *array.Int64Builder:
+		b.Append(v)
+	case *array.Int32Builder:
+		b.Append(int32(v))
+	default:
+		return false
+	}
+	return true
+}
+
+// appendText appends string, binary or JSON bytes to string and binary builders.
+func appendText(b array.Builder, v []byte) bool {
+	switch b := b.(type) {
+	case *array.StringBuilder:
+		b.BinaryBuilder.Append(v)
+	case *array.LargeStringBuilder:
+		b.BinaryBuilder.Append(v)
+	case *array.BinaryBuilder:
+		b.Append(v)
+	default:
+		return false
+	}
+	return true
 }
 
 // appendKeyPart appends one value decoded by codec.DecodeKey to a builder of the key's
@@ -374,6 +473,11 @@ func appendKeyPart(bld array.Builder, v any) error {
 	case *array.StringViewBuilder:
 		b.Append(keyText(v))
 	case *array.BinaryBuilder:
+		var x []byte
+		if x, ok = v.([]byte); ok {
+			b.Append(x)
+		}
+	case *array.BinaryViewBuilder:
 		var x []byte
 		if x, ok = v.([]byte); ok {
 			b.Append(x)

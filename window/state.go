@@ -69,12 +69,8 @@ func (m *Manager) StateSchema() *arrow.Schema {
 
 const stateFixed = 7 // columns before the accumulators
 
-// Key-part tags and the µs unit of codec's key encoding (docs/protocol.md "Keys").
-const (
-	keyTagInt       = 1
-	keyTagTimestamp = 7
-	keyUnitMicros   = 2
-)
+// keyUnitMicros is the µs unit byte of a timestamp part in codec's key encoding.
+const keyUnitMicros = byte(arrow.Microsecond)
 
 // identityLen is the length of the window identity appended to an encoded key in _key.
 func (m *Manager) identityLen() int {

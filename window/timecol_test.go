@@ -200,3 +200,64 @@ func TestKeyCodecRoundTrip(t *testing.T) {
 		"null null y 2024-05-01T00:00:01Z 1.5",
 	})
 }
+
+func TestKeyCodecTypes(t *testing.T) {
+	mem := checkedMem(t)
+	dict := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "i8", Type: arrow.PrimitiveTypes.Int8, Nullable: true},
+		{Name: "u64", Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
+		{Name: "f32", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
+		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "bin", Type: arrow.BinaryTypes.Binary, Nullable: true},
+		{Name: "d32", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+		{Name: "d64", Type: arrow.FixedWidthTypes.Date64, Nullable: true},
+		{Name: "dict", Type: dict, Nullable: true},
+		{Name: "t32", Type: arrow.FixedWidthTypes.Time32s, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, s)
+	defer b.Release()
+	b.Field(0).(*array.Int8Builder).AppendValues([]int8{-5, 0}, []bool{true, false})
+	b.Field(1).(*array.Uint64Builder).AppendValues([]uint64{1 << 63, 1}, nil)
+	b.Field(2).(*array.Float32Builder).AppendValues([]float32{1.5, 0}, nil)
+	b.Field(3).(*array.BooleanBuilder).AppendValues([]bool{true, false}, nil)
+	b.Field(4).(*array.BinaryBuilder).AppendValues([][]byte{{0, 1}, nil}, []bool{true, false})
+	b.Field(5).(*array.Date32Builder).AppendValues([]arrow.Date32{18700, 0}, nil)
+	b.Field(6).(*array.Date64Builder).AppendValues([]arrow.Date64{18700 * 86_400_000, 0}, nil)
+	db := b.Field(7).(*array.BinaryDictionaryBuilder)
+	db.AppendString("x")
+	db.AppendNull()
+	b.Field(8).(*array.Time32Builder).AppendValues([]arrow.Time32{3600, 0}, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var paths []string
+	for _, f := range s.Fields() {
+		paths = append(paths, f.Name)
+	}
+	c, err := NewKeyCodec(s, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys EncodedKeys
+	c.Encode(rec, &keys)
+	ob := array.NewRecordBuilder(mem, arrow.NewSchema(c.Fields(), nil))
+	defer ob.Release()
+	for i := 0; i < keys.Len(); i++ {
+		if err := c.Decode(keys.Key(i), ob.Fields()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := ob.NewRecordBatch()
+	defer out.Release()
+	var types []string
+	for _, f := range c.Fields() {
+		types = append(types, f.Type.String())
+	}
+	if got := strings.Join(types, " "); got != "int8 uint64 float32 bool binary date32 date64 utf8 utf8" {
+		t.Errorf("output types %s", got)
+	}
+	diffRows(t, rowsOf([]arrow.RecordBatch{out}, time.RFC3339), []string{
+		"-5 9223372036854775808 1.5 true AAE= 2021-03-14 2021-03-14 x \"01:00:00\"",
+		"null 1 0 false null 1970-01-01 1970-01-01 null \"00:00:00\"",
+	})
+}
