@@ -2,6 +2,7 @@ package window
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -260,4 +261,23 @@ func TestKeyCodecTypes(t *testing.T) {
 		"-5 9223372036854775808 1.5 true AAE= 2021-03-14 2021-03-14 x \"01:00:00\"",
 		"null 1 0 false null 1970-01-01 1970-01-01 null \"00:00:00\"",
 	})
+}
+
+func TestTimeExtractorStructPath(t *testing.T) {
+	mem := checkedMem(t)
+	s := arrow.NewSchema([]arrow.Field{{Name: "value", Type: arrow.StructOf(
+		arrow.Field{Name: "date", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true}}, nil)
+	rec := buildBatch(t, mem, s, [][]any{{[]any{"2024-05-01T10:00:00+02:00"}}, {nil}, {[]any{nil}}})
+	defer rec.Release()
+	x, err := NewTimeExtractor(s, "value.date", TimeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, ok, err := x.Extract(rec, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(TimeOf(ts[0]).Format(time.RFC3339), " ", ok); got != "2024-05-01T08:00:00Z [true false false]" {
+		t.Errorf("got %s", got)
+	}
 }
