@@ -122,15 +122,15 @@ func (m *Manager) parseIdentity(k []byte) (key []byte, start, end, seq int64, er
 
 // Extra holds a Manager's scalar state: it goes with each checkpoint (the manifest's extra).
 type Extra struct {
-	Spec       string         `json:"spec"`
-	Watermark  WatermarkState `json:"watermark"`
-	Created    int64          `json:"created"` // next creation sequence number
-	Records    int64          `json:"records"`
-	Late       int64          `json:"late"`
-	BadTime    int64          `json:"bad_time"`
-	OnTime     int64          `json:"on_time"`
-	LateUpdate int64          `json:"late_update"`
-	Early      int64          `json:"early"`
+	Spec       string         `json:"spec"`        // Manager.Spec of the writer
+	Watermark  WatermarkState `json:"watermark"`   // the watermark tracker
+	Created    int64          `json:"created"`     // next creation sequence number
+	Records    int64          `json:"records"`     // Stats.Records
+	Late       int64          `json:"late"`        // Stats.Late
+	BadTime    int64          `json:"bad_time"`    // Stats.BadTime
+	OnTime     int64          `json:"on_time"`     // Stats.OnTime
+	LateUpdate int64          `json:"late_update"` // Stats.LateUpdate
+	Early      int64          `json:"early"`       // Stats.Early
 }
 
 // Extra returns the scalar state to checkpoint with the state batches.

@@ -107,6 +107,7 @@ type countWriter struct {
 	n int64
 }
 
+// Write counts and forwards p.
 func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
