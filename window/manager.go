@@ -380,8 +380,10 @@ func (m *Manager) OnProcessingTime() {
 }
 
 // Final fires everything at the final end of input (Flink's MAX_WATERMARK): every window not
-// yet fired is emitted (on_time, or late_update if it was fired before), count windows emit
-// their incomplete last window and global windows their result; then all state is dropped
+// yet fired is emitted (on_time, or late_update if it was fired before) and global windows
+// their result. Count windows, which Flink never fires at the end, emit the window their next
+// firing would have covered, cut at the end of input (for tumbling count windows: the records
+// since the last firing), if records arrived since the last firing. Then all state is dropped
 // (the next Changelog deletes it).
 func (m *Manager) Final() {
 	m.rebuildTimers()
@@ -395,7 +397,15 @@ func (m *Manager) Final() {
 		}
 		slices.SortFunc(kids, func(a, b int32) int { return cmp.Compare(m.keys[a].key, m.keys[b].key) })
 		for _, kid := range kids {
-			m.emitCount(kid, m.keys[kid].wins)
+			// the window the next firing would cover, cut at the end of input
+			e := &m.keys[kid]
+			next := e.n + m.asg.countStp - e.n%m.asg.countStp
+			lo := (next - m.asg.countSize) / m.gran
+			wins := e.wins
+			for len(wins) > 0 && wins[0].start < lo {
+				wins = wins[1:]
+			}
+			m.emitCount(kid, wins)
 		}
 	case Global:
 		var refs []timerRef

@@ -339,6 +339,8 @@ func TestCountWindows(t *testing.T) {
 		{"sliding 3/1", 3, 1, []string{
 			"01 01.000001 a 1 on_time", "01 02.000001 a 3 on_time", "03 03.000001 b 10 on_time", "03 04.000001 b 30 on_time",
 			"01 05.000001 a 6 on_time", "02 06.000001 a 9 on_time", "05 07.000001 a 12 on_time"}},
+		{"sliding 6/4: final covers the next window's records", 6, 4, []string{
+			"01 06.000001 a 10 on_time", "05 07.000001 a 12 on_time", "03 04.000001 b 30 on_time"}},
 		{"sliding 4/2", 4, 2, []string{
 			"01 02.000001 a 3 on_time", "03 04.000001 b 30 on_time", "01 06.000001 a 10 on_time", "05 07.000001 a 12 on_time"}},
 	}
