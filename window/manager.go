@@ -585,9 +585,14 @@ func (m *Manager) schedule(s int32, wm int64) {
 	}
 }
 
+// nextTimer is the earliest pending fire or cleanup time: rows are processed in segments
+// between timers, so windows fire and are purged exactly when the watermark passes them,
+// record by record.
+func (m *Manager) nextTimer() int64 { return min(m.fireQ.min(), m.purgeQ.min()) }
+
 func (m *Manager) processAligned(n int) {
 	wm := m.wm.Current()
-	next := m.fireQ.min()
+	next := m.nextTimer()
 	for i := 0; i < n; i++ {
 		if !m.ok[i] {
 			m.badTime(i)
@@ -596,7 +601,6 @@ func (m *Manager) processAligned(n int) {
 		if wm >= next {
 			m.flush()
 			m.fireDue(wm)
-			next = m.fireQ.min()
 		}
 		ts := m.ts[i]
 		kid := m.intern(m.enc.Key(i))
@@ -638,9 +642,7 @@ func (m *Manager) processAligned(n int) {
 		if len(m.lateFire) > 0 {
 			m.flushLate()
 		}
-		if f := m.fireQ.min(); f < next {
-			next = f
-		}
+		next = m.nextTimer()
 	}
 }
 
@@ -752,7 +754,7 @@ func (m *Manager) sortRefs(refs []timerRef) {
 
 func (m *Manager) processSessions(n int) {
 	wm := m.wm.Current()
-	next := m.fireQ.min()
+	next := m.nextTimer()
 	gap := m.asg.gap
 	for i := 0; i < n; i++ {
 		if !m.ok[i] {
@@ -785,7 +787,7 @@ func (m *Manager) processSessions(n int) {
 		if addSat(mEnd, m.lateness) <= wm {
 			m.lateRow(i, kid)
 			m.wm.Observe(0, ts)
-			wm, next = m.wm.Current(), m.fireQ.min()
+			wm, next = m.wm.Current(), m.nextTimer()
 			continue
 		}
 		var s int32
@@ -822,7 +824,7 @@ func (m *Manager) processSessions(n int) {
 		if len(m.lateFire) > 0 {
 			m.flushLate()
 		}
-		next = m.fireQ.min()
+		next = m.nextTimer()
 	}
 }
 

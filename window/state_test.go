@@ -349,3 +349,41 @@ func TestSessionsAgainstModel(t *testing.T) {
 		diffRows(t, res.out, want)
 	}
 }
+
+// TestBatchIndependence: for every window kind, with disorder, lateness and late data, the
+// output and the side output do not depend on how the input is cut into batches.
+func TestBatchIndependence(t *testing.T) {
+	rows := randomRows(5, 400, 12*time.Second)
+	cuts := map[string]func(i int) int{
+		"one batch": func(int) int { return len(rows) },
+		"rows":      func(int) int { return 1 },
+		"uneven":    func(i int) int { return i%7 + 1 },
+		"primes":    func(i int) int { return []int{2, 3, 5, 7, 11, 13}[i%6] },
+	}
+	for _, c := range stateCases() {
+		t.Run(c.name, func(t *testing.T) {
+			var first, firstName string
+			for name, cut := range cuts {
+				mem := checkedMem(t)
+				cfg := c.cfg()
+				cfg.Watermark.Delay = 2 * time.Second // late data
+				m := newManager(t, mem, nil, cfg, orderSchema)
+				var steps []step
+				for i, j := 0, 0; i < len(rows); j++ {
+					n := cut(j)
+					steps = append(steps, step{rows: rows[i:min(i+n, len(rows))]})
+					i += n
+				}
+				res := runSteps(t, mem, m, nil, orderSchema, append(steps, step{final: true}), time.RFC3339)
+				got := strings.Join(res.out, "\n") + "\nlate: " + strings.Join(res.lateRows, ",") + fmt.Sprint(" ", m.Stats().Late)
+				if first == "" {
+					first, firstName = got, name
+					continue
+				}
+				if got != first {
+					t.Errorf("%s differs from %s:\n%s\n----\n%s", name, firstName, got, first)
+				}
+			}
+		})
+	}
+}
