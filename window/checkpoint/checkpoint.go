@@ -9,13 +9,9 @@ package checkpoint
 import (
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
-	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/state"
@@ -60,58 +56,18 @@ func (s *Store) Checkpoint(mem memory.Allocator, d *state.Dir, n uint64) error {
 		man.Snapshot = &fi
 		s.haveSnapshot = true
 	}
-	return state.WriteJSON(dir, state.EpochName(n)+".json", man)
+	return state.WriteManifest(d, man)
 }
 
-// writeFile writes the batches produced by gen as an Arrow IPC file dir/name (temp file,
-// fsync, rename; the manifest's directory sync makes it durable) and returns its FileInfo.
+// writeFile writes the batches produced by gen (which hands over each batch) as the state
+// file dir/name.
 func writeFile(mem memory.Allocator, dir, name string, schema *arrow.Schema, gen func(func(arrow.RecordBatch) error) error) (state.FileInfo, error) {
-	fi := state.FileInfo{File: name}
-	path := filepath.Join(dir, name)
-	f, err := os.CreateTemp(dir, ".tmp-"+name+"-*")
-	if err != nil {
-		return fi, fmt.Errorf("write state %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	crc := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	cw := &countWriter{w: io.MultiWriter(f, crc)}
-	fw, err := ipc.NewFileWriter(cw, ipc.WithSchema(schema), ipc.WithAllocator(mem))
-	if err == nil {
-		err = gen(func(rec arrow.RecordBatch) error {
+	return state.WriteStateFile(mem, dir, name, schema, func(write func(arrow.RecordBatch) error) error {
+		return gen(func(rec arrow.RecordBatch) error {
 			defer rec.Release()
-			fi.Rows += rec.NumRows()
-			return fw.Write(rec)
+			return write(rec)
 		})
-		if cerr := fw.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		return fi, fmt.Errorf("write state %s: %w", path, err)
-	}
-	fi.Size, fi.CRC32C = cw.n, fmt.Sprintf("%08x", crc.Sum32())
-	return fi, nil
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-// Write counts and forwards p.
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	})
 }
 
 // Restore loads the state as of epoch n from the checkpoint directory at path into a fresh
