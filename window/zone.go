@@ -93,12 +93,6 @@ func (z *zone) period(t int64) (zs, ze, off int64) {
 	return z.zs, z.ze, z.off
 }
 
-// civil returns the wall-clock reading of instant t.
-func (z *zone) civil(t int64) int64 {
-	_, _, off := z.period(t)
-	return t + off
-}
-
 // safe reports whether civil time w maps to w−off without ambiguity, given the period
 // [zs, ze) with offset off: the instant lies in the period, far enough from its start that no
 // earlier period can show the same or a later reading.
