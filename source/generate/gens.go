@@ -739,16 +739,17 @@ type wordsGen struct {
 
 func (g *wordsGen) strs(out *strBuf, _, key []uint64) {
 	for _, x := range key {
-		r := rnd(g.salt, x)
+		state := rnd(g.salt, x)
 		cnt := g.lo
 		if g.n > 1 {
-			cnt += int(below(r, g.n))
-			r = mix(r)
+			cnt += int(below(state, g.n))
 		}
-		bitsLeft := 64
+		var r uint64
+		bitsLeft := 0
 		for w := 0; w < cnt; w++ {
-			if bitsLeft < 8 {
-				r = mix(r + golden)
+			if bitsLeft < 8 { // 8 words per random number
+				state += golden
+				r = mix(state)
 				bitsLeft = 64
 			}
 			if w > 0 {

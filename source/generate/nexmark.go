@@ -225,11 +225,13 @@ func (g *nexmarkGen) strs(out *strBuf, _, key []uint64) {
 		}
 	case nxExtra:
 		for _, x := range key {
-			r := rnd(g.salt, x)
-			n := 54 + int(below(r, 28))
+			state := rnd(g.salt, x)
+			n := 54 + int(below(state, 28))
+			var r uint64
 			for i := 0; i < n; i++ {
-				if i%13 == 0 {
-					r = mix(r + golden)
+				if i%13 == 0 { // 26^13 < 2^64: 13 letters per random number
+					state += golden
+					r = mix(state)
 				}
 				out.data = append(out.data, byte('a'+r%26))
 				r /= 26
