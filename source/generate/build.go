@@ -422,7 +422,7 @@ func (l *leaf) build(mem memory.Allocator, ord, key []uint64) (arrow.ArrayData, 
 	}
 	isNull := func(k int) bool { return nn > 0 && !l.nulls.valid[k] }
 	vals := memory.NewResizableBuffer(mem)
-	defer vals.Release()
+	defer func() { vals.Release() }() // vals is replaced for booleans
 	switch l.d.kind {
 	case kInt:
 		width := l.typ.(arrow.FixedWidthDataType).BitWidth()
