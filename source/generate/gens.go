@@ -1,9 +1,11 @@
 package generate
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -495,10 +497,12 @@ type strFromInt struct {
 func (a *strFromInt) strs(out *strBuf, ord, key []uint64) {
 	a.tmp = grow(a.tmp, len(ord))
 	a.g.ints(a.tmp, ord, key)
+	d, offs := out.data, out.offs
 	for _, v := range a.tmp {
-		out.data = strconv.AppendInt(out.data, v, 10)
-		out.end()
+		d = strconv.AppendInt(d, v, 10)
+		offs = append(offs, int32(len(d)))
 	}
+	out.data, out.offs = d, offs
 }
 
 type strFromFloat struct {
@@ -509,10 +513,12 @@ type strFromFloat struct {
 func (a *strFromFloat) strs(out *strBuf, ord, key []uint64) {
 	a.tmp = grow(a.tmp, len(ord))
 	a.g.floats(a.tmp, ord, key)
+	d, offs := out.data, out.offs
 	for _, v := range a.tmp {
-		out.data = strconv.AppendFloat(out.data, v, 'g', -1, 64)
-		out.end()
+		d = strconv.AppendFloat(d, v, 'g', -1, 64)
+		offs = append(offs, int32(len(d)))
 	}
+	out.data, out.offs = d, offs
 }
 
 func grow[T any](s []T, n int) []T {
@@ -620,20 +626,47 @@ type choiceStr struct {
 	salt uint64
 	a    *alias
 	vals [][]byte
+	// short: every value fits 16 bytes; pad holds them zero-padded, written with one 16-byte
+	// store each (the next value overwrites the padding).
+	short bool
+	pad   [][16]byte
+}
+
+func newChoiceStr(salt uint64, a *alias, vals [][]byte) *choiceStr {
+	g := &choiceStr{salt: salt, a: a, vals: vals, short: true}
+	for _, v := range vals {
+		if len(v) > 16 {
+			g.short = false
+		}
+		var p [16]byte
+		copy(p[:], v)
+		g.pad = append(g.pad, p)
+	}
+	return g
 }
 
 func (g *choiceStr) strs(out *strBuf, _, key []uint64) {
-	if len(g.vals) == 1 {
-		for range key {
-			out.data = append(out.data, g.vals[0]...)
-			out.end()
+	d, offs := out.data, out.offs
+	if g.short {
+		pos := len(d)
+		d = slices.Grow(d, 16*len(key)+16)[:pos+16*len(key)+16]
+		for _, x := range key {
+			i := uint64(0)
+			if len(g.vals) > 1 {
+				i = g.a.pick(rnd(g.salt, x))
+			}
+			*(*[16]byte)(d[pos : pos+16]) = g.pad[i]
+			pos += len(g.vals[i])
+			offs = append(offs, int32(pos))
 		}
+		out.data, out.offs = d[:pos], offs
 		return
 	}
 	for _, x := range key {
-		out.data = append(out.data, g.vals[g.a.pick(rnd(g.salt, x))]...)
-		out.end()
+		d = append(d, g.vals[g.a.pick(rnd(g.salt, x))]...)
+		offs = append(offs, int32(len(d)))
 	}
+	out.data, out.offs = d, offs
 }
 
 type choiceBool struct {
@@ -710,11 +743,11 @@ func makeChoice(e *genEnv) (any, error) {
 		}
 		return g, nil
 	case kStr:
-		g := &choiceStr{salt: e.salt, a: al}
+		var vals [][]byte
 		for _, t := range texts {
-			g.vals = append(g.vals, []byte(t))
+			vals = append(vals, []byte(t))
 		}
-		return g, nil
+		return newChoiceStr(e.salt, al, vals), nil
 	case kBool:
 		g := &choiceBool{salt: e.salt, a: al}
 		for _, t := range texts {
@@ -738,6 +771,7 @@ type wordsGen struct {
 }
 
 func (g *wordsGen) strs(out *strBuf, _, key []uint64) {
+	d, offs := out.data, out.offs
 	for _, x := range key {
 		state := rnd(g.salt, x)
 		cnt := g.lo
@@ -753,27 +787,30 @@ func (g *wordsGen) strs(out *strBuf, _, key []uint64) {
 				bitsLeft = 64
 			}
 			if w > 0 {
-				out.data = append(out.data, ' ')
+				d = append(d, ' ')
 			}
-			out.data = append(out.data, wordList[r&0xff]...)
+			d = append(d, wordList[r&0xff]...)
 			r >>= 8
 			bitsLeft -= 8
 		}
-		out.end()
+		offs = append(offs, int32(len(d)))
 	}
+	out.data, out.offs = d, offs
 }
 
 type namesGen struct{ salt uint64 }
 
 func (g *namesGen) strs(out *strBuf, _, key []uint64) {
 	nf, nl := uint64(len(firstNames)), uint64(len(lastNames))
+	d, offs := out.data, out.offs
 	for _, x := range key {
 		r := rnd(g.salt, x)
-		out.data = append(out.data, firstNames[(r&0xffffffff)*nf>>32]...)
-		out.data = append(out.data, ' ')
-		out.data = append(out.data, lastNames[(r>>32)*nl>>32]...)
-		out.end()
+		d = append(d, firstNames[(r&0xffffffff)*nf>>32]...)
+		d = append(d, ' ')
+		d = append(d, lastNames[(r>>32)*nl>>32]...)
+		offs = append(offs, int32(len(d)))
 	}
+	out.data, out.offs = d, offs
 }
 
 type uuidGen struct {
@@ -785,28 +822,31 @@ const hexDigits = "0123456789abcdef"
 
 func (g *uuidGen) strs(out *strBuf, _, key []uint64) {
 	s2 := sub(g.salt, 1)
+	d, offs := out.data, out.offs
 	var b [16]byte
 	for _, x := range key {
-		a, c := rnd(g.salt, x), rnd(s2, x)
-		for i := 0; i < 8; i++ {
-			b[i] = byte(a >> (56 - 8*i))
-			b[8+i] = byte(c >> (56 - 8*i))
-		}
+		binary.BigEndian.PutUint64(b[:8], rnd(g.salt, x))
+		binary.BigEndian.PutUint64(b[8:], rnd(s2, x))
 		b[6] = b[6]&0x0f | 0x40 // version 4 (RFC 9562)
 		b[8] = b[8]&0x3f | 0x80 // variant 10
 		if g.raw {
-			out.data = append(out.data, b[:]...)
-			out.end()
-			continue
-		}
-		for i, v := range b {
-			if i == 4 || i == 6 || i == 8 || i == 10 {
-				out.data = append(out.data, '-')
+			d = append(d, b[:]...)
+		} else {
+			var t [36]byte
+			j := 0
+			for i, v := range b {
+				if i == 4 || i == 6 || i == 8 || i == 10 {
+					t[j] = '-'
+					j++
+				}
+				t[j], t[j+1] = hexDigits[v>>4], hexDigits[v&15]
+				j += 2
 			}
-			out.data = append(out.data, hexDigits[v>>4], hexDigits[v&15])
+			d = append(d, t[:]...)
 		}
-		out.end()
+		offs = append(offs, int32(len(d)))
 	}
+	out.data, out.offs = d, offs
 }
 
 // ---- timestamps ----
@@ -818,6 +858,7 @@ type tsGen struct {
 	start    int64 // µs
 	now      bool  // start is resolved by the source (the run's start time, kept in its WAL)
 	perSec   uint64
+	step     int64   // µs per row when perSec divides 1,000,000
 	usPerRow float64 // when the rate is not an integer
 	jitter   uint64  // µs
 	conv     func(int64) int64
@@ -825,7 +866,9 @@ type tsGen struct {
 
 func (g *tsGen) micros(o, x uint64) int64 {
 	var off int64
-	if g.perSec > 0 {
+	if g.step > 0 {
+		off = int64(o) * g.step
+	} else if g.perSec > 0 {
 		off = int64(o/g.perSec)*1_000_000 + int64((o%g.perSec)*1_000_000/g.perSec)
 	} else {
 		off = int64(float64(o) * g.usPerRow)
@@ -844,10 +887,12 @@ func (g *tsGen) ints(dst []int64, ord, key []uint64) {
 }
 
 func (g *tsGen) strs(out *strBuf, ord, key []uint64) {
+	d, offs := out.data, out.offs
 	for k, o := range ord {
-		out.data = time.UnixMicro(g.micros(o, key[k])).UTC().AppendFormat(out.data, "2006-01-02T15:04:05.000000Z")
-		out.end()
+		d = time.UnixMicro(g.micros(o, key[k])).UTC().AppendFormat(d, "2006-01-02T15:04:05.000000Z")
+		offs = append(offs, int32(len(d)))
 	}
+	out.data, out.offs = d, offs
 }
 
 func makeTimestamp(e *genEnv) (any, error) {
@@ -901,6 +946,9 @@ func makeTimestampArgs(e *genEnv, startS, rateS, jitterS string) (*tsGen, error)
 	}
 	if rate == math.Trunc(rate) && rate >= 1 && rate < 1<<40 {
 		g.perSec = uint64(rate)
+		if 1_000_000%g.perSec == 0 {
+			g.step = int64(1_000_000 / g.perSec)
+		}
 	} else {
 		g.usPerRow = 1e6 / rate
 	}

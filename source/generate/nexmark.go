@@ -3,6 +3,7 @@ package generate
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 )
 
@@ -193,52 +194,50 @@ func (g *nexmarkGen) ints(dst []int64, ord, key []uint64) {
 		}
 	case nxPrice:
 		for k, x := range key {
-			dst[k] = int64(math.Round(math.Pow(10, unit(rnd(g.salt, x))*6) * 100))
+			dst[k] = int64(math.Round(math.Exp(unit(rnd(g.salt, x))*6*math.Ln10) * 100)) // 100·10^(6u)
 		}
 	}
 }
 
 func (g *nexmarkGen) strs(out *strBuf, _, key []uint64) {
+	d, offs := out.data, out.offs
 	switch g.field {
 	case nxChannel, nxURL:
 		for _, x := range key {
 			hot := rnd(g.chanSalt, x)>>63 == 1
 			r2 := rnd(g.chanSalt2, x)
-			if hot {
-				i := below(r2, uint64(len(nexmarkHotChannels)))
-				if g.field == nxChannel {
-					out.data = append(out.data, nexmarkHotChannels[i]...)
-				} else {
-					out.data = append(out.data, g.hotURLs[i]...)
-				}
-				out.end()
-				continue
+			switch {
+			case hot && g.field == nxChannel:
+				d = append(d, nexmarkHotChannels[below(r2, uint64(len(nexmarkHotChannels)))]...)
+			case hot:
+				d = append(d, g.hotURLs[below(r2, uint64(len(nexmarkHotChannels)))]...)
+			case g.field == nxChannel:
+				d = append(d, "channel-"...)
+				d = strconv.AppendUint(d, below(r2, nexmarkChannels), 10)
+			default:
+				d = append(d, g.channelURL(below(r2, nexmarkChannels))...)
 			}
-			n := below(r2, nexmarkChannels)
-			if g.field == nxChannel {
-				out.data = append(out.data, "channel-"...)
-				out.data = strconv.AppendUint(out.data, n, 10)
-			} else {
-				out.data = append(out.data, g.channelURL(n)...)
-			}
-			out.end()
+			offs = append(offs, int32(len(d)))
 		}
 	case nxExtra:
 		for _, x := range key {
 			state := rnd(g.salt, x)
 			n := 54 + int(below(state, 28))
-			var r uint64
-			for i := 0; i < n; i++ {
-				if i%13 == 0 { // 26^13 < 2^64: 13 letters per random number
-					state += golden
-					r = mix(state)
+			pos := len(d)
+			d = slices.Grow(d, n)[:pos+n]
+			t := d[pos:]
+			for i := 0; i < n; i += 13 { // 26^13 < 2^64: 13 letters per random number
+				state += golden
+				r := mix(state)
+				for j := i; j < min(i+13, n); j++ {
+					t[j] = byte('a' + r%26)
+					r /= 26
 				}
-				out.data = append(out.data, byte('a'+r%26))
-				r /= 26
 			}
-			out.end()
+			offs = append(offs, int32(len(d)))
 		}
 	}
+	out.data, out.offs = d, offs
 }
 
 // channelURL is the fixed url of channel-n (computed once per channel and kept).
