@@ -19,7 +19,8 @@ import (
 
 const long = `generate writes synthetic rows as an Arrow IPC stream: --rows N then the end (bounded), or
 --rate R live (rows released as the clock advances), or as fast as the pipe takes them when
-neither is given. Each column has a generator (--gen 'COLUMN=SPEC', repeatable, dot paths for
+neither is given. Without --schema or --preset the rows are those of Spark's rate source:
+timestamp (timestamp) and value (bigint, 0, 1, 2 …). Each column has a generator (--gen 'COLUMN=SPEC', repeatable, dot paths for
 nested fields, COLUMN.element for a list's elements); a column without one gets its type's
 default.
 
@@ -70,6 +71,10 @@ earlier row chosen uniformly among the previous --duplicates-within rows (for de
             --rate), millisecond precision; declared as the event time
   extra     54–81 random letters (a bid of ~100 bytes)`
 
+// RateDDL is the schema without --schema or --preset: Spark's rate source (value counts from 0,
+// timestamp advances at --rate, or 1000/s).
+const RateDDL = "timestamp timestamp, value bigint"
+
 // Command returns the cobra command of `streamkit generate`.
 func Command() *cobra.Command {
 	var cfg gen.Config
@@ -81,6 +86,7 @@ func Command() *cobra.Command {
 		Short: "Deterministic synthetic data: distributions, rates, duplicates, Nexmark bids",
 		Long:  long,
 		Example: cli.Examples(
+			"# Spark's rate source: timestamp and value, 100 rows per second\nstreamkit generate --rate 100/s | streamkit print",
 			"# 1000 rows of three columns, as CSV\nstreamkit generate --schema 'id bigint, user string, amount double' --gen id=sequence --gen user=names --gen 'amount=normal(100, 15) nulls=0.05' --rows 1000 | streamkit print --format csv",
 			"# A live, checkpointed stream of skewed keys at 1000 rows per second\nstreamkit generate --schema 'k int, v double, ts timestamp' --gen 'k=zipf(1.2, 1, 1000)' --rate 1000/s --checkpoint ./ckpt/gen | streamkit print",
 			"# Out-of-order event times and 10% duplicates, for dedup\nstreamkit generate --schema 'id bigint, ts timestamp' --gen id=sequence --gen 'ts=timestamp(2024-05-01T00:00:00Z, 100/s, 2s)' --duplicates 0.1 --rows 100000 | streamkit dedup --key id | streamkit print --limit 5",
@@ -130,7 +136,9 @@ func build(cfg *gen.Config, ddl, rate, preset string, gens []string, watermarks 
 		}
 	}
 	if ddl == "" {
-		return nil, stage.Usagef("generate: --schema or --preset is required, e.g. --schema 'id bigint, name string'")
+		// Spark's rate source: timestamp and value, one row per 1/rate seconds.
+		ddl = RateDDL
+		gens = gen.MergeGens([]string{"value=sequence"}, gens)
 	}
 	s, err := schema.Load(ddl)
 	if err != nil {
