@@ -681,12 +681,13 @@ func (g *choiceBool) bools(dst []bool, _, key []uint64) {
 	}
 }
 
-// splitWeight splits a choice argument into value and weight: 'quoted':w, or bare v:w where w
-// is a number (quote values that contain ':').
-func splitWeight(a Arg) (string, float64, bool, error) {
+// splitWeight splits a choice argument into value and weight: 'quoted':w, or (with bare) v:w
+// where w is a number. Quote values that contain ':'; on time columns a bare value is never
+// split (12:30 is a time), so weights need a quoted value there.
+func splitWeight(a Arg, bare bool) (string, float64, bool, error) {
 	w := a.Weight
 	v := a.Text
-	if !a.Quoted {
+	if !a.Quoted && bare {
 		if i := strings.LastIndexByte(v, ':'); i >= 0 {
 			if _, err := strconv.ParseFloat(strings.TrimSpace(v[i+1:]), 64); err == nil {
 				v, w = strings.TrimSpace(v[:i]), strings.TrimSpace(v[i+1:])
@@ -708,7 +709,7 @@ func makeChoice(e *genEnv) (any, error) {
 	var weights []float64
 	sum := 0.0
 	for _, a := range e.spec.Args {
-		v, w, _, err := splitWeight(a)
+		v, w, _, err := splitWeight(a, !(e.d.temporal && !e.d.plain))
 		if err != nil {
 			return nil, e.errf("%v", err)
 		}
