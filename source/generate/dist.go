@@ -71,8 +71,8 @@ func (z *zipfGen) hinv(x float64) float64 {
 }
 
 func (z *zipfGen) one(key uint64) int64 {
-	salt := z.salt
 	for i := uint64(0); ; i++ {
+		var salt uint64
 		if i < uint64(len(z.salts)) {
 			salt = z.salts[i]
 		} else {

@@ -582,10 +582,7 @@ func TestReplayAfterCrashIsExact(t *testing.T) {
 	if err != nil || string(wal) != `{"next":450}` {
 		t.Fatalf("WAL of epoch 3: %s, %v", wal, err)
 	}
-	var seen3 []string // what the crashed sink received of epoch 3 before failing
-	for _, l := range crashed.lines[len(crashed.lines)-150:] {
-		seen3 = append(seen3, l)
-	}
+	seen3 := crashed.lines[len(crashed.lines)-150:] // what the crashed sink received of epoch 3
 	restarted := &sink{}
 	if serr, oerr := pipeline(t, root, cfg, so, restarted); serr != nil || oerr != nil {
 		t.Fatal(serr, oerr)

@@ -35,13 +35,12 @@ type (
 )
 
 // strBuf collects strings: data holds the bytes, offs the end offset of each string (appended
-// by the filler; the caller starts offs with the start offset).
+// by the filler; the caller starts offs with the start offset). Fillers append to local copies
+// of both slices and store them back once (no write barrier per value).
 type strBuf struct {
 	data []byte
 	offs []int32
 }
-
-func (b *strBuf) end() { b.offs = append(b.offs, int32(len(b.data))) }
 
 // DefaultStart is where timestamp() starts when no start is given and the source is bounded.
 var DefaultStart = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -58,11 +58,10 @@ type Source struct {
 	t0         time.Time
 	inEpoch    int64
 
-	etCol   int
-	etUnit  arrow.TimeUnit
-	maxET   int64
-	sawET   bool
-	lastPos stage.Position
+	etCol  int
+	etUnit arrow.TimeUnit
+	maxET  int64
+	sawET  bool
 }
 
 var (
