@@ -20,9 +20,9 @@ import (
 const long = `generate writes synthetic rows as an Arrow IPC stream: --rows N then the end (bounded), or
 --rate R live (rows released as the clock advances), or as fast as the pipe takes them when
 neither is given. Without --schema or --preset the rows are those of Spark's rate source:
-timestamp (timestamp) and value (bigint, 0, 1, 2 …). Each column has a generator (--gen 'COLUMN=SPEC', repeatable, dot paths for
-nested fields, COLUMN.element for a list's elements); a column without one gets its type's
-default.
+timestamp (timestamp) and value (bigint: 0, 1, 2 …). Each column has a generator
+(--gen 'COLUMN=SPEC', repeatable, dot paths for nested fields, COLUMN.element for a list's
+elements); a column without one gets its type's default.
 
 Determinism: row i's values are a pure function of --seed, the column path and i (a
 counter-based splitmix64 generator), independent of --batch-rows, of other columns and of
