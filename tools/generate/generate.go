@@ -27,7 +27,8 @@ elements); a column without one gets its type's default.
 Determinism: row i's values are a pure function of --seed, the column path and i (a
 counter-based splitmix64 generator), independent of --batch-rows, of other columns and of
 restarts. The checkpoint position is the next row index, so a replay after a crash reproduces
-exactly the same epochs.
+exactly the same epochs; a restart with another --schema, --gen, --seed, --duplicates or
+--rate is refused (--rows may grow: the next run continues where the last one ended).
 
 Spec grammar:  COLUMN=GENERATOR[(ARG, …)] [nulls=FRACTION]
   Arguments are bare text or quoted ('a, b' or "a, b"); quote values containing , ( ) or :.
