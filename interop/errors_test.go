@@ -189,3 +189,58 @@ func mustAtoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestBadControlBatch: a zero-row batch that claims to be a control batch (streamkit.control)
+// but carries a value docs/protocol.md §2 does not allow stops the stage with exit 1 and a
+// message naming the key and the value.
+func TestBadControlBatch(t *testing.T) {
+	p := needPeers(t)
+	tests := []struct {
+		input, wantErr string
+	}{
+		{"bad-epoch-zero", `streamkit.epoch="0" is not an epoch number ≥ 1`},
+		{"bad-epoch-missing", `streamkit.epoch="" is not an epoch number ≥ 1`},
+		{"bad-epoch-negative", `streamkit.epoch="-1" is not an epoch number ≥ 1`},
+		{"bad-watermark", `streamkit.watermark="yesterday" is not an RFC 3339 instant`},
+		{"bad-end", `streamkit.end="later" is neither final nor pause`},
+		{"bad-kind", `unknown streamkit.control="flush"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.input, func(t *testing.T) {
+			out, exits := run(t, nil, p.gen("produce", tt.input), p.sk("keyby", "id"), p.sk("print", "--format", "json", "--show-control"))
+			wantCodes(t, exits, 0, 1, 1)
+			if !strings.Contains(exits[1].stderr, tt.wantErr) {
+				t.Errorf("keyby stderr: got %q, want it to contain %q", exits[1].stderr, tt.wantErr)
+			}
+			// The rows before the bad batch were forwarded, then the stream was cut.
+			if !strings.Contains(exits[2].stderr, "input ended without an end-of-stream marker") {
+				t.Errorf("print stderr: got %q, want a truncated-input error", exits[2].stderr)
+			}
+			if got := strings.Count(string(out), `"id":`); got != 2 {
+				t.Errorf("rows printed: got %d, want 2", got)
+			}
+		})
+	}
+}
+
+// TestDownstreamCloses: `… | streamkit print | head -n 1` — when the reader of print's stdout
+// goes away, print stops quietly with exit 0 (DESIGN.md §3), and so does the source upstream
+// of it.
+func TestDownstreamCloses(t *testing.T) {
+	p := needPeers(t)
+	for _, format := range []string{"table", "json", "csv"} {
+		t.Run(format, func(t *testing.T) {
+			out, exits := run(t, nil,
+				p.src("--epochs", "200", "--rows", "500", "--batch-rows", "500"),
+				p.sk("print", "--format", format),
+				[]string{"head", "-n", "1"})
+			wantCodes(t, exits, 0, 0, 0)
+			if exits[1].stderr != "" {
+				t.Errorf("print stderr: got %q, want nothing", exits[1].stderr)
+			}
+			if n := strings.Count(string(out), "\n"); n != 1 {
+				t.Errorf("got %d lines, want 1", n)
+			}
+		})
+	}
+}

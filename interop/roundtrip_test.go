@@ -25,6 +25,8 @@ func TestKeybyRoundTrip(t *testing.T) {
 		{"foreign producer", "foreign", "name"},
 		{"controls end final", "controls", "id"},
 		{"schema only", "empty", "id"},
+		// An end batch without streamkit.end is end=final.
+		{"end without kind", "end-no-kind", "id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

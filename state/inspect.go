@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -199,7 +200,8 @@ func Reconstruct(mem memory.Allocator, path string, n uint64) (*Table, error) {
 		}
 	}
 	var schema *arrow.Schema
-	for _, fi := range files {
+	var fileOf []int // file index of each batch in recs
+	for fno, fi := range files {
 		r, err := OpenStateFile(mem, path, fi)
 		if err != nil {
 			return nil, err
@@ -217,51 +219,22 @@ func Reconstruct(mem memory.Allocator, path string, n uint64) (*Table, error) {
 				return nil, &CorruptError{Path: filepath.Join(path, StateDir, fi.File), Reason: err.Error()}
 			}
 			recs = append(recs, rec) // RecordBatchAt returns a retained batch
+			fileOf = append(fileOf, fno)
 		}
 		r.Close()
 	}
 	if schema == nil || schema.NumFields() < 2 || schema.Field(0).Name != OpColumn || schema.Field(1).Name != KeyColumn {
 		return nil, fmt.Errorf("state of %s: files lack the %s/%s columns", path, OpColumn, KeyColumn)
 	}
-	// Last write wins per key.
-	type ref struct{ b, r int }
-	live := map[string]ref{}
-	for b, rec := range recs {
-		ops := rec.Column(0).(*array.String)
-		keys := rec.Column(1).(*array.Binary)
-		for r := 0; r < int(rec.NumRows()); r++ {
-			k := string(keys.Value(r))
-			if ops.Value(r) == OpDelete {
-				delete(live, k)
-			} else {
-				live[k] = ref{b, r}
-			}
-		}
-	}
-	keys := make([]string, 0, len(live))
-	for k := range live {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	// Every state file is sorted by key (Checkpoint sorts), so a k-way merge in key order,
+	// the newest file winning ties, yields the live rows in order without a map or a sort.
+	idx, total := mergeLive(mem, recs, fileOf)
+	defer idx.Release()
 	// Concatenate once, then take the live rows in key order.
 	tbl := array.NewTableFromRecords(schema, recs)
 	defer tbl.Release()
-	offsets := make([]int, len(recs))
-	total := 0
-	for i, r := range recs {
-		offsets[i] = total
-		total += int(r.NumRows())
-	}
-	ib := array.NewInt64Builder(mem)
-	defer ib.Release()
-	for _, k := range keys {
-		rf := live[k]
-		ib.Append(int64(offsets[rf.b] + rf.r))
-	}
-	idx := ib.NewInt64Array()
-	defer idx.Release()
 	cols := make([]arrow.Array, schema.NumFields())
-	if total == 0 {
+	if total == 0 || idx.Len() == 0 {
 		for i, f := range schema.Fields() {
 			cols[i] = array.MakeArrayOfNull(mem, f.Type, 0)
 		}
@@ -290,9 +263,92 @@ func Reconstruct(mem memory.Allocator, path string, n uint64) (*Table, error) {
 			return nil, err
 		}
 	}
-	out := array.NewRecordBatch(schema, cols, int64(len(keys)))
+	out := array.NewRecordBatch(schema, cols, int64(idx.Len()))
 	for _, c := range cols {
 		c.Release()
 	}
 	return &Table{Rec: out, Manifest: chain[0]}, nil
+}
+
+// mergeLive merges the state files' key-sorted runs (recs holds the files' batches in chain
+// order, oldest file first; fileOf[i] is the file of batch i) and returns, in key order, the
+// row index into the batches' concatenation of each live key's newest version (deletes drop
+// the key), and the total row count.
+func mergeLive(mem memory.Allocator, recs []arrow.RecordBatch, fileOf []int) (*array.Int64, int) {
+	type run struct {
+		batches []arrow.RecordBatch
+		bases   []int
+		b, row  int // current batch and row
+		keys    *array.Binary
+		ops     *array.String
+	}
+	var runs []*run
+	total := 0
+	for i, r := range recs {
+		if i == 0 || fileOf[i] != fileOf[i-1] {
+			runs = append(runs, &run{})
+		}
+		cur := runs[len(runs)-1]
+		cur.batches = append(cur.batches, r)
+		cur.bases = append(cur.bases, total)
+		total += int(r.NumRows())
+	}
+	// settle moves a run to its next non-empty batch; false when exhausted.
+	settle := func(r *run) bool {
+		for r.b < len(r.batches) && r.row >= int(r.batches[r.b].NumRows()) {
+			r.b++
+			r.row = 0
+			r.keys = nil
+		}
+		if r.b >= len(r.batches) {
+			return false
+		}
+		if r.keys == nil {
+			r.keys = r.batches[r.b].Column(1).(*array.Binary)
+			r.ops = r.batches[r.b].Column(0).(*array.String)
+		}
+		return true
+	}
+	ib := array.NewInt64Builder(mem)
+	defer ib.Release()
+	ib.Reserve(total)
+	if len(runs) == 1 {
+		// A snapshot alone: every row is live, already in key order.
+		for i := 0; i < total; i++ {
+			ib.UnsafeAppend(int64(i))
+		}
+		return ib.NewInt64Array(), total
+	}
+	live := make([]bool, len(runs))
+	for {
+		var min []byte
+		have := false
+		for i, r := range runs {
+			live[i] = settle(r)
+			if live[i] {
+				if k := r.keys.Value(r.row); !have || bytes.Compare(k, min) < 0 {
+					min, have = k, true
+				}
+			}
+		}
+		if !have {
+			break
+		}
+		newest, at := -1, 0
+		for i, r := range runs {
+			// A file holds a key at most once, so each run advances by at most one row.
+			if live[i] && bytes.Equal(r.keys.Value(r.row), min) {
+				if r.ops.Value(r.row) != OpDelete {
+					newest, at = i, r.bases[r.b]+r.row
+				} else {
+					newest = -2 - i // deleted by the newest file so far
+				}
+				r.row++
+			}
+		}
+		if newest >= 0 {
+			ib.UnsafeAppend(int64(at))
+		}
+	}
+	return ib.NewInt64Array(), total
 }

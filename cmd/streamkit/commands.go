@@ -4,19 +4,23 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/tools/dedup"
+	"github.com/streamkit/streamkit/tools/generate"
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
 	"github.com/streamkit/streamkit/tools/readfiles"
 	"github.com/streamkit/streamkit/tools/statedump"
+	windowtool "github.com/streamkit/streamkit/tools/window"
 )
 
 // commands lists every tool's cobra command; each tool lives in tools/<tool>.
 func commands() []*cobra.Command {
 	return []*cobra.Command{
 		dedup.Command(),
+		generate.Command(),
 		keyby.Command(),
 		print.Command(),
 		readfiles.Command(),
 		statedump.Command(),
+		windowtool.Command(),
 	}
 }

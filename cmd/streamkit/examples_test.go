@@ -54,13 +54,16 @@ func TestExamples(t *testing.T) {
 
 // TestCheckExample shows that checkExample catches what it is meant to catch.
 func TestCheckExample(t *testing.T) {
+	// A planned tool that is not registered: its segments are skipped.
+	planned["future-tool"] = true
+	defer delete(planned, "future-tool")
 	tests := []struct {
 		line       string
 		wantParsed []string // command paths parsed
 		wantErr    string   // "" = no error
 	}{
 		{"streamkit print --format json", []string{"streamkit print"}, ""},
-		{"streamkit read-files data.csv | streamkit print --limit 20", []string{"streamkit read-files", "streamkit print"}, ""},
+		{"streamkit future-tool data.csv | streamkit print --limit 20", []string{"streamkit print"}, ""},
 		{"streamkit print --format csv > out.csv", []string{"streamkit print"}, ""},
 		{"streamkit print --format csv >out.csv 2> err.log", []string{"streamkit print"}, ""},
 		{"STREAMKIT_CHECKPOINT=./ckpt streamkit print --checkpoint ./ckpt/p", []string{"streamkit print"}, ""},
@@ -74,6 +77,12 @@ func TestCheckExample(t *testing.T) {
 		{"streamkit prnt", nil, `unknown tool "prnt"`},
 		{"streamkit print | streamkit keyby a --nope", nil, "unknown flag: --nope"},
 		{"streamkit print --format 'json", nil, "unterminated quote"},
+		// keyby --shards N -- CMD: a streamkit tool after "--" is checked too.
+		{"streamkit keyby id --shards 2 -- print --format json", []string{"streamkit keyby", "streamkit print"}, ""},
+		{"streamkit keyby id --shards 2 -- streamkit print", []string{"streamkit keyby", "streamkit print"}, ""},
+		{"streamkit keyby id --shards 2 -- future-tool --key id", []string{"streamkit keyby"}, ""},
+		{"streamkit keyby id --shards 2 -- python3 op.py --any-flag", []string{"streamkit keyby"}, ""},
+		{"streamkit keyby id --shards 2 -- print --nope", nil, "unknown flag: --nope"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
@@ -117,8 +126,9 @@ func exampleLines(example string) []string {
 // checkExample splits a shell pipeline into segments on unquoted "|" and parses every
 // `streamkit …` segment with a fresh root command: the subcommand must exist (or be a planned
 // tool, then it is skipped), its flags must parse, required flags and flag groups must hold,
-// and its positional arguments must satisfy its Args rule. It returns the command paths it
-// parsed.
+// and its positional arguments must satisfy its Args rule. A command after "--" that names a
+// streamkit tool (keyby --shards N -- dedup …) is checked the same way. It returns the command
+// paths it parsed.
 func checkExample(line string) ([]string, error) {
 	segs, err := splitPipeline(line)
 	if err != nil {
@@ -132,32 +142,67 @@ func checkExample(line string) ([]string, error) {
 		if len(words) == 0 || words[0] != "streamkit" {
 			continue // another program: cat, head, jq …
 		}
-		root := newRoot()
-		cmd, rest, err := root.Find(words[1:])
-		if err != nil || cmd == root {
-			name := firstNonFlag(words[1:])
-			if planned[name] {
-				continue
-			}
-			return parsed, fmt.Errorf("unknown tool %q in %q", name, strings.Join(words, " "))
+		p, err := checkStreamkit(words[1:])
+		parsed = append(parsed, p...)
+		if err != nil {
+			return parsed, err
 		}
-		if err := cmd.ParseFlags(rest); err != nil {
-			return parsed, fmt.Errorf("%s: %w", cmd.CommandPath(), err)
-		}
-		if err := cmd.ValidateRequiredFlags(); err != nil {
-			return parsed, fmt.Errorf("%s: %w", cmd.CommandPath(), err)
-		}
-		if err := cmd.ValidateFlagGroups(); err != nil {
-			return parsed, fmt.Errorf("%s: %w", cmd.CommandPath(), err)
-		}
-		if cmd.Args != nil {
-			if err := cmd.Args(cmd, cmd.Flags().Args()); err != nil {
-				return parsed, fmt.Errorf("%s: %w", cmd.CommandPath(), err)
-			}
-		}
-		parsed = append(parsed, cmd.CommandPath())
 	}
 	return parsed, nil
+}
+
+// checkStreamkit checks the arguments of one `streamkit ARGS…` command line.
+func checkStreamkit(args []string) ([]string, error) {
+	root := newRoot()
+	cmd, rest, err := root.Find(args)
+	if err != nil || cmd == root {
+		name := firstNonFlag(args)
+		if planned[name] {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("unknown tool %q in %q", name, "streamkit "+strings.Join(args, " "))
+	}
+	path := cmd.CommandPath()
+	if err := cmd.ParseFlags(rest); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := cmd.ValidateRequiredFlags(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := cmd.ValidateFlagGroups(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	positional := cmd.Flags().Args()
+	if cmd.Args != nil {
+		if err := cmd.Args(cmd, positional); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	parsed := []string{path}
+	if dash := cmd.ArgsLenAtDash(); dash >= 0 && dash < len(positional) {
+		child := positional[dash:]
+		if child[0] == "streamkit" {
+			child = child[1:]
+		}
+		if len(child) > 0 && (planned[child[0]] || isTool(child[0])) {
+			p, err := checkStreamkit(child)
+			parsed = append(parsed, p...)
+			if err != nil {
+				return parsed, fmt.Errorf("%s -- %w", path, err)
+			}
+		}
+	}
+	return parsed, nil
+}
+
+// isTool reports whether name is a registered subcommand.
+func isTool(name string) bool {
+	for _, c := range newRoot().Commands() {
+		if c.Name() == name {
+			return true
+		}
+	}
+	return false
 }
 
 func isAssignment(w string) bool {

@@ -16,6 +16,7 @@ control is a foreign producer (end-of-stream alone means end=final).
 import datetime as dt
 import decimal
 import math
+import os
 import struct
 import sys
 
@@ -192,7 +193,8 @@ def case_alltypes():
         watermark("2024-03-10T13:00:01.000000999+01:00"),
         # A watermark that does not advance is dropped (watermarks never move backwards).
         watermark("2024-03-10T11:00:00.000000Z"),
-        barrier(2),
+        # Keys other than streamkit's in a control batch are not forwarded.
+        ("control", {"streamkit.control": "barrier", "streamkit.epoch": "2", "producer.note": "dropped"}),
         ("data", all_types_batch(2), None),
         barrier(3),
         end("pause"),
@@ -247,7 +249,31 @@ def case_empty():
     return simple_schema(), []
 
 
-CASES = {"alltypes": case_alltypes, "foreign": case_foreign, "controls": case_controls, "empty": case_empty}
+def case_end_no_kind():
+    """An end batch without streamkit.end means end=final."""
+    return simple_schema(), [("data", simple_batch(0), None), barrier(1), ("control", {"streamkit.control": "end"})]
+
+
+def bad_control(md):
+    return lambda: (simple_schema(), [("data", simple_batch(0), None), ("control", md), barrier(1), end("final")])
+
+
+CASES = {
+    "alltypes": case_alltypes,
+    "foreign": case_foreign,
+    "controls": case_controls,
+    "empty": case_empty,
+    "end-no-kind": case_end_no_kind,
+    # Invalid control batches: a streamkit stage must fail on each.
+    "bad-epoch-zero": bad_control({"streamkit.control": "barrier", "streamkit.epoch": "0"}),
+    "bad-epoch-missing": bad_control({"streamkit.control": "barrier"}),
+    "bad-epoch-negative": bad_control({"streamkit.control": "barrier", "streamkit.epoch": "-1"}),
+    "bad-watermark": bad_control({"streamkit.control": "watermark", "streamkit.watermark": "yesterday"}),
+    "bad-end": bad_control({"streamkit.control": "end", "streamkit.end": "later"}),
+    "bad-kind": bad_control({"streamkit.control": "flush"}),
+}
+
+KNOWN_CONTROL_KEYS = ("streamkit.control", "streamkit.epoch", "streamkit.watermark", "streamkit.end")
 
 
 def empty_batch(schema):
@@ -256,9 +282,13 @@ def empty_batch(schema):
 
 def produce(name):
     schema, items = CASES[name]()
-    out = pa.output_stream(sys.stdout.buffer)
-    _write(out, schema, items)
-    out.flush()
+    try:
+        out = pa.output_stream(sys.stdout.buffer)
+        _write(out, schema, items)
+        out.flush()
+    except BrokenPipeError:
+        # The reader went away (it failed or stopped early): end quietly, as a Unix producer.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _write(out, schema, items):
@@ -309,6 +339,11 @@ def expected_items(name):
                 continue
             last_wm = t
             out.append(watermark(t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")))
+        elif it[0] == "control":
+            md = {k: v for k, v in it[1].items() if k in KNOWN_CONTROL_KEYS}
+            if md["streamkit.control"] == "end" and not md.get("streamkit.end"):
+                md["streamkit.end"] = "final"
+            out.append(("control", md))
         else:
             out.append(it)
     if not out or out[-1][0] != "control" or out[-1][1]["streamkit.control"] != "end":

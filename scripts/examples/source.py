@@ -14,8 +14,9 @@ Columns: id (int64, row number from 0), epoch (int64), ts (timestamp[us, UTC], e
 The rows are a pure function of id, so a replay reproduces them exactly.
 
 Ctrl-C (SIGINT) or SIGTERM: stop producing rows, finish the current epoch (its barrier, if
-it has rows), send end=pause, exit 130. A reader that goes away (BrokenPipe, `| head`) ends
-the source quietly (exit 0; 130 if it was interrupted).
+it has rows), send end=pause with reason=interrupt, exit 130; a second signal aborts at once (exit 130, no end batch,
+no end-of-stream marker). A reader that goes away (BrokenPipe, `| head`) ends the source
+quietly (exit 0; 130 if it was interrupted).
 
 With --checkpoint DIR the source keeps a streamkit checkpoint directory (docs/protocol.md §3):
 it locks DIR/LOCK, writes metadata.json, writes the end position of each epoch to
@@ -222,6 +223,8 @@ class Interrupt:
         signal.signal(signal.SIGTERM, self._handle)
 
     def _handle(self, signum, frame):
+        if self.requested:
+            os._exit(130)  # a second signal aborts: no end batch, no end-of-stream marker
         self.requested = True
 
     def wait(self, seconds):
@@ -289,7 +292,7 @@ def run(args, intr):
             intr.wait(args.delay)
         if epoch_rows == 0 and n not in replay:
             break  # interrupted before the epoch had a row: no barrier
-        if ckpt:
+        if ckpt and n not in replay:
             ckpt.write_offsets(n, {"next_id": pos})  # the WAL entry precedes the barrier
         if args.watermarks:
             last = BASE_TIME + dt.timedelta(seconds=pos - 1)
@@ -299,7 +302,11 @@ def run(args, intr):
         n += 1
         if intr.requested:
             break
-    out.control(control="end", end="pause" if intr.requested else args.end)
+    if intr.requested:
+        # reason=interrupt: every stage downstream exits 130 too (docs/protocol.md §11).
+        out.control(control="end", end="pause", reason="interrupt")
+    else:
+        out.control(control="end", end=args.end)
     out.close()
 
 

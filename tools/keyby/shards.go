@@ -158,13 +158,16 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 		interrupted = true
 		merr = <-mergeErr
 	}
+	if errors.Is(merr, stage.ErrInterrupted) {
+		interrupted, merr = true, nil
+	}
 	if merr != nil {
 		cancel()
 		return s.childFailure(children, merr)
 	}
 	for _, c := range children {
 		<-c.exited
-		if !c.state.Success() {
+		if !c.state.Success() && !(interrupted && c.state.ExitCode() == stage.ExitInterrupted) {
 			return s.childFailure(children, fmt.Errorf("keyby: shard %d: %s", c.i, c.state))
 		}
 	}
@@ -355,6 +358,7 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 	var lastWM time.Time
 	ended, eofs := 0, 0
 	endKind := codec.Final
+	interrupted := false
 	for eofs < n {
 		var cm childMsg
 		select {
@@ -413,15 +417,24 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 			if c.End == codec.Pause {
 				endKind = codec.Pause
 			}
+			interrupted = interrupted || c.Interrupted
 		}
 	}
 	if ended < n {
 		return errors.New("keyby: a shard ended without an end-of-stream")
 	}
-	if err := w.WriteControl(codec.EndControl(endKind)); err != nil {
+	end := codec.EndControl(endKind)
+	end.Interrupted = interrupted
+	if err := w.WriteControl(end); err != nil {
 		return err
 	}
-	return w.Close()
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if interrupted {
+		return stage.ErrInterrupted
+	}
+	return nil
 }
 
 // childFailure prefers a child's own failure (its exit code; its stderr went to ours) over

@@ -436,9 +436,10 @@ func TestFollow(t *testing.T) {
 	src.Process.Signal(os.Interrupt)
 	waitFor(`{"_control":"end","end":"pause"}`)
 	err1, err2 := src.Wait(), snk.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err1, &ee) || ee.ExitCode() != 130 || err2 != nil {
-		t.Fatalf("read-files %v (want exit 130), print %v\n%s", err1, err2, serr.String())
+	// An interrupted end travels downstream: both stages exit 130.
+	var ee1, ee2 *exec.ExitError
+	if !errors.As(err1, &ee1) || ee1.ExitCode() != 130 || !errors.As(err2, &ee2) || ee2.ExitCode() != 130 {
+		t.Fatalf("read-files %v, print %v; want both exit 130\n%s", err1, err2, serr.String())
 	}
 	// The next (available-now) run reads only the new file.
 	write(t, filepath.Join(dir, "in", "c.csv"), "id\n3\n", time.Now().Add(-time.Minute))

@@ -23,8 +23,8 @@ const Retain = 10
 // Mem is the allocator stages use; tests replace it with a checked allocator.
 var Mem memory.Allocator = memory.DefaultAllocator
 
-// openCheckpoint opens the stage's checkpoint directory (if any), restores its committed
-// epoch and discards state written after it.
+// openCheckpoint opens and locks the stage's checkpoint directory (if any); restoreEpoch then
+// settles the epoch to restore.
 func openCheckpoint(o *Options, env *Env, deferOptions bool) error {
 	p := o.CheckpointDir()
 	if p == "" {
@@ -41,18 +41,41 @@ func openCheckpoint(o *Options, env *Env, deferOptions bool) error {
 	if err != nil {
 		return err
 	}
-	c, err := d.Committed()
-	if err == nil {
-		err = state.DiscardAfter(d.Path, c)
+	env.Dir = d
+	return nil
+}
+
+// restoreEpoch sets env.Committed to the epoch every stage of the pipeline restores: the
+// newest epoch committed in this stage's directory and in every upstream one. A sink writes
+// commit markers downstream-first (its own directory, then upstream stages in reverse pipeline
+// order), so a crash part-way leaves upstream stages behind, never ahead: taking the minimum
+// makes every operator restore the epoch its source replays after. State of later epochs is
+// discarded (recovery rewrites it).
+func restoreEpoch(o *Options, env *Env, upstream []string) error {
+	if env.Dir == nil {
+		return nil
 	}
+	c, err := env.Dir.Committed()
 	if err != nil {
-		d.Close()
 		return err
 	}
-	env.Dir, env.Committed = d, c
+	for _, u := range upstream {
+		uc, err := state.Committed(u)
+		if err != nil {
+			return fmt.Errorf("%s: upstream checkpoint: %w", o.Tool, err)
+		}
+		if uc < c {
+			o.Log.Info("an upstream stage committed less than this one; restoring its epoch", "upstream", u, "epoch", uc, "own", c)
+			c = uc
+		}
+	}
+	if err := state.DiscardAfter(env.Dir.Path, c); err != nil {
+		return err
+	}
+	env.Committed = c
 	env.Stats.Committed.Store(c)
 	if c > 0 {
-		o.Log.Info("restoring from checkpoint", "dir", d.Path, "committed_epoch", c)
+		o.Log.Info("restoring from checkpoint", "dir", env.Dir.Path, "committed_epoch", c)
 	}
 	return nil
 }
@@ -95,6 +118,10 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		return fmt.Errorf("%s: stdin: %w", o.Tool, err)
 	}
 	in := rd.Schema()
+	if err := restoreEpoch(&o, env, codec.Info(in).Checkpoints); err != nil {
+		rd.Release()
+		return err
+	}
 	if resolves && env.Dir != nil {
 		opts, err := resolver.ResolveState(in)
 		if err == nil {
@@ -176,12 +203,27 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		case <-time.After(time.Second):
 		}
 	}()
+	var tick <-chan time.Time
+	ticker, ticks := op.(Ticker)
+	if ticks {
+		t := time.NewTicker(ticker.TickInterval())
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		var r readResult
 		var ok bool
 		select {
 		case <-ctx.Done():
 			return ErrInterrupted
+		case <-tick:
+			if err := ticker.Tick(ctx, o.Now(), emit); err != nil {
+				return err
+			}
+			if err := forwardOwned(); err != nil && err != errQuiet {
+				return err
+			}
+			continue
 		case r, ok = <-msgs:
 		}
 		if !ok {
@@ -192,7 +234,7 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		}
 		err := handle(ctx, &o, env, op, r.msg, emit, sendCtrl, upstream, &lastIn, forwardOwned, ownsWM)
 		if err == errEnd {
-			if sig.requested() {
+			if sig.requested() || r.msg.Control.Interrupted {
 				return ErrInterrupted
 			}
 			return nil
@@ -209,7 +251,9 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 			if err := op.End(ctx, codec.Pause, emit); err != nil {
 				return err
 			}
-			if err := sendCtrl(codec.EndControl(codec.Pause)); err != nil && err != errQuiet {
+			end := codec.EndControl(codec.Pause)
+			end.Interrupted = true
+			if err := sendCtrl(end); err != nil && err != errQuiet {
 				return err
 			}
 			return ErrInterrupted
@@ -280,9 +324,14 @@ func isSink(_ Operator, env *Env) bool { return env.sink }
 // commitEpoch writes commit markers for epoch n into the sink's own directory and every
 // upstream stage's directory (DESIGN.md §3 step 3).
 func commitEpoch(o *Options, env *Env, upstream []string, n uint64) error {
-	dirs := upstream
+	// Downstream first: the sink's own directory, then upstream stages in reverse pipeline
+	// order (see restoreEpoch for why).
+	var dirs []string
 	if env.Dir != nil {
-		dirs = append(append([]string(nil), upstream...), env.Dir.Path)
+		dirs = append(dirs, env.Dir.Path)
+	}
+	for i := len(upstream) - 1; i >= 0; i-- {
+		dirs = append(dirs, upstream[i])
 	}
 	for _, d := range dirs {
 		if err := state.WriteCommit(d, n, o.Tool); err != nil {
@@ -314,6 +363,9 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 		return err
 	}
 	defer env.Dir.Close()
+	if err := restoreEpoch(&o.Options, env, nil); err != nil {
+		return err
+	}
 	var committedPos Position
 	var replay []uint64
 	haveStart := false
@@ -517,13 +569,14 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 	// moved reports whether the position advanced without rows (e.g. past Kafka transaction
 	// markers), which is worth an epoch of its own.
 	moved := func() bool { return !bytes.Equal(src.Position(), lastPos) }
-	finish := func(kind codec.EndKind) error {
+	finish := func(kind codec.EndKind, interrupted bool) error {
 		if rows > 0 || !emitted || moved() {
 			if err := cut(); err != nil {
 				return err
 			}
 		}
 		c := codec.EndControl(kind)
+		c.Interrupted = interrupted
 		if err := w.send(ctx, outItem{ctrl: &c}); err != nil {
 			return err
 		}
@@ -531,14 +584,14 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 	}
 	for {
 		if sig.requested() {
-			if err := finish(codec.Pause); err != nil && err != errQuiet {
+			if err := finish(codec.Pause, true); err != nil && err != errQuiet {
 				return err
 			}
 			return ErrInterrupted
 		}
 		rec, err := src.Read(ctx, nil)
 		if err == io.EOF {
-			return finish(endKind)
+			return finish(endKind, false)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
