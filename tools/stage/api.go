@@ -84,9 +84,14 @@ type Position = json.RawMessage
 
 // Source produces a stream from outside (read-kafka, read-files, read-delta, generate).
 // The stage loop cuts epochs: it calls Read repeatedly, and at every --epoch-interval, at a
-// limit, or at the end of the input it takes Position(), writes it to the offsets WAL as epoch
-// n, and emits barrier n. Replays after a crash call Read with limit = the WAL position of each
-// uncommitted epoch, so the same epochs are reproduced exactly.
+// limit (EpochLimiter), or at the end of the input it takes Position(), writes it to the
+// offsets WAL as epoch n, and emits barrier n. Replays after a crash call Read with limit = the
+// WAL position of each uncommitted epoch, so the same epochs are reproduced exactly.
+//
+// The start of the first epoch is fixed too: with a checkpoint directory and no committed
+// epoch, RunSource writes Position() right after Open as offsets/0 (the resolved start, e.g.
+// "latest" or a timestamp turned into offsets), and a restart before the first commit passes
+// offsets/0 to Open as committed, so epoch 1 replays from the same start.
 type Source interface {
 	// Open positions the source just after committed (the end position of the newest
 	// committed epoch; nil: from the configured start) and returns the output schema.
@@ -101,6 +106,30 @@ type Source interface {
 	Position() Position
 	// Close releases resources.
 	Close() error
+}
+
+// EpochLimiter is implemented by sources that bound the size of an epoch (read-kafka
+// --max-records-per-epoch, Spark's maxOffsetsPerTrigger). While reading new input (not during
+// replays, whose epochs the WAL fixes) RunSource asks EpochFull after every Read and cuts the
+// epoch at once when it reports true; it calls EpochCut after every cut, whatever its cause, so
+// the source starts counting afresh. The source caps its batches so that an epoch never holds
+// more than its limit: once full, Read returns (nil, nil) until EpochCut.
+type EpochLimiter interface {
+	EpochFull() bool
+	EpochCut()
+}
+
+// CommitObserver is implemented by sources that act once the sink has committed an epoch
+// (read-kafka --group commits the committed epoch's offsets to a consumer group, for lag
+// monitoring). With a checkpoint directory, RunSource looks for new commit markers in it about
+// once a second and after each barrier, and calls Committed with the newest committed epoch
+// and its WAL position (epochs may be skipped: only the newest matters). At the end of the
+// stream (including an interrupt) it waits up to CommitWait for the sink to commit the last
+// epoch, so a bounded run also reports its final position. Errors returned by Committed end
+// the stage; a source that only wants to warn logs and returns nil.
+type CommitObserver interface {
+	Committed(ctx context.Context, epoch uint64, pos Position) error
+	CommitWait() time.Duration
 }
 
 // SourceWatermarker is implemented by sources that derive a watermark (max event time minus

@@ -1,10 +1,12 @@
 package stage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -290,11 +292,17 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 	defer env.Dir.Close()
 	var committedPos Position
 	var replay []uint64
+	haveStart := false
 	if env.Dir != nil {
 		if env.Committed > 0 {
 			if committedPos, err = state.ReadOffsets(env.Dir.Path, env.Committed); err != nil {
 				return fmt.Errorf("%s: offsets of committed epoch %d: %w", o.Tool, env.Committed, err)
 			}
+		} else if p, err := state.ReadOffsets(env.Dir.Path, 0); err == nil {
+			// The resolved start of a run that committed nothing yet (see Source).
+			committedPos, haveStart = p, true
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: start position (offsets of epoch 0): %w", o.Tool, err)
 		}
 		eps, err := state.Epochs(env.Dir.Path, state.OffsetsDir)
 		if err != nil {
@@ -311,15 +319,80 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 		return err
 	}
 	defer src.Close()
+	lastPos := src.Position()
+	if env.Dir != nil && env.Committed == 0 && !haveStart {
+		if err := env.Dir.WriteOffsets(0, lastPos); err != nil {
+			return err
+		}
+	}
 	w := startWriter(o.Stdout, outputSchema(schema, nil, env), env.Mem)
+	closed := false
+	closeOut := func() error {
+		if closed {
+			return nil
+		}
+		closed = true
+		return w.close()
+	}
 	defer func() {
-		if cerr := w.close(); err == nil && cerr != nil && cerr != errQuiet {
+		if cerr := closeOut(); err == nil && cerr != nil && cerr != errQuiet {
 			err = fmt.Errorf("%s: write stdout: %w", o.Tool, cerr)
 		}
 		if err == errQuiet {
 			err = nil
 		}
 	}()
+	observer, observes := src.(CommitObserver)
+	observes = observes && env.Dir != nil
+	var observed uint64 = env.Committed
+	lastCheck := o.Now()
+	// checkCommits tells the observer about a newer commit of the sink.
+	checkCommits := func() error {
+		if !observes {
+			return nil
+		}
+		lastCheck = o.Now()
+		c, err := env.Dir.Committed()
+		if err != nil || c <= observed {
+			return err
+		}
+		pos, err := state.ReadOffsets(env.Dir.Path, c)
+		if err != nil {
+			return fmt.Errorf("%s: offsets of committed epoch %d: %w", o.Tool, c, err)
+		}
+		observed = c
+		env.Stats.Committed.Store(c)
+		return observer.Committed(ctx, c, pos)
+	}
+	// awaitLast waits (bounded) for the sink to commit the last epoch, after the output is closed.
+	awaitLast := func(last uint64) error {
+		if !observes || last == 0 {
+			return nil
+		}
+		if err := closeOut(); err == errQuiet {
+			return nil // nobody downstream will commit
+		} else if err != nil {
+			return fmt.Errorf("%s: write stdout: %w", o.Tool, err)
+		}
+		deadline := time.Now().Add(observer.CommitWait())
+		for {
+			if err := checkCommits(); err != nil {
+				return err
+			}
+			if observed >= last || !time.Now().Before(deadline) {
+				if observed < last {
+					o.Log.Info("the sink did not commit the last epoch in time", "epoch", last, "waited", observer.CommitWait())
+				}
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	limiter, limits := src.(EpochLimiter)
 	prog := startProgress(o.Progress, o.StageName(), o.Stderr, env.Stats, o.ProgressInterval)
 	defer prog.stop()
 
@@ -352,6 +425,12 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 			return err
 		}
 		env.Stats.Epoch.Store(n)
+		if limits {
+			limiter.EpochCut()
+		}
+		if err := checkCommits(); err != nil {
+			return err
+		}
 		if env.Dir != nil {
 			return env.Dir.GC(Retain)
 		}
@@ -404,20 +483,27 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 		if err := barrier(next, true); err != nil {
 			return err
 		}
+		lastPos = src.Position()
 		next++
 		emitted = true
 		rows = 0
 		epochStart = o.Now()
 		return nil
 	}
+	// moved reports whether the position advanced without rows (e.g. past Kafka transaction
+	// markers), which is worth an epoch of its own.
+	moved := func() bool { return !bytes.Equal(src.Position(), lastPos) }
 	finish := func(kind codec.EndKind) error {
-		if rows > 0 || !emitted {
+		if rows > 0 || !emitted || moved() {
 			if err := cut(); err != nil {
 				return err
 			}
 		}
 		c := codec.EndControl(kind)
-		return w.send(ctx, outItem{ctrl: &c})
+		if err := w.send(ctx, outItem{ctrl: &c}); err != nil {
+			return err
+		}
+		return awaitLast(next - 1)
 	}
 	for {
 		if sig.requested() {
@@ -442,8 +528,18 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 				return err
 			}
 		}
-		if rows > 0 && o.Now().Sub(epochStart) >= o.EpochInterval {
+		if limits && limiter.EpochFull() {
 			if err := cut(); err != nil {
+				return err
+			}
+		}
+		if o.Now().Sub(epochStart) >= o.EpochInterval && (rows > 0 || moved()) {
+			if err := cut(); err != nil {
+				return err
+			}
+		}
+		if observes && o.Now().Sub(lastCheck) >= time.Second {
+			if err := checkCommits(); err != nil {
 				return err
 			}
 		}

@@ -26,6 +26,7 @@ var intSchema = arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveT
 // countSource emits the integers [0, total) in batches of 10; its position is the next one.
 type countSource struct {
 	total, next int64
+	start       int64 // where a fresh run starts (like --start latest: differs between runs)
 	mem         memory.Allocator
 	onRead      func(n int64) // called before each batch
 	tick        func()        // advances the test clock by one second per batch
@@ -43,6 +44,8 @@ func (s *countSource) Open(_ context.Context, env *Env, committed Position) (*ar
 			return nil, err
 		}
 		s.next = p.Next
+	} else {
+		s.next = s.start
 	}
 	return intSchema, nil
 }
@@ -270,3 +273,110 @@ func TestRestartWithOtherOptionsRefused(t *testing.T) {
 type eofReader struct{}
 
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// limitedSource is a countSource with at most max rows per epoch (an EpochLimiter).
+type limitedSource struct {
+	*countSource
+	max, inEpoch int64
+}
+
+var _ EpochLimiter = (*limitedSource)(nil)
+
+func (s *limitedSource) Read(ctx context.Context, limit Position) (arrow.RecordBatch, error) {
+	if limit == nil && s.inEpoch >= s.max {
+		return nil, nil
+	}
+	all := s.countSource.total
+	if limit == nil {
+		s.countSource.total = min(all, s.next+s.max-s.inEpoch)
+	}
+	rec, err := s.countSource.Read(ctx, limit)
+	s.countSource.total = all
+	if rec != nil && limit == nil {
+		s.inEpoch += rec.NumRows()
+	}
+	if err == io.EOF && limit == nil && s.next < all {
+		return nil, nil
+	}
+	return rec, err
+}
+func (s *limitedSource) EpochFull() bool { return s.inEpoch >= s.max }
+func (s *limitedSource) EpochCut()       { s.inEpoch = 0 }
+
+// observingSource is a countSource that records the commits it is told about.
+type observingSource struct {
+	*countSource
+	seen []uint64
+}
+
+func (s *observingSource) Committed(_ context.Context, n uint64, pos Position) error {
+	s.seen = append(s.seen, n)
+	return nil
+}
+func (s *observingSource) CommitWait() time.Duration { return 5 * time.Second }
+
+func TestStartPositionIsFixedBeforeTheFirstCommit(t *testing.T) {
+	withChecked(t)
+	root := t.TempDir()
+	if _, oerr := pipeline(t, root, &countSource{total: 30, start: 10}, &recorder{fail: 1}, nil); oerr == nil {
+		t.Fatal("sink should fail at epoch 1")
+	}
+	// The second run's configured start moved ("latest" is later now): epoch 1 must still
+	// replay from the first run's start.
+	rec := &recorder{}
+	if serr, oerr := pipeline(t, root, &countSource{total: 30, start: 20}, rec, nil); serr != nil || oerr != nil {
+		t.Fatal(serr, oerr)
+	}
+	if rec.lines[1] != "rows 10-19" {
+		t.Fatalf("epoch 1 replayed from elsewhere: %q", rec.lines)
+	}
+}
+
+func TestEpochLimiterCutsEpochs(t *testing.T) {
+	withChecked(t)
+	root := t.TempDir()
+	rec := &recorder{}
+	src := &limitedSource{countSource: &countSource{total: 60}, max: 25}
+	pr, pw, _ := os.Pipe()
+	so := SourceOptions{Options: Options{Tool: "count", Checkpoint: filepath.Join(root, "count"), Stdout: pw, Stderr: io.Discard,
+		Progress: ProgressOff, NoSignals: true}, EpochInterval: time.Hour, BatchRows: 10}
+	oo := Options{Tool: "rec", Checkpoint: filepath.Join(root, "rec"), Stdin: pr, Stdout: io.Discard, Stderr: io.Discard,
+		Progress: ProgressOff, NoSignals: true}
+	var serr error
+	done := make(chan struct{})
+	go func() { serr = RunSource(context.Background(), so, src); pw.Close(); close(done) }()
+	oerr := RunOperator(context.Background(), oo, rec)
+	pr.Close()
+	<-done
+	if serr != nil || oerr != nil {
+		t.Fatal(serr, oerr)
+	}
+	want := []string{"open checkpoints=1 committed=0", "rows 0-9", "rows 10-19", "rows 20-24", "barrier 1",
+		"rows 25-34", "rows 35-44", "rows 45-49", "barrier 2", "rows 50-59", "barrier 3", "end pause"}
+	if fmt.Sprint(rec.lines) != fmt.Sprint(want) {
+		t.Fatalf("got  %q\nwant %q", rec.lines, want)
+	}
+}
+
+func TestCommitObserverSeesTheLastEpoch(t *testing.T) {
+	withChecked(t)
+	root := t.TempDir()
+	src := &observingSource{countSource: &countSource{total: 55}}
+	pr, pw, _ := os.Pipe()
+	so := SourceOptions{Options: Options{Tool: "count", Checkpoint: filepath.Join(root, "count"), Stdout: pw, Stderr: io.Discard,
+		Progress: ProgressOff, NoSignals: true}, EpochInterval: time.Hour, BatchRows: 10}
+	oo := Options{Tool: "rec", Checkpoint: filepath.Join(root, "rec"), Stdin: pr, Stdout: io.Discard, Stderr: io.Discard,
+		Progress: ProgressOff, NoSignals: true}
+	var serr error
+	done := make(chan struct{})
+	go func() { serr = RunSource(context.Background(), so, src); pw.Close(); close(done) }()
+	oerr := RunOperator(context.Background(), oo, &recorder{})
+	pr.Close()
+	<-done
+	if serr != nil || oerr != nil {
+		t.Fatal(serr, oerr)
+	}
+	if len(src.seen) == 0 || src.seen[len(src.seen)-1] != 1 {
+		t.Fatalf("observed commits %v, want the last one to be epoch 1", src.seen)
+	}
+}
