@@ -5,6 +5,8 @@ import (
 
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
+	"github.com/streamkit/streamkit/tools/readkafka"
+	"github.com/streamkit/streamkit/tools/writekafka"
 )
 
 // commands lists every tool's cobra command; each tool lives in tools/<tool>.
@@ -12,5 +14,7 @@ func commands() []*cobra.Command {
 	return []*cobra.Command{
 		keyby.Command(),
 		print.Command(),
+		readkafka.Command(),
+		writekafka.Command(),
 	}
 }
