@@ -91,6 +91,7 @@ type Sink struct {
 	txnRows int64
 	// kafkaEpoch is the last epoch committed in Kafka (transactions), 0 when none.
 	kafkaEpoch uint64
+	topicID    [16]byte // of cfg.Topic, for TxnOffsetCommit v6+
 	errMu      sync.Mutex
 	err        error
 	produced   atomic.Int64
@@ -243,6 +244,8 @@ func (s *Sink) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*arr
 		}
 		if t, ok := md.Topics[s.cfg.Topic]; ok && t.Err != nil && !errors.Is(t.Err, kerr.UnknownTopicOrPartition) {
 			return nil, s.cfg.Conn.Explain(fmt.Errorf("topic %s: %w", s.cfg.Topic, t.Err))
+		} else if ok && t.Err == nil {
+			s.topicID = t.ID
 		}
 	} else if _, err := s.adm.BrokerMetadata(octx); err != nil {
 		return nil, s.cfg.Conn.Explain(err)
@@ -285,6 +288,9 @@ func checkHeaders(t arrow.DataType) error {
 // lastEpoch reads the epoch recorded by the last committed transaction.
 func (s *Sink) lastEpoch(ctx context.Context) (uint64, error) {
 	resp, err := s.adm.FetchOffsetsForTopics(ctx, s.cfg.TransactionalID, s.cfg.Topic)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return 0, nil // no transaction committed an epoch yet
+	}
 	if err != nil {
 		return 0, fmt.Errorf("read the last epoch of transactional id %s: %w", s.cfg.TransactionalID, err)
 	}
@@ -596,6 +602,17 @@ func (s *Sink) commitEpochOffset(ctx context.Context, n uint64) error {
 		return err
 	}
 	txn := s.cfg.TransactionalID
+	if s.topicID == ([16]byte{}) {
+		md, err := s.adm.Metadata(ctx, s.cfg.Topic)
+		if err != nil {
+			return err
+		}
+		t, ok := md.Topics[s.cfg.Topic]
+		if !ok || t.Err != nil {
+			return fmt.Errorf("topic %s: no metadata", s.cfg.Topic)
+		}
+		s.topicID = t.ID
+	}
 	err = retryConcurrent(ctx, func() error {
 		req := kmsg.NewPtrAddOffsetsToTxnRequest()
 		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = txn, id, epoch, txn
@@ -613,7 +630,7 @@ func (s *Sink) commitEpochOffset(ctx context.Context, n uint64) error {
 		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = txn, txn, id, epoch
 		req.Generation, req.MemberID = -1, ""
 		t := kmsg.NewTxnOffsetCommitRequestTopic()
-		t.Topic = s.cfg.Topic
+		t.Topic, t.TopicID = s.cfg.Topic, s.topicID
 		p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 		p.Partition, p.Offset, p.LeaderEpoch = 0, int64(n), -1
 		meta := fmt.Sprintf("streamkit write-kafka epoch %d", n)
@@ -639,10 +656,10 @@ func (s *Sink) commitEpochOffset(ctx context.Context, n uint64) error {
 // (CONCURRENT_TRANSACTIONS while the previous transaction completes, coordinator moves).
 func retryConcurrent(ctx context.Context, fn func() error) error {
 	backoff := 20 * time.Millisecond
-	for {
+	for attempt := 1; ; attempt++ {
 		err := fn()
 		var ke *kerr.Error
-		if err == nil || !errors.As(err, &ke) || !ke.Retriable {
+		if err == nil || !errors.As(err, &ke) || !ke.Retriable || attempt == 30 {
 			return err
 		}
 		select {
