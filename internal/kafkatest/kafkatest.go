@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -454,4 +455,99 @@ func TempDir(t testing.TB) string {
 		return d
 	}
 	return t.TempDir()
+}
+
+// KcatConsume reads every record of topic with kcat (an independent librdkafka consumer) and
+// returns them as rows (key and value bytes exact, null vs empty kept; headers as kcat prints
+// them, a "NULL" value read as null). extra are more kcat arguments (security settings).
+func KcatConsume(t testing.TB, kcat string, brokers []string, topic string, extra ...string) []Row {
+	t.Helper()
+	args := append([]string{"-C", "-b", strings.Join(brokers, ","), "-t", topic, "-e", "-q",
+		"-X", "isolation.level=read_committed", "-f", "%p %o %T %K %S %h\x1e\n%k%s\n"}, extra...)
+	cmd := exec.Command(kcat, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kcat %v: %v\n%s", args, err, stderr.String())
+	}
+	var rows []Row
+	for len(out) > 0 {
+		i := bytes.Index(out, []byte("\x1e\n"))
+		if i < 0 {
+			t.Fatalf("kcat output: no record header in %q", out)
+		}
+		head := string(out[:i])
+		out = out[i+2:]
+		var r Row
+		var kl, vl int
+		fields := strings.SplitN(head, " ", 6)
+		if len(fields) < 5 {
+			t.Fatalf("kcat record header %q", head)
+		}
+		var ms int64
+		fmt.Sscan(fields[0], &r.Partition)
+		fmt.Sscan(fields[1], &r.Offset)
+		fmt.Sscan(fields[2], &ms)
+		fmt.Sscan(fields[3], &kl)
+		fmt.Sscan(fields[4], &vl)
+		r.Topic = topic
+		r.Timestamp = time.UnixMilli(ms).UTC()
+		if len(fields) == 6 && fields[5] != "" {
+			for _, h := range strings.Split(fields[5], ",") {
+				k, v, _ := strings.Cut(h, "=")
+				hd := Header{Key: k, Value: []byte(v)}
+				if v == "NULL" {
+					hd.Value = nil
+				}
+				r.Headers = append(r.Headers, hd)
+			}
+		}
+		if kl >= 0 {
+			r.Key = append([]byte{}, out[:kl]...)
+			out = out[kl:]
+		}
+		if vl >= 0 {
+			r.Value = append([]byte{}, out[:vl]...)
+			out = out[vl:]
+		}
+		if len(out) == 0 || out[0] != '\n' {
+			t.Fatalf("kcat output: record %s@%d not followed by a newline", topic, r.Offset)
+		}
+		out = out[1:]
+		rows = append(rows, r)
+	}
+	SortRows(rows)
+	return rows
+}
+
+// SameRow compares key, value (null vs empty), timestamp (ms), headers and, unless
+// ignoreOffsets, partition and offset.
+func SameRow(a, b Row, ignoreOffsets bool) error {
+	var diffs []string
+	if !sameBytes(a.Key, b.Key) {
+		diffs = append(diffs, fmt.Sprintf("key %s vs %s", show(a.Key), show(b.Key)))
+	}
+	if !sameBytes(a.Value, b.Value) {
+		diffs = append(diffs, fmt.Sprintf("value %s vs %s", show(a.Value), show(b.Value)))
+	}
+	if !ignoreOffsets && (a.Partition != b.Partition || a.Offset != b.Offset) {
+		diffs = append(diffs, fmt.Sprintf("at %d@%d vs %d@%d", a.Partition, a.Offset, b.Partition, b.Offset))
+	}
+	if a.Timestamp.UnixMilli() != b.Timestamp.UnixMilli() {
+		diffs = append(diffs, fmt.Sprintf("timestamp %s vs %s", a.Timestamp, b.Timestamp))
+	}
+	if fmt.Sprint(a.Headers) != fmt.Sprint(b.Headers) {
+		diffs = append(diffs, fmt.Sprintf("headers %v vs %v", a.Headers, b.Headers))
+	} else {
+		for i := range a.Headers {
+			if !sameBytes(a.Headers[i].Value, b.Headers[i].Value) {
+				diffs = append(diffs, fmt.Sprintf("header %d: %s vs %s", i, show(a.Headers[i].Value), show(b.Headers[i].Value)))
+			}
+		}
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("%s", strings.Join(diffs, "; "))
+	}
+	return nil
 }

@@ -689,9 +689,17 @@ func (s *Sink) End(ctx context.Context, _ codec.EndKind, _ stage.Emit) error {
 // Produced returns the number of records handed to the producer.
 func (s *Sink) Produced() int64 { return s.produced.Load() }
 
-// Close closes the client (an open transaction is aborted by the broker's timeout or the
-// next producer of the same id).
+// Close aborts an open transaction (best effort: a killed process leaves it to the next
+// producer of the same id, which fences and aborts it) and closes the client.
 func (s *Sink) Close() error {
+	if s.cl != nil && s.inTxn {
+		// Best effort: the next producer of this id would abort it anyway (fencing).
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.cl.AbortBufferedRecords(ctx)
+		s.cl.EndTransaction(ctx, kgo.TryAbort)
+		cancel()
+		s.inTxn = false
+	}
 	if s.cl != nil {
 		s.cl.Close()
 		s.cl = nil
