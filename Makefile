@@ -22,9 +22,11 @@ unit:
 peers:
 	scripts/peers.sh python
 
-# Each fuzz target for FUZZTIME (not part of `make test`).
+# Each fuzz target for FUZZTIME (not part of `make test`); corpora live in testdata/fuzz.
 fuzz:
 	$(GO) test ./codec -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./codec/csvrow -run '^$$' -fuzz '^FuzzCSV$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./codec/jsonrow -run '^$$' -fuzz '^FuzzJSON$$' -fuzztime $(FUZZTIME)
 
 lint:
 	$(GO) vet ./...

@@ -47,6 +47,9 @@ func NewReader(r io.Reader, mem memory.Allocator) (*Reader, error) {
 		if errors.Is(err, io.EOF) && !mr.sawEOS {
 			return nil, ErrNoStream
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) { // cut inside the schema message
+			return nil, fmt.Errorf("read arrow stream schema: %w: %v", ErrTruncated, err)
+		}
 		return nil, fmt.Errorf("read arrow stream schema: %w", err)
 	}
 	rd := &Reader{eos: mr, r: ir}
@@ -59,7 +62,8 @@ func (r *Reader) Schema() *arrow.Schema { return r.r.Schema() }
 // Next returns the next message. At the end it returns io.EOF; an end-of-stream without an
 // end control (a foreign producer) first yields a synthesized end=final control. After an
 // end control, Next returns io.EOF. A stream cut without end-of-stream marker yields
-// ErrTruncated; a malformed stream or control batch yields a descriptive error.
+// ErrTruncated (wrapped when the cut is inside a message); a malformed stream or control
+// batch yields a descriptive error.
 func (r *Reader) Next() (Message, error) {
 	if r.done {
 		return Message{}, io.EOF
@@ -68,6 +72,9 @@ func (r *Reader) Next() (Message, error) {
 	{
 		if !r.r.Next() {
 			if err := r.r.Err(); err != nil {
+				if errors.Is(err, io.ErrUnexpectedEOF) { // cut inside a message
+					return Message{}, fmt.Errorf("%w: %v", ErrTruncated, err)
+				}
 				return Message{}, fmt.Errorf("read arrow stream: %w", err)
 			}
 			r.done = true

@@ -24,6 +24,9 @@ const (
 	KeyWatermark = "streamkit.watermark"
 	// KeyEnd is "final" or "pause" on an end batch.
 	KeyEnd = "streamkit.end"
+	// KeyReason optionally says why an end batch was sent; "interrupt" means a SIGINT/SIGTERM
+	// stopped the pipeline, so every downstream stage exits 130 as well.
+	KeyReason = "streamkit.reason"
 
 	// SchemaKey lists the stream's key columns (comma-separated dot paths), set by keyby.
 	SchemaKey = "streamkit.key"
@@ -87,6 +90,8 @@ type Control struct {
 	Epoch     uint64    // Barrier only; epochs start at 1
 	Watermark time.Time // Watermark only; UTC, microsecond precision
 	End       EndKind   // End only
+	// Interrupted marks an end sent because the pipeline was interrupted (End only).
+	Interrupted bool
 }
 
 // String renders c as it is carried on the wire, e.g. "barrier epoch=3".
@@ -97,6 +102,9 @@ func (c Control) String() string {
 	case Watermark:
 		return "watermark " + FormatWatermark(c.Watermark)
 	case End:
+		if c.Interrupted {
+			return "end " + c.End.String() + " (interrupt)"
+		}
 		return "end " + c.End.String()
 	}
 	return "unknown control"
@@ -124,6 +132,9 @@ func (c Control) Metadata() arrow.Metadata {
 	case Watermark:
 		return arrow.NewMetadata([]string{KeyControl, KeyWatermark}, []string{"watermark", FormatWatermark(c.Watermark)})
 	default:
+		if c.Interrupted {
+			return arrow.NewMetadata([]string{KeyControl, KeyEnd, KeyReason}, []string{"end", c.End.String(), "interrupt"})
+		}
 		return arrow.NewMetadata([]string{KeyControl, KeyEnd}, []string{"end", c.End.String()})
 	}
 }
@@ -179,13 +190,17 @@ func ParseControlMetadata(md arrow.Metadata) (c Control, ok bool, err error) {
 		return WatermarkControl(t), true, nil
 	case "end":
 		v, _ := md.GetValue(KeyEnd)
+		reason, _ := md.GetValue(KeyReason)
 		switch v {
 		case "final", "":
-			return EndControl(Final), true, nil
+			c = EndControl(Final)
 		case "pause":
-			return EndControl(Pause), true, nil
+			c = EndControl(Pause)
+		default:
+			return c, true, fmt.Errorf("control batch: %s=%q is neither final nor pause", KeyEnd, v)
 		}
-		return c, true, fmt.Errorf("control batch: %s=%q is neither final nor pause", KeyEnd, v)
+		c.Interrupted = reason == "interrupt"
+		return c, true, nil
 	}
 	return c, true, fmt.Errorf("control batch: unknown %s=%q (want barrier, watermark or end)", KeyControl, kind)
 }

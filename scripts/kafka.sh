@@ -42,7 +42,7 @@ die() { printf '[kafka] ERROR: %s\n' "$*" >&2; exit 1; }
 
 base_port() {
   local p="${STREAMKIT_KAFKA_PORT:-9092}"
-  [[ "$p" =~ ^[0-9]+$ ]] && (( p > 0 && p < 65532 )) || die "bad STREAMKIT_KAFKA_PORT=$p"
+  if ! [[ "$p" =~ ^[0-9]+$ ]] || (( p <= 0 || p >= 65532 )); then die "bad STREAMKIT_KAFKA_PORT=$p"; fi
   echo "$p"
 }
 
@@ -227,6 +227,7 @@ cmd_start() {
   log "starting broker (base port $p, log $LOG)"
   # setsid: the broker outlives the caller's process group; the inner shell records its own
   # pid and then becomes java, so the pid file names the JVM.
+  # shellcheck disable=SC2016
   setsid bash -c 'echo $$ >"$0"; exec "$@"' "$PIDFILE" \
     "$JAVA" "${JVM_OPTS[@]}" -Dlog4j2.configurationFile="$RUN/log4j2.properties" -cp "$LIBS/*" \
     kafka.Kafka "$RUN/server.properties" </dev/null >"$LOG" 2>&1 8>&- &
@@ -291,7 +292,9 @@ cmd_env() {
   if running_pid >/dev/null && [[ -f "$STATE" ]]; then
     cat "$STATE"
   else
-    env_for "$(base_port)"
+    local p
+    p="$(base_port)"
+    env_for "$p"
   fi
 }
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2034  # option arrays are passed by name (local -n) to roundtrip
 # Checks the test broker of scripts/kafka.sh with kcat (.it/bin/kcat) on every listener:
 # PLAINTEXT, SASL_PLAINTEXT with SCRAM-SHA-256 and -512 (and a wrong password that must
 # fail), SSL with a client certificate (and without one, which must fail), and a

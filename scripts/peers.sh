@@ -169,7 +169,7 @@ install_kafka() {
   java -cp "$IT/kafka/libs/*" kafka.tools.StorageTool random-uuid >/dev/null 2>"$IT/kafka/check.log" \
     || { cat "$IT/kafka/check.log" >&2; die "kafka jars do not run kafka.tools.StorageTool"; }
   printf '%s' "$want" >"$stamp"
-  log "kafka: installed in $(elapsed "$t0") ($(du -sh "$IT/kafka/libs" | cut -f1), $(ls "$IT/kafka/libs" | wc -l) jars)"
+  log "kafka: installed in $(elapsed "$t0") ($(du -sh "$IT/kafka/libs" | cut -f1), $(find "$IT/kafka/libs" -name "*.jar" | wc -l) jars)"
 }
 
 install_kcat() {

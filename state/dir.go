@@ -79,13 +79,14 @@ func (e *LockedError) Error() string {
 
 // Dir is an open, exclusively locked stage checkpoint directory.
 type Dir struct {
-	Path string
-	Meta Metadata
-	lock *os.File
+	Path       string
+	Meta       Metadata
+	lock       *os.File
+	tool, name string
 }
 
 // Open creates (if needed) and locks the checkpoint directory path for tool/name with the given
-// state-shaping options. It fails at once with *LockedError if another process holds it, with
+// state-shaping options (nil: bind them later with CheckOptions). It fails at once with *LockedError if another process holds it, with
 // *IncompatibleError if the directory was created with other options, and with *CorruptError
 // if metadata.json is damaged. Leftover temporary files of a crashed writer are removed.
 func Open(path, tool, name string, options map[string]string) (*Dir, error) {
@@ -112,32 +113,44 @@ func Open(path, tool, name string, options map[string]string) (*Dir, error) {
 	}
 	lf.Truncate(0)
 	lf.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	d := &Dir{Path: abs, lock: lf}
+	d := &Dir{Path: abs, lock: lf, tool: tool, name: name}
 	sweepTemps(abs)
+	if options == nil {
+		return d, nil // the caller binds options later with CheckOptions
+	}
+	if err := d.CheckOptions(options); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// CheckOptions binds the state-shaping options of this run to the directory: on first use it
+// writes metadata.json; afterwards it refuses (*IncompatibleError, naming each difference)
+// options that differ from the recorded ones. Open calls it unless given nil options (for
+// stages that know their options only after reading the input schema).
+func (d *Dir) CheckOptions(options map[string]string) error {
 	if options == nil {
 		options = map[string]string{}
 	}
-	want := Metadata{Tool: tool, Name: name, Options: options, Fingerprint: Fingerprint(options), Created: time.Now().UTC()}
+	want := Metadata{Tool: d.tool, Name: d.name, Options: options, Fingerprint: Fingerprint(options), Created: time.Now().UTC()}
 	var have Metadata
-	err = ReadJSON(filepath.Join(abs, MetadataFile), &have)
+	err := ReadJSON(filepath.Join(d.Path, MetadataFile), &have)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := WriteJSON(abs, MetadataFile, want); err != nil {
-			d.Close()
-			return nil, err
+		if err := WriteJSON(d.Path, MetadataFile, want); err != nil {
+			return err
 		}
 		d.Meta = want
 	case err != nil:
-		d.Close()
-		return nil, err
+		return err
 	default:
 		if diffs := diffMeta(have, want); len(diffs) > 0 {
-			d.Close()
-			return nil, &IncompatibleError{Path: abs, Diffs: diffs}
+			return &IncompatibleError{Path: d.Path, Diffs: diffs}
 		}
 		d.Meta = have
 	}
-	return d, nil
+	return nil
 }
 
 func diffMeta(have, want Metadata) []string {
@@ -230,15 +243,19 @@ func Committed(path string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for i := len(eps) - 1; i >= 0; i-- {
-		var rec CommitRecord
-		p := filepath.Join(path, CommitsDir, EpochName(eps[i])+".json")
-		if err := ReadJSON(p, &rec); err != nil {
-			return 0, err
-		}
-		return eps[i], nil
+	if len(eps) == 0 {
+		return 0, nil
 	}
-	return 0, nil
+	n := eps[len(eps)-1]
+	var rec CommitRecord
+	p := filepath.Join(path, CommitsDir, EpochName(n)+".json")
+	if err := ReadJSON(p, &rec); err != nil {
+		return 0, err
+	}
+	if rec.Epoch != n {
+		return 0, &CorruptError{Path: p, Reason: fmt.Sprintf("records epoch %d", rec.Epoch)}
+	}
+	return n, nil
 }
 
 // Committed returns the newest committed epoch of d (see the function Committed).

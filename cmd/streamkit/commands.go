@@ -3,18 +3,22 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/streamkit/streamkit/tools/dedup"
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
 	"github.com/streamkit/streamkit/tools/readkafka"
 	"github.com/streamkit/streamkit/tools/writekafka"
+	"github.com/streamkit/streamkit/tools/statedump"
 )
 
 // commands lists every tool's cobra command; each tool lives in tools/<tool>.
 func commands() []*cobra.Command {
 	return []*cobra.Command{
+		dedup.Command(),
 		keyby.Command(),
 		print.Command(),
 		readkafka.Command(),
 		writekafka.Command(),
+		statedump.Command(),
 	}
 }

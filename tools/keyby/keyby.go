@@ -56,16 +56,35 @@ func (d *Declare) Close() error { return nil }
 // Command returns the cobra command of `streamkit keyby`.
 func Command() *cobra.Command {
 	o := stage.Options{Tool: "keyby"}
+	var shards int
 	cmd := &cobra.Command{
-		Use:   "keyby COL[,COL...]",
+		Use:   "keyby COL[,COL...] [--shards N -- CMD ARGS...]",
 		Short: "Declare the stream's key columns (dot paths) for dedup and window",
 		Long: `keyby declares the key of the stream: the columns (dot paths into structs, e.g.
 value.user_id) are recorded in the stream schema's metadata (streamkit.key), and dedup and
-window use them when no --key is given. Rows pass through unchanged.`,
+window use them when no --key is given. Rows pass through unchanged.
+
+With --shards N -- CMD ARGS..., keyby runs N copies of CMD as child processes (CMD may be a
+streamkit tool name, e.g. dedup, or any program speaking the protocol), sends every row to
+child FNV-1a-64(encoded key) mod N — the same key always reaches the same child, across runs —,
+and merges the children's outputs on stdout: epoch n's barrier is forwarded once every child
+emitted it, the watermark is the minimum over the children. Child i keeps its checkpoint in
+"<its directory>.shard-i" (STREAMKIT_SHARD=i is set for it). A failing child fails the whole
+command with its exit code; a restart with another N is refused.`,
 		Example: cli.Examples(
 			"# Key a Kafka stream by a field of its JSON value\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format json --value-schema orders.json | streamkit keyby value.customer_id | streamkit print",
+			"# Deduplicate on both cores: two dedup processes, each owning half of the keys\nstreamkit read-files 'events/*.json' | streamkit keyby user_id --shards 2 -- dedup --key user_id,event_id | streamkit print",
 		),
-		Args: cli.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			if dash < 0 {
+				return cli.ExactArgs(1)(cmd, args)
+			}
+			if dash != 1 || len(args) < 2 {
+				return stage.Usagef("keyby: usage: keyby COL[,COL...] --shards N -- CMD ARGS...")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cli.Fill(&o, cmd)
 			var key []string
@@ -77,9 +96,21 @@ window use them when no --key is given. Rows pass through unchanged.`,
 			if len(key) == 0 {
 				return stage.Usagef("keyby: no key column given")
 			}
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 || shards > 0 {
+				if shards < 1 || dash < 0 {
+					return stage.Usagef("keyby: --shards N (≥ 1) and -- CMD ARGS... go together")
+				}
+				tools := map[string]bool{}
+				for _, c := range cmd.Root().Commands() {
+					tools[c.Name()] = true
+				}
+				s := &Sharded{Key: key, N: shards, Cmd: args[dash:], Tools: tools}
+				return s.Run(cmd.Context(), o)
+			}
 			return stage.RunOperator(cmd.Context(), o, &Declare{Key: key})
 		},
 	}
+	cmd.Flags().IntVar(&shards, "shards", 0, "run N copies of the command after -- and route each key to one of them")
 	o.AddFlags(cmd.Flags())
 	return cmd
 }

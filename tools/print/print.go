@@ -8,10 +8,12 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -66,17 +68,35 @@ func New(cfg Config, w io.Writer) (*Printer, error) {
 	if cfg.Limit < 0 {
 		return nil, stage.Usagef("--limit must be ≥ 0, got %d", cfg.Limit)
 	}
-	return &Printer{cfg: cfg, out: bufio.NewWriterSize(w, 256<<10)}, nil
+	return &Printer{cfg: cfg, out: bufio.NewWriterSize(pipeWriter{w}, 256<<10)}, nil
+}
+
+// pipeWriter turns EPIPE (the reader of stdout went away, e.g. `| head`) into stage.ErrStop,
+// so print ends quietly with exit 0 and commits nothing more (DESIGN.md §3).
+type pipeWriter struct{ w io.Writer }
+
+func (p pipeWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if err != nil && errors.Is(err, syscall.EPIPE) {
+		err = stage.ErrStop
+	}
+	return n, err
 }
 
 // Open implements stage.Operator; print is a sink.
 func (p *Printer) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.Schema, error) {
-	p.schema = in
 	env.MarkSink()
+	p.Start(in)
+	return nil, nil
+}
+
+// Start prepares printing batches of schema in outside a stage (state-dump uses it); then
+// call Process for each batch and Close.
+func (p *Printer) Start(in *arrow.Schema) {
+	p.schema = in
 	if p.cfg.Format == FormatCSV {
 		p.csv = csv.NewWriter(p.out)
 	}
-	return nil, nil
 }
 
 // Process prints one batch.
@@ -124,7 +144,11 @@ func (p *Printer) json(rec arrow.RecordBatch, n int64) error {
 			}
 			p.out.Write(names[c])
 			p.out.WriteByte(':')
-			b, err := json.Marshal(col.GetOneForMarshal(r))
+			v := col.GetOneForMarshal(r)
+			if d, ok := decimalText(col, r); ok {
+				v = d
+			}
+			b, err := json.Marshal(v)
 			if err != nil {
 				return fmt.Errorf("print: column %s row %d: %w", rec.Schema().Field(c).Name, r, err)
 			}
@@ -145,7 +169,15 @@ func text(col arrow.Array, r int) (string, bool) {
 		return a.Value(r), true
 	case *array.LargeString:
 		return a.Value(r), true
+	case *array.StringView:
+		return a.Value(r), true
 	case *array.Binary:
+		return fmt.Sprintf("%x", a.Value(r)), true
+	case *array.LargeBinary:
+		return fmt.Sprintf("%x", a.Value(r)), true
+	case *array.FixedSizeBinary:
+		return fmt.Sprintf("%x", a.Value(r)), true
+	case *array.BinaryView:
 		return fmt.Sprintf("%x", a.Value(r)), true
 	case *array.Float64:
 		return strconv.FormatFloat(a.Value(r), 'g', -1, 64), true
@@ -156,10 +188,13 @@ func text(col arrow.Array, r int) (string, bool) {
 	case *array.Date32:
 		return a.Value(r).ToTime().Format(time.DateOnly), true
 	}
+	if d, ok := decimalText(col, r); ok {
+		return d, true
+	}
 	v := col.GetOneForMarshal(r)
-	switch v.(type) {
+	switch s := v.(type) {
 	case string:
-		return v.(string), true
+		return s, true
 	case nil:
 		return "", false
 	}
@@ -168,6 +203,28 @@ func text(col arrow.Array, r int) (string, bool) {
 		return col.ValueStr(r), true
 	}
 	return string(b), true
+}
+
+// decimalText renders a non-null decimal exactly, in plain notation with the type's scale
+// ("-0.0000000001", "1.50"); arrow-go's own rendering uses %g ("-1e-10", "1.5"). ok is false
+// for other types.
+func decimalText(col arrow.Array, r int) (string, bool) {
+	dt, ok := col.DataType().(arrow.DecimalType)
+	if !ok || col.IsNull(r) {
+		return "", false
+	}
+	scale := dt.GetScale()
+	switch a := col.(type) {
+	case *array.Decimal32:
+		return a.Value(r).ToString(scale), true
+	case *array.Decimal64:
+		return a.Value(r).ToString(scale), true
+	case *array.Decimal128:
+		return a.Value(r).ToString(scale), true
+	case *array.Decimal256:
+		return a.Value(r).ToString(scale), true
+	}
+	return "", false
 }
 
 func (p *Printer) csvRows(rec arrow.RecordBatch, n int64) error {
@@ -237,6 +294,9 @@ func (p *Printer) control(c codec.Control) error {
 			m["watermark"] = codec.FormatWatermark(c.Watermark)
 		case codec.End:
 			m["end"] = c.End.String()
+			if c.Interrupted {
+				m["reason"] = "interrupt"
+			}
 		}
 		b, _ := json.Marshal(m)
 		_, err := fmt.Fprintf(p.out, "%s\n", b)

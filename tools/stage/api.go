@@ -70,6 +70,14 @@ type Operator interface {
 	Close() error
 }
 
+// StateResolver is implemented by operators whose state-shaping options depend on the input
+// schema (e.g. dedup's default key is the declared key or all columns). The stage calls it
+// after reading the schema and before Open, and records the result in metadata.json together
+// with Options.StateOptions; a restart with different values is refused.
+type StateResolver interface {
+	ResolveState(in *arrow.Schema) (map[string]string, error)
+}
+
 // WatermarkOwner is implemented by operators that compute their own output watermark (e.g. a
 // window with --watermark-delay). The stage then forwards nothing itself; the operator returns
 // the watermark to forward, if any, after each batch or incoming watermark.

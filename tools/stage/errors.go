@@ -29,9 +29,12 @@ const (
 // ExitCode maps an error returned by a tool to the process exit code.
 func ExitCode(err error) int {
 	var ue *UsageError
+	var ee *ChildExitError
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &ee):
+		return ee.Code
 	case errors.Is(err, ErrInterrupted):
 		return ExitInterrupted
 	case errors.As(err, &ue):
@@ -43,3 +46,13 @@ func ExitCode(err error) int {
 // ErrStop is returned by an operator that wants the stage to end quietly now (exit 0), e.g.
 // print after --limit rows; upstream stages then see a closed pipe and stop too.
 var ErrStop = errors.New("stop")
+
+// ChildExitError carries the exit code of a child process (keyby --shards) so the parent exits
+// with the same code.
+type ChildExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ChildExitError) Error() string { return e.Err.Error() }
+func (e *ChildExitError) Unwrap() error { return e.Err }

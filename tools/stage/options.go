@@ -73,16 +73,24 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.End, "end", "", "end of input sends end=final or end=pause (default: pause with a checkpoint, final without)")
 }
 
+// EnvShard is set by `keyby --shards` for each child process to its shard index; a stage
+// running as shard i keeps its checkpoint in "<dir>.shard-i".
+const EnvShard = "STREAMKIT_SHARD"
+
 // CheckpointDir resolves the checkpoint directory: --checkpoint, else
-// $STREAMKIT_CHECKPOINT/<name>, else "" (no checkpoint).
+// $STREAMKIT_CHECKPOINT/<name>, else "" (no checkpoint); with ".shard-<i>" appended in a
+// child of keyby --shards.
 func (o *Options) CheckpointDir() string {
-	if o.Checkpoint != "" {
-		return o.Checkpoint
+	dir := o.Checkpoint
+	if dir == "" {
+		if root := os.Getenv(EnvCheckpoint); root != "" {
+			dir = filepath.Join(root, o.StageName())
+		}
 	}
-	if root := os.Getenv(EnvCheckpoint); root != "" {
-		return filepath.Join(root, o.StageName())
+	if shard := os.Getenv(EnvShard); dir != "" && shard != "" {
+		dir = filepath.Clean(dir) + ".shard-" + shard
 	}
-	return ""
+	return dir
 }
 
 // StageName is --name or the tool name.

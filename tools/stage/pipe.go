@@ -30,7 +30,9 @@ type outItem struct {
 }
 
 // writer writes the output stream from its own goroutine, so encoding and the pipe overlap
-// with the operator's work.
+// with the operator's work. The IPC end-of-stream marker is written only after an end
+// control: a stage that fails or is aborted leaves its output without the marker, so the
+// downstream stage reports a truncated stream instead of taking it for end=final.
 type writer struct {
 	ch   chan outItem
 	wg   sync.WaitGroup
@@ -46,12 +48,14 @@ func startWriter(w io.Writer, s *arrow.Schema, mem memory.Allocator) *writer {
 	go func() {
 		defer wr.wg.Done()
 		var err error
+		ended := false
 		for it := range wr.ch {
 			if err == nil {
 				if it.rec != nil {
 					err = cw.Write(it.rec)
 				} else {
 					err = cw.WriteControl(*it.ctrl)
+					ended = it.ctrl.Kind == codec.End
 				}
 				if err != nil {
 					wr.setErr(err)
@@ -61,7 +65,7 @@ func startWriter(w io.Writer, s *arrow.Schema, mem memory.Allocator) *writer {
 				it.rec.Release()
 			}
 		}
-		if err == nil {
+		if err == nil && ended {
 			if err = cw.Close(); err != nil {
 				wr.setErr(err)
 			}

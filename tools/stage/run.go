@@ -23,29 +23,59 @@ const Retain = 10
 // Mem is the allocator stages use; tests replace it with a checked allocator.
 var Mem memory.Allocator = memory.DefaultAllocator
 
-// openCheckpoint opens the stage's checkpoint directory (if any), restores its committed
-// epoch and discards state written after it.
-func openCheckpoint(o *Options, env *Env) error {
+// openCheckpoint opens and locks the stage's checkpoint directory (if any); restoreEpoch then
+// settles the epoch to restore.
+func openCheckpoint(o *Options, env *Env, deferOptions bool) error {
 	p := o.CheckpointDir()
 	if p == "" {
 		return nil
 	}
-	d, err := state.Open(p, o.Tool, o.StageName(), o.StateOptions)
+	opts := o.StateOptions
+	if opts == nil {
+		opts = map[string]string{}
+	}
+	if deferOptions {
+		opts = nil
+	}
+	d, err := state.Open(p, o.Tool, o.StageName(), opts)
 	if err != nil {
 		return err
 	}
-	c, err := d.Committed()
-	if err == nil {
-		err = state.DiscardAfter(d.Path, c)
+	env.Dir = d
+	return nil
+}
+
+// restoreEpoch sets env.Committed to the epoch every stage of the pipeline restores: the
+// newest epoch committed in this stage's directory and in every upstream one. A sink writes
+// commit markers downstream-first (its own directory, then upstream stages in reverse pipeline
+// order), so a crash part-way leaves upstream stages behind, never ahead: taking the minimum
+// makes every operator restore the epoch its source replays after. State of later epochs is
+// discarded (recovery rewrites it).
+func restoreEpoch(o *Options, env *Env, upstream []string) error {
+	if env.Dir == nil {
+		return nil
 	}
+	c, err := env.Dir.Committed()
 	if err != nil {
-		d.Close()
 		return err
 	}
-	env.Dir, env.Committed = d, c
+	for _, u := range upstream {
+		uc, err := state.Committed(u)
+		if err != nil {
+			return fmt.Errorf("%s: upstream checkpoint: %w", o.Tool, err)
+		}
+		if uc < c {
+			o.Log.Info("an upstream stage committed less than this one; restoring its epoch", "upstream", u, "epoch", uc, "own", c)
+			c = uc
+		}
+	}
+	if err := state.DiscardAfter(env.Dir.Path, c); err != nil {
+		return err
+	}
+	env.Committed = c
 	env.Stats.Committed.Store(c)
 	if c > 0 {
-		o.Log.Info("restoring from checkpoint", "dir", d.Path, "committed_epoch", c)
+		o.Log.Info("restoring from checkpoint", "dir", env.Dir.Path, "committed_epoch", c)
 	}
 	return nil
 }
@@ -74,7 +104,8 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 	sig := watchSignals(&o, cancel)
 	defer sig.stop()
 	env := newEnv(&o)
-	if err := openCheckpoint(&o, env); err != nil {
+	resolver, resolves := op.(StateResolver)
+	if err := openCheckpoint(&o, env, resolves); err != nil {
 		return err
 	}
 	defer env.Dir.Close()
@@ -87,6 +118,26 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		return fmt.Errorf("%s: stdin: %w", o.Tool, err)
 	}
 	in := rd.Schema()
+	if err := restoreEpoch(&o, env, codec.Info(in).Checkpoints); err != nil {
+		rd.Release()
+		return err
+	}
+	if resolves && env.Dir != nil {
+		opts, err := resolver.ResolveState(in)
+		if err == nil {
+			if opts == nil {
+				opts = map[string]string{}
+			}
+			for k, v := range o.StateOptions {
+				opts[k] = v
+			}
+			err = env.Dir.CheckOptions(opts)
+		}
+		if err != nil {
+			rd.Release()
+			return err
+		}
+	}
 	out, err := op.Open(ctx, env, in)
 	if err != nil {
 		rd.Release()
@@ -168,7 +219,7 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		}
 		err := handle(ctx, &o, env, op, r.msg, emit, sendCtrl, upstream, &lastIn, forwardOwned, ownsWM)
 		if err == errEnd {
-			if sig.requested() {
+			if sig.requested() || r.msg.Control.Interrupted {
 				return ErrInterrupted
 			}
 			return nil
@@ -185,7 +236,9 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 			if err := op.End(ctx, codec.Pause, emit); err != nil {
 				return err
 			}
-			if err := sendCtrl(codec.EndControl(codec.Pause)); err != nil && err != errQuiet {
+			end := codec.EndControl(codec.Pause)
+			end.Interrupted = true
+			if err := sendCtrl(end); err != nil && err != errQuiet {
 				return err
 			}
 			return ErrInterrupted
@@ -256,9 +309,14 @@ func isSink(_ Operator, env *Env) bool { return env.sink }
 // commitEpoch writes commit markers for epoch n into the sink's own directory and every
 // upstream stage's directory (DESIGN.md §3 step 3).
 func commitEpoch(o *Options, env *Env, upstream []string, n uint64) error {
-	dirs := upstream
+	// Downstream first: the sink's own directory, then upstream stages in reverse pipeline
+	// order (see restoreEpoch for why).
+	var dirs []string
 	if env.Dir != nil {
-		dirs = append(append([]string(nil), upstream...), env.Dir.Path)
+		dirs = append(dirs, env.Dir.Path)
+	}
+	for i := len(upstream) - 1; i >= 0; i-- {
+		dirs = append(dirs, upstream[i])
 	}
 	for _, d := range dirs {
 		if err := state.WriteCommit(d, n, o.Tool); err != nil {
@@ -286,10 +344,13 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 	defer sig.stop()
 	env := newEnv(&o.Options)
 	env.BatchRows, env.Linger = o.BatchRows, o.Linger
-	if err := openCheckpoint(&o.Options, env); err != nil {
+	if err := openCheckpoint(&o.Options, env, false); err != nil {
 		return err
 	}
 	defer env.Dir.Close()
+	if err := restoreEpoch(&o.Options, env, nil); err != nil {
+		return err
+	}
 	var committedPos Position
 	var replay []uint64
 	haveStart := false
@@ -493,13 +554,14 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 	// moved reports whether the position advanced without rows (e.g. past Kafka transaction
 	// markers), which is worth an epoch of its own.
 	moved := func() bool { return !bytes.Equal(src.Position(), lastPos) }
-	finish := func(kind codec.EndKind) error {
+	finish := func(kind codec.EndKind, interrupted bool) error {
 		if rows > 0 || !emitted || moved() {
 			if err := cut(); err != nil {
 				return err
 			}
 		}
 		c := codec.EndControl(kind)
+		c.Interrupted = interrupted
 		if err := w.send(ctx, outItem{ctrl: &c}); err != nil {
 			return err
 		}
@@ -507,14 +569,14 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 	}
 	for {
 		if sig.requested() {
-			if err := finish(codec.Pause); err != nil && err != errQuiet {
+			if err := finish(codec.Pause, true); err != nil && err != errQuiet {
 				return err
 			}
 			return ErrInterrupted
 		}
 		rec, err := src.Read(ctx, nil)
 		if err == io.EOF {
-			return finish(endKind)
+			return finish(endKind, false)
 		}
 		if err != nil {
 			if ctx.Err() != nil {

@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -245,8 +246,8 @@ func TestInterruptFinishesEpoch(t *testing.T) {
 	if !errors.Is(serr, ErrInterrupted) {
 		t.Fatalf("source: got %v, want ErrInterrupted", serr)
 	}
-	if oerr != nil {
-		t.Fatalf("sink: %v", oerr)
+	if !errors.Is(oerr, ErrInterrupted) { // the end batch says "interrupt": exit 130 downstream too
+		t.Fatalf("sink: got %v, want ErrInterrupted", oerr)
 	}
 	if rec.lines[len(rec.lines)-1] != "end pause" || rec.lines[len(rec.lines)-2] == "" {
 		t.Fatalf("got %q", rec.lines)
@@ -273,6 +274,39 @@ func TestRestartWithOtherOptionsRefused(t *testing.T) {
 type eofReader struct{}
 
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// A sink that crashed part-way through writing commit markers leaves upstream stages behind;
+// an operator then restores the upstream's (smaller) committed epoch, never its own newer one.
+func TestRestoreTakesMinimumOverUpstream(t *testing.T) {
+	root := t.TempDir()
+	up, own := filepath.Join(root, "up"), filepath.Join(root, "rec")
+	for _, d := range []string{up, own} {
+		dd, err := state.Open(d, "x", "x", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dd.Close()
+	}
+	for ep := uint64(1); ep <= 3; ep++ {
+		state.WriteCommit(own, ep, "t")
+		if ep <= 2 {
+			state.WriteCommit(up, ep, "t")
+		}
+	}
+	var buf bytes.Buffer
+	s := codec.WithInfo(intSchema, codec.StreamInfo{Checkpoints: []string{up}})
+	w := codec.NewWriter(&buf, s, memory.NewGoAllocator())
+	w.WriteControl(codec.EndControl(codec.Pause))
+	w.Close()
+	rec := &recorder{}
+	err := RunOperator(context.Background(), Options{Tool: "rec", Checkpoint: own, Stdin: &buf, Stderr: io.Discard, NoSignals: true}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.lines[0] != "open checkpoints=1 committed=2" {
+		t.Fatalf("got %q", rec.lines[0])
+	}
+}
 
 // limitedSource is a countSource with at most max rows per epoch (an EpochLimiter).
 type limitedSource struct {
@@ -378,5 +412,29 @@ func TestCommitObserverSeesTheLastEpoch(t *testing.T) {
 	}
 	if len(src.seen) == 0 || src.seen[len(src.seen)-1] != 1 {
 		t.Fatalf("observed commits %v, want the last one to be epoch 1", src.seen)
+	}
+}
+
+func TestProgressJSON(t *testing.T) {
+	root := t.TempDir()
+	pr, pw, _ := os.Pipe()
+	var stderr bytes.Buffer
+	so := SourceOptions{Options: Options{Tool: "count", Checkpoint: filepath.Join(root, "count"), Stdout: pw, Stderr: io.Discard,
+		Progress: ProgressOff, NoSignals: true}, EpochInterval: time.Hour, BatchRows: 10}
+	oo := Options{Tool: "rec", Stdin: pr, Stdout: io.Discard, Stderr: &stderr, Progress: ProgressJSON,
+		ProgressInterval: time.Millisecond, NoSignals: true}
+	go func() { RunSource(context.Background(), so, &countSource{total: 95}); pw.Close() }()
+	if err := RunOperator(context.Background(), oo, &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	var last Snapshot
+	for _, l := range lines {
+		if err := json.Unmarshal([]byte(l), &last); err != nil {
+			t.Fatalf("progress line %q is not JSON: %v", l, err)
+		}
+	}
+	if !last.Final || last.RecordsIn != 95 || last.Epoch != 1 || last.Stage != "rec" {
+		t.Fatalf("final progress line: %+v", last)
 	}
 }

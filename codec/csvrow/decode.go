@@ -1,0 +1,620 @@
+// Package csvrow reads CSV and TSV streams into Arrow record batches of a given (or inferred)
+// schema: RFC 4180 quoting with configurable delimiter, quote and escape, quoted line breaks,
+// CRLF, a UTF-8 BOM only at byte 0, a header row or positional columns. It is streaming —
+// memory is bounded by the batch size plus the longest record — and correct at every buffer
+// boundary.
+//
+// Records that do not fit the schema follow codec/rescue:
+//
+//   - a value that does not parse as its column's type is null and rescued as
+//     {"<column>":"<text>"};
+//   - a header column not in the schema, or a value beyond the last column (a ragged row), is
+//     rescued under its header name, or "_c<i>" (0-based position) without one; empty extra
+//     values carry no data and are not rescued;
+//   - a row with fewer values than columns gets nulls for the missing ones;
+//   - an unterminated quoted field at the end of input, or a NOT NULL column without a value,
+//     makes the record bad (handler), and in DropMalformed/FailFast mode so does a mistyped
+//     value or a row whose field count differs from the header's (or the schema's).
+//
+// Values per column type (Spark's CSV rules where they exist):
+//
+//	null                    an unquoted field equal to Options.NullValue (default "": empty);
+//	                        a quoted empty field "" is the empty string for string columns
+//	boolean                 true/false, any case
+//	integers                optionally signed decimal digits, in range (no spaces)
+//	float, double           decimal or exponent notation, NaN, Inf, Infinity (signed)
+//	decimal(p,s)            decimal notation, rounded half-up to s digits, fitting p
+//	string                  the text; invalid UTF-8 bytes become U+FFFD
+//	binary                  the raw bytes
+//	date                    YYYY-MM-DD
+//	timestamp               RFC 3339 (zone-less text in Options.Location), or an epoch number in
+//	                        Options.EpochUnit (default milliseconds)
+//	timestamp_ntz           RFC 3339 without a zone
+//
+// Nested types (struct, array, map) are not CSV column types; NewDecoder rejects them.
+package csvrow
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec/internal/textconv"
+	"github.com/streamkit/streamkit/codec/rescue"
+)
+
+// Options configure decoding. The zero value reads RFC 4180 CSV without a header in
+// permissive mode with a "_rescued_data" column, UTC for zone-less timestamps, epoch numbers
+// in milliseconds, 64Ki-row batches.
+type Options struct {
+	Dialect
+	// Header: the first record names the columns. Columns are then matched to the schema by
+	// name (exact, case-sensitive); without a header, by position.
+	Header bool
+	// NullValue is the text of a null (default "", an empty field). Quoted "" stays an empty
+	// string for string columns.
+	NullValue string
+	// Mode, OnBadRecord, RescuedColumn and NoRescuedColumn: as in codec/jsonrow (see
+	// codec/rescue). Without OnBadRecord the first bad record is a *rescue.Error.
+	Mode            rescue.Mode
+	OnBadRecord     rescue.Handler
+	RescuedColumn   string
+	NoRescuedColumn bool
+	// Location interprets zone-less timestamps (default UTC, never the machine's zone).
+	Location *time.Location
+	// EpochUnit of numbers in timestamp columns (default arrow.Millisecond; set EpochUnitSet to
+	// use arrow.Second).
+	EpochUnit    arrow.TimeUnit
+	EpochUnitSet bool
+	// Source names the stream in rescued data and bad records.
+	Source string
+	// BatchRows is the maximum rows per batch (default 65536).
+	BatchRows int
+	// BufferSize is the initial read buffer (default 256 KiB; grows to the longest record).
+	BufferSize int
+	// Infer configures inference when NewReader gets a nil schema.
+	Infer InferOptions
+	// Allocator for Arrow builders (default memory.DefaultAllocator).
+	Allocator memory.Allocator
+}
+
+func (o *Options) fill() {
+	o.Dialect.fill()
+	if o.RescuedColumn == "" {
+		o.RescuedColumn = rescue.Column
+	}
+	if o.Location == nil {
+		o.Location = time.UTC
+	}
+	if !o.EpochUnitSet && o.EpochUnit == arrow.Second {
+		o.EpochUnit = arrow.Millisecond
+	}
+	if o.BatchRows <= 0 {
+		o.BatchRows = 1 << 16
+	}
+	if o.BufferSize <= 0 {
+		o.BufferSize = 256 << 10
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+}
+
+type kind uint8
+
+const (
+	kBool kind = iota + 1
+	kInt8
+	kInt16
+	kInt32
+	kInt64
+	kUint8
+	kUint16
+	kUint32
+	kUint64
+	kFloat32
+	kFloat64
+	kDecimal
+	kString
+	kBinary
+	kDate
+	kTs
+	kTsNTZ
+	kNull
+)
+
+type column struct {
+	name     string
+	kind     kind
+	nullable bool
+	typ      arrow.DataType
+	bits     int
+	prec     int32
+	scale    int32
+	div, mul int64 // µs -> timestamp unit
+
+	b    array.Builder
+	bo   *array.BooleanBuilder
+	i8   *array.Int8Builder
+	i16  *array.Int16Builder
+	i32  *array.Int32Builder
+	i64  *array.Int64Builder
+	u8   *array.Uint8Builder
+	u16  *array.Uint16Builder
+	u32  *array.Uint32Builder
+	u64  *array.Uint64Builder
+	f32  *array.Float32Builder
+	f64  *array.Float64Builder
+	dec  *array.Decimal128Builder
+	bin  *array.BinaryBuilder
+	date *array.Date32Builder
+	ts   *array.TimestampBuilder
+}
+
+// Decoder turns CSV records into rows. Reader drives it over a stream; Append decodes one
+// record held in memory (read-kafka's CSV-encoded message values).
+type Decoder struct {
+	opts    Options
+	schema  *arrow.Schema
+	sb      *array.StructBuilder
+	cols    []*column // schema columns (without the rescued one)
+	rescued *array.StringBuilder
+
+	colMap   []int    // input position -> schema column, -1 for extra
+	colNames []string // input position -> name for rescue ("_c<i>" when unnamed)
+	seen     []bool
+	res      rescue.Builder
+	check    bool
+	rows     int
+	scratch  []byte
+	one      *parser // for Append
+}
+
+// NewDecoder builds a decoder for schema; columns are bound positionally until Bind is called.
+func NewDecoder(schema *arrow.Schema, opts Options) (*Decoder, error) {
+	opts.fill()
+	fields := append([]arrow.Field(nil), schema.Fields()...)
+	resIdx := -1
+	if !opts.NoRescuedColumn {
+		for i, f := range fields {
+			if f.Name == opts.RescuedColumn {
+				resIdx = i
+			}
+		}
+		if resIdx < 0 {
+			fields = append(fields, arrow.Field{Name: opts.RescuedColumn, Type: arrow.BinaryTypes.String, Nullable: true})
+			resIdx = len(fields) - 1
+		} else if fields[resIdx].Type.ID() != arrow.STRING {
+			return nil, fmt.Errorf("csvrow: column %s must be a string to hold rescued data, is %s", opts.RescuedColumn, fields[resIdx].Type)
+		}
+	}
+	md := schema.Metadata()
+	d := &Decoder{opts: opts, schema: arrow.NewSchema(fields, &md)}
+	d.sb = array.NewStructBuilder(opts.Allocator, arrow.StructOf(fields...))
+	hasNN := false
+	for i, f := range fields {
+		if i == resIdx {
+			d.rescued = d.sb.FieldBuilder(i).(*array.StringBuilder)
+			continue
+		}
+		c, err := newColumn(f, d.sb.FieldBuilder(i))
+		if err != nil {
+			d.sb.Release()
+			return nil, err
+		}
+		hasNN = hasNN || !f.Nullable
+		d.cols = append(d.cols, c)
+	}
+	d.seen = make([]bool, len(d.cols))
+	d.check = opts.Mode != rescue.Permissive || hasNN || opts.NoRescuedColumn
+	d.Bind(nil)
+	return d, nil
+}
+
+func newColumn(f arrow.Field, b array.Builder) (*column, error) {
+	c := &column{name: f.Name, nullable: f.Nullable, typ: f.Type, b: b, bits: 64}
+	switch t := f.Type.(type) {
+	case *arrow.BooleanType:
+		c.kind, c.bo = kBool, b.(*array.BooleanBuilder)
+	case *arrow.Int8Type:
+		c.kind, c.i8, c.bits = kInt8, b.(*array.Int8Builder), 8
+	case *arrow.Int16Type:
+		c.kind, c.i16, c.bits = kInt16, b.(*array.Int16Builder), 16
+	case *arrow.Int32Type:
+		c.kind, c.i32, c.bits = kInt32, b.(*array.Int32Builder), 32
+	case *arrow.Int64Type:
+		c.kind, c.i64 = kInt64, b.(*array.Int64Builder)
+	case *arrow.Uint8Type:
+		c.kind, c.u8, c.bits = kUint8, b.(*array.Uint8Builder), 8
+	case *arrow.Uint16Type:
+		c.kind, c.u16, c.bits = kUint16, b.(*array.Uint16Builder), 16
+	case *arrow.Uint32Type:
+		c.kind, c.u32, c.bits = kUint32, b.(*array.Uint32Builder), 32
+	case *arrow.Uint64Type:
+		c.kind, c.u64 = kUint64, b.(*array.Uint64Builder)
+	case *arrow.Float32Type:
+		c.kind, c.f32, c.bits = kFloat32, b.(*array.Float32Builder), 32
+	case *arrow.Float64Type:
+		c.kind, c.f64 = kFloat64, b.(*array.Float64Builder)
+	case *arrow.Decimal128Type:
+		c.kind, c.dec, c.prec, c.scale = kDecimal, b.(*array.Decimal128Builder), t.Precision, t.Scale
+	case *arrow.StringType:
+		c.kind, c.bin = kString, b.(*array.StringBuilder).BinaryBuilder
+	case *arrow.LargeStringType:
+		c.kind, c.bin = kString, b.(*array.LargeStringBuilder).BinaryBuilder
+	case *arrow.BinaryType, *arrow.LargeBinaryType:
+		c.kind, c.bin = kBinary, b.(*array.BinaryBuilder)
+	case *arrow.Date32Type:
+		c.kind, c.date = kDate, b.(*array.Date32Builder)
+	case *arrow.TimestampType:
+		c.kind, c.ts = kTs, b.(*array.TimestampBuilder)
+		if t.TimeZone == "" {
+			c.kind = kTsNTZ
+		}
+		switch t.Unit {
+		case arrow.Second:
+			c.div, c.mul = 1_000_000, 1
+		case arrow.Millisecond:
+			c.div, c.mul = 1000, 1
+		case arrow.Nanosecond:
+			c.div, c.mul = 1, 1000
+		default:
+			c.div, c.mul = 1, 1
+		}
+	case *arrow.NullType:
+		c.kind = kNull
+	default:
+		return nil, fmt.Errorf("csvrow: column %s: type %s cannot be read from CSV", f.Name, f.Type)
+	}
+	return c, nil
+}
+
+// Schema is the output schema: the input schema plus the rescued-data column.
+func (d *Decoder) Schema() *arrow.Schema { return d.schema }
+
+// Len is the number of rows appended since the last NewRecordBatch.
+func (d *Decoder) Len() int { return d.rows }
+
+// Release frees the builders.
+func (d *Decoder) Release() { d.sb.Release() }
+
+// NewRecordBatch returns the appended rows as a batch (caller releases) and resets.
+func (d *Decoder) NewRecordBatch() arrow.RecordBatch {
+	sa := d.sb.NewStructArray()
+	defer sa.Release()
+	d.rows = 0
+	return array.RecordFromStructArray(sa, d.schema)
+}
+
+// Bind maps input columns to schema columns by header names (nil: by position). Header names
+// not in the schema are extra columns, rescued under their name.
+func (d *Decoder) Bind(header []string) {
+	d.colMap, d.colNames = d.colMap[:0], d.colNames[:0]
+	if header == nil {
+		for i := range d.cols {
+			d.colMap = append(d.colMap, i)
+			d.colNames = append(d.colNames, d.cols[i].name)
+		}
+		return
+	}
+	byName := make(map[string]int, len(d.cols))
+	for i, c := range d.cols {
+		byName[c.name] = i
+	}
+	for i, h := range header {
+		idx, ok := byName[h]
+		if !ok {
+			idx = -1
+		} else {
+			delete(byName, h) // a repeated header name is extra the second time
+		}
+		if h == "" {
+			h = "_c" + strconv.Itoa(i)
+		}
+		d.colMap = append(d.colMap, idx)
+		d.colNames = append(d.colNames, h)
+	}
+}
+
+// Source identifies a record passed to Append, for rescued data and bad records.
+type Source struct {
+	Name   string // file path or Kafka topic/partition@offset; "" leaves "_file" out
+	Line   int64  // 1-based line, 0 if unknown
+	Offset int64  // byte offset
+}
+
+// Append decodes data, one CSV record (a trailing line break is allowed), as the next row,
+// binding columns as Bind set them. It returns true when a row was appended, false (nil error)
+// when the record was bad and went to the handler — including data holding more than one
+// record. Errors are the handler's, or *rescue.Error in FailFast mode or without a handler.
+func (d *Decoder) Append(data []byte, src Source) (bool, error) {
+	if d.one == nil {
+		d.one = newParser(nil, d.opts.Dialect, 64)
+	}
+	d.one.reset(bytes.NewReader(data))
+	rec, err := d.one.next()
+	if err == io.EOF {
+		rec, err = &record{raw: data}, nil
+		rec.bad = "empty record"
+	}
+	if err != nil {
+		return false, err
+	}
+	rec.line, rec.offset = src.Line, src.Offset
+	if consumed := d.one.base + int64(d.one.pos); rec.bad == "" && consumed < int64(len(data)) && len(bytes.Trim(data[consumed:], "\r\n")) > 0 {
+		rec.bad = "value holds more than one CSV record"
+		rec.raw = data
+	}
+	saved := d.opts.Source
+	d.opts.Source = src.Name
+	defer func() { d.opts.Source = saved }()
+	return d.appendRecord(rec)
+}
+
+func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// appendRecord decodes one parsed record. It returns false (nil error) when the record was
+// bad and went to the handler.
+func (d *Decoder) appendRecord(r *record) (bool, error) {
+	if r.bad != "" {
+		return false, d.bad(r, r.bad)
+	}
+	if d.check {
+		if problem := d.decode(r, true); problem != "" {
+			return false, d.bad(r, problem)
+		}
+	}
+	d.decode(r, false)
+	d.rows++
+	return true, nil
+}
+
+func (d *Decoder) bad(r *record, reason string) error {
+	br := rescue.BadRecord{Source: d.opts.Source, Line: r.line, Offset: r.offset, Reason: reason, Raw: append([]byte(nil), r.raw...)}
+	if d.opts.Mode == rescue.FailFast || d.opts.OnBadRecord == nil {
+		return &rescue.Error{BadRecord: br}
+	}
+	return d.opts.OnBadRecord(br)
+}
+
+// decode converts r's fields; with dry it only reports the first problem that makes the record
+// bad in the current mode.
+func (d *Decoder) decode(r *record, dry bool) string {
+	strict := d.opts.Mode != rescue.Permissive || d.opts.NoRescuedColumn
+	n := len(r.ends)
+	if dry && strict && n != len(d.colMap) {
+		return fmt.Sprintf("record has %d fields, expected %d", n, len(d.colMap))
+	}
+	for i := range d.seen {
+		d.seen[i] = false
+	}
+	if !dry {
+		d.sb.Append(true)
+		d.res.Reset()
+	}
+	start := 0
+	for i := 0; i < n; i++ {
+		v := r.buf[start:r.ends[i]]
+		start = r.ends[i]
+		quoted := i < len(r.quoted) && r.quoted[i]
+		ci := -1
+		if i < len(d.colMap) {
+			ci = d.colMap[i]
+		}
+		if ci < 0 {
+			if !dry && d.rescued != nil && (len(v) > 0 || quoted) {
+				name := ""
+				if i < len(d.colNames) {
+					name = d.colNames[i]
+				} else {
+					name = "_c" + strconv.Itoa(i)
+				}
+				d.res.AddString(name, v)
+			}
+			continue
+		}
+		c := d.cols[ci]
+		d.seen[ci] = true
+		isNull := !quoted && b2s(v) == d.opts.NullValue || len(v) == 0 && c.kind != kString
+		if isNull {
+			if dry && !c.nullable {
+				return fmt.Sprintf("field %s: null value for NOT NULL column", c.name)
+			}
+			if !dry {
+				c.b.AppendNull()
+			}
+			continue
+		}
+		if ok := d.value(c, v, dry); !ok {
+			if dry {
+				if strict || !c.nullable {
+					shown := v
+					if len(shown) > 64 {
+						shown = append(shown[:61:61], "..."...)
+					}
+					return fmt.Sprintf("field %s: %q is not a valid %s", c.name, shown, typeName(c.typ))
+				}
+				continue
+			}
+			c.b.AppendNull()
+			if d.rescued != nil {
+				d.res.AddString(c.name, v)
+			}
+		}
+	}
+	for ci, ok := range d.seen {
+		if ok {
+			continue
+		}
+		c := d.cols[ci]
+		if dry {
+			if !c.nullable {
+				return fmt.Sprintf("field %s: missing value for NOT NULL column", c.name)
+			}
+			continue
+		}
+		c.b.AppendNull()
+	}
+	if !dry && d.rescued != nil {
+		if out := d.res.Finish(d.opts.Source); out != nil {
+			d.rescued.BinaryBuilder.Append(out)
+		} else {
+			d.rescued.AppendNull()
+		}
+	}
+	return ""
+}
+
+func typeName(t arrow.DataType) string {
+	switch t := t.(type) {
+	case *arrow.Int8Type:
+		return "tinyint"
+	case *arrow.Int16Type:
+		return "smallint"
+	case *arrow.Int32Type:
+		return "int"
+	case *arrow.Int64Type:
+		return "bigint"
+	case *arrow.TimestampType:
+		if t.TimeZone == "" {
+			return "timestamp_ntz"
+		}
+		return "timestamp"
+	}
+	return t.String()
+}
+
+// value parses v into c (appending unless dry); false means it does not fit.
+func (d *Decoder) value(c *column, v []byte, dry bool) bool {
+	switch c.kind {
+	case kString:
+		if dry {
+			return true
+		}
+		if !utf8.Valid(v) {
+			d.scratch = append(d.scratch[:0], []byte(string([]rune(string(v))))...)
+			v = d.scratch
+		}
+		c.bin.Append(v)
+	case kBinary:
+		if !dry {
+			c.bin.Append(v)
+		}
+	case kInt64, kInt32, kInt16, kInt8:
+		x, ok := textconv.ParseInt(v, c.bits)
+		if !ok {
+			return false
+		}
+		if !dry {
+			switch c.kind {
+			case kInt64:
+				c.i64.Append(x)
+			case kInt32:
+				c.i32.Append(int32(x))
+			case kInt16:
+				c.i16.Append(int16(x))
+			default:
+				c.i8.Append(int8(x))
+			}
+		}
+	case kUint64, kUint32, kUint16, kUint8:
+		x, ok := textconv.ParseUint(v, c.bits)
+		if !ok {
+			return false
+		}
+		if !dry {
+			switch c.kind {
+			case kUint64:
+				c.u64.Append(x)
+			case kUint32:
+				c.u32.Append(uint32(x))
+			case kUint16:
+				c.u16.Append(uint16(x))
+			default:
+				c.u8.Append(uint8(x))
+			}
+		}
+	case kFloat64, kFloat32:
+		x, ok := textconv.ParseFloat(v, c.bits)
+		if !ok {
+			return false
+		}
+		if !dry {
+			if c.kind == kFloat64 {
+				c.f64.Append(x)
+			} else {
+				c.f32.Append(float32(x))
+			}
+		}
+	case kBool:
+		x, ok := textconv.ParseBool(v)
+		if !ok {
+			return false
+		}
+		if !dry {
+			c.bo.Append(x)
+		}
+	case kDecimal:
+		x, ok := textconv.ParseDecimal128(v, c.prec, c.scale)
+		if !ok {
+			return false
+		}
+		if !dry {
+			c.dec.Append(x)
+		}
+	case kDate:
+		x, ok := textconv.ParseDate(v)
+		if !ok {
+			return false
+		}
+		if !dry {
+			c.date.Append(arrow.Date32(x))
+		}
+	case kTs, kTsNTZ:
+		var us int64
+		loc := d.opts.Location
+		if c.kind == kTsNTZ {
+			loc = time.UTC
+		}
+		us, hasZone, ok := textconv.ParseTimestamp(v, loc)
+		if ok && c.kind == kTsNTZ && hasZone {
+			return false
+		}
+		if !ok {
+			if c.kind == kTsNTZ {
+				return false
+			}
+			if x, iok := textconv.ParseInt(v, 64); iok {
+				us, ok = textconv.EpochIntToMicros(x, int(d.opts.EpochUnit))
+			} else if f, fok := textconv.ParseFloat(v, 64); fok {
+				us, ok = textconv.EpochToMicros(f, int(d.opts.EpochUnit))
+			}
+			if !ok {
+				return false
+			}
+		}
+		if !dry {
+			if c.mul != 1 {
+				us *= c.mul
+			} else if c.div != 1 {
+				q := us / c.div
+				if us%c.div < 0 {
+					q--
+				}
+				us = q
+			}
+			c.ts.Append(arrow.Timestamp(us))
+		}
+	case kNull:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,176 @@
+package schema
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Load reads a schema given on the command line (--schema, --value-schema):
+//
+//   - "@path": the file's content, detected as below;
+//   - text starting with '{' or '[': a JSON document, detected by its shape:
+//     an Avro schema ("type": "record", or a union array), a Spark StructType JSON
+//     ("type": "struct" with "fields", as printed by df.schema.json()), or else a JSON Schema
+//     ("properties", "$schema" or "type": "object");
+//   - anything else: a Spark DDL column list (ParseDDL).
+//
+// Errors name the file and the notation tried.
+func Load(spec string) (*arrow.Schema, error) {
+	if strings.HasPrefix(spec, "@") {
+		path := spec[1:]
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("load schema: %w", err)
+		}
+		s, err := Parse(data)
+		if err != nil {
+			return nil, fmt.Errorf("load schema %s: %w", path, err)
+		}
+		return s, nil
+	}
+	return Parse([]byte(spec))
+}
+
+// Notation is the schema language Detect recognised.
+type Notation string
+
+// The notations Parse understands.
+const (
+	NotationDDL        Notation = "ddl"
+	NotationJSONSchema Notation = "json-schema"
+	NotationAvro       Notation = "avro"
+	NotationSparkJSON  Notation = "spark-json"
+)
+
+// Detect tells which notation data is written in (see Load).
+func Detect(data []byte) Notation {
+	t := bytes.TrimSpace(data)
+	if len(t) == 0 || (t[0] != '{' && t[0] != '[') {
+		return NotationDDL
+	}
+	if t[0] == '[' {
+		return NotationAvro
+	}
+	n, err := parseDoc(t)
+	if err != nil {
+		return NotationJSONSchema // let the JSON Schema parser report the syntax error
+	}
+	switch n.getStr("type") {
+	case "record", "error":
+		return NotationAvro
+	case "struct":
+		if n.get("fields") != nil {
+			return NotationSparkJSON
+		}
+	}
+	if n.get("properties") == nil && n.get("$schema") == nil && n.get("fields") != nil {
+		return NotationAvro
+	}
+	return NotationJSONSchema
+}
+
+// Parse converts a schema document in any notation Detect recognises.
+func Parse(data []byte) (*arrow.Schema, error) {
+	switch Detect(data) {
+	case NotationAvro:
+		return FromAvro(data)
+	case NotationSparkJSON:
+		return FromSparkJSON(data)
+	case NotationJSONSchema:
+		return FromJSONSchema(data)
+	}
+	return ParseDDL(string(data))
+}
+
+// FromSparkJSON converts Spark's JSON form of a StructType (DataType.json():
+// {"type":"struct","fields":[{"name":..,"type":..,"nullable":..,"metadata":{..}}]}) into an
+// Arrow schema. Type names are those of ParseType; "comment" metadata is kept.
+func FromSparkJSON(data []byte) (*arrow.Schema, error) {
+	n, err := parseDoc(data)
+	if err != nil {
+		return nil, fmt.Errorf("parse spark schema json: %w", err)
+	}
+	t, err := sparkType(n, "$")
+	if err != nil {
+		return nil, err
+	}
+	st, ok := t.(*arrow.StructType)
+	if !ok {
+		return nil, fmt.Errorf("parse spark schema json: the root must be a struct")
+	}
+	return arrow.NewSchema(st.Fields(), nil), nil
+}
+
+func sparkType(n *node, path string) (arrow.DataType, error) {
+	if n.kind == 's' {
+		t, err := ParseType(n.str)
+		if err != nil {
+			return nil, fmt.Errorf("parse spark schema json at %s: %w", path, err)
+		}
+		return t, nil
+	}
+	boolOr := func(key string, def bool) bool {
+		if v := n.get(key); v != nil && v.kind == 'b' {
+			return v.b
+		}
+		return def
+	}
+	sub := func(key string) (arrow.DataType, error) {
+		v := n.get(key)
+		if v == nil {
+			return nil, fmt.Errorf("parse spark schema json at %s: missing %q", path, key)
+		}
+		return sparkType(v, path+"."+key)
+	}
+	switch n.getStr("type") {
+	case "struct":
+		fs := n.get("fields")
+		if fs == nil || fs.kind != 'a' {
+			return nil, fmt.Errorf("parse spark schema json at %s: struct without fields", path)
+		}
+		fields := make([]arrow.Field, 0, len(fs.vals))
+		for _, f := range fs.vals {
+			name := f.getStr("name")
+			ft := f.get("type")
+			if name == "" || ft == nil {
+				return nil, fmt.Errorf("parse spark schema json at %s: field needs a name and a type", path)
+			}
+			t, err := sparkType(ft, path+"."+name)
+			if err != nil {
+				return nil, err
+			}
+			af := arrow.Field{Name: name, Type: t, Nullable: true}
+			if v := f.get("nullable"); v != nil && v.kind == 'b' {
+				af.Nullable = v.b
+			}
+			if c := f.get("metadata").getStr("comment"); c != "" {
+				af.Metadata = arrow.NewMetadata([]string{"comment"}, []string{c})
+			}
+			fields = append(fields, af)
+		}
+		return arrow.StructOf(fields...), nil
+	case "array":
+		et, err := sub("elementType")
+		if err != nil {
+			return nil, err
+		}
+		return arrow.ListOfField(arrow.Field{Name: "item", Type: et, Nullable: boolOr("containsNull", true)}), nil
+	case "map":
+		kt, err := sub("keyType")
+		if err != nil {
+			return nil, err
+		}
+		vt, err := sub("valueType")
+		if err != nil {
+			return nil, err
+		}
+		m := arrow.MapOf(kt, vt)
+		m.SetItemNullable(boolOr("valueContainsNull", true))
+		return m, nil
+	}
+	return nil, fmt.Errorf("parse spark schema json at %s: unknown type %q", path, n.getStr("type"))
+}

@@ -1,0 +1,379 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Mode is the write mode of a commit.
+type Mode int
+
+const (
+	// Append adds files (a blind append: it reads nothing of the table, so concurrent
+	// appends, compactions and deletes never conflict with it).
+	Append Mode = iota
+	// Overwrite removes every file live in the read snapshot and adds the new ones in the same
+	// commit. It conflicts with concurrent commits that add or remove data files.
+	Overwrite
+)
+
+// String returns "Append" or "Overwrite" (commitInfo.operationParameters.mode).
+func (m Mode) String() string {
+	if m == Overwrite {
+		return "Overwrite"
+	}
+	return "Append"
+}
+
+// ErrConflict is matched (errors.Is) by every *ConflictError.
+var ErrConflict = errors.New("conflicting concurrent commit")
+
+// ConflictKind says why a concurrent commit conflicts with ours.
+type ConflictKind int
+
+// Conflict kinds (DELTA.md "Concurrency").
+const (
+	// ConflictMetadata: a concurrent commit changed the table metadata (schema, partitioning,
+	// properties) or created the table.
+	ConflictMetadata ConflictKind = iota + 1
+	// ConflictProtocol: a concurrent commit changed the protocol.
+	ConflictProtocol
+	// ConflictTransaction: a concurrent commit carries a txn for our appId — another instance
+	// of the same flow is writing (ConcurrentTransactionException in Spark).
+	ConflictTransaction
+	// ConflictAppend: data was added concurrently to a table we overwrite.
+	ConflictAppend
+	// ConflictDelete: a file we remove was removed concurrently.
+	ConflictDelete
+)
+
+// ConflictError reports that the commit at Version conflicts with ours; retrying needs a new
+// snapshot (and, for metadata/protocol changes, possibly new data files).
+type ConflictError struct {
+	Version int64        // the conflicting commit
+	Kind    ConflictKind // why it conflicts
+	Detail  string       // human-readable reason
+}
+
+// Error names the conflicting version and the reason.
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("commit conflict with version %d: %s", e.Version, e.Detail)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// CommitRequest describes one atomic commit.
+type CommitRequest struct {
+	// Read is the snapshot the writer read (its Version becomes commitInfo.readVersion); nil
+	// when the commit creates the table, which then requires Protocol and Metadata.
+	Read *Snapshot
+	// Protocol and Metadata, when set, are written as protocol/metaData actions (table
+	// creation, schema evolution, property changes).
+	Protocol *Protocol
+	Metadata *Metadata // see Protocol
+	// Mode is Append (default) or Overwrite.
+	Mode Mode
+	// Adds are the new data files (from DataWriter.Close).
+	Adds []Add
+	// Removes are extra files to remove (Overwrite removes all live files by itself).
+	Removes []Remove
+	// Txn, when set, records application progress {appId, version}; lastUpdated is filled
+	// in. Commit fails with ConflictTransaction when a concurrent commit carries the same
+	// appId.
+	Txn *Txn
+	// Operation is commitInfo.operation; default "WRITE" ("CREATE TABLE" style names and
+	// "STREAMING UPDATE" are common).
+	Operation string
+	// OperationParameters (string→string) default to {"mode": Mode, "partitionBy": JSON list}.
+	OperationParameters map[string]string
+	// OperationMetrics (string→string) default to numFiles, numOutputRows, numOutputBytes
+	// (and numRemovedFiles for overwrites).
+	OperationMetrics map[string]string
+	// NoCheckpoint suppresses the automatic checkpoint.
+	NoCheckpoint bool
+}
+
+// CommitResult is a successful commit.
+type CommitResult struct {
+	// Version is the committed table version.
+	Version int64
+	// Snapshot is the table state right after the commit.
+	Snapshot *Snapshot
+	// Attempts counts the put-if-absent attempts (1 when no race was lost).
+	Attempts int
+	// Checkpointed is true when a checkpoint was written for Version.
+	Checkpointed bool
+	// CheckpointErr is a failure to write the checkpoint; the commit itself is durable.
+	CheckpointErr error
+}
+
+func (t *Table) now() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
+}
+
+func (t *Table) sleep(d time.Duration) {
+	if t.Sleep != nil {
+		t.Sleep(d)
+		return
+	}
+	time.Sleep(d)
+}
+
+// Commit writes one commit: commitInfo, then protocol/metaData if set, txn, removes and adds
+// (DELTA.md "Actions"). The commit file is made visible with put-if-absent at version
+// Read.Version+1; when another writer won that version, the newer commits are read and
+// checked (DELTA.md "Concurrency"): a metaData or protocol change, or a txn for our appId,
+// fails with a *ConflictError; for appends other adds/removes never conflict and the same
+// actions are retried at the next version (data files are not rewritten), with jittered
+// exponential backoff (1 ms doubling to 500 ms) and at most MaxAttempts attempts. For
+// Overwrite, concurrent data adds and removals of our removed files also conflict.
+//
+// The table's write protocol is checked first (errors wrap ErrUnsupportedProtocol), and
+// delta.appendOnly tables refuse removes with dataChange. After the commit a classic
+// checkpoint is written when version % delta.checkpointInterval == 0 (default 10).
+func (t *Table) Commit(ctx context.Context, req CommitRequest) (*CommitResult, error) {
+	proto, meta := req.Protocol, req.Metadata
+	if req.Read != nil {
+		if proto == nil {
+			proto = req.Read.protocol
+		}
+		if meta == nil {
+			meta = req.Read.metadata
+		}
+	} else if proto == nil || meta == nil {
+		return nil, fmt.Errorf("commit %s: creating a table needs protocol and metadata", t.root)
+	}
+	if err := checkWrite(proto, meta); err != nil {
+		return nil, fmt.Errorf("commit %s: %w", t.root, err)
+	}
+	now := t.now()
+	nowMs := now.UnixMilli()
+	removes := slices.Clone(req.Removes)
+	if req.Mode == Overwrite && req.Read != nil {
+		ext := true
+		for _, a := range req.Read.Files() {
+			size := a.Size
+			removes = append(removes, Remove{Path: a.Path, DeletionTimestamp: &nowMs, DataChange: true,
+				ExtendedFileMetadata: &ext, PartitionValues: a.PartitionValues, Size: &size,
+				DeletionVector: a.DeletionVector, BaseRowID: a.BaseRowID, DefaultRowCommitVersion: a.DefaultRowCommitVersion})
+		}
+	}
+	if configOf(meta).appendOnly {
+		for _, r := range removes {
+			if r.DataChange {
+				return nil, fmt.Errorf("commit %s: table is append-only (delta.appendOnly=true): cannot remove %s", t.root, r.Path)
+			}
+		}
+	}
+	txnID := uuid.NewString()
+	readVersion := int64(-1)
+	if req.Read != nil {
+		readVersion = req.Read.version
+	}
+	blind := req.Mode == Append && len(removes) == 0
+	info := &CommitInfo{
+		Timestamp:           nowMs,
+		Operation:           req.Operation,
+		OperationParameters: req.OperationParameters,
+		OperationMetrics:    req.OperationMetrics,
+		IsolationLevel:      "WriteSerializable",
+		IsBlindAppend:       blind,
+		EngineInfo:          t.EngineInfo,
+		TxnID:               txnID,
+	}
+	if req.Read != nil {
+		info.ReadVersion = &readVersion
+	}
+	if info.Operation == "" {
+		info.Operation = "WRITE"
+	}
+	if info.EngineInfo == "" {
+		info.EngineInfo = "streamkit/dev"
+	}
+	if info.OperationParameters == nil {
+		pb := meta.PartitionColumns
+		if pb == nil {
+			pb = []string{}
+		}
+		enc, _ := encodeJSONList(pb)
+		info.OperationParameters = map[string]string{"mode": req.Mode.String(), "partitionBy": enc}
+	}
+	if info.OperationMetrics == nil {
+		var rows, bytes int64
+		for _, a := range req.Adds {
+			bytes += a.Size
+			rows += numRecordsOf(a.Stats)
+		}
+		info.OperationMetrics = map[string]string{
+			"numFiles":       strconv.Itoa(len(req.Adds)),
+			"numOutputRows":  strconv.FormatInt(rows, 10),
+			"numOutputBytes": strconv.FormatInt(bytes, 10),
+		}
+		if len(removes) > 0 {
+			info.OperationMetrics["numRemovedFiles"] = strconv.Itoa(len(removes))
+		}
+	}
+	actions := []Action{{CommitInfo: info}}
+	if req.Protocol != nil {
+		actions = append(actions, Action{Protocol: req.Protocol})
+	}
+	if req.Metadata != nil {
+		actions = append(actions, Action{MetaData: req.Metadata})
+	}
+	if req.Txn != nil {
+		tx := *req.Txn
+		tx.LastUpdated = &nowMs
+		actions = append(actions, Action{Txn: &tx})
+	}
+	for i := range removes {
+		actions = append(actions, Action{Remove: &removes[i]})
+	}
+	for i := range req.Adds {
+		actions = append(actions, Action{Add: &req.Adds[i]})
+	}
+	data, err := encodeActions(actions)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", t.root, err)
+	}
+	dir := filepath.Join(t.root, LogDir)
+	if req.Read == nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("commit %s: %w", t.root, err)
+		}
+		_ = syncDir(t.root)
+	}
+	removed := map[string]bool{}
+	for _, r := range removes {
+		removed[r.Path] = true
+	}
+	maxAttempts := t.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = 100
+	}
+	var newer [][]Action // commits by others between readVersion and ours
+	version := readVersion + 1
+	backoff := time.Millisecond
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("commit %s: %w", t.root, err)
+		}
+		err := putIfAbsent(dir, commitFileName(version), data)
+		if err == nil {
+			return t.finishCommit(req, actions, newer, version, attempt), nil
+		}
+		if !errors.Is(err, errCommitExists) {
+			// Ambiguous failure: the link may have happened. Read the version back.
+			if got, rerr := readCommit(dir, version); rerr == nil && len(got) > 0 && got[0].CommitInfo != nil && got[0].CommitInfo.TxnID == txnID {
+				return t.finishCommit(req, actions, newer, version, attempt), nil
+			}
+			return nil, fmt.Errorf("commit %s version %d: %w", t.root, version, err)
+		}
+		// Lost the race: check every commit from version on.
+		for ; ; version++ {
+			other, err := readCommit(dir, version)
+			if errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("commit %s: read concurrent commit: %w", t.root, err)
+			}
+			if err := checkConflict(version, other, req, removed); err != nil {
+				return nil, err
+			}
+			newer = append(newer, other)
+		}
+		if attempt >= maxAttempts {
+			return nil, fmt.Errorf("commit %s: gave up after %d attempts (last tried version %d)", t.root, attempt, version)
+		}
+		jitter := time.Duration(rand.Int64N(int64(backoff) + 1))
+		t.sleep(backoff/2 + jitter/2)
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+// checkConflict decides whether the concurrent commit at version (by someone else) conflicts
+// with req.
+func checkConflict(version int64, other []Action, req CommitRequest, removed map[string]bool) error {
+	if req.Read == nil {
+		return &ConflictError{Version: version, Kind: ConflictMetadata, Detail: "the table was created concurrently"}
+	}
+	for _, a := range other {
+		switch {
+		case a.MetaData != nil:
+			return &ConflictError{Version: version, Kind: ConflictMetadata, Detail: "table metadata changed concurrently"}
+		case a.Protocol != nil:
+			return &ConflictError{Version: version, Kind: ConflictProtocol, Detail: "table protocol changed concurrently"}
+		case a.Txn != nil && req.Txn != nil && a.Txn.AppID == req.Txn.AppID:
+			return &ConflictError{Version: version, Kind: ConflictTransaction,
+				Detail: fmt.Sprintf("concurrent transaction: appId %q committed txn version %d; another writer of the same flow is running", a.Txn.AppID, a.Txn.Version)}
+		case a.Remove != nil && removed[a.Remove.Path]:
+			return &ConflictError{Version: version, Kind: ConflictDelete, Detail: "file " + a.Remove.Path + " was removed concurrently"}
+		case a.Add != nil && a.Add.DataChange && req.Mode == Overwrite:
+			return &ConflictError{Version: version, Kind: ConflictAppend, Detail: "data was added concurrently to the table being overwritten"}
+		}
+	}
+	return nil
+}
+
+// finishCommit builds the post-commit snapshot and writes the checkpoint when due.
+func (t *Table) finishCommit(req CommitRequest, ours []Action, newer [][]Action, version int64, attempts int) *CommitResult {
+	res := &CommitResult{Version: version, Attempts: attempts}
+	var s *Snapshot
+	if req.Read != nil {
+		s = req.Read.clone()
+	} else {
+		s = newSnapshot(t.root, t.mem)
+	}
+	ok := true
+	for _, c := range newer {
+		if err := s.apply(c); err != nil {
+			ok = false
+		}
+	}
+	if err := s.apply(ours); err != nil {
+		ok = false
+	}
+	s.version = version
+	if !ok || s.validate() != nil {
+		// Fall back to reading the log.
+		if ls, err := t.SnapshotAt(context.Background(), version); err == nil {
+			s = ls
+		} else {
+			res.CheckpointErr = err
+			return res
+		}
+	}
+	res.Snapshot = s
+	if !req.NoCheckpoint && version > 0 && version%configOf(s.metadata).checkpointInterval == 0 {
+		res.CheckpointErr = t.writeCheckpoint(s)
+		res.Checkpointed = res.CheckpointErr == nil
+	}
+	return res
+}
+
+// Checkpoint writes a classic checkpoint of snapshot s and points `_last_checkpoint` at it
+// (unless that already names a newer version).
+func (t *Table) Checkpoint(s *Snapshot) error { return t.writeCheckpoint(s) }
+
+func numRecordsOf(stats string) int64 {
+	var st struct {
+		NumRecords int64 `json:"numRecords"`
+	}
+	if stats == "" || jsonUnmarshal([]byte(stats), &st) != nil {
+		return 0
+	}
+	return st.NumRecords
+}

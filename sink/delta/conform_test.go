@@ -1,0 +1,81 @@
+package delta
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+func TestConformInputs(t *testing.T) {
+	mem := newMem(t)
+	target := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: false},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "missing", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "m", Type: arrow.MapOfFields(arrow.Field{Name: "key", Type: arrow.BinaryTypes.String}, arrow.Field{Name: "value", Type: arrow.PrimitiveTypes.Int64, Nullable: true}), Nullable: true},
+	}, nil)
+	c := conformer{mem: mem, target: target}
+
+	// Dictionary-encoded strings, an Int32 id widened to long, a map with uint32 values,
+	// columns in another order and with other case.
+	db := array.NewDictionaryBuilder(mem, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}).(*array.BinaryDictionaryBuilder)
+	defer db.Release()
+	_ = db.AppendString("x")
+	db.AppendNull()
+	_ = db.AppendString("x")
+	dict := db.NewArray()
+	defer dict.Release()
+	inSc := arrow.NewSchema([]arrow.Field{
+		{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Uint32), Nullable: true},
+		{Name: "S", Type: dict.DataType(), Nullable: true},
+		{Name: "id", Type: arrow.PrimitiveTypes.Int32},
+	}, nil)
+	part := recFromJSON(t, mem, arrow.NewSchema([]arrow.Field{inSc.Field(0), inSc.Field(2)}, nil),
+		`[{"m":[{"key":"a","value":1}],"id":1},{"m":null,"id":2},{"m":[],"id":3}]`)
+	defer part.Release()
+	in := array.NewRecordBatch(inSc, []arrow.Array{part.Column(0), dict, part.Column(1)}, 3)
+	defer in.Release()
+	sliced := in.NewSlice(1, 3) // offsets must be honoured
+	defer sliced.Release()
+	for _, rec := range []arrow.RecordBatch{in, sliced} {
+		out, err := c.record(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.Schema().Equal(target) {
+			t.Errorf("schema %s", out.Schema())
+		}
+		got, _ := out.MarshalJSON()
+		out.Release()
+		want := `[{"id":1,"m":[{"key":"a","value":1}],"missing":null,"s":"x"}` + "\n" + `,{"id":2,"m":null,"missing":null,"s":null}` + "\n" + `,{"id":3,"m":[],"missing":null,"s":"x"}` + "\n" + `]`
+		if rec.NumRows() == 2 {
+			want = `[{"id":2,"m":null,"missing":null,"s":null}` + "\n" + `,{"id":3,"m":[],"missing":null,"s":"x"}` + "\n" + `]`
+		}
+		if string(got) != want {
+			t.Errorf("conformed\n got: %s\nwant: %s", got, want)
+		}
+	}
+
+	for _, c2 := range []struct {
+		js   string
+		sc   *arrow.Schema
+		want string
+	}{
+		{`[{"id":1,"extra":2}]`, arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "extra", Type: arrow.PrimitiveTypes.Int64}}, nil), "columns extra: not in the table schema"},
+		{`[{"id":null}]`, arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil), "column id: 1 null values"},
+		{`[{"id":"1"}]`, arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String}}, nil), "column id: cannot write utf8 into a column of Delta type long"},
+		{`[{"s":1}]`, arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.PrimitiveTypes.Int64}}, nil), "column id: missing from the input"},
+	} {
+		rec := recFromJSON(t, mem, c2.sc, c2.js)
+		out, err := c.record(rec)
+		rec.Release()
+		if err == nil {
+			out.Release()
+		}
+		if err == nil || !strings.Contains(err.Error(), c2.want) {
+			t.Errorf("%s: err = %v, want %q", c2.js, err, c2.want)
+		}
+	}
+}

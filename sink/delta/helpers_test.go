@@ -1,0 +1,116 @@
+package delta
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func newMem(t testing.TB) *memory.CheckedAllocator {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return mem
+}
+
+func recFromJSON(t testing.TB, mem memory.Allocator, sc *arrow.Schema, js string) arrow.RecordBatch {
+	t.Helper()
+	rec, _, err := array.RecordFromJSON(mem, sc, strings.NewReader(js))
+	if err != nil {
+		t.Fatalf("record from JSON: %v", err)
+	}
+	return rec
+}
+
+// fixedClock returns a clock that advances by one second per call.
+func fixedClock() func() time.Time {
+	t0 := time.Date(2024, 1, 31, 12, 0, 0, 0, time.UTC)
+	n := 0
+	return func() time.Time { n++; return t0.Add(time.Duration(n) * time.Second) }
+}
+
+// appendBatches writes recs as one commit (creating the table from sc when read is nil).
+func appendBatches(t testing.TB, tbl *Table, read *Snapshot, create *CreateOptions, sc *arrow.Schema, opts WriterOptions, txn *Txn, recs ...arrow.RecordBatch) *CommitResult {
+	t.Helper()
+	var proto *Protocol
+	var meta *Metadata
+	if read == nil {
+		var err error
+		proto, meta, err = NewTableMetadata(sc, *create)
+		if err != nil {
+			t.Fatalf("new table metadata: %v", err)
+		}
+	} else {
+		meta = read.Metadata()
+	}
+	w, err := NewDataWriter(tbl.Root(), meta, opts)
+	if err != nil {
+		t.Fatalf("new data writer: %v", err)
+	}
+	for _, r := range recs {
+		if err := w.Write(r); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+	}
+	adds, err := w.Close()
+	if err != nil {
+		t.Fatalf("close writer: %v", err)
+	}
+	var req CommitRequest
+	if read == nil {
+		req = CommitRequest{Protocol: proto, Metadata: meta, Adds: adds, Txn: txn}
+	} else {
+		req = CommitRequest{Read: read, Adds: adds, Txn: txn}
+	}
+	res, err := tbl.Commit(context.Background(), req)
+	if err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if res.CheckpointErr != nil {
+		t.Fatalf("checkpoint: %v", res.CheckpointErr)
+	}
+	return res
+}
+
+// writeIPCFile writes recs (which must share a schema) to an Arrow IPC file.
+func writeIPCFile(t testing.TB, path string, mem memory.Allocator, recs ...arrow.RecordBatch) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(recs[0].Schema()), ipc.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func logFiles(t testing.TB, root string) []string {
+	t.Helper()
+	es, err := os.ReadDir(filepath.Join(root, LogDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
+}

@@ -1,0 +1,371 @@
+package delta
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/google/uuid"
+)
+
+// ErrUnsupportedProtocol is wrapped by every refusal to read or write a table whose protocol
+// versions, table features or properties this package does not implement. The message names
+// the version, feature or property.
+var ErrUnsupportedProtocol = errors.New("unsupported Delta protocol")
+
+// Table feature names (PROTOCOL.md "Valid Feature Names in Table Features").
+const (
+	FeatureAppendOnly          = "appendOnly"
+	FeatureInvariants          = "invariants"
+	FeatureCheckConstraints    = "checkConstraints"
+	FeatureChangeDataFeed      = "changeDataFeed"
+	FeatureGeneratedColumns    = "generatedColumns"
+	FeatureColumnMapping       = "columnMapping"
+	FeatureIdentityColumns     = "identityColumns"
+	FeatureDeletionVectors     = "deletionVectors"
+	FeatureTimestampNTZ        = "timestampNtz"
+	FeatureDomainMetadata      = "domainMetadata"
+	FeatureVacuumProtocolCheck = "vacuumProtocolCheck"
+	FeatureAllowColumnDefaults = "allowColumnDefaults"
+)
+
+// writerFeaturesOf returns the writer features a protocol enables: the listed ones at writer
+// version 7, the implied legacy set below it (PROTOCOL.md "Writer Version Requirements").
+func writerFeaturesOf(p *Protocol) []string {
+	if p.MinWriterVersion >= 7 {
+		return p.WriterFeatures
+	}
+	var fs []string
+	if p.MinWriterVersion >= 2 {
+		fs = append(fs, FeatureAppendOnly, FeatureInvariants)
+	}
+	if p.MinWriterVersion >= 3 {
+		fs = append(fs, FeatureCheckConstraints)
+	}
+	if p.MinWriterVersion >= 4 {
+		fs = append(fs, FeatureChangeDataFeed, FeatureGeneratedColumns)
+	}
+	if p.MinWriterVersion >= 5 {
+		fs = append(fs, FeatureColumnMapping)
+	}
+	if p.MinWriterVersion >= 6 {
+		fs = append(fs, FeatureIdentityColumns)
+	}
+	return fs
+}
+
+func unsupported(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrUnsupportedProtocol}, args...)...)
+}
+
+// checkRead verifies that this package can interpret the log and data of a table with
+// protocol p and metadata m (DELTA.md "Reader safety"): reader version 1; 2 only without
+// column mapping; 3 only with reader features timestampNtz, deletionVectors,
+// vacuumProtocolCheck or columnMapping in mode none; provider "parquet".
+func checkRead(p *Protocol, m *Metadata) error {
+	if m.Format.Provider != "" && !strings.EqualFold(m.Format.Provider, "parquet") {
+		return unsupported("data file format %q (only parquet)", m.Format.Provider)
+	}
+	mode := m.Configuration["delta.columnMapping.mode"]
+	noMapping := mode == "" || mode == "none"
+	switch p.MinReaderVersion {
+	case 1:
+	case 2:
+		if !noMapping {
+			return unsupported("column mapping mode %q (reader version 2)", mode)
+		}
+	case 3:
+		for _, f := range p.ReaderFeatures {
+			switch f {
+			case FeatureTimestampNTZ, FeatureDeletionVectors, FeatureVacuumProtocolCheck:
+			case FeatureColumnMapping:
+				if !noMapping {
+					return unsupported("reader feature columnMapping in mode %q", mode)
+				}
+			default:
+				return unsupported("reader feature %q", f)
+			}
+		}
+	default:
+		return unsupported("reader version %d (supported: 1 to 3)", p.MinReaderVersion)
+	}
+	return nil
+}
+
+// checkWrite verifies that this package can append to or overwrite a table with protocol p and
+// metadata m without breaking a feature (PROTOCOL.md "Table Features": writers must implement
+// every listed writer feature). Features whose obligations never apply to a plain append are
+// accepted; those that need something this package does not do are refused only when the
+// table actually uses them (e.g. invariants only if a column carries delta.invariants).
+func checkWrite(p *Protocol, m *Metadata) error {
+	if err := checkRead(p, m); err != nil {
+		return err
+	}
+	if p.MinWriterVersion < 1 || p.MinWriterVersion > 7 {
+		return unsupported("writer version %d (supported: 1 to 7)", p.MinWriterVersion)
+	}
+	schema, err := m.Schema()
+	if err != nil {
+		return err
+	}
+	for _, f := range writerFeaturesOf(p) {
+		switch f {
+		case FeatureAppendOnly, FeatureChangeDataFeed, FeatureTimestampNTZ, FeatureDomainMetadata,
+			FeatureVacuumProtocolCheck, FeatureDeletionVectors:
+			// appendOnly is enforced in Commit; appends and full overwrites need no CDC files;
+			// domains are preserved in checkpoints; we never vacuum; removes carry the DV.
+		case FeatureInvariants:
+			if col := anyFieldMetadata(schema, "delta.invariants", ""); col != "" {
+				return unsupported("column %s has a delta.invariants constraint (writer feature invariants), which streamkit cannot evaluate", col)
+			}
+		case FeatureCheckConstraints:
+			for k := range m.Configuration {
+				if strings.HasPrefix(k, "delta.constraints.") {
+					return unsupported("table has CHECK constraint %s (writer feature checkConstraints), which streamkit cannot evaluate", k)
+				}
+			}
+		case FeatureGeneratedColumns:
+			if col := anyFieldMetadata(schema, "delta.generationExpression", ""); col != "" {
+				return unsupported("column %s is a generated column (writer feature generatedColumns)", col)
+			}
+		case FeatureIdentityColumns:
+			if col := anyFieldMetadata(schema, "delta.identity.", ""); col != "" {
+				return unsupported("column %s is an identity column (writer feature identityColumns)", col)
+			}
+		case FeatureAllowColumnDefaults:
+			if col := anyFieldMetadata(schema, "CURRENT_DEFAULT", ""); col != "" {
+				return unsupported("column %s has a default value (writer feature allowColumnDefaults)", col)
+			}
+		case FeatureColumnMapping:
+			if mode := m.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
+				return unsupported("writer feature columnMapping in mode %q", mode)
+			}
+		default:
+			return unsupported("writer feature %q", f)
+		}
+	}
+	if p.MinWriterVersion >= 7 && p.MinReaderVersion >= 3 {
+		for _, f := range p.ReaderFeatures {
+			if !slices.Contains(p.WriterFeatures, f) {
+				return unsupported("reader feature %q missing from writerFeatures", f)
+			}
+		}
+	}
+	if hasType(schema, TypeTimestampNTZ) && !slices.Contains(writerFeaturesOf(p), FeatureTimestampNTZ) {
+		return unsupported("table has a timestamp_ntz column but not the timestampNtz feature")
+	}
+	return checkProperties(m.Configuration)
+}
+
+// featureProperties are table properties that turn on a feature this package cannot honour.
+var featureProperties = []struct{ key, bad, feature string }{
+	{"delta.enableDeletionVectors", "true", "deletionVectors (enabled for new writes)"},
+	{"delta.enableRowTracking", "true", "rowTracking"},
+	{"delta.enableInCommitTimestamps", "true", "inCommitTimestamp"},
+	{"delta.enableTypeWidening", "true", "typeWidening"},
+	{"delta.checkpointPolicy", "v2", "v2Checkpoint"},
+	{"delta.enableIcebergCompatV1", "true", "icebergCompatV1"},
+	{"delta.enableIcebergCompatV2", "true", "icebergCompatV2"},
+	{"delta.enableVariantShredding", "true", "variantShredding"},
+}
+
+func checkProperties(conf map[string]string) error {
+	for _, fp := range featureProperties {
+		if v, ok := conf[fp.key]; ok && strings.EqualFold(v, fp.bad) {
+			if fp.key == "delta.enableDeletionVectors" {
+				continue // only asks writers to produce DVs on delete/update; appends need none
+			}
+			return unsupported("table property %s=%s needs feature %s", fp.key, v, fp.feature)
+		}
+	}
+	if mode := conf["delta.columnMapping.mode"]; mode != "" && mode != "none" {
+		return unsupported("table property delta.columnMapping.mode=%s needs feature columnMapping", mode)
+	}
+	return nil
+}
+
+// CreateOptions describe a new table.
+type CreateOptions struct {
+	// PartitionColumns are top-level columns whose values become Hive-style directories
+	// (col=value/); they are not stored in data files. Types allowed: string, integers,
+	// boolean, date, timestamp(_ntz), decimal, float, double. Default: none.
+	PartitionColumns []string
+	// Configuration holds table properties (string→string), e.g.
+	// "delta.checkpointInterval": "10". Properties that need unsupported features are refused.
+	Configuration map[string]string
+	// Name and Description are optional user-facing labels (metaData.name/description).
+	Name, Description string
+	// ID is the table id (metaData.id); default: a random UUID.
+	ID string
+	// Now is the creation time (metaData.createdTime); default: time.Now().
+	Now time.Time
+}
+
+// NewTableMetadata builds the protocol and metaData actions of a new table whose columns are
+// described by the Arrow schema sc (see [FromArrowSchema] for the type mapping). The protocol
+// is {minReaderVersion 1, minWriterVersion 2}, or reader 3 / writer 7 with feature
+// timestampNtz in both lists when a (nested) column is a timestamp without time zone
+// (PROTOCOL.md "Timestamp without timezone"); a writer-7 table also lists appendOnly and
+// changeDataFeed when the matching properties are "true". Errors name the offending column
+// or property.
+func NewTableMetadata(sc *arrow.Schema, opts CreateOptions) (*Protocol, *Metadata, error) {
+	schema, err := FromArrowSchema(sc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create table: %w", err)
+	}
+	return newTableMetadata(schema, opts)
+}
+
+func newTableMetadata(schema *StructType, opts CreateOptions) (*Protocol, *Metadata, error) {
+	conf := map[string]string{}
+	for k, v := range opts.Configuration {
+		conf[k] = v
+	}
+	if err := checkProperties(conf); err != nil {
+		return nil, nil, fmt.Errorf("create table: %w", err)
+	}
+	if v, ok := conf["delta.checkpointInterval"]; ok {
+		if n, err := strconv.Atoi(v); err != nil || n < 1 {
+			return nil, nil, fmt.Errorf("create table: delta.checkpointInterval=%q: want a positive integer", v)
+		}
+	}
+	seen := map[string]bool{}
+	for _, pc := range opts.PartitionColumns {
+		f := schema.Field(pc)
+		if f == nil {
+			return nil, nil, fmt.Errorf("create table: partition column %q is not a column of the input", pc)
+		}
+		if seen[pc] {
+			return nil, nil, fmt.Errorf("create table: partition column %q listed twice", pc)
+		}
+		seen[pc] = true
+		if !partitionable(f.Type) {
+			return nil, nil, fmt.Errorf("create table: partition column %q has type %s; partition by a string, integer, boolean, date, timestamp or decimal column", pc, f.Type)
+		}
+	}
+	if len(seen) == len(schema.Fields) {
+		return nil, nil, fmt.Errorf("create table: every column is a partition column; at least one column must be stored in data files")
+	}
+	p := &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+	if hasType(schema, TypeTimestampNTZ) {
+		p = &Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+			ReaderFeatures: []string{FeatureTimestampNTZ}, WriterFeatures: []string{FeatureTimestampNTZ}}
+		if strings.EqualFold(conf["delta.appendOnly"], "true") {
+			p.WriterFeatures = append(p.WriterFeatures, FeatureAppendOnly)
+		}
+		if strings.EqualFold(conf["delta.enableChangeDataFeed"], "true") {
+			p.WriterFeatures = append(p.WriterFeatures, FeatureChangeDataFeed)
+		}
+		sort.Strings(p.WriterFeatures)
+	} else if strings.EqualFold(conf["delta.enableChangeDataFeed"], "true") {
+		p.MinWriterVersion = 4
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	ms := now.UnixMilli()
+	id := opts.ID
+	if id == "" {
+		id = uuid.NewString()
+	}
+	m := &Metadata{
+		ID:               id,
+		Format:           Format{Provider: "parquet", Options: map[string]string{}},
+		SchemaString:     schema.JSON(),
+		PartitionColumns: append([]string{}, opts.PartitionColumns...),
+		Configuration:    conf,
+		CreatedTime:      &ms,
+	}
+	if opts.Name != "" {
+		m.Name = &opts.Name
+	}
+	if opts.Description != "" {
+		m.Description = &opts.Description
+	}
+	return p, m, nil
+}
+
+func partitionable(t DataType) bool {
+	switch t := t.(type) {
+	case PrimitiveType:
+		switch t {
+		case TypeString, TypeLong, TypeInteger, TypeShort, TypeByte, TypeBoolean, TypeDate,
+			TypeTimestamp, TypeTimestampNTZ, TypeFloat, TypeDouble:
+			return true
+		}
+	case DecimalType:
+		return true
+	}
+	return false
+}
+
+// tableConfig holds the table properties this package acts on, with their defaults.
+type tableConfig struct {
+	checkpointInterval int64         // delta.checkpointInterval, default 10
+	numIndexedCols     int           // delta.dataSkippingNumIndexedCols, default 32, -1 = all
+	tombstoneRetention time.Duration // delta.deletedFileRetentionDuration, default 1 week
+	appendOnly         bool          // delta.appendOnly
+}
+
+func configOf(m *Metadata) tableConfig {
+	c := tableConfig{checkpointInterval: 10, numIndexedCols: 32, tombstoneRetention: 7 * 24 * time.Hour}
+	if m == nil {
+		return c
+	}
+	if v, err := strconv.ParseInt(m.Configuration["delta.checkpointInterval"], 10, 64); err == nil && v > 0 {
+		c.checkpointInterval = v
+	}
+	if v, err := strconv.Atoi(m.Configuration["delta.dataSkippingNumIndexedCols"]); err == nil && v >= -1 {
+		c.numIndexedCols = v
+	}
+	if d, ok := parseInterval(m.Configuration["delta.deletedFileRetentionDuration"]); ok {
+		c.tombstoneRetention = d
+	}
+	c.appendOnly = strings.EqualFold(m.Configuration["delta.appendOnly"], "true")
+	return c
+}
+
+// parseInterval parses Spark's calendar interval strings as used in table properties,
+// e.g. "interval 1 week", "interval 7 days", "interval 168 hours".
+func parseInterval(s string) (time.Duration, bool) {
+	f := strings.Fields(strings.ToLower(strings.TrimSpace(s)))
+	if len(f) >= 1 && f[0] == "interval" {
+		f = f[1:]
+	}
+	if len(f) == 0 || len(f)%2 != 0 {
+		return 0, false
+	}
+	var total time.Duration
+	for i := 0; i < len(f); i += 2 {
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		unit := strings.TrimSuffix(f[i+1], "s")
+		var d time.Duration
+		switch unit {
+		case "week":
+			d = 7 * 24 * time.Hour
+		case "day":
+			d = 24 * time.Hour
+		case "hour":
+			d = time.Hour
+		case "minute":
+			d = time.Minute
+		case "second":
+			d = time.Second
+		case "millisecond":
+			d = time.Millisecond
+		default:
+			return 0, false
+		}
+		total += time.Duration(n) * d
+	}
+	return total, true
+}

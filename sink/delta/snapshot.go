@@ -1,0 +1,360 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// ErrNotATable is returned when a directory holds no Delta log (no commit and no checkpoint).
+var ErrNotATable = errors.New("not a Delta table")
+
+// ErrLogIncomplete is wrapped when log replay finds a gap: a commit file missing between the
+// checkpoint used and the target version, or no checkpoint and no version 0.
+var ErrLogIncomplete = errors.New("delta log incomplete")
+
+// Snapshot is the state of a table at one version (PROTOCOL.md "Action Reconciliation"):
+// the latest protocol and metadata, the live files keyed by path, the tombstones, the latest
+// txn per appId and the live metadata domains. A Snapshot is immutable; [Snapshot.Update] and
+// [Table.Commit] return new ones.
+type Snapshot struct {
+	root       string
+	mem        memory.Allocator
+	version    int64
+	protocol   *Protocol
+	metadata   *Metadata
+	schema     *StructType
+	files      map[string]*Add
+	tombstones map[string]*Remove // key: path + "\x00" + deletion vector unique id
+	txns       map[string]Txn
+	domains    map[string]DomainMetadata
+}
+
+func newSnapshot(root string, mem memory.Allocator) *Snapshot {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	return &Snapshot{root: root, mem: mem, version: -1, files: map[string]*Add{}, tombstones: map[string]*Remove{},
+		txns: map[string]Txn{}, domains: map[string]DomainMetadata{}}
+}
+
+// Version is the table version this snapshot reflects.
+func (s *Snapshot) Version() int64 { return s.version }
+
+// Root is the table root directory.
+func (s *Snapshot) Root() string { return s.root }
+
+// Protocol returns the table's protocol action (a copy).
+func (s *Snapshot) Protocol() Protocol { return *s.protocol }
+
+// Metadata returns the table's metaData action (do not modify it).
+func (s *Snapshot) Metadata() *Metadata { return s.metadata }
+
+// Schema returns the parsed table schema (all columns, partition columns included).
+func (s *Snapshot) Schema() *StructType { return s.schema }
+
+// ArrowSchema returns the canonical Arrow schema of the table (see [StructType.ToArrow]).
+func (s *Snapshot) ArrowSchema() (*arrow.Schema, error) { return s.schema.ToArrow() }
+
+// PartitionColumns returns the partition columns in order.
+func (s *Snapshot) PartitionColumns() []string { return s.metadata.PartitionColumns }
+
+// NumFiles is the number of live data files.
+func (s *Snapshot) NumFiles() int { return len(s.files) }
+
+// Files returns the live add actions sorted by path (do not modify them).
+func (s *Snapshot) Files() []*Add {
+	out := make([]*Add, 0, len(s.files))
+	for _, a := range s.files {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// File returns the live add action with the given (logged) path, or nil.
+func (s *Snapshot) File(path string) *Add { return s.files[path] }
+
+// Tombstones returns the remove actions still kept as tombstones, sorted by path.
+func (s *Snapshot) Tombstones() []*Remove {
+	out := make([]*Remove, 0, len(s.tombstones))
+	for _, r := range s.tombstones {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// TxnVersion returns the latest txn version committed by application appID and whether there
+// is one. An exactly-once sink skips every replayed epoch n with n ≤ this version
+// (PROTOCOL.md "Transaction Identifiers", DESIGN.md §3).
+func (s *Snapshot) TxnVersion(appID string) (int64, bool) {
+	t, ok := s.txns[appID]
+	return t.Version, ok
+}
+
+// Txns returns the latest txn action per appId.
+func (s *Snapshot) Txns() map[string]Txn {
+	out := make(map[string]Txn, len(s.txns))
+	for k, v := range s.txns {
+		out[k] = v
+	}
+	return out
+}
+
+// CheckWrite reports whether this package may write to the table: an error wrapping
+// [ErrUnsupportedProtocol] names the protocol version, writer/reader feature or property
+// that is not supported.
+func (s *Snapshot) CheckWrite() error {
+	if err := checkWrite(s.protocol, s.metadata); err != nil {
+		return fmt.Errorf("check protocol %s: %w", s.root, err)
+	}
+	return nil
+}
+
+// CheckRead reports whether this package can read the table's data: the reader protocol
+// must be supported and no live file may carry a deletion vector.
+func (s *Snapshot) CheckRead() error {
+	if err := checkRead(s.protocol, s.metadata); err != nil {
+		return fmt.Errorf("check protocol %s: %w", s.root, err)
+	}
+	for _, a := range s.files {
+		if a.DeletionVector != nil {
+			return fmt.Errorf("check protocol %s: %w: file %s has a deletion vector", s.root, ErrUnsupportedProtocol, a.Path)
+		}
+	}
+	return nil
+}
+
+func tombstoneKey(path string, dv *DeletionVector) string { return path + "\x00" + dv.UniqueID() }
+
+// apply folds the actions of one commit (or checkpoint) into s. Removes are applied before
+// adds so that a commit replacing a file's deletion vector (add + remove of the same path)
+// keeps the new add.
+func (s *Snapshot) apply(actions []Action) error {
+	for i := range actions {
+		a := &actions[i]
+		switch {
+		case a.Protocol != nil:
+			s.protocol = a.Protocol
+		case a.MetaData != nil:
+			schema, err := a.MetaData.Schema()
+			if err != nil {
+				return err
+			}
+			s.metadata, s.schema = a.MetaData, schema
+		case a.Txn != nil:
+			s.txns[a.Txn.AppID] = *a.Txn
+		case a.DomainMetadata != nil:
+			if a.DomainMetadata.Removed {
+				delete(s.domains, a.DomainMetadata.Domain)
+			} else {
+				s.domains[a.DomainMetadata.Domain] = *a.DomainMetadata
+			}
+		case a.Remove != nil:
+			r := a.Remove
+			if live, ok := s.files[r.Path]; ok && live.DeletionVector.UniqueID() == r.DeletionVector.UniqueID() {
+				delete(s.files, r.Path)
+			}
+			s.tombstones[tombstoneKey(r.Path, r.DeletionVector)] = r
+		}
+	}
+	for i := range actions {
+		if add := actions[i].Add; add != nil {
+			s.files[add.Path] = add
+			delete(s.tombstones, tombstoneKey(add.Path, add.DeletionVector))
+		}
+	}
+	return nil
+}
+
+func (s *Snapshot) clone() *Snapshot {
+	c := *s
+	c.files = make(map[string]*Add, len(s.files))
+	for k, v := range s.files {
+		c.files[k] = v
+	}
+	c.tombstones = make(map[string]*Remove, len(s.tombstones))
+	for k, v := range s.tombstones {
+		c.tombstones[k] = v
+	}
+	c.txns = make(map[string]Txn, len(s.txns))
+	for k, v := range s.txns {
+		c.txns[k] = v
+	}
+	c.domains = make(map[string]DomainMetadata, len(s.domains))
+	for k, v := range s.domains {
+		c.domains[k] = v
+	}
+	return &c
+}
+
+func (s *Snapshot) validate() error {
+	if s.protocol == nil {
+		return fmt.Errorf("load snapshot %s version %d: %w: no protocol action", s.root, s.version, ErrLogIncomplete)
+	}
+	if s.metadata == nil {
+		return fmt.Errorf("load snapshot %s version %d: %w: no metaData action", s.root, s.version, ErrLogIncomplete)
+	}
+	return nil
+}
+
+// Snapshot loads the latest version of the table. It fails with [ErrNotATable] when the
+// directory has no Delta log.
+func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
+	return t.SnapshotAt(ctx, -1)
+}
+
+// SnapshotAt loads the table as of version (-1: latest). Replay starts from the newest
+// complete checkpoint ≤ version found by listing `_delta_log` (so a stale or missing
+// `_last_checkpoint` does not matter; an unreadable checkpoint falls back to an older one),
+// then applies the JSON commits after it in order; a missing commit is an error wrapping
+// [ErrLogIncomplete] (PROTOCOL.md "Checkpoints", "Action Reconciliation").
+func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error) {
+	dir := filepath.Join(t.root, LogDir)
+	l, err := listLog(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("load snapshot %s: %w", t.root, ErrNotATable)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load snapshot %s: %w", t.root, err)
+	}
+	target := version
+	if target < 0 {
+		target = l.maxCommit
+		for v := range l.checkpoints {
+			if v > target {
+				target = v
+			}
+		}
+	}
+	if target < 0 {
+		return nil, fmt.Errorf("load snapshot %s: %w", t.root, ErrNotATable)
+	}
+	if version >= 0 && !l.commits[version] && l.checkpoints[version] == nil {
+		return nil, fmt.Errorf("load snapshot %s version %d: version does not exist (latest %d)", t.root, version, l.maxCommit)
+	}
+	s := newSnapshot(t.root, t.mem)
+	var cpErr error
+	for _, cv := range l.checkpointVersions(target) {
+		cs := newSnapshot(t.root, t.mem)
+		if err := readCheckpoint(dir, l.checkpoints[cv], cs, t.mem); err != nil {
+			cpErr = err
+			continue
+		}
+		cs.version = cv
+		s = cs
+		break
+	}
+	if s.version < 0 && cpErr != nil && !l.commits[0] {
+		return nil, fmt.Errorf("load snapshot %s: %w", t.root, cpErr)
+	}
+	for v := s.version + 1; v <= target; v++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !l.commits[v] {
+			return nil, fmt.Errorf("load snapshot %s: %w: commit %s is missing", t.root, ErrLogIncomplete, commitFileName(v))
+		}
+		actions, err := readCommit(dir, v)
+		if err != nil {
+			return nil, fmt.Errorf("load snapshot %s: %w", t.root, err)
+		}
+		if err := s.apply(actions); err != nil {
+			return nil, fmt.Errorf("load snapshot %s version %d: %w", t.root, v, err)
+		}
+		s.version = v
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkRead(s.protocol, s.metadata); err != nil {
+		return nil, fmt.Errorf("load snapshot %s: %w", t.root, err)
+	}
+	return s, nil
+}
+
+// Update returns a snapshot of the latest version, replaying only the commits after s, or
+// reloading from the newest checkpoint when some of them were cleaned up. It returns s itself
+// when nothing changed.
+func (s *Snapshot) Update(ctx context.Context) (*Snapshot, error) {
+	dir := filepath.Join(s.root, LogDir)
+	l, err := listLog(dir)
+	if err != nil {
+		return nil, fmt.Errorf("update snapshot %s: %w", s.root, err)
+	}
+	if l.maxCommit <= s.version {
+		return s, nil
+	}
+	for v := s.version + 1; v <= l.maxCommit; v++ {
+		if !l.commits[v] {
+			return (&Table{root: s.root, mem: s.mem}).SnapshotAt(ctx, -1)
+		}
+	}
+	ns := s.clone()
+	for v := s.version + 1; v <= l.maxCommit; v++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		actions, err := readCommit(dir, v)
+		if err != nil {
+			return nil, fmt.Errorf("update snapshot %s: %w", s.root, err)
+		}
+		if err := ns.apply(actions); err != nil {
+			return nil, fmt.Errorf("update snapshot %s version %d: %w", s.root, v, err)
+		}
+		ns.version = v
+	}
+	if err := checkRead(ns.protocol, ns.metadata); err != nil {
+		return nil, fmt.Errorf("update snapshot %s: %w", s.root, err)
+	}
+	return ns, nil
+}
+
+// Table is a Delta table rooted at a local directory. Its fields configure commits; the zero
+// values give the documented defaults.
+type Table struct {
+	root string
+	mem  memory.Allocator
+
+	// EngineInfo goes into commitInfo.engineInfo; default "streamkit/dev".
+	EngineInfo string
+	// Now is the clock for timestamps in actions; default time.Now.
+	Now func() time.Time
+	// MaxAttempts bounds the commit attempts of one Commit call (each lost race is one
+	// attempt); default 100.
+	MaxAttempts int
+	// Sleep waits between attempts (tests inject a fake); default time.Sleep.
+	Sleep func(d time.Duration)
+}
+
+// NewTable binds the table rooted at dir (which need not exist yet). mem allocates Arrow
+// memory for checkpoints (nil: memory.DefaultAllocator).
+func NewTable(dir string, mem memory.Allocator) *Table {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	return &Table{root: dir, mem: mem}
+}
+
+// Root is the table root directory.
+func (t *Table) Root() string { return t.root }
+
+// Exists reports whether dir holds a Delta log with at least one commit or checkpoint.
+func (t *Table) Exists() (bool, error) {
+	l, err := listLog(filepath.Join(t.root, LogDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return l.maxCommit >= 0 || len(l.checkpoints) > 0, nil
+}

@@ -1,0 +1,514 @@
+package delta
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/google/uuid"
+)
+
+// Default sizes of the data writer.
+const (
+	DefaultTargetFileSize = 128 << 20 // bytes of Parquet per data file before rolling
+	DefaultRowGroupSize   = 32 << 20  // bytes of encoded data buffered per row group
+)
+
+// WriterOptions configure a DataWriter. Zero values give the defaults.
+type WriterOptions struct {
+	// TargetFileSize is the approximate size in bytes at which a data file is closed and the
+	// next one started (per partition); default DefaultTargetFileSize (128 MiB).
+	TargetFileSize int64
+	// RowGroupSize bounds the encoded bytes buffered in memory per open file before a Parquet
+	// row group is flushed; default DefaultRowGroupSize (32 MiB). Memory use is about
+	// RowGroupSize × open partitions.
+	RowGroupSize int64
+	// Compression is "snappy" (default), "zstd", "gzip" or "uncompressed".
+	Compression string
+	// TruncateTimestamps allows dropping sub-microsecond digits of nanosecond timestamps
+	// (Delta stores microseconds); without it such values are an error.
+	TruncateTimestamps bool
+	// Allocator allocates Arrow and Parquet buffers; default memory.DefaultAllocator.
+	Allocator memory.Allocator
+	// Now stamps add.modificationTime; default time.Now.
+	Now func() time.Time
+}
+
+// DataWriter streams Arrow record batches into the Parquet data files of one table (one
+// transaction's worth). It is not safe for concurrent use.
+//
+// Input batches are conformed to the table schema (columns by name; see [FromArrowSchema] for
+// the accepted types), split by partition values into Hive-style directories (partition
+// columns are not stored in data files), and written through pqarrow's buffered row groups
+// (timestamps as INT64 TIMESTAMP(MICROS), 3-level lists) so memory stays bounded by
+// RowGroupSize per open file. Statistics are exact and computed from the written values.
+type DataWriter struct {
+	root      string
+	partCols  []string
+	partIdx   []int // partition column indices in the table schema
+	dataIdx   []int // data column indices in the table schema
+	dataSch   *arrow.Schema
+	conf      conformer
+	mem       memory.Allocator
+	opts      WriterOptions
+	props     *parquet.WriterProperties
+	arrProps  pqarrow.ArrowWriterProperties
+	codecName string
+	numIdx    int
+	prefix    string
+	seq       int
+	open      map[string]*openFile
+	order     []string // open keys in opening order
+	adds      []Add
+	written   []string // absolute paths of files written (for Abort)
+	dirs      map[string]bool
+	closed    bool
+}
+
+type openFile struct {
+	relDir  string // on-disk relative directory ("" for the root)
+	relPath string // on-disk relative path
+	values  map[string]*string
+	f       *os.File
+	bw      *bufio.Writer
+	fw      *pqarrow.FileWriter
+	stats   *statsCollector
+	rows    int64
+	rgBytes int64   // Arrow bytes written into the current (buffered) row group
+	ratio   float64 // encoded bytes per Arrow byte, measured at row group flushes
+}
+
+// NewDataWriter prepares a writer of data files for a table with metadata meta (from a
+// Snapshot or NewTableMetadata) rooted at root. Files are created lazily on the first row of
+// each partition.
+func NewDataWriter(root string, meta *Metadata, opts WriterOptions) (*DataWriter, error) {
+	schema, err := meta.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("new data writer %s: %w", root, err)
+	}
+	target, err := schema.ToArrow()
+	if err != nil {
+		return nil, fmt.Errorf("new data writer %s: %w", root, err)
+	}
+	if opts.Allocator == nil {
+		opts.Allocator = memory.DefaultAllocator
+	}
+	if opts.TargetFileSize <= 0 {
+		opts.TargetFileSize = DefaultTargetFileSize
+	}
+	if opts.RowGroupSize <= 0 {
+		opts.RowGroupSize = DefaultRowGroupSize
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	var codec compress.Compression
+	name := strings.ToLower(opts.Compression)
+	switch name {
+	case "", "snappy":
+		codec, name = compress.Codecs.Snappy, "snappy"
+	case "zstd":
+		codec = compress.Codecs.Zstd
+	case "gzip":
+		codec = compress.Codecs.Gzip
+	case "uncompressed", "none":
+		codec, name = compress.Codecs.Uncompressed, ""
+	default:
+		return nil, fmt.Errorf("new data writer %s: compression %q: want snappy, zstd, gzip or uncompressed", root, opts.Compression)
+	}
+	w := &DataWriter{root: root, partCols: meta.PartitionColumns, mem: opts.Allocator, opts: opts,
+		codecName: name, numIdx: configOf(meta).numIndexedCols, prefix: uuid.NewString(),
+		open: map[string]*openFile{}, dirs: map[string]bool{}}
+	w.conf = conformer{mem: opts.Allocator, target: target, truncate: opts.TruncateTimestamps}
+	isPart := map[string]int{}
+	for i, c := range meta.PartitionColumns {
+		isPart[c] = i
+	}
+	w.partIdx = make([]int, len(meta.PartitionColumns))
+	var dataFields []arrow.Field
+	for i, f := range target.Fields() {
+		if pi, ok := isPart[f.Name]; ok {
+			w.partIdx[pi] = i
+			delete(isPart, f.Name)
+			continue
+		}
+		w.dataIdx = append(w.dataIdx, i)
+		dataFields = append(dataFields, f)
+	}
+	for c := range isPart {
+		return nil, fmt.Errorf("new data writer %s: partition column %q is not in the schema", root, c)
+	}
+	w.dataSch = arrow.NewSchema(dataFields, nil)
+	w.props = parquet.NewWriterProperties(
+		parquet.WithCompression(codec),
+		parquet.WithAllocator(opts.Allocator),
+		parquet.WithCreatedBy("streamkit"),
+		parquet.WithMaxRowGroupLength(1<<20),
+		parquet.WithDataPageVersion(parquet.DataPageV1),
+	)
+	w.arrProps = pqarrow.NewArrowWriterProperties(
+		pqarrow.WithAllocator(opts.Allocator),
+		pqarrow.WithCoerceTimestamps(arrow.Microsecond),
+		pqarrow.WithTruncatedTimestamps(opts.TruncateTimestamps),
+	)
+	return w, nil
+}
+
+// Write appends the rows of rec (borrowed: not retained after return). On error the writer
+// should be aborted.
+func (w *DataWriter) Write(rec arrow.RecordBatch) error {
+	if w.closed {
+		return errors.New("write data: writer is closed")
+	}
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	conformed, err := w.conf.record(rec)
+	if err != nil {
+		return fmt.Errorf("write data %s: %w", w.root, err)
+	}
+	defer conformed.Release()
+	if len(w.partCols) == 0 {
+		data := w.project(conformed)
+		defer data.Release()
+		return w.writeTo("", nil, data, recordBytes(data))
+	}
+	// Group rows by partition values.
+	n := int(conformed.NumRows())
+	type group struct {
+		values map[string]*string
+		rows   []int32
+	}
+	groups := map[string]*group{}
+	var keys []string
+	runs := 0
+	prev := ""
+	var kb strings.Builder
+	for i := 0; i < n; i++ {
+		kb.Reset()
+		vals := make([]*string, len(w.partIdx))
+		for j, ci := range w.partIdx {
+			v, err := partitionValue(conformed.Column(ci), i)
+			if err != nil {
+				return fmt.Errorf("write data %s: partition column %s: %w", w.root, w.partCols[j], err)
+			}
+			vals[j] = v
+			if v == nil {
+				kb.WriteByte(0)
+			} else {
+				kb.WriteByte(1)
+				kb.WriteString(*v)
+			}
+			kb.WriteByte(0xff)
+		}
+		key := kb.String()
+		g := groups[key]
+		if g == nil {
+			m := make(map[string]*string, len(vals))
+			for j, c := range w.partCols {
+				m[c] = vals[j]
+			}
+			g = &group{values: m}
+			groups[key] = g
+			keys = append(keys, key)
+		}
+		g.rows = append(g.rows, int32(i))
+		if i == 0 || key != prev {
+			runs++
+		}
+		prev = key
+	}
+	data := w.project(conformed)
+	defer data.Release()
+	total := recordBytes(data)
+	if len(groups) == 1 {
+		g := groups[keys[0]]
+		return w.writeTo(PartitionDir(w.partCols, g.values), g.values, data, total)
+	}
+	for _, key := range keys {
+		g := groups[key]
+		var sub arrow.RecordBatch
+		if runs == len(groups) { // each partition is one contiguous run: slice, no copy
+			sub = data.NewSlice(int64(g.rows[0]), int64(g.rows[len(g.rows)-1])+1)
+		} else {
+			sub, err = w.take(data, g.rows)
+			if err != nil {
+				return fmt.Errorf("write data %s: %w", w.root, err)
+			}
+		}
+		err := w.writeTo(PartitionDir(w.partCols, g.values), g.values, sub, total*int64(len(g.rows))/int64(n))
+		sub.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// project drops the partition columns.
+func (w *DataWriter) project(rec arrow.RecordBatch) arrow.RecordBatch {
+	cols := make([]arrow.Array, len(w.dataIdx))
+	for i, ci := range w.dataIdx {
+		cols[i] = rec.Column(ci)
+	}
+	return array.NewRecordBatch(w.dataSch, cols, rec.NumRows())
+}
+
+func (w *DataWriter) take(rec arrow.RecordBatch, rows []int32) (arrow.RecordBatch, error) {
+	ib := array.NewInt32Builder(w.mem)
+	ib.AppendValues(rows, nil)
+	idx := ib.NewArray()
+	ib.Release()
+	defer idx.Release()
+	ctx := compute.WithAllocator(context.Background(), w.mem)
+	cols := make([]arrow.Array, rec.NumCols())
+	for i := range cols {
+		c, err := compute.TakeArray(ctx, rec.Column(i), idx)
+		if err != nil {
+			for _, p := range cols[:i] {
+				p.Release()
+			}
+			return nil, err
+		}
+		cols[i] = c
+	}
+	out := array.NewRecordBatch(w.dataSch, cols, int64(len(rows)))
+	for _, c := range cols {
+		c.Release()
+	}
+	return out, nil
+}
+
+// writeTo appends data (of about arrowBytes in memory) to the open file of partition relDir.
+// A row group is flushed when its Arrow input reaches RowGroupSize; the file is closed when
+// its flushed bytes plus the estimated encoded size of the pending row group reach
+// TargetFileSize.
+func (w *DataWriter) writeTo(relDir string, values map[string]*string, data arrow.RecordBatch, arrowBytes int64) error {
+	of := w.open[relDir]
+	if of == nil {
+		var err error
+		if of, err = w.openFile(relDir, values); err != nil {
+			return fmt.Errorf("write data %s: %w", w.root, err)
+		}
+	}
+	of.stats.update(data)
+	of.rows += data.NumRows()
+	if err := of.fw.WriteBuffered(data); err != nil {
+		return fmt.Errorf("write data %s: %w", of.relPath, err)
+	}
+	of.rgBytes += arrowBytes
+	if of.rgBytes >= w.opts.RowGroupSize {
+		before := of.fw.TotalBytesWritten()
+		if err := of.fw.NewBufferedRowGroupChecked(); err != nil {
+			return fmt.Errorf("write data %s: %w", of.relPath, err)
+		}
+		if of.rgBytes > 0 {
+			of.ratio = float64(of.fw.TotalBytesWritten()-before) / float64(of.rgBytes)
+		}
+		of.rgBytes = 0
+	}
+	pending := max(of.fw.RowGroupTotalBytesWritten(), int64(float64(of.rgBytes)*of.ratio))
+	if of.fw.TotalBytesWritten()+pending >= w.opts.TargetFileSize {
+		return w.closeFile(relDir)
+	}
+	return nil
+}
+
+func (w *DataWriter) openFile(relDir string, values map[string]*string) (*openFile, error) {
+	name := fmt.Sprintf("part-%05d-%s.c000", w.seq, w.prefix)
+	w.seq++
+	if w.codecName != "" {
+		name += "." + w.codecName
+	}
+	name += ".parquet"
+	rel := name
+	if !w.dirs[""] {
+		if err := os.MkdirAll(w.root, 0o755); err != nil {
+			return nil, err
+		}
+		w.dirs[""] = true
+	}
+	if relDir != "" {
+		rel = relDir + "/" + name
+		if err := w.mkdirs(relDir); err != nil {
+			return nil, err
+		}
+	}
+	abs := filepath.Join(w.root, filepath.FromSlash(rel))
+	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	w.written = append(w.written, abs)
+	bw := bufio.NewWriterSize(f, 1<<20)
+	fw, err := pqarrow.NewFileWriter(w.dataSch, bw, w.props, w.arrProps)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := fw.NewBufferedRowGroupChecked(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	of := &openFile{relDir: relDir, relPath: rel, values: values, f: f, bw: bw, fw: fw,
+		stats: newStatsCollector(w.dataSch, w.numIdx), ratio: 1}
+	w.open[relDir] = of
+	w.order = append(w.order, relDir)
+	return of, nil
+}
+
+// mkdirs creates root/relDir, remembering new directories so their parents are fsynced.
+func (w *DataWriter) mkdirs(relDir string) error {
+	parts := strings.Split(relDir, "/")
+	cur := ""
+	for _, p := range parts {
+		if cur == "" {
+			cur = p
+		} else {
+			cur += "/" + p
+		}
+		if w.dirs[cur] {
+			continue
+		}
+		err := os.Mkdir(filepath.Join(w.root, filepath.FromSlash(cur)), 0o755)
+		if err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		w.dirs[cur] = true
+	}
+	return nil
+}
+
+func (w *DataWriter) closeFile(relDir string) error {
+	of := w.open[relDir]
+	delete(w.open, relDir)
+	for i, k := range w.order {
+		if k == relDir {
+			w.order = append(w.order[:i], w.order[i+1:]...)
+			break
+		}
+	}
+	err := of.fw.Close()
+	if err == nil {
+		err = of.bw.Flush()
+	}
+	if err == nil {
+		err = of.f.Sync()
+	}
+	var size int64
+	if err == nil {
+		var st os.FileInfo
+		if st, err = of.f.Stat(); err == nil {
+			size = st.Size()
+		}
+	}
+	if cerr := of.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write data %s: %w", of.relPath, err)
+	}
+	pv := of.values
+	if pv == nil {
+		pv = map[string]*string{}
+	}
+	w.adds = append(w.adds, Add{
+		Path:             EncodePath(of.relPath),
+		PartitionValues:  pv,
+		Size:             size,
+		ModificationTime: w.opts.Now().UnixMilli(),
+		DataChange:       true,
+		Stats:            of.stats.json(w.dataSch),
+	})
+	return nil
+}
+
+// Close flushes and closes every open file, fsyncs the files and the directories that gained
+// entries, and returns one add action per data file (dataChange true, exact stats). No file
+// is visible in the table until the adds are committed.
+func (w *DataWriter) Close() ([]Add, error) {
+	if w.closed {
+		return w.adds, nil
+	}
+	w.closed = true
+	for len(w.order) > 0 {
+		if err := w.closeFile(w.order[0]); err != nil {
+			return nil, err
+		}
+	}
+	dirs := map[string]bool{"": true}
+	for _, a := range w.adds {
+		p, _ := DecodePath(a.Path)
+		d := filepath.Dir(filepath.FromSlash(p))
+		for d != "." {
+			dirs[d] = true
+			d = filepath.Dir(d)
+		}
+	}
+	keys := make([]string, 0, len(dirs))
+	for d := range dirs {
+		keys = append(keys, d)
+	}
+	sort.Strings(keys)
+	for _, d := range keys {
+		if err := syncDir(filepath.Join(w.root, d)); err != nil {
+			return nil, fmt.Errorf("close data writer %s: %w", w.root, err)
+		}
+	}
+	return w.adds, nil
+}
+
+// Abort closes the writer and deletes every data file it created (uncommitted files are
+// invisible to readers anyway; this only saves space).
+func (w *DataWriter) Abort() error {
+	w.closed = true
+	for _, of := range w.open {
+		of.fw.Close()
+		of.f.Close()
+	}
+	w.open = map[string]*openFile{}
+	w.order = nil
+	var first error
+	for _, p := range w.written {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Files returns the add actions of the files closed so far (rolled files).
+func (w *DataWriter) Files() []Add { return w.adds }
+
+// recordBytes is the size of the buffers rec references (an upper bound for slices).
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	var walk func(d arrow.ArrayData)
+	walk = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+		for _, c := range d.Children() {
+			walk(c)
+		}
+	}
+	for _, c := range rec.Columns() {
+		walk(c.Data())
+	}
+	return n
+}

@@ -1,0 +1,354 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"context"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// EpochInfo describes one retained epoch of a stage directory, for state-dump.
+type EpochInfo struct {
+	Epoch     uint64          `json:"epoch"`
+	Committed bool            `json:"committed"`
+	Time      time.Time       `json:"time"`               // when its newest file was written
+	Bytes     int64           `json:"bytes"`              // state + offsets files of the epoch
+	Offsets   json.RawMessage `json:"offsets,omitempty"`  // source end position (offsets WAL)
+	Entries   *int64          `json:"entries,omitempty"`  // keys in state after the epoch
+	Snapshot  bool            `json:"snapshot,omitempty"` // a full snapshot was written
+	Extra     json.RawMessage `json:"extra,omitempty"`    // operator scalars (watermark …)
+	Error     string          `json:"error,omitempty"`    // a corrupt file: path and reason
+}
+
+// Summary is what state-dump shows for a stage directory. It is read without the lock and
+// never writes; files of incomplete epochs (no manifest) are not read.
+type Summary struct {
+	Path      string      `json:"path"`
+	Meta      *Metadata   `json:"metadata,omitempty"`
+	Committed uint64      `json:"committed_epoch"`
+	Epochs    []EpochInfo `json:"epochs"`
+	Errors    []string    `json:"errors,omitempty"`
+}
+
+// IsStageDir reports whether path looks like a stage checkpoint directory.
+func IsStageDir(path string) bool {
+	_, err := os.Stat(filepath.Join(path, MetadataFile))
+	return err == nil
+}
+
+// Stages lists the stage directories directly under a $STREAMKIT_CHECKPOINT root.
+func Stages(root string) ([]string, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && IsStageDir(filepath.Join(root, e.Name())) {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func fileInfo(p string) (int64, time.Time) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0, time.Time{}
+	}
+	return fi.Size(), fi.ModTime().UTC()
+}
+
+// Inspect summarizes the stage directory at path. A corrupt file is reported in the epoch's
+// Error (and Summary.Errors) with its path; the other epochs are still summarized.
+func Inspect(path string) (*Summary, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	s := &Summary{Path: path}
+	var meta Metadata
+	if err := ReadJSON(filepath.Join(path, MetadataFile), &meta); err == nil {
+		s.Meta = &meta
+	} else if !errors.Is(err, os.ErrNotExist) {
+		s.Errors = append(s.Errors, err.Error())
+	}
+	c, err := Committed(path)
+	if err != nil {
+		s.Errors = append(s.Errors, err.Error())
+	}
+	s.Committed = c
+	all := map[uint64]*EpochInfo{}
+	get := func(n uint64) *EpochInfo {
+		if all[n] == nil {
+			all[n] = &EpochInfo{Epoch: n}
+		}
+		return all[n]
+	}
+	note := func(e *EpochInfo, p string) {
+		size, mt := fileInfo(p)
+		e.Bytes += size
+		if mt.After(e.Time) {
+			e.Time = mt
+		}
+	}
+	commits, _ := Epochs(path, CommitsDir)
+	for _, n := range commits {
+		get(n).Committed = true
+	}
+	offs, _ := Epochs(path, OffsetsDir)
+	for _, n := range offs {
+		e := get(n)
+		p := filepath.Join(path, OffsetsDir, EpochName(n)+".json")
+		note(e, p)
+		pos, err := ReadOffsets(path, n)
+		if err != nil {
+			e.Error = err.Error()
+			s.Errors = append(s.Errors, err.Error())
+			continue
+		}
+		e.Offsets = json.RawMessage(pos)
+	}
+	sts, _ := Epochs(path, StateDir)
+	for _, n := range sts {
+		e := get(n)
+		note(e, filepath.Join(path, StateDir, EpochName(n)+".json"))
+		m, err := ReadManifest(path, n)
+		if err != nil {
+			e.Error = err.Error()
+			s.Errors = append(s.Errors, err.Error())
+			continue
+		}
+		for _, fi := range []*FileInfo{m.Changelog, m.Snapshot} {
+			if fi != nil {
+				note(e, filepath.Join(path, StateDir, fi.File))
+			}
+		}
+		entries := m.Entries
+		e.Entries, e.Snapshot, e.Extra = &entries, m.Snapshot != nil, m.Extra
+	}
+	for _, e := range all {
+		s.Epochs = append(s.Epochs, *e)
+	}
+	sort.Slice(s.Epochs, func(i, j int) bool { return s.Epochs[i].Epoch < s.Epochs[j].Epoch })
+	return s, nil
+}
+
+// Table is keyed state reconstructed from state files: one row per live key, sorted by key.
+type Table struct {
+	// Rec has the state file schema (_op, _key, value columns); _op is always "upsert".
+	Rec      arrow.RecordBatch
+	Manifest Manifest
+}
+
+// Release frees the table.
+func (t *Table) Release() {
+	if t != nil && t.Rec != nil {
+		t.Rec.Release()
+	}
+}
+
+// Reconstruct rebuilds the keyed state of the stage directory at path as of epoch n (the
+// newest snapshot ≤ n plus the changelogs after it) without knowing the operator: later
+// upserts replace earlier rows of the same _key, deletes remove them. Every file is verified;
+// errors name the corrupt or missing file. Read-only: it takes no lock.
+func Reconstruct(mem memory.Allocator, path string, n uint64) (*Table, error) {
+	eps, err := Epochs(path, StateDir)
+	if err != nil {
+		return nil, err
+	}
+	var chain []Manifest
+	for i := len(eps) - 1; i >= 0; i-- {
+		if eps[i] > n {
+			continue
+		}
+		m, err := ReadManifest(path, eps[i])
+		if err != nil {
+			return nil, err
+		}
+		chain = append(chain, m)
+		if m.Snapshot != nil {
+			break
+		}
+	}
+	if len(chain) == 0 || chain[0].Epoch != n {
+		return nil, fmt.Errorf("state of %s at epoch %d: %w (retained state epochs: %v)", path, n, ErrNoState, eps)
+	}
+	if chain[len(chain)-1].Snapshot == nil {
+		return nil, fmt.Errorf("state of %s at epoch %d: %w: no snapshot at or before it", path, n, ErrNoState)
+	}
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	files := []FileInfo{*chain[len(chain)-1].Snapshot}
+	for i := len(chain) - 2; i >= 0; i-- {
+		if chain[i].Changelog != nil {
+			files = append(files, *chain[i].Changelog)
+		}
+	}
+	var schema *arrow.Schema
+	var fileOf []int // file index of each batch in recs
+	for fno, fi := range files {
+		r, err := OpenStateFile(mem, path, fi)
+		if err != nil {
+			return nil, err
+		}
+		if schema == nil {
+			schema = r.Schema()
+		} else if !schema.Equal(r.Schema()) {
+			r.Close()
+			return nil, &CorruptError{Path: filepath.Join(path, StateDir, fi.File), Reason: "schema differs from the snapshot's"}
+		}
+		for i := 0; i < r.NumRecords(); i++ {
+			rec, err := r.RecordBatchAt(i)
+			if err != nil {
+				r.Close()
+				return nil, &CorruptError{Path: filepath.Join(path, StateDir, fi.File), Reason: err.Error()}
+			}
+			recs = append(recs, rec) // RecordBatchAt returns a retained batch
+			fileOf = append(fileOf, fno)
+		}
+		r.Close()
+	}
+	if schema == nil || schema.NumFields() < 2 || schema.Field(0).Name != OpColumn || schema.Field(1).Name != KeyColumn {
+		return nil, fmt.Errorf("state of %s: files lack the %s/%s columns", path, OpColumn, KeyColumn)
+	}
+	// Every state file is sorted by key (Checkpoint sorts), so a k-way merge in key order,
+	// the newest file winning ties, yields the live rows in order without a map or a sort.
+	idx, total := mergeLive(mem, recs, fileOf)
+	defer idx.Release()
+	// Concatenate once, then take the live rows in key order.
+	tbl := array.NewTableFromRecords(schema, recs)
+	defer tbl.Release()
+	cols := make([]arrow.Array, schema.NumFields())
+	if total == 0 || idx.Len() == 0 {
+		for i, f := range schema.Fields() {
+			cols[i] = array.MakeArrayOfNull(mem, f.Type, 0)
+		}
+		out := array.NewRecordBatch(schema, cols, 0)
+		for _, c := range cols {
+			c.Release()
+		}
+		return &Table{Rec: out, Manifest: chain[0]}, nil
+	}
+	ctx := compute.WithAllocator(context.Background(), mem)
+	for i := range cols {
+		chunks := tbl.Column(i).Data().Chunks()
+		var whole arrow.Array
+		if len(chunks) == 1 {
+			whole = chunks[0]
+			whole.Retain()
+		} else {
+			whole, err = array.Concatenate(chunks, mem)
+			if err != nil {
+				return nil, err
+			}
+		}
+		cols[i], err = compute.TakeArray(ctx, whole, idx)
+		whole.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := array.NewRecordBatch(schema, cols, int64(idx.Len()))
+	for _, c := range cols {
+		c.Release()
+	}
+	return &Table{Rec: out, Manifest: chain[0]}, nil
+}
+
+// mergeLive merges the state files' key-sorted runs (recs holds the files' batches in chain
+// order, oldest file first; fileOf[i] is the file of batch i) and returns, in key order, the
+// row index into the batches' concatenation of each live key's newest version (deletes drop
+// the key), and the total row count.
+func mergeLive(mem memory.Allocator, recs []arrow.RecordBatch, fileOf []int) (*array.Int64, int) {
+	type run struct {
+		batches []arrow.RecordBatch
+		bases   []int
+		b, row  int // current batch and row
+		keys    *array.Binary
+		ops     *array.String
+	}
+	var runs []*run
+	total := 0
+	for i, r := range recs {
+		if i == 0 || fileOf[i] != fileOf[i-1] {
+			runs = append(runs, &run{})
+		}
+		cur := runs[len(runs)-1]
+		cur.batches = append(cur.batches, r)
+		cur.bases = append(cur.bases, total)
+		total += int(r.NumRows())
+	}
+	// settle moves a run to its next non-empty batch; false when exhausted.
+	settle := func(r *run) bool {
+		for r.b < len(r.batches) && r.row >= int(r.batches[r.b].NumRows()) {
+			r.b++
+			r.row = 0
+			r.keys = nil
+		}
+		if r.b >= len(r.batches) {
+			return false
+		}
+		if r.keys == nil {
+			r.keys = r.batches[r.b].Column(1).(*array.Binary)
+			r.ops = r.batches[r.b].Column(0).(*array.String)
+		}
+		return true
+	}
+	ib := array.NewInt64Builder(mem)
+	defer ib.Release()
+	ib.Reserve(total)
+	if len(runs) == 1 {
+		// A snapshot alone: every row is live, already in key order.
+		for i := 0; i < total; i++ {
+			ib.UnsafeAppend(int64(i))
+		}
+		return ib.NewInt64Array(), total
+	}
+	live := make([]bool, len(runs))
+	for {
+		var min []byte
+		have := false
+		for i, r := range runs {
+			live[i] = settle(r)
+			if live[i] {
+				if k := r.keys.Value(r.row); !have || bytes.Compare(k, min) < 0 {
+					min, have = k, true
+				}
+			}
+		}
+		if !have {
+			break
+		}
+		newest, at := -1, 0
+		for i, r := range runs {
+			// A file holds a key at most once, so each run advances by at most one row.
+			if live[i] && bytes.Equal(r.keys.Value(r.row), min) {
+				if r.ops.Value(r.row) != OpDelete {
+					newest, at = i, r.bases[r.b]+r.row
+				} else {
+					newest = -2 - i // deleted by the newest file so far
+				}
+				r.row++
+			}
+		}
+		if newest >= 0 {
+			ib.UnsafeAppend(int64(at))
+		}
+	}
+	return ib.NewInt64Array(), total
+}

@@ -1,0 +1,466 @@
+package keyby
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/state"
+	"github.com/streamkit/streamkit/tools/stage"
+)
+
+// Sharded runs N copies of a downstream command as child processes, routes every row to child
+// Hash64(key) mod N (codec.Hash64: FNV-1a over the encoded key, stable across runs), and
+// merges the children's outputs into one stream with aligned barriers (epoch n is forwarded
+// once every child emitted it, Flink's aligned checkpoints) and the minimum watermark.
+type Sharded struct {
+	Key []string
+	N   int
+	// Cmd is the child command; a first word that names a streamkit tool runs this binary.
+	Cmd []string
+	// Tools are the streamkit subcommand names (to recognise Cmd[0]).
+	Tools map[string]bool
+}
+
+type child struct {
+	i      int
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	w      *codec.Writer
+	resume chan struct{}
+	exited chan struct{} // closed when the process has exited; state then holds its status
+	state  *os.ProcessState
+}
+
+type childMsg struct {
+	i   int
+	m   codec.Message
+	err error
+	eof bool
+}
+
+// Run runs the sharded stage. Errors: a child's failure as *stage.ChildExitError with the
+// child's exit code; a restart with another shard count as *state.IncompatibleError.
+func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
+	mem := stage.Mem
+	// The children get the signals of the process group; the parent waits for them to finish
+	// their epoch and end, and reports the interrupt.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	interrupted := false
+
+	var dir *state.Dir
+	if p := o.CheckpointDir(); p != "" {
+		dir, err = state.Open(p, "keyby", o.StageName(), map[string]string{"key": joinKey(s.Key), "shards": strconv.Itoa(s.N)})
+		if err != nil {
+			return err
+		}
+		defer dir.Close()
+	}
+	rd, err := codec.NewReader(o.Stdin, mem)
+	if err != nil {
+		return fmt.Errorf("keyby: stdin: %w", err)
+	}
+	defer rd.Release()
+	in := rd.Schema()
+	enc, err := codec.NewKeyEncoder(in, s.Key)
+	if err != nil {
+		return stage.Usagef("keyby: %v", err)
+	}
+	info := codec.Info(in)
+	info.Key = s.Key
+	if dir != nil {
+		info.Checkpoints = append(info.Checkpoints, dir.Path)
+	}
+	childSchema := codec.WithInfo(in, info)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	children, err := s.start(o, childSchema, mem)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, c := range children {
+			select {
+			case <-c.exited:
+			default:
+				c.cmd.Process.Kill()
+				<-c.exited
+			}
+		}
+	}()
+
+	// Merge the children's outputs on stdout.
+	mergeErr := make(chan error, 1)
+	go func() { mergeErr <- s.merge(ctx, o, children, mem) }()
+
+	route := func() error {
+		keyBuf := make([]byte, 0, 64)
+		idx := make([][]int32, s.N)
+		for {
+			m, err := rd.Next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("keyby: stdin: %w", err)
+			}
+			if m.Control != nil {
+				for _, c := range children {
+					if err := c.w.WriteControl(*m.Control); err != nil {
+						return fmt.Errorf("keyby: shard %d: %w", c.i, err)
+					}
+				}
+				if m.Control.Kind == codec.End {
+					return nil
+				}
+				continue
+			}
+			err = s.routeBatch(ctx, mem, enc, m.Batch, children, idx, &keyBuf)
+			m.Batch.Release()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	rerr := route()
+	for _, c := range children {
+		if rerr == nil {
+			rerr = c.w.Close()
+		}
+		c.stdin.Close()
+	}
+	if rerr != nil {
+		cancel()
+		return s.childFailure(children, rerr)
+	}
+	var merr error
+	select {
+	case merr = <-mergeErr:
+	case <-sigs:
+		interrupted = true
+		merr = <-mergeErr
+	}
+	if errors.Is(merr, stage.ErrInterrupted) {
+		interrupted, merr = true, nil
+	}
+	if merr != nil {
+		cancel()
+		return s.childFailure(children, merr)
+	}
+	for _, c := range children {
+		<-c.exited
+		if !c.state.Success() && !(interrupted && c.state.ExitCode() == stage.ExitInterrupted) {
+			return s.childFailure(children, fmt.Errorf("keyby: shard %d: %s", c.i, c.state))
+		}
+	}
+	select {
+	case <-sigs:
+		interrupted = true
+	default:
+	}
+	if interrupted {
+		return stage.ErrInterrupted
+	}
+	return nil
+}
+
+func joinKey(k []string) string {
+	out := ""
+	for i, s := range k {
+		if i > 0 {
+			out += ","
+		}
+		out += s
+	}
+	return out
+}
+
+// start launches the children with STREAMKIT_SHARD=i and an IPC writer on each stdin.
+func (s *Sharded) start(o stage.Options, schema *arrow.Schema, mem memory.Allocator) ([]*child, error) {
+	argv := append([]string(nil), s.Cmd...)
+	if s.Tools[argv[0]] {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		argv = append([]string{self}, argv...)
+	}
+	var out []*child
+	for i := 0; i < s.N; i++ {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), stage.EnvShard+"="+strconv.Itoa(i))
+		cmd.Stderr = o.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return out, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return out, err
+		}
+		if err := cmd.Start(); err != nil {
+			return out, fmt.Errorf("keyby: start shard %d (%s): %w", i, argv[0], err)
+		}
+		for _, f := range []any{stdin, stdout} {
+			if f, ok := f.(*os.File); ok {
+				codec.TunePipe(f)
+			}
+		}
+		c := &child{i: i, cmd: cmd, stdin: stdin, stdout: stdout, resume: make(chan struct{}, 1),
+			exited: make(chan struct{}), w: codec.NewWriter(stdin, schema, mem)}
+		// Process.Wait, not Cmd.Wait: Cmd.Wait would close stdout before we read it all.
+		go func() { c.state, _ = cmd.Process.Wait(); close(c.exited) }()
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// routeBatch splits rec by shard and writes each part to its child.
+func (s *Sharded) routeBatch(ctx context.Context, mem memory.Allocator, enc *codec.KeyEncoder, rec arrow.RecordBatch,
+	children []*child, idx [][]int32, keyBuf *[]byte) error {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	for i := range idx {
+		idx[i] = idx[i][:0]
+	}
+	cols := enc.Columns(rec)
+	for r := 0; r < n; r++ {
+		*keyBuf = codec.AppendRow((*keyBuf)[:0], cols, r)
+		sh := codec.Hash64(*keyBuf) % uint64(s.N)
+		idx[sh] = append(idx[sh], int32(r))
+	}
+	ctx = compute.WithAllocator(ctx, mem)
+	for i, rows := range idx {
+		if len(rows) == 0 {
+			continue
+		}
+		if len(rows) == n {
+			if err := children[i].w.Write(rec); err != nil {
+				return fmt.Errorf("keyby: shard %d: %w", i, err)
+			}
+			continue
+		}
+		b := array.NewInt32Builder(mem)
+		b.AppendValues(rows, nil)
+		ia := b.NewInt32Array()
+		b.Release()
+		part, err := compute.Take(ctx, *compute.DefaultTakeOptions(), compute.NewDatumWithoutOwning(rec), compute.NewDatumWithoutOwning(ia))
+		ia.Release()
+		if err != nil {
+			return fmt.Errorf("keyby: split batch: %w", err)
+		}
+		prec := part.(*compute.RecordDatum).Value
+		err = children[i].w.Write(prec)
+		part.Release()
+		if err != nil {
+			return fmt.Errorf("keyby: shard %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// merge reads every child's output and writes one stream: data as it comes, barrier n once
+// all children sent it (a child that sent it waits until then), the minimum watermark, one end.
+func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child, mem memory.Allocator) error {
+	readers := make([]*codec.Reader, len(children))
+	for i, c := range children {
+		r, err := codec.NewReader(c.stdout, mem)
+		if err != nil {
+			return fmt.Errorf("keyby: shard %d output: %w", i, err)
+		}
+		readers[i] = r
+	}
+	defer func() {
+		for _, r := range readers {
+			r.Release()
+		}
+	}()
+	// One schema: the children run the same command on the same input; their checkpoint
+	// lists are united so the sink commits every child's directory.
+	first := readers[0].Schema()
+	info := codec.Info(first)
+	seen := map[string]bool{}
+	var dirs []string
+	for i, r := range readers {
+		if !r.Schema().Equal(first) {
+			return fmt.Errorf("keyby: shard %d output schema differs from shard 0: %v vs %v", i, r.Schema(), first)
+		}
+		for _, d := range codec.Info(r.Schema()).Checkpoints {
+			if !seen[d] {
+				seen[d] = true
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	info.Checkpoints = dirs
+	w := codec.NewWriter(o.Stdout, codec.WithInfo(first, info), mem)
+
+	msgs := make(chan childMsg, 16)
+	var wg sync.WaitGroup
+	for i, r := range readers {
+		wg.Add(1)
+		go func(i int, r *codec.Reader) {
+			defer wg.Done()
+			for {
+				m, err := r.Next()
+				if err == io.EOF {
+					select {
+					case msgs <- childMsg{i: i, eof: true}:
+					case <-ctx.Done():
+					}
+					return
+				}
+				select {
+				case msgs <- childMsg{i: i, m: m, err: err}:
+				case <-ctx.Done():
+					if m.Batch != nil {
+						m.Batch.Release()
+					}
+					return
+				}
+				if err != nil {
+					return
+				}
+				if m.Control != nil && m.Control.Kind == codec.Barrier {
+					select {
+					case <-children[i].resume:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+		}(i, r)
+	}
+	defer wg.Wait()
+	n := len(children)
+	barriers := map[uint64]int{}
+	wms := make([]time.Time, n)
+	var lastWM time.Time
+	ended, eofs := 0, 0
+	endKind := codec.Final
+	interrupted := false
+	for eofs < n {
+		var cm childMsg
+		select {
+		case cm = <-msgs:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if cm.eof {
+			eofs++
+			continue
+		}
+		if cm.err != nil {
+			return fmt.Errorf("keyby: shard %d output: %w", cm.i, cm.err)
+		}
+		if cm.m.Batch != nil {
+			err := w.Write(cm.m.Batch)
+			cm.m.Batch.Release()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		c := *cm.m.Control
+		switch c.Kind {
+		case codec.Barrier:
+			barriers[c.Epoch]++
+			if barriers[c.Epoch] == n {
+				delete(barriers, c.Epoch)
+				if err := w.WriteControl(c); err != nil {
+					return err
+				}
+				for _, ch := range children {
+					ch.resume <- struct{}{}
+				}
+			}
+		case codec.Watermark:
+			wms[cm.i] = c.Watermark
+			min := c.Watermark
+			for _, t := range wms {
+				if t.IsZero() {
+					min = time.Time{}
+					break
+				}
+				if t.Before(min) {
+					min = t
+				}
+			}
+			if !min.IsZero() && min.After(lastWM) {
+				lastWM = min
+				if err := w.WriteControl(codec.WatermarkControl(min)); err != nil {
+					return err
+				}
+			}
+		case codec.End:
+			ended++
+			if c.End == codec.Pause {
+				endKind = codec.Pause
+			}
+			interrupted = interrupted || c.Interrupted
+		}
+	}
+	if ended < n {
+		return errors.New("keyby: a shard ended without an end-of-stream")
+	}
+	end := codec.EndControl(endKind)
+	end.Interrupted = interrupted
+	if err := w.WriteControl(end); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if interrupted {
+		return stage.ErrInterrupted
+	}
+	return nil
+}
+
+// childFailure prefers a child's own failure (its exit code; its stderr went to ours) over
+// the symptom seen by the parent (a broken pipe, a truncated output).
+func (s *Sharded) childFailure(children []*child, symptom error) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		running := 0
+		for _, c := range children {
+			select {
+			case <-c.exited:
+				if !c.state.Success() {
+					code := c.state.ExitCode()
+					if code < 0 { // killed by a signal
+						code = 128 + int(c.state.Sys().(syscall.WaitStatus).Signal())
+					}
+					return &stage.ChildExitError{Code: code, Err: fmt.Errorf("keyby: shard %d (%s) failed: %s", c.i, s.Cmd[0], c.state)}
+				}
+			default:
+				running++
+			}
+		}
+		if running == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return symptom
+}

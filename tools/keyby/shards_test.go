@@ -1,0 +1,190 @@
+package keyby
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/internal/peertest"
+	"github.com/streamkit/streamkit/state"
+)
+
+var shardSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "epoch", Type: arrow.PrimitiveTypes.Int64},
+}, nil)
+
+// input has `epochs` epochs of `rows` rows; ids repeat across epochs (every id twice overall),
+// one null id per epoch.
+func input(t *testing.T, epochs, rows int) []byte {
+	mem := memory.NewGoAllocator()
+	var buf bytes.Buffer
+	w := codec.NewWriter(&buf, shardSchema, mem)
+	for e := 1; e <= epochs; e++ {
+		b := array.NewRecordBuilder(mem, shardSchema)
+		for r := 0; r < rows; r++ {
+			if r == 0 {
+				b.Field(0).AppendNull()
+			} else {
+				b.Field(0).(*array.Int64Builder).Append(int64(((e-1)*rows + r) % (epochs * rows / 2)))
+			}
+			b.Field(1).(*array.Int64Builder).Append(int64(e))
+		}
+		rec := b.NewRecordBatch()
+		w.Write(rec)
+		rec.Release()
+		b.Release()
+		w.WriteControl(codec.BarrierControl(uint64(e)))
+	}
+	w.WriteControl(codec.EndControl(codec.Final))
+	w.Close()
+	return buf.Bytes()
+}
+
+func runBin(t *testing.T, env []string, stdin []byte, args ...string) ([]byte, string, int) {
+	t.Helper()
+	cmd := exec.Command(peertest.Binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes(), errb.String(), code
+}
+
+func TestShardedDedupAlignedBarriers(t *testing.T) {
+	root := t.TempDir()
+	env := []string{"STREAMKIT_CHECKPOINT=" + root}
+	out, stderr, code := runBin(t, env, input(t, 4, 500), "keyby", "id", "--shards", "3", "--", "dedup")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r, err := codec.NewReader(bytes.NewReader(out), memory.NewGoAllocator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	if got := codec.Info(r.Schema()).Checkpoints; len(got) != 4 || !strings.HasSuffix(got[3], "dedup.shard-2") {
+		t.Fatalf("checkpoints in output schema: %q", got)
+	}
+	seen := map[string]bool{}
+	epoch := int64(1)
+	var controls []string
+	for {
+		m, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Control != nil {
+			controls = append(controls, m.Control.String())
+			if m.Control.Kind == codec.Barrier {
+				epoch = int64(m.Control.Epoch) + 1
+			}
+			continue
+		}
+		ids := m.Batch.Column(0).(*array.Int64)
+		eps := m.Batch.Column(1).(*array.Int64)
+		for i := 0; i < ids.Len(); i++ {
+			if eps.Value(i) != epoch {
+				t.Fatalf("a row of epoch %d arrived after barrier %d", eps.Value(i), epoch-1)
+			}
+			k := "null"
+			if ids.IsValid(i) {
+				k = fmt.Sprint(ids.Value(i))
+			}
+			if seen[k] {
+				t.Fatalf("duplicate %s in output", k)
+			}
+			seen[k] = true
+		}
+		m.Batch.Release()
+	}
+	if len(seen) != 998+1 { // ids 0 and 500 fall on the null rows
+		t.Fatalf("%d distinct keys out, want 999 (998 ids + null)", len(seen))
+	}
+	if fmt.Sprint(controls) != "[barrier epoch=1 barrier epoch=2 barrier epoch=3 barrier epoch=4 end final]" {
+		t.Fatalf("controls %v", controls)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := os.Stat(filepath.Join(root, fmt.Sprintf("dedup.shard-%d", i), state.MetadataFile)); err != nil {
+			t.Fatalf("shard %d checkpoint: %v", i, err)
+		}
+	}
+	// A restart with another shard count is refused, naming the difference.
+	_, stderr, code = runBin(t, env, input(t, 1, 10), "keyby", "id", "--shards", "2", "--", "dedup")
+	if code != 1 || !strings.Contains(stderr, `shards: checkpoint has "3", this run has "2"`) {
+		t.Fatalf("restart with 2 shards: exit %d: %s", code, stderr)
+	}
+}
+
+// The same key reaches the same shard in every run: each shard's dedup state holds exactly
+// the keys whose hash maps to it.
+func TestShardRoutingStable(t *testing.T) {
+	for run := 0; run < 2; run++ {
+		root := t.TempDir()
+		env := []string{"STREAMKIT_CHECKPOINT=" + root}
+		out, stderr, code := runBin(t, env, input(t, 2, 200), "keyby", "id", "--shards", "4", "--", "dedup")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		// A committing sink would write commits; do it by hand for every shard dir.
+		r, _ := codec.NewReader(bytes.NewReader(out), memory.NewGoAllocator())
+		for _, d := range codec.Info(r.Schema()).Checkpoints {
+			state.WriteCommit(d, 2, "test")
+		}
+		r.Release()
+		for i := 0; i < 4; i++ {
+			dir := filepath.Join(root, fmt.Sprintf("dedup.shard-%d", i))
+			st := state.NewStore[int64](tsCodec{})
+			if _, err := st.Restore(memory.NewGoAllocator(), dir, 2); err != nil {
+				t.Fatal(err)
+			}
+			st.Range(func(k string, _ int64) bool {
+				if sh := codec.Hash64([]byte(k)) % 4; sh != uint64(i) {
+					t.Fatalf("key %x in shard %d, hashes to %d", k, i, sh)
+				}
+				return true
+			})
+		}
+	}
+}
+
+type tsCodec struct{}
+
+func (tsCodec) Fields() []arrow.Field {
+	return []arrow.Field{{Name: "first_seen", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true}}
+}
+func (tsCodec) Append(bs []array.Builder, v int64) {}
+func (tsCodec) Decode(cols []arrow.Array, i int) (int64, error) {
+	return int64(cols[0].(*array.Timestamp).Value(i)), nil
+}
+
+func TestFailingShardFailsWithItsExitCode(t *testing.T) {
+	_, stderr, code := runBin(t, nil, input(t, 1, 10), "keyby", "id", "--shards", "2", "--", "dedup", "--key", "nope")
+	if code != 2 || !strings.Contains(stderr, `no field "nope"`) || !strings.Contains(stderr, "shard") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, stderr, code = runBin(t, nil, input(t, 1, 10), "keyby", "id", "--shards", "2", "--", "sh", "-c", "exit 7")
+	if code != 7 {
+		t.Fatalf("exit %d, want 7: %s", code, stderr)
+	}
+}

@@ -1,0 +1,444 @@
+package window
+
+import (
+	"cmp"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// aggImpl is one aggregate's accumulators, stored column-wise and indexed by slot.
+type aggImpl interface {
+	grow(n int)
+	reset(s int32)
+	// update folds row rows[j] of c into slot slots[j] for every j; ts[r] is row r's event time.
+	update(c Column, rows, slots []int32, ts []int64)
+	merge(dst, src int32)
+	result(s int32, b array.Builder)
+	stateFields(name string) []arrow.Field
+	saveState(s int32, bs []array.Builder)
+	loadState(s int32, cols []arrow.Array, row int)
+	slotBytes() int
+}
+
+func growTo[T any](s []T, n int) []T {
+	if len(s) >= n {
+		return s
+	}
+	return append(s, make([]T, n-len(s))...)
+}
+
+// ---- count ----
+
+type countAgg struct {
+	star bool
+	n    []int64
+}
+
+func (a *countAgg) grow(n int)     { a.n = growTo(a.n, n) }
+func (a *countAgg) reset(s int32)  { a.n[s] = 0 }
+func (a *countAgg) slotBytes() int { return 8 }
+func (a *countAgg) update(c Column, rows, slots []int32, _ []int64) {
+	n := a.n
+	if a.star || !c.HasNulls() {
+		for _, s := range slots {
+			n[s]++
+		}
+		return
+	}
+	for j, s := range slots {
+		if !c.IsNull(int(rows[j])) {
+			n[s]++
+		}
+	}
+}
+func (a *countAgg) merge(dst, src int32)            { a.n[dst] += a.n[src] }
+func (a *countAgg) result(s int32, b array.Builder) { b.(*array.Int64Builder).Append(a.n[s]) }
+func (a *countAgg) stateFields(name string) []arrow.Field {
+	return []arrow.Field{{Name: name, Type: arrow.PrimitiveTypes.Int64}}
+}
+func (a *countAgg) saveState(s int32, bs []array.Builder) { a.result(s, bs[0]) }
+func (a *countAgg) loadState(s int32, cols []arrow.Array, row int) {
+	a.n[s] = cols[0].(*array.Int64).Value(row)
+}
+
+// ---- sum ----
+
+type number interface{ int64 | float64 }
+
+type sumAgg[T number, O valueOps[T]] struct {
+	v       []T
+	has     []bool
+	scratch []T
+	out     arrow.DataType
+}
+
+func (a *sumAgg[T, O]) grow(n int)     { a.v, a.has = growTo(a.v, n), growTo(a.has, n) }
+func (a *sumAgg[T, O]) reset(s int32)  { a.v[s], a.has[s] = 0, false }
+func (a *sumAgg[T, O]) slotBytes() int { return 9 }
+func (a *sumAgg[T, O]) update(c Column, rows, slots []int32, _ []int64) {
+	var o O
+	vals := o.batch(c.Arr, &a.scratch)
+	v, has := a.v, a.has
+	if !c.HasNulls() {
+		for j, s := range slots {
+			v[s] += vals[rows[j]]
+			has[s] = true
+		}
+		return
+	}
+	for j, s := range slots {
+		if r := rows[j]; !c.IsNull(int(r)) {
+			v[s] += vals[r]
+			has[s] = true
+		}
+	}
+}
+func (a *sumAgg[T, O]) merge(dst, src int32) {
+	a.v[dst] += a.v[src]
+	a.has[dst] = a.has[dst] || a.has[src]
+}
+func (a *sumAgg[T, O]) result(s int32, b array.Builder) {
+	if !a.has[s] {
+		b.AppendNull()
+		return
+	}
+	var o O
+	o.append(b, a.v[s])
+}
+func (a *sumAgg[T, O]) stateFields(name string) []arrow.Field {
+	return []arrow.Field{{Name: name, Type: a.out, Nullable: true}}
+}
+func (a *sumAgg[T, O]) saveState(s int32, bs []array.Builder) { a.result(s, bs[0]) }
+func (a *sumAgg[T, O]) loadState(s int32, cols []arrow.Array, row int) {
+	var o O
+	a.has[s] = !cols[0].IsNull(row)
+	a.v[s] = 0
+	if a.has[s] {
+		a.v[s] = o.read(cols[0], row)
+	}
+}
+
+// ---- avg: sum (float64) + count ----
+
+type avgAgg struct {
+	sum     []float64
+	n       []int64
+	scratch []float64
+}
+
+func (a *avgAgg) grow(n int)     { a.sum, a.n = growTo(a.sum, n), growTo(a.n, n) }
+func (a *avgAgg) reset(s int32)  { a.sum[s], a.n[s] = 0, 0 }
+func (a *avgAgg) slotBytes() int { return 16 }
+func (a *avgAgg) update(c Column, rows, slots []int32, _ []int64) {
+	vals := f64Ops{}.batch(c.Arr, &a.scratch)
+	sum, n := a.sum, a.n
+	nulls := c.HasNulls()
+	for j, s := range slots {
+		r := rows[j]
+		if nulls && c.IsNull(int(r)) {
+			continue
+		}
+		sum[s] += vals[r]
+		n[s]++
+	}
+}
+func (a *avgAgg) merge(dst, src int32) { a.sum[dst] += a.sum[src]; a.n[dst] += a.n[src] }
+func (a *avgAgg) result(s int32, b array.Builder) {
+	if a.n[s] == 0 {
+		b.AppendNull()
+		return
+	}
+	b.(*array.Float64Builder).Append(a.sum[s] / float64(a.n[s]))
+}
+func (a *avgAgg) stateFields(name string) []arrow.Field {
+	return []arrow.Field{
+		{Name: name + ".sum", Type: arrow.PrimitiveTypes.Float64},
+		{Name: name + ".count", Type: arrow.PrimitiveTypes.Int64},
+	}
+}
+func (a *avgAgg) saveState(s int32, bs []array.Builder) {
+	bs[0].(*array.Float64Builder).Append(a.sum[s])
+	bs[1].(*array.Int64Builder).Append(a.n[s])
+}
+func (a *avgAgg) loadState(s int32, cols []arrow.Array, row int) {
+	a.sum[s] = cols[0].(*array.Float64).Value(row)
+	a.n[s] = cols[1].(*array.Int64).Value(row)
+}
+
+// ---- min / max ----
+
+type extremeAgg[T cmp.Ordered, O valueOps[T]] struct {
+	isMax   bool
+	v       []T
+	has     []bool
+	scratch []T
+	dt      arrow.DataType
+}
+
+func (a *extremeAgg[T, O]) grow(n int) { a.v, a.has = growTo(a.v, n), growTo(a.has, n) }
+func (a *extremeAgg[T, O]) reset(s int32) {
+	var zero T
+	a.v[s], a.has[s] = zero, false
+}
+func (a *extremeAgg[T, O]) slotBytes() int { return int(sizeOf[T]()) + 1 }
+func (a *extremeAgg[T, O]) update(c Column, rows, slots []int32, _ []int64) {
+	var o O
+	vals := o.batch(c.Arr, &a.scratch)
+	nulls := c.HasNulls()
+	v, has := a.v, a.has
+	for j, s := range slots {
+		r := rows[j]
+		if nulls && c.IsNull(int(r)) {
+			continue
+		}
+		x := vals[r]
+		if !has[s] || (a.isMax && x > v[s]) || (!a.isMax && x < v[s]) {
+			v[s], has[s] = o.clone(x), true
+		}
+	}
+}
+func (a *extremeAgg[T, O]) merge(dst, src int32) {
+	if !a.has[src] {
+		return
+	}
+	if x := a.v[src]; !a.has[dst] || (a.isMax && x > a.v[dst]) || (!a.isMax && x < a.v[dst]) {
+		a.v[dst], a.has[dst] = x, true
+	}
+}
+func (a *extremeAgg[T, O]) result(s int32, b array.Builder) {
+	if !a.has[s] {
+		b.AppendNull()
+		return
+	}
+	var o O
+	o.append(b, a.v[s])
+}
+func (a *extremeAgg[T, O]) stateFields(name string) []arrow.Field {
+	return []arrow.Field{{Name: name, Type: a.dt, Nullable: true}}
+}
+func (a *extremeAgg[T, O]) saveState(s int32, bs []array.Builder) { a.result(s, bs[0]) }
+func (a *extremeAgg[T, O]) loadState(s int32, cols []arrow.Array, row int) {
+	a.reset(s)
+	if !cols[0].IsNull(row) {
+		var o O
+		a.v[s], a.has[s] = o.clone(o.read(cols[0], row)), true
+	}
+}
+
+func sizeOf[T any]() uintptr {
+	var z T
+	switch any(z).(type) {
+	case string:
+		return 16
+	}
+	return 8
+}
+
+// ---- first / last by event time ----
+
+type firstLastAgg[T any, O valueOps[T]] struct {
+	last    bool
+	v       []T
+	t       []int64
+	has     []bool
+	scratch []T
+	dt      arrow.DataType
+}
+
+func (a *firstLastAgg[T, O]) grow(n int) {
+	a.v, a.t, a.has = growTo(a.v, n), growTo(a.t, n), growTo(a.has, n)
+}
+func (a *firstLastAgg[T, O]) reset(s int32) {
+	var zero T
+	a.v[s], a.t[s], a.has[s] = zero, 0, false
+}
+func (a *firstLastAgg[T, O]) slotBytes() int { return int(sizeOf[T]()) + 9 }
+func (a *firstLastAgg[T, O]) update(c Column, rows, slots []int32, ts []int64) {
+	var o O
+	vals := o.batch(c.Arr, &a.scratch)
+	nulls := c.HasNulls()
+	for j, s := range slots {
+		r := rows[j]
+		if nulls && c.IsNull(int(r)) {
+			continue
+		}
+		t := ts[r]
+		if !a.has[s] || (a.last && t >= a.t[s]) || (!a.last && t < a.t[s]) {
+			a.v[s], a.t[s], a.has[s] = o.clone(vals[r]), t, true
+		}
+	}
+}
+func (a *firstLastAgg[T, O]) merge(dst, src int32) {
+	if !a.has[src] {
+		return
+	}
+	if t := a.t[src]; !a.has[dst] || (a.last && t > a.t[dst]) || (!a.last && t < a.t[dst]) {
+		a.v[dst], a.t[dst], a.has[dst] = a.v[src], t, true
+	}
+}
+func (a *firstLastAgg[T, O]) result(s int32, b array.Builder) {
+	if !a.has[s] {
+		b.AppendNull()
+		return
+	}
+	var o O
+	o.append(b, a.v[s])
+}
+func (a *firstLastAgg[T, O]) stateFields(name string) []arrow.Field {
+	return []arrow.Field{
+		{Name: name, Type: a.dt, Nullable: true},
+		{Name: name + ".time", Type: timestampUS, Nullable: true},
+	}
+}
+func (a *firstLastAgg[T, O]) saveState(s int32, bs []array.Builder) {
+	a.result(s, bs[0])
+	if a.has[s] {
+		bs[1].(*array.TimestampBuilder).Append(arrow.Timestamp(a.t[s]))
+	} else {
+		bs[1].AppendNull()
+	}
+}
+func (a *firstLastAgg[T, O]) loadState(s int32, cols []arrow.Array, row int) {
+	a.reset(s)
+	if !cols[0].IsNull(row) {
+		var o O
+		a.v[s], a.has[s] = o.clone(o.read(cols[0], row)), true
+		a.t[s] = int64(cols[1].(*array.Timestamp).Value(row))
+	}
+}
+
+// ---- count_distinct: exact set of encoded values ----
+
+type distinctAgg struct {
+	codec *valueCodec
+	dt    arrow.DataType
+	sets  []map[string]struct{}
+	buf   []byte
+}
+
+func (a *distinctAgg) grow(n int)     { a.sets = growTo(a.sets, n) }
+func (a *distinctAgg) reset(s int32)  { a.sets[s] = nil }
+func (a *distinctAgg) slotBytes() int { return 8 }
+func (a *distinctAgg) add(s int32, v []byte) {
+	set := a.sets[s]
+	if set == nil {
+		set = make(map[string]struct{}, 1)
+		a.sets[s] = set
+	}
+	if _, ok := set[string(v)]; !ok {
+		set[string(v)] = struct{}{}
+	}
+}
+func (a *distinctAgg) update(c Column, rows, slots []int32, _ []int64) {
+	nulls := c.HasNulls()
+	for j, s := range slots {
+		r := int(rows[j])
+		if nulls && c.IsNull(r) {
+			continue
+		}
+		a.buf = a.codec.append(a.buf[:0], c.Arr, r)
+		a.add(s, a.buf)
+	}
+}
+func (a *distinctAgg) merge(dst, src int32) {
+	for v := range a.sets[src] {
+		a.add(dst, unsafeBytes(v))
+	}
+}
+func (a *distinctAgg) result(s int32, b array.Builder) {
+	b.(*array.Int64Builder).Append(int64(len(a.sets[s])))
+}
+func (a *distinctAgg) stateFields(name string) []arrow.Field {
+	return []arrow.Field{{Name: name + ".values", Type: arrow.ListOf(a.dt), Nullable: true}}
+}
+func (a *distinctAgg) saveState(s int32, bs []array.Builder) {
+	lb := bs[0].(*array.ListBuilder)
+	lb.Append(true)
+	vb := lb.ValueBuilder()
+	for v := range a.sets[s] {
+		if _, err := a.codec.decode(unsafeBytes(v), vb); err != nil {
+			panic(err) // bytes were produced by the same codec
+		}
+	}
+}
+func (a *distinctAgg) loadState(s int32, cols []arrow.Array, row int) {
+	a.reset(s)
+	l := cols[0].(*array.List)
+	if l.IsNull(row) {
+		return
+	}
+	lo, hi := l.ValueOffsets(row)
+	vals := l.ListValues()
+	for i := int(lo); i < int(hi); i++ {
+		if vals.IsNull(i) {
+			continue
+		}
+		a.buf = a.codec.append(a.buf[:0], vals, i)
+		a.add(s, a.buf)
+	}
+}
+
+var timestampUS = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+
+// newAggImpl builds the accumulator of call c over an input of type dt (nil for count(*)) and
+// returns it with its output type.
+func newAggImpl(c AggCall, dt arrow.DataType) (aggImpl, arrow.DataType, error) {
+	bad := func(want string) (aggImpl, arrow.DataType, error) {
+		return nil, nil, fmt.Errorf("%w: %s(%s): column type %s is not %s", ErrAggSpec, c.Func, c.Arg, dt, want)
+	}
+	if _, ok := dt.(*arrow.DictionaryType); ok && c.Func != FuncCount && c.Func != FuncCountDistinct {
+		return nil, nil, fmt.Errorf("%w: %s(%s): dictionary-encoded columns are only supported by count and count_distinct", ErrAggSpec, c.Func, c.Arg)
+	}
+	switch c.Func {
+	case FuncCount:
+		return &countAgg{star: c.Arg == ""}, arrow.PrimitiveTypes.Int64, nil
+	case FuncSum:
+		switch {
+		case isInteger(dt):
+			return &sumAgg[int64, i64Ops]{out: arrow.PrimitiveTypes.Int64}, arrow.PrimitiveTypes.Int64, nil
+		case isFloat(dt):
+			return &sumAgg[float64, f64Ops]{out: arrow.PrimitiveTypes.Float64}, arrow.PrimitiveTypes.Float64, nil
+		}
+		return bad("an integer or float")
+	case FuncAvg:
+		if isInteger(dt) || isFloat(dt) {
+			return &avgAgg{}, arrow.PrimitiveTypes.Float64, nil
+		}
+		return bad("an integer or float")
+	case FuncMin, FuncMax:
+		isMax := c.Func == FuncMax
+		switch category(dt) {
+		case "i64":
+			return &extremeAgg[int64, i64Ops]{isMax: isMax, dt: dt}, dt, nil
+		case "u64":
+			return &extremeAgg[uint64, u64Ops]{isMax: isMax, dt: dt}, dt, nil
+		case "f64":
+			return &extremeAgg[float64, f64Ops]{isMax: isMax, dt: dt}, dt, nil
+		case "str":
+			return &extremeAgg[string, strOps]{isMax: isMax, dt: dt}, dt, nil
+		}
+		return bad("a number, boolean, temporal, string or binary type")
+	case FuncFirst, FuncLast:
+		last := c.Func == FuncLast
+		switch category(dt) {
+		case "i64":
+			return &firstLastAgg[int64, i64Ops]{last: last, dt: dt}, dt, nil
+		case "u64":
+			return &firstLastAgg[uint64, u64Ops]{last: last, dt: dt}, dt, nil
+		case "f64":
+			return &firstLastAgg[float64, f64Ops]{last: last, dt: dt}, dt, nil
+		case "str":
+			return &firstLastAgg[string, strOps]{last: last, dt: dt}, dt, nil
+		}
+		return bad("a number, boolean, temporal, string or binary type")
+	case FuncCountDistinct:
+		vc, err := newValueCodec(dt)
+		if err != nil {
+			return bad("a hashable scalar type")
+		}
+		return &distinctAgg{codec: vc, dt: vc.dt}, arrow.PrimitiveTypes.Int64, nil
+	}
+	return nil, nil, fmt.Errorf("%w: unknown function %q", ErrAggSpec, c.Func)
+}
