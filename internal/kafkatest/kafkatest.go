@@ -6,6 +6,7 @@ package kafkatest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -192,6 +193,34 @@ func (c *Cluster) Ends(t testing.TB, topic string) map[int32]int64 {
 	out := map[int32]int64{}
 	lo.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
 	return out
+}
+
+// WaitStable waits until no transaction is open or completing on topic (last stable offset =
+// high watermark on every partition): a transaction coordinator writes the markers after
+// EndTransaction returns.
+func (c *Cluster) WaitStable(t testing.TB, topic string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		hw, err1 := c.Admin.ListEndOffsets(ctx, topic)
+		lso, err2 := c.Admin.ListCommittedOffsets(ctx, topic)
+		stable := err1 == nil && err2 == nil
+		if stable {
+			hw.Each(func(o kadm.ListedOffset) {
+				if l, ok := lso.Lookup(o.Topic, o.Partition); !ok || l.Offset != o.Offset {
+					stable = false
+				}
+			})
+		}
+		if stable {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("topic %s: transactions still open after 30s", topic)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Consume reads every record of topic (read_committed unless uncommitted) with a plain
@@ -394,7 +423,11 @@ func bytesAt(a arrow.Array, i int) ([]byte, *string) {
 		v := a.Value(i)
 		return []byte(v), &v
 	}
-	return []byte(a.ValueStr(i)), nil
+	b, err := json.Marshal(a.GetOneForMarshal(i)) // struct columns (json formats) as JSON
+	if err != nil {
+		return []byte(a.ValueStr(i)), nil
+	}
+	return b, nil
 }
 
 // SortRows orders rows by topic, partition and offset.

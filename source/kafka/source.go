@@ -83,8 +83,11 @@ type Config struct {
 	GroupCommitWait time.Duration
 	// MaxRecordsPerEpoch caps the records of one epoch (0: no cap); Spark's maxOffsetsPerTrigger.
 	MaxRecordsPerEpoch int64
-	// KeyFormat and ValueFormat decode key and value: binary (default) or string.
+	// KeyFormat and ValueFormat decode key and value: binary (default), string or json.
 	KeyFormat, ValueFormat string
+	// KeySchema and ValueSchema are the schemas of json keys and values (codec/schema.Load:
+	// Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file).
+	KeySchema, ValueSchema string
 	// DiscoveryInterval is how often live reading looks for new partitions and topics
 	// (default 10 s).
 	DiscoveryInterval time.Duration
@@ -104,6 +107,8 @@ func (c *Config) StateOptions() map[string]string {
 		"isolation":    c.isolation(),
 		"key-format":   orDefault(c.KeyFormat, FormatBinary),
 		"value-format": orDefault(c.ValueFormat, FormatBinary),
+		"key-schema":   c.KeySchema,
+		"value-schema": c.ValueSchema,
 	}
 }
 
@@ -229,10 +234,10 @@ func New(cfg Config) (*Source, error) {
 	if cfg.MaxRecordsPerEpoch < 0 {
 		return nil, stage.Usagef("--max-records-per-epoch must be ≥ 0, got %d", cfg.MaxRecordsPerEpoch)
 	}
-	if s.keyC, err = codecFor(cfg.KeyFormat, "--key-format"); err != nil {
+	if s.keyC, err = codecFor(cfg.KeyFormat, cfg.KeySchema, "--key-format"); err != nil {
 		return nil, stage.Usagef("%v", err)
 	}
-	if s.valC, err = codecFor(cfg.ValueFormat, "--value-format"); err != nil {
+	if s.valC, err = codecFor(cfg.ValueFormat, cfg.ValueSchema, "--value-format"); err != nil {
 		return nil, stage.Usagef("%v", err)
 	}
 	if s.cfg.DiscoveryInterval <= 0 {
@@ -250,11 +255,7 @@ func New(cfg Config) (*Source, error) {
 	if s.cfg.GroupCommitWait <= 0 {
 		s.cfg.GroupCommitWait = 10 * time.Second
 	}
-	_, rescued := s.keyC.(stringCodec)
-	if _, ok := s.valC.(stringCodec); ok {
-		rescued = true
-	}
-	s.schema = schemaFor(s.keyC, s.valC, rescued)
+	s.schema = schemaFor(s.keyC, s.valC, s.keyC.decodes() || s.valC.decodes())
 	return s, nil
 }
 
@@ -308,7 +309,9 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 	if err := s.resolveEnds(octx); err != nil {
 		return nil, err
 	}
-	s.b = newBuilder(env.Mem, s.schema, s.keyC, s.valC)
+	if s.b, err = newBuilder(env.Mem, s.schema, s.keyC, s.valC); err != nil {
+		return nil, err
+	}
 	s.consume(s.order...)
 	s.lastDisc = time.Now()
 	s.updateLag()
@@ -718,7 +721,9 @@ func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 	}
 	deadline := time.Now().Add(linger)
 	for {
-		s.drain(maxRows)
+		if err := s.drain(maxRows); err != nil {
+			return nil, err
+		}
 		if s.b.rows >= maxRows {
 			return s.flush(limit), nil
 		}
@@ -748,6 +753,10 @@ func (s *Source) flush(limit stage.Position) arrow.RecordBatch {
 	rec := s.b.finish()
 	if rec != nil && limit == nil {
 		s.inEpoch += rec.NumRows()
+	}
+	if s.b.bad > 0 && s.env.Stats != nil {
+		s.env.Stats.BadRecords.Add(s.b.bad)
+		s.b.bad = 0
 	}
 	s.updateLag()
 	return rec
@@ -857,10 +866,10 @@ func (s *Source) done() bool {
 }
 
 // drain moves pending records below their partition's target into the batch, up to maxRows.
-func (s *Source) drain(maxRows int) {
+func (s *Source) drain(maxRows int) error {
 	n := len(s.order)
 	if n == 0 {
-		return
+		return nil
 	}
 	s.rr = (s.rr + 1) % n
 	for i := 0; i < n; i++ {
@@ -880,11 +889,14 @@ func (s *Source) drain(maxRows int) {
 			if s.b.rows >= maxRows {
 				break
 			}
-			p.pos = r.Offset + 1
 			if r.Attrs.IsControl() {
+				p.pos = r.Offset + 1
 				continue // a transaction marker: consumed, never emitted
 			}
-			s.b.add(r)
+			if err := s.b.add(r); err != nil {
+				return fmt.Errorf("read-kafka: topic %s partition %d offset %d: %w", r.Topic, r.Partition, r.Offset, err)
+			}
+			p.pos = r.Offset + 1
 		}
 		if j > 0 {
 			clear(p.pending[:j])
@@ -896,9 +908,10 @@ func (s *Source) drain(maxRows int) {
 		}
 		s.flowControl(p, t)
 		if s.b.rows >= maxRows {
-			return
+			return nil
 		}
 	}
+	return nil
 }
 
 // maxPending is how many fetched records a partition may buffer before it is paused.

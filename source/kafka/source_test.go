@@ -152,6 +152,7 @@ var scenarios = []struct {
 	{"CompactedGaps", testCompactedGaps},
 	{"GroupCommit", testGroupCommit},
 	{"MultiTopicPatternAssign", testMultiTopicPatternAssign},
+	{"JSONValues", testJSONValues},
 }
 
 func TestFake(t *testing.T) {
@@ -216,6 +217,9 @@ func testRecordsAsSpark(t *testing.T, c *kafkatest.Cluster) {
 		t.Fatal(err)
 	}
 	kafkatest.SortRows(out.Rows)
+	if len(out.Rows) != len(recs) {
+		t.Fatalf("string formats: %d rows, want %d: %v (events %v)", len(out.Rows), len(recs), out.Rows, out.Events)
+	}
 	if r := out.Rows[2]; r.Key != nil || r.Rescued == nil || !strings.Contains(*r.Rescued, `"key_base64":"/wD+aw=="`) {
 		t.Errorf("binary key as string: key %q rescued %v", r.Key, r.Rescued)
 	}
@@ -232,8 +236,14 @@ func testTransactions(t *testing.T, c *kafkatest.Cluster) {
 	kafkatest.Txn(t, tc, true, rec(topic, 0, []byte("a"), []byte("1")), rec(topic, 0, []byte("b"), []byte("2")))
 	kafkatest.Txn(t, tc, false, rec(topic, 0, []byte("x"), []byte("aborted")), rec(topic, 0, []byte("y"), []byte("aborted")))
 	kafkatest.Txn(t, tc, true, rec(topic, 0, []byte("c"), []byte("3")))
+	// 2 + marker + 2 + marker + 1 + marker; the coordinator writes the last marker
+	// asynchronously after EndTransaction returns.
 	end := c.Ends(t, topic)[0]
-	if end != 8 { // 2 + marker + 2 + marker + 1 + marker
+	for i := 0; i < 100 && end != 8; i++ {
+		time.Sleep(50 * time.Millisecond)
+		end = c.Ends(t, topic)[0]
+	}
+	if end != 8 {
 		t.Fatalf("log end %d, want 8", end)
 	}
 	dir := filepath.Join(kafkatest.TempDir(t), "read-kafka")
@@ -281,6 +291,7 @@ func testTransactions(t *testing.T, c *kafkatest.Cluster) {
 	if err := open.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
+	c.WaitStable(t, topic)
 	out, err = run(t, base(c, topic), runOpts{dir: dir, commit: true})
 	if err != nil {
 		t.Fatal(err)
@@ -604,6 +615,7 @@ func testGroupCommit(t *testing.T, c *kafkatest.Cluster) {
 	tc := c.TxnClient(t, "g-"+topic)
 	kafkatest.Txn(t, tc, true, rec(topic, 0, nil, []byte("a")), rec(topic, 1, nil, []byte("b")))
 	kafkatest.Txn(t, tc, false, rec(topic, 0, nil, []byte("x")))
+	c.WaitStable(t, topic)
 	dir := filepath.Join(kafkatest.TempDir(t), "read-kafka")
 	cfg := base(c, topic)
 	cfg.Group = "grp-" + topic
@@ -690,5 +702,52 @@ func TestOffsetsJSON(t *testing.T) {
 	}
 	if b, _ := json.Marshal(kafka.Offsets{}); string(b) != "{}" {
 		t.Fatalf("empty: %s", b)
+	}
+}
+
+// testJSONValues: --value-format json with a DDL schema; extra and mistyped fields rescued in
+// value._rescued_data, a value that is not JSON rescued whole with its reason and source, a
+// tombstone null — nothing silently dropped.
+func testJSONValues(t *testing.T, c *kafkatest.Cluster) {
+	topic := c.Topic(t, "json", 1, nil)
+	for _, v := range [][]byte{
+		[]byte(`{"id":1,"user":{"name":"ann"}}`),
+		[]byte(`{"id":2,"user":{"name":"bob"},"extra":true}`),
+		[]byte(`{"id":"three","user":null}`),
+		[]byte(`not json`),
+		nil,
+	} {
+		c.Produce(t, rec(topic, 0, []byte("k"), v))
+	}
+	cfg := base(c, topic)
+	cfg.ValueFormat, cfg.ValueSchema = "json", "id BIGINT, user STRUCT<name: STRING>"
+	out, err := run(t, cfg, runOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := out.Schema.FieldsByName("value"); len(f) != 1 || f[0].Type.String() != "struct<id: int64 nullable, user: struct<name: utf8 nullable> nullable, _rescued_data: utf8 nullable>" {
+		t.Fatalf("value column %v", f)
+	}
+	want := []struct{ value, rescued string }{
+		{`{"_rescued_data":null,"id":1,"user":{"name":"ann"}}`, ""},
+		{`{"_rescued_data":"{\"extra\":true,\"_file\":\"` + topic + `/0@1\"}","id":2,"user":{"name":"bob"}}`, ""},
+		{`{"_rescued_data":"{\"id\":\"three\",\"_file\":\"` + topic + `/0@2\"}","id":null,"user":null}`, ""},
+		{"", `{"value":"not json","_error":"value: `},
+		{"", ""},
+	}
+	if len(out.Rows) != len(want) {
+		t.Fatalf("%d rows", len(out.Rows))
+	}
+	for i, w := range want {
+		r := out.Rows[i]
+		if got := string(r.Value); got != w.value {
+			t.Errorf("row %d value %s, want %s", i, got, w.value)
+		}
+		switch {
+		case w.rescued == "" && r.Rescued != nil:
+			t.Errorf("row %d rescued %s, want none", i, *r.Rescued)
+		case w.rescued != "" && (r.Rescued == nil || !strings.HasPrefix(*r.Rescued, w.rescued) || !strings.Contains(*r.Rescued, topic+"/0@3")):
+			t.Errorf("row %d rescued %v, want %s…", i, r.Rescued, w.rescued)
+		}
 	}
 }

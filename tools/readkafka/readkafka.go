@@ -46,6 +46,14 @@ earliest|latest says where to continue (Spark's failOnDataLoss).
 epoch, so kafka-consumer-groups.sh and lag monitors see progress; the checkpoint remains the
 source of truth.
 
+Decoding: --key-format/--value-format string keeps UTF-8 text (other bytes leave the column
+null and are rescued); json with --key-schema/--value-schema (Spark DDL such as
+'order_id BIGINT, user STRUCT<id: STRING>', a JSON Schema, an Avro schema, inline or @file)
+turns the key or value into a struct column, so value.user.id works downstream. Fields that do
+not fit go to the struct's _rescued_data member; a key or value that is not a JSON object
+leaves the struct null and lands, raw, in the top-level _rescued_data column with the reason
+and its topic/partition@offset. Nothing is dropped silently.
+
 Security: --tls-ca, --tls-cert/--tls-key (mTLS), --sasl-mechanism PLAIN|SCRAM-SHA-256|
 SCRAM-SHA-512 with --sasl-user and the password from --sasl-password-file or the environment
 variable named by --sasl-password-env (default STREAMKIT_KAFKA_PASSWORD); it is never taken
@@ -81,8 +89,10 @@ from the command line and never logged.`,
 	f.StringVar(&cfg.Group, "group", "", "commit each committed epoch's offsets to this consumer group (monitoring only)")
 	f.DurationVar(&cfg.GroupCommitWait, "group-commit-wait", 0, "at the end of a run, wait this long for the sink's last commit before committing --group (default 10s)")
 	f.Int64Var(&cfg.MaxRecordsPerEpoch, "max-records-per-epoch", 0, "at most this many records per epoch (0: no limit); Spark's maxOffsetsPerTrigger")
-	f.StringVar(&cfg.KeyFormat, "key-format", kafka.FormatBinary, "decode keys as binary or string (invalid UTF-8 goes to _rescued_data)")
-	f.StringVar(&cfg.ValueFormat, "value-format", kafka.FormatBinary, "decode values as binary or string (invalid UTF-8 goes to _rescued_data)")
+	f.StringVar(&cfg.KeyFormat, "key-format", kafka.FormatBinary, "decode keys as binary, string or json (with --key-schema)")
+	f.StringVar(&cfg.ValueFormat, "value-format", kafka.FormatBinary, "decode values as binary, string or json (with --value-schema)")
+	f.StringVar(&cfg.KeySchema, "key-schema", "", "schema of json keys: Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file")
+	f.StringVar(&cfg.ValueSchema, "value-schema", "", "schema of json values: Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file")
 	f.DurationVar(&cfg.DiscoveryInterval, "discovery-interval", 0, "how often live reading looks for new partitions and topics (default 10s)")
 	so.AddFlags(f)
 	return cmd
