@@ -7,8 +7,8 @@ import (
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
 	"github.com/streamkit/streamkit/tools/readkafka"
-	"github.com/streamkit/streamkit/tools/writekafka"
 	"github.com/streamkit/streamkit/tools/statedump"
+	"github.com/streamkit/streamkit/tools/writekafka"
 )
 
 // commands lists every tool's cobra command; each tool lives in tools/<tool>.
