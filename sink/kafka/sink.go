@@ -95,7 +95,6 @@ type Sink struct {
 	errMu      sync.Mutex
 	err        error
 	produced   atomic.Int64
-	scratch    []byte
 	stats      *stage.Stats
 }
 

@@ -432,12 +432,16 @@ func (s *Source) ranges(ctx context.Context, tps []TP) (map[TP]logRange, error) 
 // (checked against the log), else --start.
 func (s *Source) resolveStarts(ctx context.Context, tps []TP, pos Offsets) error {
 	all := append([]TP(nil), tps...)
-	if pos != nil {
-		// Partitions only in the checkpoint (the subscription changed) are not read any more.
-		for tp := range pos {
-			if !containsTP(tps, tp) && s.assign == nil && s.subscribed(tp.Topic) {
-				all = append(all, tp)
+	// A checkpointed partition of a subscribed topic that no longer exists (the topic was
+	// deleted) is data loss; partitions of topics no longer subscribed are simply not read.
+	for _, tp := range pos.Sorted() {
+		if s.assign == nil && s.subscribed(tp.Topic) && !containsTP(tps, tp) {
+			if orDefault(s.cfg.OnDataLoss, DataLossFail) == DataLossFail {
+				return fmt.Errorf("read-kafka: data loss on topic %s partition %d: the checkpoint holds position %d but the partition no longer exists (topic deleted?); --on-data-loss earliest|latest drops it",
+					tp.Topic, tp.Partition, pos[tp])
 			}
+			s.log.Warn("data loss: checkpointed partition no longer exists; dropped as --on-data-loss says",
+				"topic", tp.Topic, "partition", tp.Partition, "position", pos[tp])
 		}
 	}
 	sortTPs(all)
