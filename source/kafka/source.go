@@ -331,31 +331,40 @@ func (s *Source) discover(ctx context.Context) ([]TP, error) {
 	if s.assign != nil {
 		return s.assign, nil
 	}
-	var md kadm.Metadata
-	var err error
-	if s.pattern != nil {
-		md, err = s.adm.Metadata(ctx)
-	} else {
-		md, err = s.adm.Metadata(ctx, s.cfg.Topics...)
+	// A direct request: kadm's Metadata may answer from the client's cache (up to the
+	// metadata min age), which would hide topics created moments ago.
+	req := kmsg.NewPtrMetadataRequest()
+	if s.pattern == nil {
+		for _, t := range s.cfg.Topics {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(t)
+			req.Topics = append(req.Topics, rt)
+		}
 	}
+	resp, err := req.RequestWith(ctx, s.cl)
 	if err != nil {
 		return nil, err
 	}
 	var out []TP
-	for _, t := range md.Topics.Sorted() {
-		if s.pattern != nil && (t.IsInternal || strings.HasPrefix(t.Topic, "__") || !s.pattern.MatchString(t.Topic)) {
+	for _, t := range resp.Topics {
+		if t.Topic == nil {
 			continue
 		}
-		if t.Err != nil {
-			if errors.Is(t.Err, kerr.UnknownTopicOrPartition) {
+		name := *t.Topic
+		if s.pattern != nil && (t.IsInternal || strings.HasPrefix(name, "__") || !s.pattern.MatchString(name)) {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.LeaderNotAvailable) {
 				continue
 			}
-			return nil, fmt.Errorf("topic %s: %w", t.Topic, t.Err)
+			return nil, fmt.Errorf("topic %s: %w", name, err)
 		}
-		for _, p := range t.Partitions.Sorted() {
-			out = append(out, TP{t.Topic, p.Partition})
+		for _, p := range t.Partitions {
+			out = append(out, TP{name, p.Partition})
 		}
 	}
+	sortTPs(out)
 	if s.pattern == nil {
 		have := map[string]bool{}
 		for _, tp := range out {

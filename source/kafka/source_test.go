@@ -17,7 +17,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/internal/kafkatest"
@@ -153,6 +155,7 @@ var scenarios = []struct {
 	{"GroupCommit", testGroupCommit},
 	{"MultiTopicPatternAssign", testMultiTopicPatternAssign},
 	{"JSONValues", testJSONValues},
+	{"PatternPicksUpNewTopics", testPatternPicksUpNewTopics},
 }
 
 func TestFake(t *testing.T) {
@@ -749,5 +752,94 @@ func testJSONValues(t *testing.T, c *kafkatest.Cluster) {
 		case w.rescued != "" && (r.Rescued == nil || !strings.HasPrefix(*r.Rescued, w.rescued) || !strings.Contains(*r.Rescued, topic+"/0@3")):
 			t.Errorf("row %d rescued %v, want %s…", i, r.Rescued, w.rescued)
 		}
+	}
+}
+
+// testPatternPicksUpNewTopics: live reading with --pattern reads a matching topic created
+// after the start, from its earliest offset; an interrupt ends the run with end=pause.
+func testPatternPicksUpNewTopics(t *testing.T, c *kafkatest.Cluster) {
+	a := c.Topic(t, "pat", 1, nil)
+	c.Produce(t, rec(a, 0, nil, []byte("a")))
+	prefix := a[:strings.LastIndexByte(a, '-')]
+	cfg := base(c)
+	cfg.Until = "never"
+	cfg.Pattern = regexp.QuoteMeta(prefix) + "-.*"
+	cfg.DiscoveryInterval = 100 * time.Millisecond
+	intr := make(chan struct{}, 1)
+	done := make(chan struct{})
+	var out kafkatest.Output
+	var err error
+	go func() { out, err = run(t, cfg, runOpts{interupt: intr}); close(done) }()
+	time.Sleep(500 * time.Millisecond)
+	b := prefix + "-late"
+	if r, err := c.Admin.CreateTopic(context.Background(), 1, 1, nil, b); err != nil || r.Err != nil {
+		t.Fatal(err, r.Err)
+	}
+	if c.Real != nil {
+		t.Cleanup(func() { c.Admin.DeleteTopic(context.Background(), b) })
+	}
+	c.ProduceFresh(t, rec(b, 0, nil, []byte("b")))
+	time.Sleep(2 * time.Second)
+	intr <- struct{}{}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("interrupt did not end the live run")
+	}
+	if !errors.Is(err, stage.ErrInterrupted) {
+		t.Fatalf("got %v, want ErrInterrupted", err)
+	}
+	var vals []string
+	for _, r := range out.Rows {
+		vals = append(vals, string(r.Value))
+	}
+	if fmt.Sprint(vals) != "[a b]" || out.Controls[len(out.Controls)-1] != "end pause" {
+		t.Fatalf("rows %v, controls %v", vals, out.Controls)
+	}
+}
+
+// TestFakeSASL: PLAIN and SCRAM against kfake (the real broker has no PLAIN listener), the
+// password from a file or the environment, none at all a usage error.
+func TestFakeSASL(t *testing.T) {
+	fc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser("PLAIN", "app", "s3cret-plain"),
+		kfake.Superuser("SCRAM-SHA-512", "app", "s3cret-plain"), kfake.SeedTopics(1, "secured"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(fc.ListenAddrs()...), kgo.SASL(plain.Auth{User: "app", Pass: "s3cret-plain"}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "secured", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	os.WriteFile(pwFile, []byte("s3cret-plain\n"), 0o600)
+	for _, mech := range []string{"PLAIN", "SCRAM-SHA-512"} {
+		cfg := kafka.Config{Topics: []string{"secured"}, Until: "now"}
+		cfg.Conn.Brokers = fc.ListenAddrs()
+		cfg.Conn.SASLMechanism, cfg.Conn.SASLUser, cfg.Conn.SASLPasswordFile = mech, "app", pwFile
+		out, err := run(t, cfg, runOpts{})
+		if err != nil || len(out.Rows) != 1 {
+			t.Fatalf("%s: %d rows, %v", mech, len(out.Rows), err)
+		}
+	}
+	t.Setenv("KAFKA_PW_TEST", "s3cret-plain")
+	cfg := kafka.Config{Topics: []string{"secured"}, Until: "now"}
+	cfg.Conn.Brokers = fc.ListenAddrs()
+	cfg.Conn.SASLMechanism, cfg.Conn.SASLUser, cfg.Conn.SASLPasswordEnv = "PLAIN", "app", "KAFKA_PW_TEST"
+	if out, err := run(t, cfg, runOpts{}); err != nil || len(out.Rows) != 1 {
+		t.Fatalf("password from env: %d rows, %v", len(out.Rows), err)
+	}
+	// A wrong password is tested on the real broker (kfake drops the connection instead of
+	// answering SASL_AUTHENTICATION_FAILED).
+	// No password at all is a usage error naming both ways to give one.
+	os.Unsetenv("KAFKA_PW_TEST")
+	_, err = run(t, cfg, runOpts{})
+	var ue *stage.UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--sasl-password-file") {
+		t.Fatalf("no password: %v", err)
 	}
 }
