@@ -260,6 +260,14 @@ func (s *Sink) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*arr
 		if s.kafkaEpoch > 0 {
 			s.log.Info("last epoch committed in Kafka", "transactional_id", s.cfg.TransactionalID, "epoch", s.kafkaEpoch)
 		}
+		// Kafka can be at most one epoch ahead of the checkpoint (a crash between the
+		// transaction commit and the commit markers). Further ahead, the checkpoint is not the
+		// one these transactions came from: replayed epochs would be aborted as duplicates.
+		if s.kafkaEpoch > env.Committed+1 {
+			return nil, fmt.Errorf("write-kafka: transactional id %s committed epoch %d in Kafka, but this checkpoint is at epoch %d: "+
+				"the checkpoint was reset or another flow uses the same id; use a new --transactional-id (or the original checkpoint)",
+				s.cfg.TransactionalID, s.kafkaEpoch, env.Committed)
+		}
 	}
 	return nil, nil
 }

@@ -155,6 +155,12 @@ func testTransactionsExactlyOnce(t *testing.T, c *kafkatest.Cluster) {
 	if len(uncommitted) <= len(committed) {
 		t.Errorf("read_uncommitted saw %d records, read_committed %d: the replayed epoch was not produced and aborted", len(uncommitted), len(committed))
 	}
+	// A fresh checkpoint with the same transactional id is refused (its epochs would be
+	// aborted as replays).
+	_, oerr := pipe(t, srcCfg, dstCfg, kafkatest.TempDir(t), 10)
+	if oerr == nil || !strings.Contains(oerr.Error(), "checkpoint was reset") {
+		t.Errorf("fresh checkpoint, same transactional id: %v", oerr)
+	}
 	// The epoch number is in the transactional id's group.
 	resp, err := c.Admin.FetchOffsetsForTopics(context.Background(), dstCfg.TransactionalID, out)
 	if err != nil {
