@@ -4,10 +4,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/tools/dedup"
+	"github.com/streamkit/streamkit/tools/generate"
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
 	"github.com/streamkit/streamkit/tools/readkafka"
 	"github.com/streamkit/streamkit/tools/statedump"
+	windowtool "github.com/streamkit/streamkit/tools/window"
 	"github.com/streamkit/streamkit/tools/writekafka"
 )
 
@@ -15,10 +17,12 @@ import (
 func commands() []*cobra.Command {
 	return []*cobra.Command{
 		dedup.Command(),
+		generate.Command(),
 		keyby.Command(),
 		print.Command(),
 		readkafka.Command(),
 		writekafka.Command(),
 		statedump.Command(),
+		windowtool.Command(),
 	}
 }
