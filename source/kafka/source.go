@@ -1047,6 +1047,10 @@ func (s *Source) maybeProbe(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			var dl *DataLossError
+			if errors.As(err, &dl) {
+				return err
+			}
 			s.log.Debug("probe failed", "topic", p.tp.Topic, "partition", p.tp.Partition, "err", err)
 		}
 	}
@@ -1116,6 +1120,15 @@ func (s *Source) probe(ctx context.Context, p *part, t int64) error {
 			}
 			if len(fp.Records) > 0 {
 				next = fp.Records[0].Offset // visible records come through the consumer
+			} else if next == p.pos && rpr.HighWatermark >= 0 && rpr.HighWatermark < t && p.pos >= rpr.HighWatermark {
+				// The target (a replayed epoch's end) lies beyond the log: the topic was
+				// re-created or truncated since the epoch was read.
+				r := logRange{start: rpr.LogStartOffset, end: rpr.HighWatermark}
+				probe := &part{tp: p.tp, pos: t}
+				if err := s.checkRange(probe, r); err != nil {
+					return err
+				}
+				next = t // --on-data-loss: the epoch ends where it was recorded
 			}
 			if next > p.pos {
 				s.log.Debug("probe: offsets without visible records", "topic", p.tp.Topic, "partition", p.tp.Partition,

@@ -156,6 +156,7 @@ var scenarios = []struct {
 	{"MultiTopicPatternAssign", testMultiTopicPatternAssign},
 	{"JSONValues", testJSONValues},
 	{"PatternPicksUpNewTopics", testPatternPicksUpNewTopics},
+	{"ReplayBeyondTheLog", testReplayBeyondTheLog},
 }
 
 func TestFake(t *testing.T) {
@@ -841,5 +842,43 @@ func TestFakeSASL(t *testing.T) {
 	var ue *stage.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--sasl-password-file") {
 		t.Fatalf("no password: %v", err)
+	}
+}
+
+// testReplayBeyondTheLog: an uncommitted epoch whose end lies beyond the log (the topic was
+// re-created meanwhile) fails with a DataLossError instead of waiting forever.
+func testReplayBeyondTheLog(t *testing.T, c *kafkatest.Cluster) {
+	topic := c.Topic(t, "beyond", 1, nil)
+	for i := 0; i < 10; i++ {
+		c.Produce(t, rec(topic, 0, nil, []byte(fmt.Sprint(i))))
+	}
+	dir := filepath.Join(kafkatest.TempDir(t), "read-kafka")
+	if _, err := run(t, base(c, topic), runOpts{dir: dir}); err != nil { // nothing commits
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.Admin.DeleteTopic(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		r, err := c.Admin.CreateTopic(ctx, 1, 1, nil, topic)
+		if err == nil && r.Err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for i := 0; i < 3; i++ {
+		c.ProduceFresh(t, rec(topic, 0, nil, []byte("new")))
+	}
+	done := make(chan error, 1)
+	go func() { _, err := run(t, base(c, topic), runOpts{dir: dir}); done <- err }()
+	select {
+	case err := <-done:
+		var dl *kafka.DataLossError
+		if !errors.As(err, &dl) || dl.Offset != 10 || dl.End != 3 {
+			t.Fatalf("got %v, want a DataLossError at offset 10 beyond the log end 3", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the replay waited for offsets beyond the log")
 	}
 }
