@@ -8,8 +8,10 @@ import (
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
 	"github.com/streamkit/streamkit/tools/readfiles"
+	"github.com/streamkit/streamkit/tools/readkafka"
 	"github.com/streamkit/streamkit/tools/statedump"
 	windowtool "github.com/streamkit/streamkit/tools/window"
+	"github.com/streamkit/streamkit/tools/writekafka"
 )
 
 // commands lists every tool's cobra command; each tool lives in tools/<tool>.
@@ -20,6 +22,8 @@ func commands() []*cobra.Command {
 		keyby.Command(),
 		print.Command(),
 		readfiles.Command(),
+		readkafka.Command(),
+		writekafka.Command(),
 		statedump.Command(),
 		windowtool.Command(),
 	}

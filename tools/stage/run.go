@@ -442,7 +442,7 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 	}
 	// awaitLast waits (bounded) for the sink to commit the last epoch, after the output is closed.
 	awaitLast := func(last uint64) error {
-		if !observes || last == 0 {
+		if !observes || last == 0 || observer.CommitWait() <= 0 {
 			return nil
 		}
 		if err := closeOut(); err == errQuiet {
