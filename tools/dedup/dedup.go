@@ -188,21 +188,22 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 	kept := 0
 	for r := 0; r < n; r++ {
 		d.keyBuf = codec.AppendRow(d.keyBuf[:0], cols, r)
-		if _, seen := d.store.Get(string(d.keyBuf)); seen {
-			d.mask.UnsafeAppend(false)
-			continue
-		}
 		first := int64(noTime)
 		switch {
 		case d.times != nil && d.tsOK[r]:
 			first = d.ts[r]
-			d.wm.Observe(0, first)
 		case d.times != nil:
 			first = max(d.wm.Current(), noTime+1) // no usable event time: expire from the current watermark
 		case d.cfg.TTLProcessing > 0:
 			first = now
 		}
-		d.store.Put(string(d.keyBuf), first)
+		if !d.store.PutIfAbsent(d.keyBuf, first) {
+			d.mask.UnsafeAppend(false)
+			continue
+		}
+		if d.times != nil && d.tsOK[r] {
+			d.wm.Observe(0, first)
+		}
 		d.mask.UnsafeAppend(true)
 		kept++
 	}
@@ -258,16 +259,7 @@ func (d *Dedup) expire() {
 		return
 	}
 	cut := limit - ttl.Microseconds()
-	var old []string
-	d.store.Range(func(k string, first int64) bool {
-		if first != noTime && first <= cut {
-			old = append(old, k)
-		}
-		return true
-	})
-	for _, k := range old {
-		d.store.Delete(k)
-	}
+	d.store.DeleteFunc(func(_ string, first int64) bool { return first != noTime && first <= cut })
 }
 
 // Barrier expires keys and checkpoints the state of the epoch.
@@ -275,6 +267,7 @@ func (d *Dedup) Barrier(_ context.Context, n uint64, _ stage.Emit) error {
 	d.expire()
 	d.env.Stats.StateKeys.Store(int64(d.store.Len()))
 	if d.env.Dir == nil {
+		d.store.Discard() // no changelog to write: free the deleted keys
 		return nil
 	}
 	return d.store.Checkpoint(d.env.Mem, d.env.Dir, n, extra{Watermark: d.wm.Current()})
