@@ -24,7 +24,7 @@ import (
 )
 
 // Sharded runs N copies of a downstream command as child processes, routes every row to child
-// Hash64(key) mod N (codec.Hash64: FNV-1a over the encoded key, stable across runs), and
+// Hash64(key) mod N (codec.Hash64: XXH3-64 of the encoded key, stable across runs), and
 // merges the children's outputs into one stream with aligned barriers (epoch n is forwarded
 // once every child emitted it, Flink's aligned checkpoints) and the minimum watermark.
 type Sharded struct {
@@ -35,6 +35,11 @@ type Sharded struct {
 	// Tools are the streamkit subcommand names (to recognise Cmd[0]).
 	Tools map[string]bool
 }
+
+// RouteHash names the routing function in keyby's metadata.json: a checkpoint whose shards
+// were routed by another hash (before XXH3-64, FNV-1a) is refused rather than silently
+// sending keys to shards that never saw them.
+const RouteHash = "xxh3-64"
 
 type child struct {
 	i      int
@@ -67,7 +72,7 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 
 	var dir *state.Dir
 	if p := o.CheckpointDir(); p != "" {
-		dir, err = state.Open(p, "keyby", o.StageName(), map[string]string{"key": joinKey(s.Key), "shards": strconv.Itoa(s.N)})
+		dir, err = state.Open(p, "keyby", o.StageName(), map[string]string{"key": joinKey(s.Key), "shards": strconv.Itoa(s.N), "hash": RouteHash})
 		if err != nil {
 			return err
 		}
@@ -112,7 +117,7 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	go func() { mergeErr <- s.merge(ctx, o, children, mem) }()
 
 	route := func() error {
-		keyBuf := make([]byte, 0, 64)
+		var hashes []uint64
 		idx := make([][]int32, s.N)
 		for {
 			m, err := rd.Next()
@@ -133,7 +138,7 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 				}
 				continue
 			}
-			err = s.routeBatch(ctx, mem, enc, m.Batch, children, idx, &keyBuf)
+			err = s.routeBatch(ctx, mem, enc, m.Batch, children, idx, &hashes)
 			m.Batch.Release()
 			if err != nil {
 				return err
@@ -235,7 +240,7 @@ func (s *Sharded) start(o stage.Options, schema *arrow.Schema, mem memory.Alloca
 
 // routeBatch splits rec by shard and writes each part to its child.
 func (s *Sharded) routeBatch(ctx context.Context, mem memory.Allocator, enc *codec.KeyEncoder, rec arrow.RecordBatch,
-	children []*child, idx [][]int32, keyBuf *[]byte) error {
+	children []*child, idx [][]int32, hashes *[]uint64) error {
 	n := int(rec.NumRows())
 	if n == 0 {
 		return nil
@@ -243,10 +248,9 @@ func (s *Sharded) routeBatch(ctx context.Context, mem memory.Allocator, enc *cod
 	for i := range idx {
 		idx[i] = idx[i][:0]
 	}
-	cols := enc.Columns(rec)
-	for r := 0; r < n; r++ {
-		*keyBuf = codec.AppendRow((*keyBuf)[:0], cols, r)
-		sh := codec.Hash64(*keyBuf) % uint64(s.N)
+	*hashes = codec.HashRows(*hashes, enc.Columns(rec), n)
+	for r, h := range *hashes {
+		sh := h % uint64(s.N)
 		idx[sh] = append(idx[sh], int32(r))
 	}
 	ctx = compute.WithAllocator(ctx, mem)
