@@ -367,7 +367,7 @@ func TestDroppedOutputArrowResumes(t *testing.T) {
 	part := filepath.Join(dir, "part.arrow")
 	cfg := Config{Key: []string{"id"}, DroppedOutput: part}
 	runStream(t, cfg, ckpt, encode(t, idSchema, items()[:6])) // epochs 1-3 …
-	for ep := uint64(1); ep <= 2; ep++ {                     // … of which the sink committed 1-2
+	for ep := uint64(1); ep <= 2; ep++ {                      // … of which the sink committed 1-2
 		if err := state.WriteCommit(ckpt, ep, "test"); err != nil {
 			t.Fatal(err)
 		}
