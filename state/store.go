@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -88,7 +89,9 @@ func NewStore[V any](c Codec[V]) *Store[V] {
 		{Name: OpColumn, Type: arrow.BinaryTypes.String},
 		{Name: KeyColumn, Type: arrow.BinaryTypes.Binary},
 	}, c.Fields()...)
-	return &Store[V]{codec: c, t: newTable[V](), schema: arrow.NewSchema(fields, nil), SnapshotEvery: DefaultSnapshotEvery}
+	s := &Store[V]{codec: c, t: newTable[V](newOffheap()), schema: arrow.NewSchema(fields, nil), SnapshotEvery: DefaultSnapshotEvery}
+	runtime.AddCleanup(s, func(o *offheap) { o.freeAll() }, s.t.mem)
+	return s
 }
 
 // Schema is the schema of the store's state files: _op, _key, then the value columns.
@@ -120,7 +123,8 @@ func (s *Store[V]) PutIfAbsent(k []byte, v V) bool { return s.t.put(k, v, false)
 func (s *Store[V]) Delete(k string) { s.t.del(bytesOf(k)) }
 
 // DeleteFunc deletes every key for which del returns true and returns how many it deleted
-// (cheaper than Range and Delete: no lookups). The next changelog records the deletes.
+// (cheaper than Range and Delete: no copies, no lookups). k shares the store's memory and is
+// valid only during the call. The next changelog records the deletes.
 func (s *Store[V]) DeleteFunc(del func(k string, v V) bool) int {
 	n := 0
 	s.t.rangeLive(func(i uint32, e *entry[V]) bool {
@@ -135,11 +139,10 @@ func (s *Store[V]) DeleteFunc(del func(k string, v V) bool) int {
 // Len is the number of keys held.
 func (s *Store[V]) Len() int { return s.t.live }
 
-// Range calls f for every key in unspecified order until f returns false. k shares memory
-// with the store but is immutable and stays valid (it may be kept). f may Delete keys; keys
-// Put during Range may or may not be visited.
+// Range calls f for every key in unspecified order until f returns false. k is a copy (it may
+// be kept). f may Delete keys; keys Put during Range may or may not be visited.
 func (s *Store[V]) Range(f func(k string, v V) bool) {
-	s.t.rangeLive(func(_ uint32, e *entry[V]) bool { return f(stringOf(s.t.key(e.ref)), e.v) })
+	s.t.rangeLive(func(_ uint32, e *entry[V]) bool { return f(string(s.t.key(e.ref)), e.v) })
 }
 
 // Dirty is the number of keys changed since the last checkpoint.
@@ -193,7 +196,7 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 	return nil
 }
 
-// stringOf returns b as a string without copying; b must never be modified afterwards.
+// stringOf returns b as a string without copying; b must outlive the string unmodified.
 func stringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 func (s *Store[V]) writeFile(mem memory.Allocator, dir, name string, keys []uint32) (FileInfo, error) {
@@ -337,7 +340,8 @@ var ErrNoState = errors.New("no state")
 // manifest of epoch n (its Extra holds the operator scalars). n == 0 restores the empty state.
 // Every file is verified; a missing epoch in the chain or a corrupt file is an error naming it.
 func (s *Store[V]) Restore(mem memory.Allocator, path string, n uint64) (Manifest, error) {
-	s.t = newTable[V]()
+	s.t.release()
+	s.t = newTable[V](s.t.mem)
 	s.haveSnapshot = false
 	if n == 0 {
 		return Manifest{}, nil

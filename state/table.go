@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/maphash"
+	"reflect"
 	"slices"
 	"unsafe"
 )
@@ -15,10 +16,9 @@ import (
 // with an int64 value, against ~115 for a Go map[string]V plus a dirty set. Nothing in it
 // holds a Go pointer (unless V does), so the garbage collector does not scan it.
 //
-//   - arena: 64 KiB byte chunks (a larger key gets a chunk of its own); a key is its uvarint
-//     length and its bytes. Written bytes are never modified: compaction copies the live keys
-//     into new chunks, so strings that alias the arena (Range) stay valid and immutable.
-//   - entries: chunks of 4096 entry[V]; an entry's index is its identity in the index and in
+//   - arena: 1 MiB byte chunks (a larger key gets a chunk of its own); a key is its uvarint
+//     length and its bytes. Compaction copies the live keys into new chunks and frees the old.
+//   - entries: chunks of 65536 entry[V]; an entry's index is its identity in the index and in
 //     the dirty list. Entries appended since the last checkpoint (index ≥ mark) are the new
 //     keys of the epoch; older entries changed in the epoch are listed in dirty.
 //   - index: open addressing with linear probing over a power-of-two slice of uint64 slots:
@@ -30,11 +30,14 @@ import (
 // checkpoint has written it to the changelog (or Discard); then the entry is freed and its
 // slot removed. Freed entries and their arena bytes are reclaimed by compaction once they
 // amount to half the live keys.
+//
+// Slots, arena chunks and (when V holds no pointers) entry chunks are allocated off the Go
+// heap (offheap.go), so the memory of the keys is not doubled by the collector's headroom.
 const (
-	entryChunkBits = 12
+	entryChunkBits = 16
 	entryChunkSize = 1 << entryChunkBits
 	entryChunkMask = entryChunkSize - 1
-	arenaChunkSize = 64 << 10
+	arenaChunkSize = 1 << 20
 
 	// entry.ref: bits 0-31 offset in the arena chunk, 32-61 chunk number, 62-63 flags.
 	refDeleted = 1 << 63 // tombstone (still in the index) or free (not in it)
@@ -52,6 +55,8 @@ type entry[V any] struct {
 
 // table is the compact keyed map behind Store: keys are byte strings, values V.
 type table[V any] struct {
+	mem         *offheap
+	offEntries  bool // V holds no pointers: entry chunks live off-heap
 	seed        maphash.Seed
 	slots       []uint64
 	tshift      uint // home slot = tag >> tshift
@@ -67,7 +72,9 @@ type table[V any] struct {
 	compactions int      // (tests)
 }
 
-func newTable[V any]() table[V] { return table[V]{seed: maphash.MakeSeed()} }
+func newTable[V any](mem *offheap) table[V] {
+	return table[V]{mem: mem, seed: maphash.MakeSeed(), offEntries: pointerFree(reflect.TypeFor[V]())}
+}
 
 // bytesOf returns the bytes of s without copying; they must not be modified.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
@@ -121,7 +128,8 @@ func (t *table[V]) reserve() {
 // rehash moves the index to n slots (a power of two ≥ the occupied slots / 0.75).
 func (t *table[V]) rehash(n int) {
 	old := t.slots
-	t.slots = make([]uint64, n)
+	t.slots = allocSlice[uint64](t.mem, n)
+	defer freeSlice(t.mem, old)
 	t.tshift = uint(32 - log2(n))
 	mask := n - 1
 	for _, s := range old {
@@ -149,7 +157,7 @@ func (t *table[V]) appendKey(k []byte) uint64 {
 	sz := uvarintLen(uint64(len(k))) + len(k)
 	last := len(t.arena) - 1
 	if last < 0 || cap(t.arena[last])-len(t.arena[last]) < sz {
-		t.arena = append(t.arena, make([]byte, 0, max(arenaChunkSize, sz)))
+		t.arena = append(t.arena, t.mem.alloc(max(arenaChunkSize, sz))[:0])
 		last++
 	}
 	c := t.arena[last]
@@ -172,7 +180,11 @@ func uvarintLen(x uint64) int {
 func (t *table[V]) appendEntry(ref uint64, v V) uint32 {
 	i := t.nent
 	if i&entryChunkMask == 0 {
-		t.entries = append(t.entries, make([]entry[V], entryChunkSize))
+		if t.offEntries {
+			t.entries = append(t.entries, allocSlice[entry[V]](t.mem, entryChunkSize))
+		} else {
+			t.entries = append(t.entries, make([]entry[V], entryChunkSize))
+		}
 	}
 	*t.ent(i) = entry[V]{ref: ref, v: v}
 	t.nent++
@@ -308,11 +320,10 @@ func (t *table[V]) settle() {
 	}
 }
 
-// compact copies the live entries and their keys into fresh chunks and rebuilds the index.
-// Called after settle (no pending changes).
+// compact copies the live entries and their keys into fresh chunks, rebuilds the index and
+// frees the old chunks. Called after settle (no pending changes).
 func (t *table[V]) compact() {
-	old, oldN := t.entries, t.nent
-	oldT := *t
+	old := *t
 	t.compactions++
 	t.entries, t.nent, t.arena = nil, 0, nil
 	t.slots, t.used = nil, 0
@@ -323,12 +334,12 @@ func (t *table[V]) compact() {
 	}
 	t.rehash(n)
 	mask := n - 1
-	for i := uint32(0); i < oldN; i++ {
-		e := &old[i>>entryChunkBits][i&entryChunkMask]
+	for i := uint32(0); i < old.nent; i++ {
+		e := old.ent(i)
 		if e.ref&refDeleted != 0 {
 			continue
 		}
-		k := oldT.key(e.ref)
+		k := old.key(e.ref)
 		tag := t.tag(k)
 		ei := t.appendEntry(t.appendKey(k), e.v)
 		j := t.home(tag)
@@ -339,6 +350,21 @@ func (t *table[V]) compact() {
 		t.used++
 	}
 	t.mark = t.nent
+	old.release()
+}
+
+// release frees the table's memory; the table must not be used afterwards.
+func (t *table[V]) release() {
+	freeSlice(t.mem, t.slots)
+	for _, c := range t.arena {
+		t.mem.free(c[:cap(c)])
+	}
+	if t.offEntries {
+		for _, c := range t.entries {
+			freeSlice(t.mem, c)
+		}
+	}
+	t.slots, t.arena, t.entries = nil, nil, nil
 }
 
 // rangeLive calls f for every live entry in insertion order until f returns false.
