@@ -185,7 +185,7 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 		}
 	}
 	if d.cfg.DroppedOutput != "" {
-		if d.sidePath, err = filepath.Abs(d.cfg.DroppedOutput); err != nil {
+		if d.sidePath, err = filepath.Abs(sideoutput.Path(d.cfg.DroppedOutput)); err != nil {
 			return nil, fmt.Errorf("dedup: --dropped-output: %w", err)
 		}
 		const flag = "dedup: --dropped-output"
@@ -391,7 +391,8 @@ number of keys; the status line shows it.
 --dropped-output FILE keeps the dropped duplicates for audits: an Arrow IPC stream (.arrow) or
 JSON lines (.ndjson); a .ndjson file is appended to, an existing .arrow file is refused. With a
 checkpoint the file is synced at every barrier and a restart continues it from the committed
-epoch, so it holds every dropped row of the committed epochs exactly once.
+epoch, so it holds every dropped row of the committed epochs exactly once. As a shard of keyby
+--shards, shard i writes FILE with .shard-i before the extension (dropped.shard-0.ndjson).
 
 State is checkpointed at every barrier (changelog + periodic snapshot); a restart resumes from
 the committed epoch, and a restart with another key or TTL is refused.`,

@@ -68,7 +68,9 @@ func rowTexts(rec arrow.RecordBatch) []string {
 }
 
 // TestShardedDedupSameRows: keyby --shards 2 -- dedup outputs the same multiset of rows as one
-// dedup, on generated rows with duplicate keys, null ids and empty strings in a two-column key.
+// dedup, on generated rows with duplicate keys, null ids and empty strings in a two-column key;
+// each shard writes its dropped rows to its own --dropped-output file, and kept plus dropped
+// rows are the input.
 func TestShardedDedupSameRows(t *testing.T) {
 	in, stderr, code := runBin(t, nil, nil, "generate", "--schema", "id bigint, s string, v bigint",
 		"--gen", "id=uniform(0, 3000) nulls=0.02", "--gen", "s=choice(x, '', y) nulls=0.05", "--gen", "v=sequence",
@@ -80,9 +82,22 @@ func TestShardedDedupSameRows(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("dedup: exit %d: %s", code, stderr)
 	}
-	sharded, stderr, code := runBin(t, nil, in, "keyby", "id,s", "--shards", "2", "--", "dedup")
+	dropped := filepath.Join(t.TempDir(), "dropped.arrow")
+	sharded, stderr, code := runBin(t, nil, in, "keyby", "id,s", "--shards", "2", "--", "dedup", "--dropped-output", dropped)
 	if code != 0 {
 		t.Fatalf("keyby --shards 2 -- dedup: exit %d: %s", code, stderr)
+	}
+	all := rowsOf(t, sharded)
+	for i := 0; i < 2; i++ {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(dropped), fmt.Sprintf("dropped.shard-%d.arrow", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, rowsOf(t, b)...)
+	}
+	slices.Sort(all)
+	if input := rowsOf(t, in); !slices.Equal(all, input) {
+		t.Fatalf("kept and dropped rows: %d, input: %d rows; they differ", len(all), len(input))
 	}
 	want, got := rowsOf(t, one), rowsOf(t, sharded)
 	if len(want) < 5000 || len(want) > 20000 {

@@ -31,6 +31,19 @@ import (
 	"github.com/streamkit/streamkit/tools/stage"
 )
 
+// Path is the file an operator writes for the side output path: path itself, or, in a child
+// of `keyby --shards` (STREAMKIT_SHARD=i, docs/protocol.md §6), path with ".shard-i" before
+// its extension (dropped.ndjson → dropped.shard-0.ndjson), so that the shards never write
+// into one file.
+func Path(path string) string {
+	shard := os.Getenv(stage.EnvShard)
+	if shard == "" {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + ".shard-" + shard + ext
+}
+
 // Check validates the file name's extension before any input is read; the error is a usage
 // error naming flag (e.g. "window: --late-output").
 func Check(flag, path string) error {
@@ -48,8 +61,8 @@ type File struct {
 	txt *print.Printer
 }
 
-// Open creates (or, for JSON lines, appends to) the side output at path for rows of schema s.
-// flag prefixes errors (e.g. "dedup: --dropped-output").
+// Open creates (or, for JSON lines, appends to) the side output at path (see Path) for rows of
+// schema s. flag prefixes errors (e.g. "dedup: --dropped-output").
 func Open(flag, path string, s *arrow.Schema, mem memory.Allocator) (*File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

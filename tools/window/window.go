@@ -181,7 +181,7 @@ func (o *Op) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.S
 		}
 	}
 	if o.spec.LateOutput != "" {
-		if o.late, err = sideoutput.Open("window: --late-output", o.spec.LateOutput, in, env.Mem); err != nil {
+		if o.late, err = sideoutput.Open("window: --late-output", sideoutput.Path(o.spec.LateOutput), in, env.Mem); err != nil {
 			return nil, err
 		}
 	}
