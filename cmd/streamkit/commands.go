@@ -7,6 +7,7 @@ import (
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
 	"github.com/streamkit/streamkit/tools/statedump"
+	"github.com/streamkit/streamkit/tools/writedelta"
 )
 
 // commands lists every tool's cobra command; each tool lives in tools/<tool>.
@@ -16,5 +17,6 @@ func commands() []*cobra.Command {
 		keyby.Command(),
 		print.Command(),
 		statedump.Command(),
+		writedelta.Command(),
 	}
 }
