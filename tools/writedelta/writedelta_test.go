@@ -308,7 +308,9 @@ func TestMergeSchemaRelaxesNullability(t *testing.T) {
 	if _, err := delta.NewTable(root, nil).Commit(context.Background(), delta.CommitRequest{Protocol: p, Metadata: m}); err != nil {
 		t.Fatal(err)
 	}
-	in := func() []byte { return newStream(t, mem, idSchema).json(`[{"id":null,"s":"x"}]`).barrier(1).end(codec.Final) }
+	in := func() []byte {
+		return newStream(t, mem, idSchema).json(`[{"id":null,"s":"x"}]`).barrier(1).end(codec.Final)
+	}
 	if _, err := run(t, Config{Table: root, Flow: "f"}, "", in()); err == nil || !strings.Contains(err.Error(), "not nullable") {
 		t.Fatalf("null into NOT NULL: %v", err)
 	}
