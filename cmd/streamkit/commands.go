@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/tools/dedup"
+	deltacmd "github.com/streamkit/streamkit/tools/delta"
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
 	"github.com/streamkit/streamkit/tools/statedump"
@@ -14,6 +15,7 @@ import (
 func commands() []*cobra.Command {
 	return []*cobra.Command{
 		dedup.Command(),
+		deltacmd.Command(),
 		keyby.Command(),
 		print.Command(),
 		statedump.Command(),
