@@ -360,7 +360,7 @@ func envInt(name string, def int) int {
 // at the end it holds each input row exactly once (Spark checks it with the other tables).
 func killRuns(t *testing.T, mem memory.Allocator, dir string) manifestEntry {
 	runs := envInt("STREAMKIT_KILL_RUNS", 100)
-	const epochs, perEpoch = 3000, 6
+	const epochs, perEpoch = 2000, 6
 	total := int64(epochs * perEpoch)
 	root := filepath.Join(dir, "tables", "killed")
 	srcCk, wdCk := filepath.Join(dir, "ck-kill", "source"), filepath.Join(dir, "ck-kill", "write-delta")
@@ -382,7 +382,7 @@ func killRuns(t *testing.T, mem memory.Allocator, dir string) manifestEntry {
 			t.Fatalf("no clean finish after %d runs", run)
 		}
 		src := exec.Command(py, source, "--epochs", fmt.Sprint(epochs), "--rows", fmt.Sprint(perEpoch),
-			"--batch-rows", "4", "--delay", "0.003", "--checkpoint", srcCk)
+			"--batch-rows", "4", "--delay", "0.008", "--checkpoint", srcCk)
 		sink := exec.Command(bin, "--progress", "off", "write-delta", root, "--checkpoint", wdCk)
 		r, w, err := os.Pipe()
 		if err != nil {
