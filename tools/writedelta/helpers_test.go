@@ -124,11 +124,14 @@ func idBatch(mem memory.Allocator, from, to int) arrow.RecordBatch {
 }
 
 // run runs write-delta over input in-process and returns its log.
-func run(t testing.TB, cfg Config, ckpt string, input []byte) (string, error) {
+func run(t testing.TB, cfg Config, ckpt string, input []byte, tune ...func(*Writer)) (string, error) {
 	t.Helper()
 	w, err := New(cfg)
 	if err != nil {
 		return "", err
+	}
+	for _, f := range tune {
+		f(w)
 	}
 	var log bytes.Buffer
 	o := stage.Options{Tool: Tool, Checkpoint: ckpt, StateOptions: map[string]string{"table": cfg.Table},

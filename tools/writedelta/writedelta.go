@@ -97,6 +97,9 @@ type Config struct {
 	// TruncateTimestamps drops sub-microsecond digits of timestamps; without it they are an
 	// error (Delta stores microseconds).
 	TruncateTimestamps bool
+	// Writers is the number of Parquet writers (goroutines, each with its own files) an epoch
+	// larger than DefaultLaneThreshold is spread over (default DefaultWriters()).
+	Writers int
 	// HoldBytes bounds the memory used to keep the rows of an epoch that may be a replay of an
 	// already committed one (DefaultHoldBytes when 0); beyond it they are written to data files
 	// that are deleted again if the epoch turns out to be committed.
@@ -135,10 +138,12 @@ type Writer struct {
 	sawBarrier  bool
 
 	// the current epoch
-	dw        *delta.DataWriter
+	ew        *epochWriter
 	held      []arrow.RecordBatch
 	heldBytes int64
 	rows      int64
+
+	laneThreshold int64 // DefaultLaneThreshold; tests lower it
 
 	committed, skipped int
 	rowsTotal          int64
@@ -171,6 +176,12 @@ func New(cfg Config) (*Writer, error) {
 	if cfg.HoldBytes <= 0 {
 		cfg.HoldBytes = DefaultHoldBytes
 	}
+	if cfg.Writers < 0 {
+		return nil, stage.Usagef("write-delta: --writers must be ≥ 1")
+	}
+	if cfg.Writers == 0 {
+		cfg.Writers = DefaultWriters()
+	}
 	seen := map[string]bool{}
 	for _, c := range cfg.With {
 		if c.Name == "" {
@@ -186,7 +197,7 @@ func New(cfg Config) (*Writer, error) {
 			return nil, stage.Usagef("write-delta: --partition-by has an empty column name")
 		}
 	}
-	return &Writer{cfg: cfg}, nil
+	return &Writer{cfg: cfg, laneThreshold: DefaultLaneThreshold}, nil
 }
 
 // Flow returns the flow id (the txn appId) once Open has run.
@@ -493,26 +504,25 @@ func (w *Writer) Process(_ context.Context, rec arrow.RecordBatch, _ stage.Emit)
 
 // write appends rec to the epoch's data files, after any held rows.
 func (w *Writer) write(rec arrow.RecordBatch) error {
-	if w.dw == nil {
+	if w.ew == nil {
 		target := w.cfg.TargetFileSize
 		if target == 0 {
 			if n, err := ParseSize(w.meta.Configuration["delta.targetFileSize"]); err == nil {
 				target = n
 			}
 		}
-		dw, err := delta.NewDataWriter(w.cfg.Table, w.meta, delta.WriterOptions{
-			TargetFileSize: target, Compression: w.cfg.Compression, TruncateTimestamps: w.cfg.TruncateTimestamps,
-			Allocator: w.env.Mem, Now: w.env.Now})
-		if err != nil {
-			return fmt.Errorf("write-delta: %w", err)
-		}
-		w.dw = dw
+		meta := w.meta
+		opts := delta.WriterOptions{TargetFileSize: target, Compression: w.cfg.Compression,
+			TruncateTimestamps: w.cfg.TruncateTimestamps, Allocator: w.env.Mem, Now: w.env.Now}
+		w.ew = newEpochWriter(w.cfg.Writers, w.laneThreshold, func() (*delta.DataWriter, error) {
+			return delta.NewDataWriter(w.cfg.Table, meta, opts)
+		})
 	}
 	if err := w.flushHeld(); err != nil {
 		return err
 	}
 	if rec != nil {
-		if err := w.dw.Write(rec); err != nil {
+		if err := w.ew.write(rec); err != nil {
 			return fmt.Errorf("write-delta: %w", err)
 		}
 	}
@@ -528,7 +538,7 @@ func (w *Writer) flushHeld() error {
 		}
 	}()
 	for _, h := range held {
-		if err := w.dw.Write(h); err != nil {
+		if err := w.ew.write(h); err != nil {
 			return fmt.Errorf("write-delta: %w", err)
 		}
 	}
@@ -542,12 +552,11 @@ func (w *Writer) discardEpoch() error {
 		h.Release()
 	}
 	w.held, w.heldBytes, w.rows = nil, 0, 0
-	if w.dw == nil {
+	if w.ew == nil {
 		return nil
 	}
-	files := len(w.dw.Files())
-	err := w.dw.Abort()
-	w.dw = nil
+	files, err := w.ew.abort()
+	w.ew = nil
 	if err != nil {
 		return fmt.Errorf("write-delta: delete uncommitted data files: %w", err)
 	}
@@ -582,22 +591,22 @@ func (w *Writer) endEpoch(ctx context.Context, n uint64) error {
 		return nil
 	}
 	var adds []delta.Add
-	if w.dw != nil || len(w.held) > 0 {
+	if w.ew != nil || len(w.held) > 0 {
 		if err := w.write(nil); err != nil {
 			return err
 		}
 		var err error
-		if adds, err = w.dw.Close(); err != nil {
+		if adds, err = w.ew.close(); err != nil {
 			return fmt.Errorf("write-delta: %w", err)
 		}
 	}
 	rows := w.rows
 	err := w.commit(ctx, n, adds, rows)
-	if w.dw != nil {
+	if w.ew != nil {
 		if err != nil {
-			w.dw.Abort()
+			w.ew.abort()
 		}
-		w.dw = nil
+		w.ew = nil
 	}
 	w.rows = 0
 	if errors.Is(err, errSkipAfterJoin) {

@@ -560,3 +560,45 @@ func TestTableRootAndSizes(t *testing.T) {
 		}
 	}
 }
+
+func TestParallelWriters(t *testing.T) {
+	mem := newMem(t)
+	root := filepath.Join(t.TempDir(), "t")
+	s := newStream(t, mem, idSchema)
+	for i := 0; i < 20; i++ {
+		s.ids(i*100, (i+1)*100)
+	}
+	in := s.barrier(1).ids(2000, 2001).barrier(2).end(codec.Final)
+	small := func(w *Writer) { w.laneThreshold = 1000 }
+	if log, err := run(t, Config{Table: root, Writers: 3}, "", in, small); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if got := tableIDs(t, root); !equalIDs(got, seq(0, 2001)) {
+		t.Fatalf("ids %v", got)
+	}
+	acts, _ := delta.NewTable(root, nil).ReadCommit(0)
+	adds := 0
+	for _, a := range acts {
+		if a.Add != nil {
+			adds++
+		}
+	}
+	if adds != 3 {
+		t.Fatalf("epoch 1 wrote %d files, want 3 (one per writer)", adds)
+	}
+	// A write error in a lane (nanosecond digits) fails the epoch and deletes its files.
+	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}}}, nil)
+	bad := newStream(t, mem, sc)
+	for i := 0; i < 10; i++ {
+		bad.json(fmt.Sprintf(`[{"id":%d,"ts":"2024-01-01T00:00:00Z"},{"id":%d,"ts":"2024-01-01T00:00:00.000000%dZ"}]`, 2*i, 2*i+1, i%2))
+	}
+	root2 := filepath.Join(t.TempDir(), "t2")
+	_, err := run(t, Config{Table: root2, Writers: 3}, "", bad.barrier(1).end(codec.Final), func(w *Writer) { w.laneThreshold = 10 })
+	if err == nil || !strings.Contains(err.Error(), "nanosecond") {
+		t.Fatalf("got %v", err)
+	}
+	if n := len(parquetFiles(t, root2)); n != 0 {
+		t.Fatalf("%d data files left after a failed epoch", n)
+	}
+}
