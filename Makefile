@@ -9,8 +9,8 @@ STATICCHECK_VERSION ?= v0.8.2
 build:
 	$(GO) build -o $(BIN) ./cmd/streamkit
 
-# The full suite: installs the pinned real peers (Python venv with pyarrow, deltalake, DuckDB),
-# then runs every Go test with STREAMKIT_REQUIRE_PEERS=1, so a test whose peer is missing fails
+# The full suite: installs the pinned real peers (Python venv with pyarrow, deltalake, DuckDB;
+# Spark + delta-spark for the write-delta interop tests, ~1-2 min the first time), then runs every Go test with STREAMKIT_REQUIRE_PEERS=1, so a test whose peer is missing fails
 # instead of skipping.
 test: peers
 	STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test -count=1 -timeout 25m ./...
@@ -20,7 +20,7 @@ unit:
 	$(GO) test ./...
 
 peers:
-	scripts/peers.sh python
+	scripts/peers.sh python spark
 
 # Each fuzz target for FUZZTIME (not part of `make test`).
 fuzz:
