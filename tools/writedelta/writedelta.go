@@ -265,8 +265,14 @@ func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*a
 }
 
 // resolveFlow sets w.flow: the FlowFile of the checkpoint directory, else --flow, else a new
-// UUID (stored in the checkpoint directory when there is one).
+// UUID (stored in the checkpoint directory when there is one). In a child of keyby --shards
+// ($STREAMKIT_SHARD = i), --flow NAME becomes NAME-shard-i, so every shard commits its own txn
+// (a generated flow differs per shard anyway: each shard has its own checkpoint directory).
 func (w *Writer) resolveFlow(env *stage.Env) error {
+	if shard := os.Getenv(stage.EnvShard); shard != "" && w.cfg.Flow != "" {
+		// A child of keyby --shards N: each shard is its own flow (an append flow of the table).
+		w.cfg.Flow += "-shard-" + shard
+	}
 	if env.Dir == nil {
 		w.flow = w.cfg.Flow
 		if w.flow == "" {

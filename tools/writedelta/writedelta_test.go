@@ -602,3 +602,19 @@ func TestParallelWriters(t *testing.T) {
 		t.Fatalf("%d data files left after a failed epoch", n)
 	}
 }
+
+func TestShardFlows(t *testing.T) {
+	mem := newMem(t)
+	root := filepath.Join(t.TempDir(), "t")
+	for i := 0; i < 2; i++ {
+		t.Setenv(stage.EnvShard, fmt.Sprint(i))
+		mustRun(t, Config{Table: root, Flow: "orders"}, "", newStream(t, mem, idSchema).ids(i*10, i*10+10).barrier(1).end(codec.Final))
+	}
+	txns := snapshot(t, root).Txns()
+	if _, ok := txns["orders-shard-0"]; !ok || len(txns) != 2 {
+		t.Fatalf("txns %v, want one flow per shard", txns)
+	}
+	if got := tableIDs(t, root); !equalIDs(got, seq(0, 20)) {
+		t.Fatalf("ids %v", got)
+	}
+}
