@@ -172,9 +172,7 @@ func tableIDs(t testing.TB, root string) []int64 {
 		tbl := readParquet(t, filepath.Join(root, p))
 		col := tbl.Column(tbl.Schema().FieldIndices("id")[0])
 		for _, ch := range col.Data().Chunks() {
-			for _, v := range ch.(*array.Int64).Int64Values() {
-				ids = append(ids, v)
-			}
+			ids = append(ids, ch.(*array.Int64).Int64Values()...)
 		}
 		tbl.Release()
 	}
