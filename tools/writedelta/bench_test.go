@@ -17,24 +17,24 @@ import (
 	"github.com/streamkit/streamkit/internal/peertest"
 )
 
-// flightsSource finds vega-datasets' flights-3m.parquet: $STREAMKIT_FLIGHTS, else the
-// repository's .cache (scripts fetch it there); "" means synthetic flights-like rows.
+// flightsSource is vega-datasets' flights-3m.parquet: $STREAMKIT_FLIGHTS, else
+// peertest.VegaFile (cached under .cache, fetched with npm pack once); STREAMKIT_FLIGHTS=none
+// uses synthetic flights-like rows.
 func flightsSource(b testing.TB) string {
-	if p := os.Getenv("STREAMKIT_FLIGHTS"); p != "" {
+	switch p := os.Getenv("STREAMKIT_FLIGHTS"); p {
+	case "none":
+		return ""
+	case "":
+		return peertest.VegaFile(b, "flights-3m.parquet")
+	default:
 		return p
 	}
-	p := filepath.Join(peertest.Root(b), ".cache", "vega-datasets-3.2.1", "data", "flights-3m.parquet")
-	if exists(p) {
-		return p
-	}
-	return ""
 }
 
 // BenchmarkWriteDeltaVsDeltaRS measures Arrow → Delta for the flights schema (5 columns):
 // `streamkit write-delta` reading an Arrow IPC stream through a pipe (epochs of 1Mi rows,
 // one commit each), and delta-rs write_deltalake on the same Arrow data held in memory, in the
-// same run. Rows: $STREAMKIT_BENCH_ROWS (default 3,000,000; the real flights-3m rows when
-// available). Reported: rows/s by wall clock and per CPU second for both, and their ratios.
+// same run. Rows: $STREAMKIT_BENCH_ROWS (default 3,000,000) of the real flights-3m data. Reported: rows/s by wall clock and per CPU second for both, and their ratios.
 //
 //	go test -run '^$' -bench WriteDeltaVsDeltaRS -benchtime 3x ./tools/writedelta
 func BenchmarkWriteDeltaVsDeltaRS(b *testing.B) {
