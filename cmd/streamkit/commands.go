@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/tools/dedup"
+	deltacmd "github.com/streamkit/streamkit/tools/delta"
 	"github.com/streamkit/streamkit/tools/generate"
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
@@ -11,6 +12,7 @@ import (
 	"github.com/streamkit/streamkit/tools/readkafka"
 	"github.com/streamkit/streamkit/tools/statedump"
 	windowtool "github.com/streamkit/streamkit/tools/window"
+	"github.com/streamkit/streamkit/tools/writedelta"
 	"github.com/streamkit/streamkit/tools/writekafka"
 )
 
@@ -18,6 +20,7 @@ import (
 func commands() []*cobra.Command {
 	return []*cobra.Command{
 		dedup.Command(),
+		deltacmd.Command(),
 		generate.Command(),
 		keyby.Command(),
 		print.Command(),
@@ -26,5 +29,6 @@ func commands() []*cobra.Command {
 		writekafka.Command(),
 		statedump.Command(),
 		windowtool.Command(),
+		writedelta.Command(),
 	}
 }
