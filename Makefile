@@ -4,10 +4,14 @@ BIN       ?= bin/streamkit
 FUZZTIME  ?= 60s
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: build test unit peers fuzz lint clean
+.PHONY: build test unit peers fuzz lint demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/streamkit
+
+# The main job on bundled real flights, run twice (needs only Go): see scripts/demo.sh.
+demo: build
+	scripts/demo.sh
 
 # The full suite: installs the pinned real peers (Python venv with pyarrow, deltalake, DuckDB;
 # Spark + delta-spark jars for the write-delta interop tests; Kafka broker jars and kcat), starts the Kafka broker, runs every Go test with
