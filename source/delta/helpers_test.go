@@ -148,16 +148,18 @@ func testEnv(mem memory.Allocator) *stage.Env {
 }
 
 // readAll drives src until io.EOF (or until idle returns nil batches maxIdle times in a row,
-// for follow mode), returning the rows and the positions after each batch.
-func readAll(t testing.TB, src *Source, limit stage.Position, maxIdle int) ([]string, []stage.Position) {
+// for follow mode), returning the rows, the positions after each batch and the number of
+// rows read before each of those positions.
+func readAll(t testing.TB, src *Source, limit stage.Position, maxIdle int) ([]string, []stage.Position, []int) {
 	t.Helper()
 	var rows []string
 	var poss []stage.Position
+	var cum []int
 	idle := 0
 	for {
 		rec, err := src.Read(context.Background(), limit)
 		if err == io.EOF {
-			return rows, poss
+			return rows, poss, cum
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -169,7 +171,7 @@ func readAll(t testing.TB, src *Source, limit stage.Position, maxIdle int) ([]st
 			}
 			idle++
 			if idle >= maxIdle {
-				return rows, poss
+				return rows, poss, cum
 			}
 			continue
 		}
@@ -177,5 +179,6 @@ func readAll(t testing.TB, src *Source, limit stage.Position, maxIdle int) ([]st
 		rows = append(rows, recRows(t, rec)...)
 		rec.Release()
 		poss = append(poss, src.Position())
+		cum = append(cum, len(rows))
 	}
 }
