@@ -6,6 +6,7 @@ import (
 	"github.com/streamkit/streamkit/tools/dedup"
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
+	"github.com/streamkit/streamkit/tools/readdelta"
 	"github.com/streamkit/streamkit/tools/statedump"
 )
 
@@ -15,6 +16,7 @@ func commands() []*cobra.Command {
 		dedup.Command(),
 		keyby.Command(),
 		print.Command(),
+		readdelta.Command(),
 		statedump.Command(),
 	}
 }
