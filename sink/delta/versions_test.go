@@ -36,7 +36,7 @@ func TestVersionsReadCommitVersionAt(t *testing.T) {
 	if err != nil || vr != (LogVersions{Earliest: 0, Latest: 11}) {
 		t.Fatalf("Versions = %+v, %v; want 0..11", vr, err)
 	}
-	acts, err := tbl.ReadCommit(ctx, 3)
+	acts, err := tbl.ReadCommit(3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestVersionsReadCommitVersionAt(t *testing.T) {
 	if adds != 1 || acts[0].CommitInfo == nil {
 		t.Fatalf("commit 3: %d adds, first action %+v", adds, acts[0])
 	}
-	if _, err := tbl.ReadCommit(ctx, 12); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := tbl.ReadCommit(12); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("ReadCommit(12) = %v, want not exist", err)
 	}
 	if ok, _ := tbl.CommitExists(11); !ok {

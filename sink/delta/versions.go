@@ -72,22 +72,6 @@ func (t *Table) CommitExists(v int64) (bool, error) {
 	return err == nil, err
 }
 
-// ReadCommit reads the actions of commit v in file order (unknown action kinds skipped, lines
-// bounded as for snapshots). A missing commit is an error wrapping [fs.ErrNotExist].
-func (t *Table) ReadCommit(ctx context.Context, v int64) ([]Action, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if v < 0 {
-		return nil, fmt.Errorf("read commit %s version %d: %w", t.root, v, fs.ErrNotExist)
-	}
-	actions, err := readCommit(filepath.Join(t.root, LogDir), v)
-	if err != nil {
-		return nil, fmt.Errorf("read commit %s: %w", t.root, err)
-	}
-	return actions, nil
-}
-
 // VersionAt returns the newest version whose commit timestamp is at or before ts (time travel
 // "TIMESTAMP AS OF"). A version's timestamp is the modification time of its commit file, made
 // strictly increasing over versions as Spark's DeltaHistoryManager does (a commit whose file
