@@ -246,7 +246,7 @@ func (s *Source) EpochCut() { s.epochN = 0 }
 // when the commit does not exist yet.
 func (s *Source) loadChanges(ctx context.Context) (bool, error) {
 	v := s.pos.Version
-	actions, err := s.tbl.ReadCommit(ctx, v)
+	actions, err := s.tbl.ReadCommit(v)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
