@@ -3,9 +3,9 @@ package delta
 import (
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"log/slog"
 	"sync"
 	"testing"
 

@@ -98,7 +98,10 @@ func TestReaderPartitionsProjectionWhere(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("partition-only rows %q, want %q", got, want)
 	}
-	for _, c := range []struct{ opts ReadOptions; want string }{
+	for _, c := range []struct {
+		opts ReadOptions
+		want string
+	}{
 		{ReadOptions{Columns: []string{"nope"}}, `column "nope" is not in the table`},
 		{ReadOptions{WhereText: "id = 1"}, `column "id" is not a partition column (partition columns: region, day)`},
 		{ReadOptions{WhereText: "day >= 'soon'"}, `"soon" is not a valid date`},
@@ -413,4 +416,3 @@ func TestUnsupportedReaderFeaturesRefused(t *testing.T) {
 		}
 	}
 }
-

@@ -88,7 +88,7 @@ func TestFollowSnapshotThenCommits(t *testing.T) {
 	dir := t.TempDir()
 	create := &dl.CreateOptions{PartitionColumns: []string{"p"}}
 	appendRows(t, mem, dir, idSchema, create, idRows(0, 5, "a"), idRows(5, 8, "b")) // v0: 2 files
-	appendRows(t, mem, dir, idSchema, nil, idRows(8, 10, "a"))                       // v1
+	appendRows(t, mem, dir, idSchema, nil, idRows(8, 10, "a"))                      // v1
 	env := testEnv(mem)
 	src := openSource(t, cfg(dir, func(c *Config) { c.Follow = true }), env, nil)
 	start := src.Position()
