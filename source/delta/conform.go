@@ -176,3 +176,16 @@ func leafCastable(src, dst arrow.DataType) bool {
 	}
 	return false
 }
+
+// ConformArray converts arr to the canonical Arrow type dst of a Delta column with the
+// conversions a reader applies to data files (see the package's conformance rules: timestamp
+// units and zones, string/binary variants, dictionaries, integer and decimal widths, nested
+// field names and order); errors name the column as name. The result is a new reference.
+func ConformArray(ctx context.Context, mem memory.Allocator, name string, arr arrow.Array, dst arrow.DataType) (arrow.Array, error) {
+	d, err := conformData(ctx, mem, arr.Data(), dst, name)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Release()
+	return array.MakeFromData(d), nil
+}
