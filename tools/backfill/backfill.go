@@ -42,6 +42,9 @@ import (
 	"github.com/streamkit/streamkit/tools/stage"
 )
 
+// testHookBeforeCommit, when set by a test, runs before every commit attempt.
+var testHookBeforeCommit func()
+
 // ExitOverlap is the exit code of a backfill that did not run because the overlap with the
 // live flow is not large enough yet (--min-overlap).
 const ExitOverlap = 3
@@ -324,7 +327,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		r.plan.Dedup.DuplicatesInSource = r.dups
 	}
 	if cfg.Plan {
-		r.plan.WouldWrite = true
+		ov := r.plan.Overlap
+		r.plan.WouldWrite = ov == nil || ov.OK || ov.DeadlinePassed
 		r.prog.stop()
 		r.prog = startProgress(io.Discard, "off", 0)
 		return r.printPlan()
@@ -908,7 +912,6 @@ func (r *run) checkOverlap(ctx context.Context) error {
 		return nil
 	}
 	if r.cfg.Plan {
-		r.plan.WouldWrite = false
 		return nil
 	}
 	hint := ""
@@ -947,6 +950,9 @@ func (r *run) commit(ctx context.Context) error {
 			if r.create {
 				req.Read = nil
 			}
+		}
+		if testHookBeforeCommit != nil {
+			testHookBeforeCommit()
 		}
 		res, err := r.tbl.Commit(ctx, req)
 		if err == nil {
