@@ -27,8 +27,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -89,6 +91,9 @@ type Config struct {
 	// Compression and TargetFileSize of the data files (see write-delta).
 	Compression    string
 	TargetFileSize int64
+	// Writers is the number of data writers encoding Parquet in parallel (each writes its own
+	// files); default GOMAXPROCS, at most 4.
+	Writers int
 	// LockWait waits this long for another run of the flow to finish (0: fail at once).
 	LockWait time.Duration
 	// Progress is auto (a bar on a terminal), json or off.
@@ -231,7 +236,6 @@ type run struct {
 
 	bmax *extremum // backfill max of the overlap column
 
-	dw      *dl.DataWriter
 	adds    []dl.Add
 	read    int64
 	written int64
@@ -345,10 +349,6 @@ func (r *run) printPlan() error {
 }
 
 func (r *run) abort() {
-	if r.dw != nil {
-		r.dw.Abort()
-		r.dw = nil
-	}
 	r.removeFiles(r.adds)
 	r.adds = nil
 }
@@ -592,10 +592,41 @@ func (r *run) loadKeys(ctx context.Context) error {
 	if r.snap == nil {
 		return nil
 	}
+	// Scan and encode on one goroutine, insert on this one.
 	var rows int64
-	err := scanTable(ctx, r.root, r.snap.Metadata(), files, r.keyColumns(), r.cfg.Mem, func(_ *dl.Add, rec arrow.RecordBatch) error {
-		return r.insertKeys(ctx, rec, false, func(int, bool) {})
-	})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	blocks := make(chan *passItem, 4)
+	var err error
+	go func() {
+		defer close(blocks)
+		serr := scanTable(ctx, r.root, r.snap.Metadata(), files, r.keyColumns(), r.cfg.Mem, func(_ *dl.Add, rec arrow.RecordBatch) error {
+			it := &passItem{rec: rec}
+			if err := r.encodeKeys(ctx, it); err != nil {
+				return err
+			}
+			it.rec = nil
+			select {
+			case blocks <- it:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		if serr != nil {
+			blocks <- &passItem{err: serr}
+		}
+	}()
+	for it := range blocks {
+		if it.err != nil {
+			err = it.err
+			cancel()
+			continue
+		}
+		for i := range it.keys.hashes {
+			r.keys.InsertHashed(it.keys.hashes[i], it.keys.key(i), false)
+		}
+	}
 	for _, f := range files {
 		rows += max(numRecords(f), 0)
 	}
@@ -651,122 +682,309 @@ func (r *run) augment(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n)), nil
 }
 
-// mainPass reads the source: constants, dedup, overlap max (when not done before), data files.
+// passItem is one source batch moving through the main pass: read and augmented by the
+// reader goroutine, keys encoded and hashed by the encoder goroutine, then deduplicated (in
+// order) and handed to a data writer.
+type passItem struct {
+	rec   arrow.RecordBatch // augmented with the constants
+	keys  keyBlock
+	err   error
+	ready chan struct{} // closed once keys (or err) are set
+}
+
+// keyBlock holds the encoded keys of a batch: key i is buf[ends[i-1]:ends[i]].
+type keyBlock struct {
+	buf    []byte
+	ends   []int
+	hashes []uint64
+}
+
+func (k *keyBlock) key(i int) []byte {
+	lo := 0
+	if i > 0 {
+		lo = k.ends[i-1]
+	}
+	return k.buf[lo:k.ends[i]]
+}
+
+// encodeKeys fills it.keys from it.rec.
+func (r *run) encodeKeys(ctx context.Context, it *passItem) error {
+	kr, enc, err := r.keyRecord(ctx, it.rec)
+	if err != nil {
+		return err
+	}
+	defer kr.Release()
+	cols := enc.Columns(kr)
+	n := int(kr.NumRows())
+	kb := &it.keys
+	kb.ends = make([]int, n)
+	kb.hashes = make([]uint64, n)
+	for i := 0; i < n; i++ {
+		kb.buf = codec.AppendRow(kb.buf, cols, i)
+		kb.ends[i] = len(kb.buf)
+	}
+	for i := 0; i < n; i++ {
+		kb.hashes[i] = r.keys.Hash(kb.key(i))
+	}
+	return nil
+}
+
+// mainPass reads the source: constants, dedup, overlap max (when not done before), data
+// files. Reading (with the source's own decoders), key encoding, dedup and Parquet encoding
+// (Writers data writers) run concurrently; batches keep their order through dedup, so the
+// first occurrence of a key in the source is the one kept.
 func (r *run) mainPass(ctx context.Context) error {
-	var err error
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var pool *writerPool
 	if !r.cfg.Plan {
-		r.dw, err = dl.NewDataWriter(r.root, r.meta, dl.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression,
-			TargetFileSize: r.cfg.TargetFileSize})
-		if err != nil {
-			return fmt.Errorf("backfill: %w", err)
+		var err error
+		if pool, err = r.newWriterPool(ctx); err != nil {
+			return err
 		}
+		defer pool.abort()
 	}
 	trackMax := r.cfg.OverlapCol != "" && r.bmax == nil
 	if trackMax {
 		r.bmax = &extremum{max: true}
 	}
+	dedup := r.keys != nil
+	order := make(chan *passItem, 4)
+	encq := make(chan *passItem, 4)
+	go func() { // reader
+		defer close(order)
+		defer close(encq)
+		for {
+			rec, err := r.in.Next(ctx)
+			if err == io.EOF {
+				return
+			}
+			it := &passItem{ready: make(chan struct{})}
+			if err == nil {
+				it.rec, err = r.augment(rec)
+				rec.Release()
+			}
+			if err != nil {
+				it.err = err
+				close(it.ready)
+			} else if dedup {
+				select {
+				case encq <- it:
+				case <-ctx.Done():
+					it.rec.Release()
+					return
+				}
+			} else {
+				close(it.ready)
+			}
+			select {
+			case order <- it:
+			case <-ctx.Done():
+				<-it.ready
+				if it.rec != nil {
+					it.rec.Release()
+				}
+				return
+			}
+			if it.err != nil {
+				return
+			}
+		}
+	}()
+	if dedup {
+		go func() { // key encoder
+			for it := range encq {
+				it.err = r.encodeKeys(ctx, it)
+				close(it.ready)
+			}
+		}()
+	}
+	drain := func() {
+		cancel()
+		for it := range order {
+			<-it.ready
+			if it.rec != nil {
+				it.rec.Release()
+			}
+		}
+	}
 	mask := array.NewBooleanBuilder(r.cfg.Mem)
 	defer mask.Release()
 	cctx := compute.WithAllocator(ctx, r.cfg.Mem)
-	for {
-		rec, err := r.in.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		aug, err := r.augment(rec)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-		n := aug.NumRows()
-		r.read += n
-		r.prog.read.Add(n)
-		out := aug
-		if r.keys != nil {
-			kept := 0
-			mask.Reserve(int(n))
-			err := r.insertKeys(ctx, aug, true, func(_ int, isNew bool) {
-				mask.UnsafeAppend(isNew)
-				if isNew {
-					kept++
-				}
-			})
-			if err != nil {
-				aug.Release()
-				return err
+	for it := range order {
+		<-it.ready
+		if it.err != nil {
+			if it.rec != nil {
+				it.rec.Release()
 			}
-			m := mask.NewBooleanArray()
-			if kept < int(n) {
-				// Tell target hits from repeats within the backfill: a repeated key is ours.
-				kr, enc, err := r.keyRecord(ctx, aug)
-				if err != nil {
-					m.Release()
-					aug.Release()
-					return err
-				}
-				cols := enc.Columns(kr)
-				for i := 0; i < int(n); i++ {
-					if m.Value(i) {
-						continue
-					}
-					r.keyBuf = codec.AppendRow(r.keyBuf[:0], cols, i)
-					if _, ours := r.keys.Lookup(r.keyBuf); ours {
-						r.dups++
-					} else {
-						r.hits++
-					}
-				}
-				kr.Release()
-				r.prog.skipped.Add(n - int64(kept))
-				if kept == 0 {
-					out = nil
-				} else {
-					filtered, err := compute.FilterRecordBatch(cctx, aug, m, compute.DefaultFilterOptions())
-					if err != nil {
-						m.Release()
-						aug.Release()
-						return fmt.Errorf("backfill: filter duplicates: %w", err)
-					}
-					out = filtered
-				}
-			}
-			m.Release()
+			drain()
+			return it.err
 		}
-		if out != nil {
+		out, err := r.dedupItem(cctx, it, mask)
+		it.rec.Release()
+		if err == nil && out != nil {
 			if trackMax {
-				if err := r.foldMax(ctx, out); err != nil {
-					return err
-				}
+				err = r.foldMax(ctx, out)
 			}
 			r.written += out.NumRows()
 			r.prog.written.Add(out.NumRows())
-			if r.dw != nil {
-				if err := r.dw.Write(out); err != nil {
-					if out != aug {
-						out.Release()
-					}
-					aug.Release()
-					return fmt.Errorf("backfill: write %s: %w", r.root, err)
-				}
-			}
-			if out != aug {
+			if err == nil && pool != nil {
+				err = pool.write(out) // takes the reference
+			} else {
 				out.Release()
 			}
 		}
-		aug.Release()
+		if err != nil {
+			drain()
+			return err
+		}
 	}
-	if r.dw != nil {
-		adds, err := r.dw.Close()
-		r.dw = nil
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if pool != nil {
+		adds, err := pool.close()
 		if err != nil {
 			return fmt.Errorf("backfill: write %s: %w", r.root, err)
 		}
 		r.adds = adds
 	}
 	return nil
+}
+
+// dedupItem returns the rows of it to write (a new reference, nil for none).
+func (r *run) dedupItem(ctx context.Context, it *passItem, mask *array.BooleanBuilder) (arrow.RecordBatch, error) {
+	n := it.rec.NumRows()
+	r.read += n
+	r.prog.read.Add(n)
+	if r.keys == nil {
+		it.rec.Retain()
+		return it.rec, nil
+	}
+	kept := 0
+	mask.Reserve(int(n))
+	for i := 0; i < int(n); i++ {
+		isNew, ours := r.keys.InsertHashed(it.keys.hashes[i], it.keys.key(i), true)
+		mask.UnsafeAppend(isNew)
+		switch {
+		case isNew:
+			kept++
+		case ours:
+			r.dups++
+		default:
+			r.hits++
+		}
+	}
+	m := mask.NewBooleanArray()
+	defer m.Release()
+	r.prog.skipped.Add(n - int64(kept))
+	switch kept {
+	case 0:
+		return nil, nil
+	case int(n):
+		it.rec.Retain()
+		return it.rec, nil
+	}
+	out, err := compute.FilterRecordBatch(ctx, it.rec, m, compute.DefaultFilterOptions())
+	if err != nil {
+		return nil, fmt.Errorf("backfill: filter duplicates: %w", err)
+	}
+	return out, nil
+}
+
+// writerPool spreads batches round-robin over Writers data writers, each encoding Parquet on
+// its own goroutine (one file per writer and partition).
+type writerPool struct {
+	dws   []*dl.DataWriter
+	chans []chan arrow.RecordBatch
+	errs  []error
+	wg    sync.WaitGroup
+	next  int
+	done  bool
+}
+
+func (r *run) newWriterPool(ctx context.Context) (*writerPool, error) {
+	n := r.cfg.Writers
+	if n <= 0 {
+		n = min(runtime.GOMAXPROCS(0), 4)
+	}
+	p := &writerPool{}
+	for i := 0; i < n; i++ {
+		dw, err := dl.NewDataWriter(r.root, r.meta, dl.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression,
+			TargetFileSize: r.cfg.TargetFileSize})
+		if err != nil {
+			p.abort()
+			return nil, fmt.Errorf("backfill: %w", err)
+		}
+		p.dws = append(p.dws, dw)
+		p.chans = append(p.chans, make(chan arrow.RecordBatch, 2))
+		p.errs = append(p.errs, nil)
+	}
+	p.wg.Add(n)
+	for i := range p.dws {
+		go func() {
+			defer p.wg.Done()
+			for rec := range p.chans[i] {
+				if p.errs[i] == nil {
+					if err := p.dws[i].Write(rec); err != nil {
+						p.errs[i] = fmt.Errorf("backfill: write %s: %w", r.root, err)
+					}
+				}
+				rec.Release()
+			}
+		}()
+	}
+	return p, nil
+}
+
+// write hands rec (the caller's reference) to the next writer.
+func (p *writerPool) write(rec arrow.RecordBatch) error {
+	i := p.next
+	p.next = (p.next + 1) % len(p.dws)
+	p.chans[i] <- rec
+	return nil
+}
+
+func (p *writerPool) stop() {
+	if p.done {
+		return
+	}
+	p.done = true
+	for _, c := range p.chans {
+		close(c)
+	}
+	p.wg.Wait()
+}
+
+// close finishes every writer and returns all their files.
+func (p *writerPool) close() ([]dl.Add, error) {
+	p.stop()
+	for _, err := range p.errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	var adds []dl.Add
+	for i, dw := range p.dws {
+		a, err := dw.Close()
+		p.dws[i] = nil
+		if err != nil {
+			return nil, err
+		}
+		adds = append(adds, a...)
+	}
+	return adds, nil
+}
+
+// abort stops the writers and deletes their files (no-op after close).
+func (p *writerPool) abort() {
+	p.stop()
+	for i, dw := range p.dws {
+		if dw != nil {
+			dw.Abort()
+			p.dws[i] = nil
+		}
+	}
 }
 
 // foldMax updates the backfill max of the overlap column with rec's rows.

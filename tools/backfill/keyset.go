@@ -26,7 +26,7 @@ const oursBit = 1 << 63
 
 func newKeySet(hint int) *keySet {
 	size := 1024
-	for size < 2*hint {
+	for 3*size < 4*hint { // load ≤ 0.75 for hint keys
 		size *= 2
 	}
 	return &keySet{seed: maphash.MakeSeed(), slots: make([]keySlot, size)}
@@ -59,12 +59,21 @@ func (s *keySet) find(h uint64, key []byte) (int, bool) {
 	}
 }
 
+// Hash is the hash Insert and Lookup use (so callers can compute it on another goroutine).
+func (s *keySet) Hash(key []byte) uint64 { return maphash.Bytes(s.seed, key) }
+
 // Insert adds key (ours: inserted by the backfill) and reports whether it was new.
 func (s *keySet) Insert(key []byte, ours bool) bool {
-	h := maphash.Bytes(s.seed, key)
+	isNew, _ := s.InsertHashed(maphash.Bytes(s.seed, key), key, ours)
+	return isNew
+}
+
+// InsertHashed is Insert with the key's Hash given; for a key already present it also
+// reports whether the backfill inserted it (a repeat within the backfill, not a target hit).
+func (s *keySet) InsertHashed(h uint64, key []byte, ours bool) (isNew, existingOurs bool) {
 	i, found := s.find(h, key)
 	if found {
-		return false
+		return false, s.slots[i].off&oursBit != 0
 	}
 	off := uint64(len(s.arena)) + 1
 	s.arena = binary.AppendUvarint(s.arena, uint64(len(key)))
@@ -77,7 +86,7 @@ func (s *keySet) Insert(key []byte, ours bool) bool {
 	if 4*s.n > 3*len(s.slots) {
 		s.grow()
 	}
-	return true
+	return true, false
 }
 
 // Lookup reports whether key is present and whether the backfill inserted it.
