@@ -153,4 +153,3 @@ func parseSize(s string) (int64, error) {
 	}
 	return n * mult, nil
 }
-
