@@ -9,22 +9,27 @@ STATICCHECK_VERSION ?= v0.8.2
 build:
 	$(GO) build -o $(BIN) ./cmd/streamkit
 
-# The full suite: installs the pinned real peers (Python venv with pyarrow, deltalake, DuckDB),
-# then runs every Go test with STREAMKIT_REQUIRE_PEERS=1, so a test whose peer is missing fails
-# instead of skipping.
+# The full suite: installs the pinned real peers (Python venv with pyarrow, deltalake, DuckDB;
+# Kafka broker jars and kcat), starts the Kafka broker, runs every Go test with
+# STREAMKIT_REQUIRE_PEERS=1, so a test whose peer is missing fails instead of skipping, and
+# stops the broker again.
 test: peers
-	STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test -count=1 -timeout 25m ./...
+	scripts/kafka.sh start >/dev/null
+	STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test -count=1 -timeout 25m ./...; \
+	  rc=$$?; scripts/kafka.sh stop; exit $$rc
 
 # Quick Go-only run; tests that need a peer skip when it is missing.
 unit:
 	$(GO) test ./...
 
 peers:
-	scripts/peers.sh python
+	scripts/peers.sh python kafka kcat
 
-# Each fuzz target for FUZZTIME (not part of `make test`).
+# Each fuzz target for FUZZTIME (not part of `make test`); corpora live in testdata/fuzz.
 fuzz:
 	$(GO) test ./codec -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./codec/csvrow -run '^$$' -fuzz '^FuzzCSV$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./codec/jsonrow -run '^$$' -fuzz '^FuzzJSON$$' -fuzztime $(FUZZTIME)
 
 lint:
 	$(GO) vet ./...

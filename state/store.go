@@ -162,7 +162,7 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 		man.Snapshot = &fi
 		s.haveSnapshot = true
 	}
-	if err := WriteJSON(dir, EpochName(n)+".json", man); err != nil {
+	if err := WriteManifest(d, man); err != nil {
 		return err
 	}
 	clear(s.dirty)
@@ -170,7 +170,20 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 }
 
 func (s *Store[V]) writeFile(mem memory.Allocator, dir, name string, keys []string, changelog bool) (FileInfo, error) {
-	fi := FileInfo{File: name, Rows: int64(len(keys))}
+	fi, err := WriteStateFile(mem, dir, name, s.schema, func(write func(arrow.RecordBatch) error) error {
+		return s.encode(mem, write, keys, changelog)
+	})
+	fi.Rows = int64(len(keys))
+	return fi, err
+}
+
+// WriteStateFile writes an Arrow IPC file dir/name of schema atomically (temp file, fsync,
+// rename) with the batches that produce passes to write, and returns its FileInfo (size, CRC32C
+// and row count) for a manifest. Operators that keep their own in-memory state (window) use it
+// with WriteManifest; Store uses it for its changelogs and snapshots. Rows in a state file
+// must be sorted by the _key column and unique per file (Reconstruct merges sorted files).
+func WriteStateFile(mem memory.Allocator, dir, name string, schema *arrow.Schema, produce func(write func(arrow.RecordBatch) error) error) (FileInfo, error) {
+	fi := FileInfo{File: name}
 	f, err := os.CreateTemp(dir, tmpPrefix+name+"-*")
 	if err != nil {
 		return fi, fmt.Errorf("write state %s: %w", filepath.Join(dir, name), err)
@@ -178,7 +191,16 @@ func (s *Store[V]) writeFile(mem memory.Allocator, dir, name string, keys []stri
 	defer os.Remove(f.Name())
 	crc := crc32.New(castagnoli)
 	cw := &countWriter{w: io.MultiWriter(f, crc)}
-	err = s.encode(mem, cw, keys, changelog)
+	fw, err := ipc.NewFileWriter(cw, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	if err == nil {
+		err = produce(func(rec arrow.RecordBatch) error {
+			fi.Rows += rec.NumRows()
+			return fw.Write(rec)
+		})
+		if cerr := fw.Close(); err == nil {
+			err = cerr
+		}
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -195,11 +217,13 @@ func (s *Store[V]) writeFile(mem memory.Allocator, dir, name string, keys []stri
 	return fi, nil
 }
 
-func (s *Store[V]) encode(mem memory.Allocator, w io.Writer, keys []string, changelog bool) error {
-	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(s.schema), ipc.WithAllocator(mem))
-	if err != nil {
-		return err
-	}
+// WriteManifest writes state/<epoch>.json of d last, making the epoch's state files visible
+// (an epoch's state exists only when its manifest does).
+func WriteManifest(d *Dir, m Manifest) error {
+	return WriteJSON(filepath.Join(d.Path, StateDir), EpochName(m.Epoch)+".json", m)
+}
+
+func (s *Store[V]) encode(mem memory.Allocator, write func(arrow.RecordBatch) error, keys []string, changelog bool) error {
 	b := array.NewRecordBuilder(mem, s.schema)
 	defer b.Release()
 	ops := b.Field(0).(*array.StringBuilder)
@@ -208,7 +232,7 @@ func (s *Store[V]) encode(mem memory.Allocator, w io.Writer, keys []string, chan
 	flush := func() error {
 		rec := b.NewRecordBatch()
 		defer rec.Release()
-		return fw.Write(rec)
+		return write(rec)
 	}
 	for i, k := range keys {
 		v, ok := s.m[k]
@@ -229,11 +253,9 @@ func (s *Store[V]) encode(mem memory.Allocator, w io.Writer, keys []string, chan
 		}
 	}
 	if len(keys)%stateBatchRows != 0 || len(keys) == 0 {
-		if err := flush(); err != nil {
-			return err
-		}
+		return flush()
 	}
-	return fw.Close()
+	return nil
 }
 
 type countWriter struct {

@@ -168,6 +168,9 @@ func (a *avgAgg) loadState(s int32, cols []arrow.Array, row int) {
 }
 
 // ---- min / max ----
+// Values compare with cmp.Less: a total order in which NaN sorts before every number, so the
+// result does not depend on arrival order (min is NaN if any value is NaN; max ignores NaN
+// unless all values are NaN).
 
 type extremeAgg[T cmp.Ordered, O valueOps[T]] struct {
 	isMax   bool
@@ -194,7 +197,7 @@ func (a *extremeAgg[T, O]) update(c Column, rows, slots []int32, _ []int64) {
 			continue
 		}
 		x := vals[r]
-		if !has[s] || (a.isMax && x > v[s]) || (!a.isMax && x < v[s]) {
+		if !has[s] || (a.isMax && cmp.Less(v[s], x)) || (!a.isMax && cmp.Less(x, v[s])) {
 			v[s], has[s] = o.clone(x), true
 		}
 	}
@@ -203,7 +206,7 @@ func (a *extremeAgg[T, O]) merge(dst, src int32) {
 	if !a.has[src] {
 		return
 	}
-	if x := a.v[src]; !a.has[dst] || (a.isMax && x > a.v[dst]) || (!a.isMax && x < a.v[dst]) {
+	if x := a.v[src]; !a.has[dst] || (a.isMax && cmp.Less(a.v[dst], x)) || (!a.isMax && cmp.Less(x, a.v[dst])) {
 		a.v[dst], a.has[dst] = x, true
 	}
 }

@@ -11,7 +11,7 @@ import (
 const (
 	FuncCount         = "count"          // count(*) or count(x): rows, or non-null x → int64
 	FuncSum           = "sum"            // sum(x): integers → int64 (wrapping), floats → float64; null if no non-null x
-	FuncMin           = "min"            // min(x): same type as x (numbers, temporal, strings, binary, bool)
+	FuncMin           = "min"            // min(x): same type as x (numbers, temporal, strings, binary, bool); NaN sorts first
 	FuncMax           = "max"            // max(x): same type as x
 	FuncAvg           = "avg"            // avg(x): numbers → float64; null if no non-null x
 	FuncFirst         = "first"          // first(x): non-null x with the smallest event time (ties: earliest arrival)
@@ -25,9 +25,9 @@ var ErrAggSpec = errors.New("bad aggregate spec")
 // AggCall is one aggregate of a spec: Func over the column at dot path Arg ("" for count(*)),
 // output column Name.
 type AggCall struct {
-	Func string
-	Arg  string
-	Name string
+	Func string // one of the Func* constants
+	Arg  string // dot path of the input column; "" for count(*)
+	Name string // output column name
 }
 
 // String renders c in spec syntax, e.g. "sum(value.amount) as revenue".

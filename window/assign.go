@@ -8,7 +8,7 @@ import (
 
 // Window is the half-open event-time interval [Start, End), in µs since the epoch (UTC).
 type Window struct {
-	Start, End int64
+	Start, End int64 // µs since the epoch, UTC; Start < End
 }
 
 // String renders w as "[start, end)" in RFC 3339 UTC.

@@ -2,6 +2,7 @@ package window
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -10,9 +11,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/float16"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
-// valueCodec encodes non-null values of one Arrow type to bytes and decodes them back into a
+// valueCodec (count_distinct's value sets) encodes non-null values of one Arrow type to bytes and decodes them back into a
 // builder of the same type. Fixed-width types are their little-endian bytes (floats with -0
 // and NaN normalised, so equal numbers give equal bytes); variable-width types are a uvarint
 // length and the bytes.
@@ -182,15 +185,15 @@ func appendRaw(bld array.Builder, v []byte) error {
 	return nil
 }
 
-// KeyCodec encodes the key columns of each row into one byte string (the identity of a key in
-// window and dedup state) and decodes it back into Arrow columns. Per column: a tag byte
-// (0 null, 1 value) and the value (fixed width little-endian, or uvarint length + bytes).
-// Equal key values give equal bytes; floats -0/+0 and all NaNs are normalised. Supported key
-// types: booleans, integers, floats, decimals, dates, times, timestamps, durations, strings,
-// binaries (also views and fixed-size) and dictionaries of those.
+// KeyCodec encodes the key columns of each row into one byte string, the identity of a key in
+// window state, and decodes it back into Arrow columns for output rows. The bytes are
+// codec's key encoding (docs/protocol.md "Keys", codec.KeyEncoder), the same as keyby, dedup
+// and state-dump use: self-describing, integer widths unified, -0/+0 and NaNs normalised.
+// Output key columns keep the input type for the types that encoding carries natively
+// (integers, floats, booleans, strings, binaries, timestamps, dates, decimal128, dictionaries
+// of those); other types (nested, time of day, durations, …) are output as their JSON text.
 type KeyCodec struct {
-	paths  []FieldPath
-	codecs []*valueCodec
+	enc    *codec.KeyEncoder // nil without key columns
 	fields []arrow.Field
 }
 
@@ -200,57 +203,59 @@ type KeyCodec struct {
 // Errors wrap ErrPath.
 func NewKeyCodec(s *arrow.Schema, paths []string) (*KeyCodec, error) {
 	c := &KeyCodec{}
-	seen := map[string]int{}
-	for _, p := range paths {
-		fp, err := ResolvePath(s, p)
-		if err != nil {
-			return nil, fmt.Errorf("key: %w", err)
-		}
-		vc, err := newValueCodec(fp.Field.Type)
-		if err != nil {
-			return nil, fmt.Errorf("key %q: %w", p, err)
-		}
-		c.paths = append(c.paths, fp)
-		c.codecs = append(c.codecs, vc)
-		seen[fp.Leaf()]++
+	if len(paths) == 0 {
+		return c, nil
 	}
-	for _, fp := range c.paths {
-		name := fp.Leaf()
+	enc, err := codec.NewKeyEncoder(s, paths)
+	if err != nil {
+		return nil, fmt.Errorf("%w: key %v", ErrPath, err)
+	}
+	c.enc = enc
+	seen := map[string]int{}
+	leaf := func(p codec.Path) string { return p.Field.Name }
+	for _, p := range enc.Paths {
+		seen[leaf(p)]++
+	}
+	for _, p := range enc.Paths {
+		name := leaf(p)
 		if seen[name] > 1 {
-			name = strings.ReplaceAll(fp.Path, ".", "_")
+			name = strings.ReplaceAll(p.Name, ".", "_")
 		}
-		c.fields = append(c.fields, arrow.Field{Name: name, Type: c.codecFor(fp).dt, Nullable: true})
+		c.fields = append(c.fields, arrow.Field{Name: name, Type: keyOutputType(p.Field.Type), Nullable: true})
 	}
 	return c, nil
 }
 
-func (c *KeyCodec) codecFor(fp FieldPath) *valueCodec {
-	for i := range c.paths {
-		if c.paths[i].Path == fp.Path {
-			return c.codecs[i]
-		}
+// keyOutputType is the output type of a key column of type dt.
+func keyOutputType(dt arrow.DataType) arrow.DataType {
+	if d, ok := dt.(*arrow.DictionaryType); ok {
+		return keyOutputType(d.ValueType)
 	}
-	return nil
+	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
+		arrow.FLOAT32, arrow.FLOAT64, arrow.BOOL, arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW,
+		arrow.BINARY, arrow.LARGE_BINARY, arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64, arrow.DECIMAL128:
+		return dt
+	}
+	return arrow.BinaryTypes.String
 }
 
-// Fields returns the output fields of the key columns, in key order (all nullable; value types
-// of dictionaries).
+// Fields returns the output fields of the key columns, in key order (all nullable).
 func (c *KeyCodec) Fields() []arrow.Field { return c.fields }
 
 // Paths returns the key dot paths.
 func (c *KeyCodec) Paths() []string {
-	out := make([]string, len(c.paths))
-	for i, p := range c.paths {
-		out[i] = p.Path
+	if c.enc == nil {
+		return nil
 	}
-	return out
+	return c.enc.Names()
 }
 
 // EncodedKeys holds the encoded keys of a batch: key i is Data[Offsets[i]:Offsets[i+1]].
 // Reuse one value across batches to avoid allocation.
 type EncodedKeys struct {
-	Data    []byte
-	Offsets []int32
+	Data    []byte  // all keys, concatenated
+	Offsets []int32 // Len()+1 offsets into Data
 }
 
 // Len returns the number of keys.
@@ -264,56 +269,257 @@ func (c *KeyCodec) Encode(rec arrow.RecordBatch, dst *EncodedKeys) {
 	n := int(rec.NumRows())
 	dst.Data = dst.Data[:0]
 	dst.Offsets = append(dst.Offsets[:0], 0)
-	if len(c.paths) == 0 {
+	if c.enc == nil {
 		for i := 0; i < n; i++ {
 			dst.Offsets = append(dst.Offsets, 0)
 		}
 		return
 	}
-	cols := make([]Column, len(c.paths))
-	for j, p := range c.paths {
-		cols[j] = p.Column(rec)
-	}
-	if len(cols) == 1 && !cols[0].HasNulls() {
-		a, enc := cols[0].Arr, c.codecs[0].append
-		for i := 0; i < n; i++ {
-			dst.Data = enc(append(dst.Data, 1), a, i)
-			dst.Offsets = append(dst.Offsets, int32(len(dst.Data)))
-		}
-		return
-	}
+	cols := c.enc.Columns(rec)
 	for i := 0; i < n; i++ {
-		for j := range cols {
-			if cols[j].IsNull(i) {
-				dst.Data = append(dst.Data, 0)
-				continue
-			}
-			dst.Data = c.codecs[j].append(append(dst.Data, 1), cols[j].Arr, i)
-		}
+		dst.Data = codec.AppendRow(dst.Data, cols, i)
 		dst.Offsets = append(dst.Offsets, int32(len(dst.Data)))
 	}
 }
 
 // Decode appends the values of one encoded key to bs (one builder per key field, of the
-// types of Fields()). Errors report truncated or foreign bytes.
+// types of Fields()). It parses codec's key encoding directly into the builders, without
+// allocating. Errors report bytes that are not a key of this codec.
 func (c *KeyCodec) Decode(key []byte, bs []array.Builder) error {
-	for j, vc := range c.codecs {
+	be := binary.BigEndian
+	for j := range c.fields {
 		if len(key) == 0 {
-			return errShortKey
+			return fmt.Errorf("decode key: %d parts, want %d", j, len(c.fields))
 		}
 		tag := key[0]
 		key = key[1:]
-		if tag == 0 {
+		var v any
+		switch tag {
+		case keyTagNull:
 			bs[j].AppendNull()
 			continue
+		case keyTagInt, keyTagUint, keyTagFloat, keyTagDate:
+			if len(key) < 8 {
+				return errShortKey
+			}
+			u := be.Uint64(key)
+			key = key[8:]
+			switch tag {
+			case keyTagInt:
+				if appendInt(bs[j], int64(u)) {
+					continue
+				}
+				v = int64(u)
+			case keyTagUint:
+				v = u
+			case keyTagFloat:
+				v = math.Float64frombits(u)
+			default:
+				v = codec.KeyDate(int32(int64(u)))
+			}
+		case keyTagBool:
+			if len(key) < 1 {
+				return errShortKey
+			}
+			v = key[0] == 1
+			key = key[1:]
+		case keyTagString, keyTagBinary, keyTagJSON:
+			n, k := binary.Uvarint(key)
+			if k <= 0 || uint64(len(key)-k) < n {
+				return errShortKey
+			}
+			raw := key[k : k+int(n)]
+			key = key[k+int(n):]
+			if appendText(bs[j], raw) {
+				continue
+			}
+			v = raw
+		case keyTagTimestamp:
+			if len(key) < 9 {
+				return errShortKey
+			}
+			v = codec.KeyTimestamp{Unit: arrow.TimeUnit(key[0]), Value: arrow.Timestamp(int64(be.Uint64(key[1:])))}
+			key = key[9:]
+		case keyTagDecimal:
+			if len(key) < 17 {
+				return errShortKey
+			}
+			v = codec.KeyDecimal{Num: decimal128.New(int64(be.Uint64(key[1:])), be.Uint64(key[9:])), Scale: int32(int8(key[0]))}
+			key = key[17:]
+		default:
+			return fmt.Errorf("decode key: %w", codec.ErrBadKey)
 		}
-		var err error
-		if key, err = vc.decode(key, bs[j]); err != nil {
-			return err
+		if err := appendKeyPart(bs[j], v); err != nil {
+			return fmt.Errorf("decode key column %q: %w", c.fields[j].Name, err)
 		}
 	}
 	if len(key) != 0 {
 		return fmt.Errorf("decode key: %d trailing bytes", len(key))
 	}
 	return nil
+}
+
+// Tags of codec's key encoding (docs/protocol.md "Keys").
+const (
+	keyTagNull = iota
+	keyTagInt
+	keyTagUint
+	keyTagFloat
+	keyTagBool
+	keyTagString
+	keyTagBinary
+	keyTagTimestamp
+	keyTagDate
+	keyTagDecimal
+	keyTagJSON
+)
+
+// appendInt appends an int-tagged value to the common integer builders without boxing.
+func appendInt(b array.Builder, v int64) bool {
+	switch b := b.(type) {
+	case *array.Int64Builder:
+		b.Append(v)
+	case *array.Int32Builder:
+		b.Append(int32(v))
+	default:
+		return false
+	}
+	return true
+}
+
+// appendText appends string, binary or JSON bytes to string and binary builders.
+func appendText(b array.Builder, v []byte) bool {
+	switch b := b.(type) {
+	case *array.StringBuilder:
+		b.BinaryBuilder.Append(v)
+	case *array.LargeStringBuilder:
+		b.BinaryBuilder.Append(v)
+	case *array.BinaryBuilder:
+		b.Append(v)
+	default:
+		return false
+	}
+	return true
+}
+
+// appendKeyPart appends one value decoded by codec.DecodeKey to a builder of the key's
+// output type.
+func appendKeyPart(bld array.Builder, v any) error {
+	if v == nil {
+		bld.AppendNull()
+		return nil
+	}
+	ok := true
+	switch b := bld.(type) {
+	case *array.Int8Builder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			b.Append(int8(x))
+		}
+	case *array.Int16Builder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			b.Append(int16(x))
+		}
+	case *array.Int32Builder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			b.Append(int32(x))
+		}
+	case *array.Int64Builder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			b.Append(x)
+		}
+	case *array.Uint8Builder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			b.Append(uint8(x))
+		}
+	case *array.Uint16Builder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			b.Append(uint16(x))
+		}
+	case *array.Uint32Builder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			b.Append(uint32(x))
+		}
+	case *array.Uint64Builder:
+		var x uint64
+		if x, ok = v.(uint64); ok {
+			b.Append(x)
+		}
+	case *array.Float32Builder:
+		var x float64
+		if x, ok = v.(float64); ok {
+			b.Append(float32(x))
+		}
+	case *array.Float64Builder:
+		var x float64
+		if x, ok = v.(float64); ok {
+			b.Append(x)
+		}
+	case *array.BooleanBuilder:
+		var x bool
+		if x, ok = v.(bool); ok {
+			b.Append(x)
+		}
+	case *array.StringBuilder:
+		b.Append(keyText(v))
+	case *array.LargeStringBuilder:
+		b.Append(keyText(v))
+	case *array.StringViewBuilder:
+		b.Append(keyText(v))
+	case *array.BinaryBuilder:
+		var x []byte
+		if x, ok = v.([]byte); ok {
+			b.Append(x)
+		}
+	case *array.BinaryViewBuilder:
+		var x []byte
+		if x, ok = v.([]byte); ok {
+			b.Append(x)
+		}
+	case *array.TimestampBuilder:
+		var x codec.KeyTimestamp
+		if x, ok = v.(codec.KeyTimestamp); ok {
+			b.Append(x.Value)
+		}
+	case *array.Date32Builder:
+		var x codec.KeyDate
+		if x, ok = v.(codec.KeyDate); ok {
+			b.Append(arrow.Date32(x))
+		}
+	case *array.Date64Builder:
+		var x codec.KeyDate
+		if x, ok = v.(codec.KeyDate); ok {
+			b.Append(arrow.Date64(int64(x) * 86_400_000))
+		}
+	case *array.Decimal128Builder:
+		var x codec.KeyDecimal
+		if x, ok = v.(codec.KeyDecimal); ok {
+			b.Append(x.Num)
+		}
+	default:
+		return fmt.Errorf("cannot append to %T", bld)
+	}
+	if !ok {
+		return fmt.Errorf("value %v (%T) does not fit %s", v, v, bld.Type())
+	}
+	return nil
+}
+
+// keyText renders a decoded key part as text (strings as is, nested values as JSON).
+func keyText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case json.RawMessage:
+		return string(x)
+	case []byte:
+		return string(x)
+	}
+	return fmt.Sprint(v)
 }

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -59,14 +60,18 @@ type Config struct {
 	Watermark WatermarkOptions
 	// Emit selects early firings; Every is their processing-time period (required > 0 with
 	// EmitUpdate). Not supported for count windows.
-	Emit  EmitMode
-	Every time.Duration
+	Emit  EmitMode      // default EmitFinal
+	Every time.Duration // early-firing period (processing time), EmitUpdate only
 	// Now is the injected processing-time clock; default time.Now.
 	Now func() time.Time
 	// Mem allocates output and state batches; default memory.DefaultAllocator.
 	Mem memory.Allocator
 	// BatchRows caps the rows of an output batch; default 65536.
 	BatchRows int
+	// Changelog tracks changed and dropped entries for Changelog (set it when the stage
+	// checkpoints; it costs a little time per record and memory per changed entry until the
+	// next Changelog). Snapshot works either way.
+	Changelog bool
 }
 
 // Stats are a Manager's counters and gauges.
@@ -79,6 +84,9 @@ type Stats struct {
 	Early      int64 // early rows emitted
 	Keys       int   // keys with open windows
 	Windows    int   // open (key, window) entries, count-window slices included
+	// StateBytes estimates the Go heap held by the state: slot arrays (sized by the most
+	// entries ever open), key table and timers; count_distinct sets are not included.
+	StateBytes int64
 }
 
 // ErrConfig reports an invalid Manager configuration.
@@ -91,6 +99,7 @@ const (
 	fDirty           // changed since the last changelog
 	fChanged         // changed since the last emission (early firing)
 	fPersisted       // present in durable state (a snapshot or changelog was written)
+	fTimer           // a fire timer is pending (at or before the window end)
 )
 
 type winRef struct {
@@ -139,17 +148,19 @@ type Manager struct {
 	out      *output
 
 	keyIDs   map[string]int32
+	keyBytes int64
 	keys     []keyEntry
 	freeKeys []int32
 
 	sKey      []int32
 	sStart    []int64
 	sEnd      []int64
-	sSeq      []int64
+	sSeq      []int64 // creation sequence (firing order); count windows: slice number
 	sGen      []uint32
 	sFlags    []uint8
 	freeSlots []int32
 	alive     int
+	created   int64 // next creation sequence number
 
 	fireQ, purgeQ timerQueue
 
@@ -168,6 +179,8 @@ type Manager struct {
 	seg      int
 	wins     []Window
 	late     []int32
+	bad      []int32
+	due      []int32
 	lateFire []int32
 
 	stale     bool // timers must be rebuilt after Restore
@@ -260,6 +273,8 @@ func (m *Manager) Watermarks() *Watermarks { return m.wm }
 func (m *Manager) Stats() Stats {
 	s := m.stats
 	s.Keys, s.Windows = len(m.keyIDs), m.alive
+	s.StateBytes = int64(len(m.sKey))*int64(33+m.aggs.SlotBytes()) + int64(m.alive)*24 +
+		int64(len(m.keys))*56 + int64(len(m.keyIDs))*40 + m.keyBytes
 	return s
 }
 
@@ -272,15 +287,26 @@ func (m *Manager) Release() { m.out.release() }
 
 func (m *Manager) procTime() bool { return m.tx == nil }
 
+// Rejected lists the rows of a batch that go to the side output (--late-output), as row
+// indices in ascending order. The slices are reused by the next Process call.
+type Rejected struct {
+	// Late rows: every window of the row is past end + allowed lateness (Stats.Late).
+	Late []int32
+	// BadTime rows: the event time is null or unparseable (Stats.BadTime).
+	BadTime []int32
+}
+
+// Len returns the number of rejected rows.
+func (r Rejected) Len() int { return len(r.Late) + len(r.BadTime) }
+
 // Process folds the rows of rec into their windows and fires what the advancing watermark
-// completes. It returns the indices of the rows that go to the side output: rows whose
-// windows are all past their allowed lateness (counted in Stats.Late) and rows without a
-// usable event time (Stats.BadTime). The slice is reused by the next call. rec is borrowed.
-func (m *Manager) Process(rec arrow.RecordBatch) ([]int32, error) {
+// completes (output via TakeOutput). It returns the rows that go to the side output (see
+// TakeRows). rec is borrowed. The only errors come from event-time extraction (ErrZoneless).
+func (m *Manager) Process(rec arrow.RecordBatch) (Rejected, error) {
 	n := int(rec.NumRows())
-	m.late = m.late[:0]
+	m.late, m.bad = m.late[:0], m.bad[:0]
 	if n == 0 {
-		return m.late, nil
+		return Rejected{}, nil
 	}
 	m.rebuildTimers()
 	now := m.now()
@@ -295,7 +321,7 @@ func (m *Manager) Process(rec arrow.RecordBatch) ([]int32, error) {
 	} else {
 		var err error
 		if m.ts, m.ok, err = m.tx.Extract(rec, m.ts, m.ok); err != nil {
-			return nil, err
+			return Rejected{}, err
 		}
 		m.wm.Active(0, now)
 	}
@@ -319,7 +345,7 @@ func (m *Manager) Process(rec arrow.RecordBatch) ([]int32, error) {
 	}
 	m.maybeEarly(nowUS)
 	m.aggs.Bind(nil)
-	return m.late, nil
+	return Rejected{Late: m.late, BadTime: m.bad}, nil
 }
 
 // OnWatermark merges an upstream watermark (µs) and fires what it completes. Ignored in
@@ -354,27 +380,43 @@ func (m *Manager) OnProcessingTime() {
 }
 
 // Final fires everything at the final end of input (Flink's MAX_WATERMARK): every window not
-// yet fired is emitted (on_time, or late_update if it was fired before), count windows emit
-// their incomplete last window and global windows their result; then all state is dropped
+// yet fired is emitted (on_time, or late_update if it was fired before) and global windows
+// their result. Count windows, which Flink never fires at the end, emit the window their next
+// firing would have covered, cut at the end of input (for tumbling count windows: the records
+// since the last firing), if records arrived since the last firing. Then all state is dropped
 // (the next Changelog deletes it).
 func (m *Manager) Final() {
 	m.rebuildTimers()
 	switch m.kind {
 	case Count:
+		var kids []int32
 		for kid := range m.keys {
-			e := &m.keys[kid]
-			if e.key == "" && len(e.wins) == 0 {
-				continue
-			}
-			if e.n%m.asg.countStp != 0 && len(e.wins) > 0 {
-				m.emitCount(int32(kid), e.wins)
+			if e := &m.keys[kid]; len(e.wins) > 0 && e.n%m.asg.countStp != 0 {
+				kids = append(kids, int32(kid))
 			}
 		}
+		slices.SortFunc(kids, func(a, b int32) int { return cmp.Compare(m.keys[a].key, m.keys[b].key) })
+		for _, kid := range kids {
+			// the window the next firing would cover, cut at the end of input
+			e := &m.keys[kid]
+			next := e.n + m.asg.countStp - e.n%m.asg.countStp
+			lo := (next - m.asg.countSize) / m.gran
+			wins := e.wins
+			for len(wins) > 0 && wins[0].start < lo {
+				wins = wins[1:]
+			}
+			m.emitCount(kid, wins)
+		}
 	case Global:
+		var refs []timerRef
 		for kid := range m.keys {
 			for _, w := range m.keys[kid].wins {
-				m.emit(w.slot, EmitOnTime)
+				refs = append(refs, timerRef{slot: w.slot})
 			}
+		}
+		m.sortRefs(refs)
+		for _, r := range refs {
+			m.emit(r.slot, EmitOnTime)
 		}
 	default:
 		m.wm.Upstream(MaxTime)
@@ -406,6 +448,7 @@ func (m *Manager) intern(k []byte) int32 {
 		return id
 	}
 	s := string(k)
+	m.keyBytes += int64(len(s))
 	var id int32
 	if n := len(m.freeKeys); n > 0 {
 		id = m.freeKeys[n-1]
@@ -429,6 +472,7 @@ func (m *Manager) releaseKey(id int32) {
 		return
 	}
 	delete(m.keyIDs, e.key)
+	m.keyBytes -= int64(len(e.key))
 	e.key, e.n = "", 0
 	m.freeKeys = append(m.freeKeys, id)
 }
@@ -450,7 +494,8 @@ func (m *Manager) alloc(key int32, start, end int64) int32 {
 			m.aggs.Grow(max(2*m.aggs.slots, 1024))
 		}
 	}
-	m.sKey[s], m.sStart[s], m.sEnd[s], m.sSeq[s], m.sFlags[s] = key, start, end, 0, fAlive
+	m.sKey[s], m.sStart[s], m.sEnd[s], m.sSeq[s], m.sFlags[s] = key, start, end, m.created, fAlive
+	m.created++
 	m.alive++
 	return s
 }
@@ -461,7 +506,7 @@ func (m *Manager) free(s int32) {
 	if f&fAlive == 0 {
 		return
 	}
-	if f&fPersisted != 0 {
+	if f&fPersisted != 0 && m.cfg.Changelog {
 		m.deletes = append(m.deletes, deletedEntry{key: m.keys[m.sKey[s]].key, start: m.sStart[s], end: m.sEnd[s], seq: m.sSeq[s]})
 	}
 	m.aggs.Reset(s)
@@ -471,10 +516,18 @@ func (m *Manager) free(s int32) {
 	m.alive--
 }
 
+// markDirty queues slot s for the next changelog.
+func (m *Manager) markDirty(s int32) {
+	if f := m.sFlags[s]; f&fDirty == 0 && m.cfg.Changelog {
+		m.dirty = append(m.dirty, s)
+		m.sFlags[s] = f | fDirty
+	}
+}
+
 // touch marks slot s changed (changelog, early firing).
 func (m *Manager) touch(s int32) {
 	f := m.sFlags[s]
-	if f&fDirty == 0 {
+	if f&fDirty == 0 && m.cfg.Changelog {
 		m.dirty = append(m.dirty, s)
 		f |= fDirty
 	}
@@ -488,7 +541,7 @@ func (m *Manager) touch(s int32) {
 // setBounds changes the bounds of a session slot; its old identity is deleted from durable
 // state.
 func (m *Manager) setBounds(s int32, start, end int64) {
-	if m.sFlags[s]&fPersisted != 0 {
+	if m.sFlags[s]&fPersisted != 0 && m.cfg.Changelog {
 		m.deletes = append(m.deletes, deletedEntry{key: m.keys[m.sKey[s]].key, start: m.sStart[s], end: m.sEnd[s]})
 		m.sFlags[s] &^= fPersisted
 	}
@@ -524,16 +577,22 @@ func (m *Manager) flush() {
 
 // schedule registers the timers of a time window slot after it was created or changed.
 func (m *Manager) schedule(s int32, wm int64) {
-	if end := m.sEnd[s]; end > wm {
-		m.fireQ.push(end, s, m.sGen[s])
-	} else {
+	switch {
+	case m.sEnd[s] <= wm:
 		m.lateFire = append(m.lateFire, s)
+	case m.sFlags[s]&fTimer == 0:
+		m.pushFire(s)
 	}
 }
 
+// nextTimer is the earliest pending fire or cleanup time: rows are processed in segments
+// between timers, so windows fire and are purged exactly when the watermark passes them,
+// record by record.
+func (m *Manager) nextTimer() int64 { return min(m.fireQ.min(), m.purgeQ.min()) }
+
 func (m *Manager) processAligned(n int) {
 	wm := m.wm.Current()
-	next := m.fireQ.min()
+	next := m.nextTimer()
 	for i := 0; i < n; i++ {
 		if !m.ok[i] {
 			m.badTime(i)
@@ -542,18 +601,33 @@ func (m *Manager) processAligned(n int) {
 		if wm >= next {
 			m.flush()
 			m.fireDue(wm)
-			next = m.fireQ.min()
 		}
 		ts := m.ts[i]
 		kid := m.intern(m.enc.Key(i))
 		m.wins = m.asg.Assign(ts, m.wins[:0])
 		accepted := false
 		e := &m.keys[kid]
+		// the assigned windows and the key's open windows are both sorted by start: walk them
+		// together from the first assigned start
+		p, _ := slices.BinarySearchFunc(e.wins, m.wins[0].Start, func(r winRef, t int64) int { return cmp.Compare(r.start, t) })
 		for _, w := range m.wins {
 			if addSat(w.End, m.lateness) <= wm {
 				continue
 			}
-			s := m.findOrCreate(e, kid, w, wm)
+			for p < len(e.wins) && e.wins[p].start < w.Start {
+				p++
+			}
+			var s int32
+			if p < len(e.wins) && e.wins[p].start == w.Start {
+				s = e.wins[p].slot
+			} else {
+				s = m.alloc(kid, w.Start, w.End)
+				e.wins = slices.Insert(e.wins, p, winRef{start: w.Start, slot: s})
+				if w.End > wm {
+					m.pushFire(s)
+				}
+			}
+			p++
 			m.pair(i, s)
 			accepted = true
 			if w.End <= wm {
@@ -568,32 +642,18 @@ func (m *Manager) processAligned(n int) {
 		if len(m.lateFire) > 0 {
 			m.flushLate()
 		}
-		if f := m.fireQ.min(); f < next {
-			next = f
-		}
+		next = m.nextTimer()
 	}
 }
 
-// findOrCreate returns the slot of window w of key kid, creating it (and its timers).
-func (m *Manager) findOrCreate(e *keyEntry, kid int32, w Window, wm int64) int32 {
-	// windows are sorted by start and the newest are last: search from the end
-	i := len(e.wins)
-	for i > 0 && e.wins[i-1].start > w.Start {
-		i--
-	}
-	if i > 0 && e.wins[i-1].start == w.Start {
-		return e.wins[i-1].slot
-	}
-	s := m.alloc(kid, w.Start, w.End)
-	e.wins = slices.Insert(e.wins, i, winRef{start: w.Start, slot: s})
-	if w.End > wm {
-		m.fireQ.push(w.End, s, m.sGen[s])
-	}
-	return s
+// pushFire sets the fire timer of slot s at its end.
+func (m *Manager) pushFire(s int32) {
+	m.fireQ.push(m.sEnd[s], s, m.sGen[s])
+	m.sFlags[s] |= fTimer
 }
 
 func (m *Manager) badTime(i int) {
-	m.late = append(m.late, int32(i))
+	m.bad = append(m.bad, int32(i))
 	m.stats.BadTime++
 }
 
@@ -619,6 +679,7 @@ func (m *Manager) flushLate() {
 // afterFire marks s fired and purges it now (no lateness) or schedules its cleanup.
 func (m *Manager) afterFire(s int32, wm int64) {
 	m.sFlags[s] = m.sFlags[s]&^fChanged | fFired
+	m.markDirty(s) // the fired flag is state
 	cleanup := addSat(m.sEnd[s], m.lateness)
 	if cleanup <= wm {
 		m.purge(s)
@@ -634,22 +695,41 @@ func (m *Manager) purge(s int32) {
 	m.releaseKey(kid)
 }
 
-// fireDue fires every window whose end ≤ wm and purges those past end + lateness.
+// fireDue fires every window whose end ≤ wm, in order of end, then creation (a canonical
+// order, whatever the timer history), and purges those past end + lateness.
 func (m *Manager) fireDue(wm int64) {
+	m.due = m.due[:0]
 	m.fireQ.popUntil(wm, func(t int64, refs []timerRef) {
 		for _, r := range refs {
 			s := r.slot
-			if m.sGen[s] != r.gen || m.sFlags[s]&fAlive == 0 || m.sEnd[s] != t {
-				continue // stale: purged, or a session that grew
+			if m.sGen[s] != r.gen || m.sFlags[s]&(fAlive|fTimer) != fAlive|fTimer {
+				continue // stale: the slot was freed, or fired since
 			}
-			kind := EmitOnTime
-			if m.sFlags[s]&fFired != 0 {
-				kind = EmitLateUpdate
+			if end := m.sEnd[s]; end > wm {
+				m.fireQ.push(end, s, r.gen) // a session that grew: timers move lazily
+				continue
 			}
-			m.emit(s, kind)
-			m.afterFire(s, wm)
+			m.sFlags[s] &^= fTimer
+			m.due = append(m.due, s)
 		}
 	})
+	byEndSeq := func(a, b int32) int {
+		if c := cmp.Compare(m.sEnd[a], m.sEnd[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(m.sSeq[a], m.sSeq[b])
+	}
+	if !slices.IsSortedFunc(m.due, byEndSeq) {
+		slices.SortFunc(m.due, byEndSeq)
+	}
+	for _, s := range m.due {
+		kind := EmitOnTime
+		if m.sFlags[s]&fFired != 0 {
+			kind = EmitLateUpdate
+		}
+		m.emit(s, kind)
+		m.afterFire(s, wm)
+	}
 	m.purgeQ.popUntil(wm, func(t int64, refs []timerRef) {
 		for _, r := range refs {
 			s := r.slot
@@ -661,11 +741,20 @@ func (m *Manager) fireDue(wm int64) {
 	})
 }
 
+// sortRefs orders timers by creation sequence, so windows that fire together are emitted in
+// the same order whatever the history of the state (restores, lazy session timers).
+func (m *Manager) sortRefs(refs []timerRef) {
+	cmpRef := func(a, b timerRef) int { return cmp.Compare(m.sSeq[a.slot], m.sSeq[b.slot]) }
+	if !slices.IsSortedFunc(refs, cmpRef) {
+		slices.SortFunc(refs, cmpRef)
+	}
+}
+
 // ---- sessions ----
 
 func (m *Manager) processSessions(n int) {
 	wm := m.wm.Current()
-	next := m.fireQ.min()
+	next := m.nextTimer()
 	gap := m.asg.gap
 	for i := 0; i < n; i++ {
 		if !m.ok[i] {
@@ -698,7 +787,7 @@ func (m *Manager) processSessions(n int) {
 		if addSat(mEnd, m.lateness) <= wm {
 			m.lateRow(i, kid)
 			m.wm.Observe(0, ts)
-			wm, next = m.wm.Current(), m.fireQ.min()
+			wm, next = m.wm.Current(), m.nextTimer()
 			continue
 		}
 		var s int32
@@ -725,7 +814,8 @@ func (m *Manager) processSessions(n int) {
 			e.wins = slices.Delete(e.wins, lo+1, hi)
 			e.wins[lo].start = mStart
 			m.setBounds(s, mStart, mEnd)
-			m.sGen[s]++ // old timers are stale
+			// an unfired session keeps its timer (at its old end, it moves when it pops); a
+			// fired one needs a new firing
 			m.schedule(s, wm)
 		}
 		m.pair(i, s)
@@ -734,7 +824,7 @@ func (m *Manager) processSessions(n int) {
 		if len(m.lateFire) > 0 {
 			m.flushLate()
 		}
-		next = m.fireQ.min()
+		next = m.nextTimer()
 	}
 }
 
@@ -846,6 +936,7 @@ func (m *Manager) maybeEarly(now int64) {
 		return
 	}
 	m.nextEarly = now - floorMod(now, every) + every
+	slices.SortFunc(m.changed, func(a, b int32) int { return cmp.Compare(m.sSeq[a], m.sSeq[b]) })
 	for _, s := range m.changed {
 		f := m.sFlags[s]
 		if f&fAlive == 0 || f&fChanged == 0 {

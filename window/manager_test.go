@@ -1,6 +1,7 @@
 package window
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -40,11 +41,12 @@ func runSteps(t *testing.T, mem memory.Allocator, m *Manager, clk *fakeClock, s 
 		switch {
 		case st.rows != nil:
 			rec := buildBatch(t, mem, s, st.rows)
-			late, err := m.Process(rec)
+			rej, err := m.Process(rec)
 			if err != nil {
 				t.Fatalf("Process: %v", err)
 			}
-			res.late = append(res.late, slices.Clone(late))
+			late := append(slices.Clone(rej.Late), rej.BadTime...)
+			res.late = append(res.late, late)
 			for _, i := range late {
 				res.lateRows = append(res.lateRows, rec.Column(0).ValueStr(int(i)))
 			}
@@ -110,6 +112,9 @@ func TestWatermarkScenario(t *testing.T) {
 		})
 		if got := strings.Join(res.lateRows, ","); got != "a" {
 			t.Errorf("split %d: late rows %q, want the third row", i, got)
+		}
+		if got, want := fmt.Sprint(res.late), []string{"[[2]]", "[[] [] [0]]"}[i]; got != want {
+			t.Errorf("split %d: late row indices %s, want %s", i, got, want)
 		}
 		if st := m.Stats(); st.Late != 1 || st.OnTime != 2 || st.Records != 3 || st.Windows != 0 || st.Keys != 0 {
 			t.Errorf("split %d: stats %+v", i, st)
@@ -334,6 +339,8 @@ func TestCountWindows(t *testing.T) {
 		{"sliding 3/1", 3, 1, []string{
 			"01 01.000001 a 1 on_time", "01 02.000001 a 3 on_time", "03 03.000001 b 10 on_time", "03 04.000001 b 30 on_time",
 			"01 05.000001 a 6 on_time", "02 06.000001 a 9 on_time", "05 07.000001 a 12 on_time"}},
+		{"sliding 6/4: final covers the next window's records", 6, 4, []string{
+			"01 06.000001 a 10 on_time", "05 07.000001 a 12 on_time", "03 04.000001 b 30 on_time"}},
 		{"sliding 4/2", 4, 2, []string{
 			"01 02.000001 a 3 on_time", "03 04.000001 b 30 on_time", "01 06.000001 a 10 on_time", "05 07.000001 a 12 on_time"}},
 	}
@@ -403,5 +410,29 @@ func TestConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want it to mention %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+func TestTakeRows(t *testing.T) {
+	mem := checkedMem(t)
+	rec := buildBatch(t, mem, orderSchema, [][]any{
+		{"a", "2024-05-01T00:00:00Z", 1}, {"b", nil, 2}, {"c", "2024-05-01T00:00:02Z", 3},
+		{"d", "2024-05-01T00:00:03Z", nil}, {"e", "2024-05-01T00:00:04Z", 5},
+	})
+	defer rec.Release()
+	for _, tt := range []struct {
+		rows []int32
+		want []string
+	}{
+		{[]int32{1, 2, 4}, []string{"b null 2", "c 00:00:02 3", "e 00:00:04 5"}},
+		{[]int32{3}, []string{"d 00:00:03 null"}},
+		{nil, nil},
+	} {
+		out, err := TakeRows(mem, rec, tt.rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diffRows(t, rowsOf([]arrow.RecordBatch{out}, "15:04:05"), tt.want)
+		out.Release()
 	}
 }

@@ -20,7 +20,6 @@ type output struct {
 	emitB  *array.StringBuilder
 	n, max int
 	done   []arrow.RecordBatch
-	kbuf   []byte
 }
 
 func newOutput(mem memory.Allocator, keys, aggs []arrow.Field, batchRows int) (*output, error) {

@@ -72,7 +72,7 @@ func (p FieldPath) Leaf() string {
 // also make the leaf null (Arrow does not propagate parent validity into children). The arrays
 // are borrowed from the batch.
 type Column struct {
-	Arr     arrow.Array
+	Arr     arrow.Array   // the leaf array
 	parents []arrow.Array // ancestors that have nulls
 }
 

@@ -1,34 +1,35 @@
 package window
 
 import (
+	"cmp"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// Columns and metadata of state batches (Changelog, Snapshot, Restore).
+// Columns of state batches (Changelog, Snapshot, Restore). They follow the state file
+// convention of docs/protocol.md §7.4 (state.Store): _op, _key, then value columns, all
+// nullable; rows sorted by _key; at most StateBatchRows rows per batch.
 const (
-	StateOp    = "op"  // "upsert" or "delete"
-	StateKey   = "key" // encoded key bytes (KeyCodec)
-	StateStart = "window_start"
-	StateEnd   = "window_end"
-	StateSeq   = "seq"   // count windows: slice number within the key; else 0
-	StateN     = "n"     // count windows: records seen for the key; else 0
-	StateFired = "fired" // the window was emitted (on_time or late_update) before
+	StateOp    = "_op"          // "upsert" or "delete" (state.OpColumn)
+	StateKey   = "_key"         // entry identity: encoded key + window identity (see StateSchema)
+	StateStart = "window_start" // window start; count and global windows: smallest event time
+	StateEnd   = "window_end"   // window end; count and global windows: largest event time + 1µs
+	StateSeq   = "seq"          // creation order (firing order); count windows: slice number
+	StateN     = "n"            // count windows: records seen for the key; else 0
+	StateFired = "fired"        // the window was emitted (on_time or late_update) before
 
 	OpUpsert = "upsert"
 	OpDelete = "delete"
 
-	// MetaSpec carries the shape of the state (assigner, key paths, aggregates); Restore
-	// refuses state written with a different one.
-	MetaSpec = "streamkit.window.spec"
-	// MetaWatermark carries the watermark tracker's state as JSON (WatermarkState).
-	MetaWatermark = "streamkit.window.watermark"
-	// MetaStats carries the cumulative counters as JSON.
-	MetaStats = "streamkit.window.stats"
+	// StateBatchRows bounds the rows of one state batch.
+	StateBatchRows = 1 << 16
 )
 
 // Spec describes what shapes the state: assigner, lateness, key paths and aggregates. Two
@@ -42,20 +43,22 @@ func (m *Manager) Spec() string {
 		strings.Join(m.codec.Paths(), ","), strings.Join(calls, ", "))
 }
 
-// StateSchema returns the schema of state batches: op, key, window_start, window_end, seq, n,
-// fired, then the accumulator columns of Aggs.StateFields (all nullable). One row is one open
-// (key, window) entry — for count windows one slice of gcd(size, slide) records. The identity
-// of a row is (key, window_start, window_end) for time windows, (key, seq) for count windows
-// and key for the global window.
+// StateSchema returns the schema of state batches: _op, _key, window_start, window_end, seq,
+// n, fired, then the accumulator columns of Aggs.StateFields. One row is one open
+// (key, window) entry — for count windows one slice of gcd(size, slide) records. _key is the
+// entry's identity in codec's self-describing key encoding, so state-dump can render it: the
+// key columns, then for time windows window_start and window_end (timestamp µs parts), for
+// count windows the slice number (an int part), nothing more for the global window. Delete
+// rows carry nulls in every value column.
 func (m *Manager) StateSchema() *arrow.Schema {
 	fields := []arrow.Field{
 		{Name: StateOp, Type: arrow.BinaryTypes.String},
 		{Name: StateKey, Type: arrow.BinaryTypes.Binary},
-		{Name: StateStart, Type: timestampUS},
-		{Name: StateEnd, Type: timestampUS},
-		{Name: StateSeq, Type: arrow.PrimitiveTypes.Int64},
-		{Name: StateN, Type: arrow.PrimitiveTypes.Int64},
-		{Name: StateFired, Type: arrow.FixedWidthTypes.Boolean},
+		{Name: StateStart, Type: timestampUS, Nullable: true},
+		{Name: StateEnd, Type: timestampUS, Nullable: true},
+		{Name: StateSeq, Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: StateN, Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: StateFired, Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
 	}
 	for _, f := range m.aggs.StateFields() {
 		f.Nullable = true
@@ -66,14 +69,109 @@ func (m *Manager) StateSchema() *arrow.Schema {
 
 const stateFixed = 7 // columns before the accumulators
 
-type stateStats struct {
-	Records, Late, BadTime, OnTime, LateUpdate, Early int64
+// keyUnitMicros is the µs unit byte of a timestamp part in codec's key encoding.
+const keyUnitMicros = byte(arrow.Microsecond)
+
+// identityLen is the length of the window identity appended to an encoded key in _key.
+func (m *Manager) identityLen() int {
+	switch m.kind {
+	case Count:
+		return 9
+	case Global:
+		return 0
+	}
+	return 20
 }
 
-func (m *Manager) stateMeta() arrow.Metadata {
-	wm, _ := json.Marshal(m.wm.State())
-	st, _ := json.Marshal(stateStats{m.stats.Records, m.stats.Late, m.stats.BadTime, m.stats.OnTime, m.stats.LateUpdate, m.stats.Early})
-	return arrow.NewMetadata([]string{MetaSpec, MetaWatermark, MetaStats}, []string{m.Spec(), string(wm), string(st)})
+// appendIdentity appends the window identity of (start, end, seq) to an encoded key.
+func (m *Manager) appendIdentity(dst []byte, start, end, seq int64) []byte {
+	be := binary.BigEndian
+	switch m.kind {
+	case Count:
+		return be.AppendUint64(append(dst, keyTagInt), uint64(seq))
+	case Global:
+		return dst
+	}
+	dst = be.AppendUint64(append(dst, keyTagTimestamp, keyUnitMicros), uint64(start))
+	return be.AppendUint64(append(dst, keyTagTimestamp, keyUnitMicros), uint64(end))
+}
+
+// parseIdentity splits a _key into the encoded key and the window identity.
+func (m *Manager) parseIdentity(k []byte) (key []byte, start, end, seq int64, err error) {
+	n := m.identityLen()
+	if len(k) < n {
+		return nil, 0, 0, 0, fmt.Errorf("_key of %d bytes is too short for a window identity", len(k))
+	}
+	key, id := k[:len(k)-n], k[len(k)-n:]
+	be := binary.BigEndian
+	switch m.kind {
+	case Count:
+		if id[0] != keyTagInt {
+			return nil, 0, 0, 0, fmt.Errorf("_key does not end with a slice number")
+		}
+		seq = int64(be.Uint64(id[1:]))
+	case Global:
+	default:
+		if id[0] != keyTagTimestamp || id[1] != keyUnitMicros || id[10] != keyTagTimestamp || id[11] != keyUnitMicros {
+			return nil, 0, 0, 0, fmt.Errorf("_key does not end with window_start and window_end")
+		}
+		start, end = int64(be.Uint64(id[2:])), int64(be.Uint64(id[12:]))
+	}
+	return key, start, end, seq, nil
+}
+
+// Extra holds a Manager's scalar state: it goes with each checkpoint (the manifest's extra).
+type Extra struct {
+	Spec       string         `json:"spec"`        // Manager.Spec of the writer
+	Watermark  WatermarkState `json:"watermark"`   // the watermark tracker
+	Created    int64          `json:"created"`     // next creation sequence number
+	Records    int64          `json:"records"`     // Stats.Records
+	Late       int64          `json:"late"`        // Stats.Late
+	BadTime    int64          `json:"bad_time"`    // Stats.BadTime
+	OnTime     int64          `json:"on_time"`     // Stats.OnTime
+	LateUpdate int64          `json:"late_update"` // Stats.LateUpdate
+	Early      int64          `json:"early"`       // Stats.Early
+}
+
+// Extra returns the scalar state to checkpoint with the state batches.
+func (m *Manager) Extra() Extra {
+	st := m.stats
+	return Extra{Spec: m.Spec(), Watermark: m.wm.State(), Created: m.created, Records: st.Records, Late: st.Late,
+		BadTime: st.BadTime, OnTime: st.OnTime, LateUpdate: st.LateUpdate, Early: st.Early}
+}
+
+// ErrSpec is returned by RestoreExtra for state written with another Spec.
+var ErrSpec = errors.New("window state was written with other options")
+
+// RestoreExtra restores the scalar state (watermark, counters); call it with the Extra of the
+// newest restored epoch. It refuses an Extra of another Spec (ErrSpec, naming both).
+func (m *Manager) RestoreExtra(x Extra) error {
+	if x.Spec != "" && x.Spec != m.Spec() {
+		return fmt.Errorf("%w: written for %q, now %q; restart with the same options or a fresh checkpoint", ErrSpec, x.Spec, m.Spec())
+	}
+	m.wm.Restore(x.Watermark, m.now())
+	m.created = max(m.created, x.Created)
+	m.stats.Records, m.stats.Late, m.stats.BadTime = x.Records, x.Late, x.BadTime
+	m.stats.OnTime, m.stats.LateUpdate, m.stats.Early = x.OnTime, x.LateUpdate, x.Early
+	return nil
+}
+
+// MarshalExtra is Extra as JSON.
+func (m *Manager) MarshalExtra() (json.RawMessage, error) { return json.Marshal(m.Extra()) }
+
+// UnmarshalExtra parses JSON written by MarshalExtra and calls RestoreExtra.
+func (m *Manager) UnmarshalExtra(b []byte) error {
+	var x Extra
+	if err := json.Unmarshal(b, &x); err != nil {
+		return fmt.Errorf("restore window state: extra: %w", err)
+	}
+	return m.RestoreExtra(x)
+}
+
+// stateRow is one row to write: an alive slot (upsert) or a deleted entry.
+type stateRow struct {
+	key  string // _key
+	slot int32  // -1: delete
 }
 
 type stateWriter struct {
@@ -91,103 +189,122 @@ type stateWriter struct {
 }
 
 func (m *Manager) newStateWriter() *stateWriter {
-	s := m.StateSchema()
-	s = arrow.NewSchema(s.Fields(), func() *arrow.Metadata { md := m.stateMeta(); return &md }())
-	b := array.NewRecordBuilder(m.mem, s)
+	b := array.NewRecordBuilder(m.mem, m.StateSchema())
 	w := &stateWriter{m: m, bld: b,
 		op: b.Field(0).(*array.StringBuilder), key: b.Field(1).(*array.BinaryBuilder),
 		start: b.Field(2).(*array.TimestampBuilder), end: b.Field(3).(*array.TimestampBuilder),
 		seq: b.Field(4).(*array.Int64Builder), n: b.Field(5).(*array.Int64Builder),
 		fired: b.Field(6).(*array.BooleanBuilder)}
-	for i := stateFixed; i < s.NumFields(); i++ {
+	for i := stateFixed; i < b.Schema().NumFields(); i++ {
 		w.accs = append(w.accs, b.Field(i))
 	}
 	return w
 }
 
-func (w *stateWriter) upsert(s int32) {
-	m := w.m
-	e := &m.keys[m.sKey[s]]
+func (w *stateWriter) row(r stateRow) {
+	w.rows++
+	w.key.AppendString(r.key)
+	if r.slot < 0 {
+		w.op.Append(OpDelete)
+		for _, b := range w.bld.Fields()[2:] {
+			b.AppendNull()
+		}
+		return
+	}
+	m, s := w.m, r.slot
 	w.op.Append(OpUpsert)
-	w.key.AppendString(e.key)
 	w.start.Append(arrow.Timestamp(m.sStart[s]))
 	w.end.Append(arrow.Timestamp(m.sEnd[s]))
 	w.seq.Append(m.sSeq[s])
-	w.n.Append(e.n)
+	w.n.Append(m.keys[m.sKey[s]].n)
 	w.fired.Append(m.sFlags[s]&fFired != 0)
 	m.aggs.AppendState(s, w.accs)
 	m.sFlags[s] = m.sFlags[s]&^fDirty | fPersisted
-	w.rows++
 }
 
-func (w *stateWriter) delete(d deletedEntry) {
-	w.op.Append(OpDelete)
-	w.key.AppendString(d.key)
-	w.start.Append(arrow.Timestamp(d.start))
-	w.end.Append(arrow.Timestamp(d.end))
-	w.seq.Append(d.seq)
-	w.n.Append(0)
-	w.fired.Append(false)
-	for _, b := range w.accs {
-		b.AppendNull()
-	}
-	w.rows++
-}
-
-func (w *stateWriter) batch() arrow.RecordBatch {
-	w.rows = 0
-	return w.bld.NewRecordBatch()
-}
-
-// Changelog returns the change of the state since the previous Changelog (or Restore): first
-// a delete row for every entry that left the durable state (fired and purged, merged into
-// another session, count slice evicted), then an upsert row with the full accumulators of
-// every entry that changed. Applying it with Restore on top of the previous state yields the
-// current state (DESIGN.md §3 state/<n>.changelog.arrow). The batch (StateSchema plus
-// metadata: spec, watermark, counters) may have zero rows; the caller releases it.
-func (m *Manager) Changelog() arrow.RecordBatch {
-	w := m.newStateWriter()
-	defer w.bld.Release()
-	for _, d := range m.deletes {
-		w.delete(d)
-	}
-	for _, s := range m.dirty {
-		if f := m.sFlags[s]; f&fAlive != 0 && f&fDirty != 0 {
-			w.upsert(s)
+// write sorts rows by _key (an upsert wins over a delete of the same entry) and emits them
+// in batches of at most StateBatchRows; at least one (possibly empty) batch.
+func (m *Manager) writeRows(rows []stateRow, fn func(arrow.RecordBatch) error) error {
+	slices.SortStableFunc(rows, func(a, b stateRow) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
 		}
-	}
-	m.deletes, m.dirty = m.deletes[:0], m.dirty[:0]
-	return w.batch()
-}
-
-// Snapshot calls fn with the full state as batches of at most Config.BatchRows upsert rows
-// (at least one batch, possibly empty, so the metadata is always written). fn must release
-// each batch. Entries count as durable afterwards: dropping them later writes deletes.
-func (m *Manager) Snapshot(fn func(arrow.RecordBatch) error) error {
+		return cmp.Compare(b.slot, a.slot) // upserts (slot ≥ 0) first
+	})
 	w := m.newStateWriter()
 	defer w.bld.Release()
 	sent := false
-	for kid := range m.keys {
-		for _, r := range m.keys[kid].wins {
-			w.upsert(r.slot)
-			if w.rows >= m.out.max {
-				if err := fn(w.batch()); err != nil {
-					return err
-				}
-				sent = true
+	for i, r := range rows {
+		if i > 0 && rows[i-1].key == r.key {
+			continue
+		}
+		w.row(r)
+		if w.rows == StateBatchRows {
+			w.rows, sent = 0, true
+			if err := fn(w.bld.NewRecordBatch()); err != nil {
+				return err
 			}
 		}
 	}
 	if w.rows > 0 || !sent {
-		return fn(w.batch())
+		return fn(w.bld.NewRecordBatch())
 	}
 	return nil
 }
 
+func (m *Manager) upsertRow(s int32) stateRow {
+	k := m.appendIdentity([]byte(m.keys[m.sKey[s]].key), m.sStart[s], m.sEnd[s], m.sSeq[s])
+	return stateRow{key: unsafeString(k), slot: s}
+}
+
+// ErrNoChangelog is returned by Changelog when Config.Changelog is off.
+var ErrNoChangelog = errors.New("window state changes are not tracked (Config.Changelog is off)")
+
+// Changelog calls fn with the change of the state since the previous Changelog (or Restore):
+// a delete row for every entry that left the durable state (fired and purged, merged into
+// another session, count slice evicted) and an upsert row with the full accumulators of every
+// entry that changed, sorted by _key (DESIGN.md §3 state/<n>.changelog.arrow). Applying it
+// with Restore on top of the previous state yields the current state. At least one batch
+// (possibly empty) is passed; fn releases each. Needs Config.Changelog (ErrNoChangelog).
+func (m *Manager) Changelog(fn func(arrow.RecordBatch) error) error {
+	if !m.cfg.Changelog {
+		return ErrNoChangelog
+	}
+	rows := make([]stateRow, 0, len(m.deletes)+len(m.dirty))
+	for _, d := range m.deletes {
+		k := m.appendIdentity([]byte(d.key), d.start, d.end, d.seq)
+		rows = append(rows, stateRow{key: unsafeString(k), slot: -1})
+	}
+	for _, s := range m.dirty {
+		if f := m.sFlags[s]; f&fAlive != 0 && f&fDirty != 0 {
+			rows = append(rows, m.upsertRow(s))
+			m.sFlags[s] &^= fDirty // written once even if listed twice
+		}
+	}
+	m.deletes, m.dirty = m.deletes[:0], m.dirty[:0]
+	return m.writeRows(rows, fn)
+}
+
+// Dirty returns how many entries changed or left since the last Changelog.
+func (m *Manager) Dirty() int { return len(m.dirty) + len(m.deletes) }
+
+// Snapshot calls fn with the full state as upsert rows sorted by _key, in batches of at most
+// StateBatchRows rows (at least one, possibly empty); fn releases each. Entries count as
+// durable afterwards: dropping them later writes deletes.
+func (m *Manager) Snapshot(fn func(arrow.RecordBatch) error) error {
+	rows := make([]stateRow, 0, m.alive)
+	for kid := range m.keys {
+		for _, r := range m.keys[kid].wins {
+			rows = append(rows, m.upsertRow(r.slot))
+		}
+	}
+	return m.writeRows(rows, fn)
+}
+
 // Restore applies a state batch written by Snapshot or Changelog (of a Manager with the same
-// Spec): upserts replace or create entries, deletes drop them; the watermark and counters are
-// taken from its metadata. Apply the newest snapshot first, then the changelogs after it in
-// epoch order. Restored entries count as durable. rec is borrowed. Errors name the mismatch.
+// Spec): upserts replace or create entries, deletes drop them. Apply the newest snapshot
+// first, then the changelogs after it in epoch order, then RestoreExtra. Restored entries
+// count as durable. rec is borrowed. Errors name the mismatch.
 func (m *Manager) Restore(rec arrow.RecordBatch) error {
 	want := m.StateSchema()
 	got := rec.Schema()
@@ -199,28 +316,9 @@ func (m *Manager) Restore(rec arrow.RecordBatch) error {
 			return fmt.Errorf("restore window state: column %d is %s %s, want %s %s", i, g.Name, g.Type, f.Name, f.Type)
 		}
 	}
-	md := got.Metadata()
-	if sp, ok := md.GetValue(MetaSpec); ok && sp != m.Spec() {
-		return fmt.Errorf("restore window state: written for %q, now %q; restart with the same options or a fresh checkpoint", sp, m.Spec())
-	}
-	if v, ok := md.GetValue(MetaWatermark); ok {
-		var st WatermarkState
-		if err := json.Unmarshal([]byte(v), &st); err != nil {
-			return fmt.Errorf("restore window state: %s: %w", MetaWatermark, err)
-		}
-		m.wm.Restore(st, m.now())
-	}
-	if v, ok := md.GetValue(MetaStats); ok {
-		var st stateStats
-		if err := json.Unmarshal([]byte(v), &st); err != nil {
-			return fmt.Errorf("restore window state: %s: %w", MetaStats, err)
-		}
-		m.stats.Records, m.stats.Late, m.stats.BadTime = st.Records, st.Late, st.BadTime
-		m.stats.OnTime, m.stats.LateUpdate, m.stats.Early = st.OnTime, st.LateUpdate, st.Early
-	}
 	cols := rec.Columns()
 	op := cols[0].(*array.String)
-	key := cols[1].(*array.Binary)
+	keys := cols[1].(*array.Binary)
 	start := cols[2].(*array.Timestamp)
 	end := cols[3].(*array.Timestamp)
 	seq := cols[4].(*array.Int64)
@@ -228,9 +326,12 @@ func (m *Manager) Restore(rec arrow.RecordBatch) error {
 	fired := cols[6].(*array.Boolean)
 	accs := cols[stateFixed:]
 	for i := 0; i < int(rec.NumRows()); i++ {
-		kid := m.intern(key.Value(i))
+		key, st, en, sq, err := m.parseIdentity(keys.Value(i))
+		if err != nil {
+			return fmt.Errorf("restore window state: row %d: %w", i, err)
+		}
+		kid := m.intern(key)
 		e := &m.keys[kid]
-		st, en, sq := int64(start.Value(i)), int64(end.Value(i)), seq.Value(i)
 		pos, found := m.findEntry(e, st, en, sq)
 		switch op.Value(i) {
 		case OpDelete:
@@ -244,7 +345,7 @@ func (m *Manager) Restore(rec arrow.RecordBatch) error {
 			continue
 		case OpUpsert:
 		default:
-			return fmt.Errorf("restore window state: row %d: op %q is neither upsert nor delete", i, op.Value(i))
+			return fmt.Errorf("restore window state: row %d: _op %q is neither upsert nor delete", i, op.Value(i))
 		}
 		var s int32
 		if found {
@@ -256,16 +357,16 @@ func (m *Manager) Restore(rec arrow.RecordBatch) error {
 			if m.kind == Count {
 				ref.start = sq
 			}
-			e.wins = append(e.wins, winRef{})
-			copy(e.wins[pos+1:], e.wins[pos:])
-			e.wins[pos] = ref
+			e.wins = slices.Insert(e.wins, pos, ref)
 		}
-		m.sStart[s], m.sEnd[s], m.sSeq[s] = st, en, sq
+		m.sStart[s], m.sEnd[s], m.sSeq[s] = int64(start.Value(i)), int64(end.Value(i)), seq.Value(i)
 		m.sFlags[s] = fAlive | fPersisted
 		if fired.Value(i) {
 			m.sFlags[s] |= fFired
 		}
-		if m.kind == Count && n.Value(i) > e.n {
+		if m.kind != Count {
+			m.created = max(m.created, m.sSeq[s]+1)
+		} else if n.Value(i) > e.n {
 			e.n = n.Value(i)
 		}
 		m.aggs.LoadState(s, accs, i)
@@ -306,14 +407,19 @@ func (m *Manager) rebuildTimers() {
 	if !m.asg.TimeBased() {
 		return
 	}
+	var refs []timerRef
 	for kid := range m.keys {
 		for _, w := range m.keys[kid].wins {
-			s := w.slot
-			if m.sFlags[s]&fFired == 0 {
-				m.fireQ.push(m.sEnd[s], s, m.sGen[s])
-			} else {
-				m.purgeQ.push(addSat(m.sEnd[s], m.lateness), s, m.sGen[s])
-			}
+			refs = append(refs, timerRef{slot: w.slot})
+		}
+	}
+	m.sortRefs(refs)
+	for _, r := range refs {
+		s := r.slot
+		if m.sFlags[s]&fFired == 0 {
+			m.pushFire(s)
+		} else {
+			m.purgeQ.push(addSat(m.sEnd[s], m.lateness), s, m.sGen[s])
 		}
 	}
 }

@@ -57,9 +57,6 @@ func (q *timerQueue) min() int64 {
 	return q.times[0]
 }
 
-// len returns the number of distinct timer times.
-func (q *timerQueue) len() int { return len(q.times) }
-
 // popUntil calls fn for each bucket with time ≤ t, earliest first, removing it. fn may push
 // new timers (they are handled in this call if due).
 func (q *timerQueue) popUntil(t int64, fn func(t int64, refs []timerRef)) {

@@ -181,8 +181,8 @@ func addSat(a, b int64) int64 {
 
 // WatermarkState is the checkpointed part of a Watermarks tracker (JSON-friendly).
 type WatermarkState struct {
-	Current  int64   `json:"current"`
-	Upstream int64   `json:"upstream"`
+	Current  int64   `json:"current"`       // the watermark, µs (MinTime: none)
+	Upstream int64   `json:"upstream"`      // the latest upstream watermark, µs
 	Max      []int64 `json:"max,omitempty"` // per partition, MinTime for unknown ones
 }
 

@@ -22,7 +22,7 @@ const (
 
 // Micros converts t to microseconds since the Unix epoch (UTC), truncating toward the past.
 func Micros(t time.Time) int64 {
-	return floorDiv(t.Unix()*usPerSecond*1000+int64(t.Nanosecond()), 1000)
+	return t.Unix()*usPerSecond + int64(t.Nanosecond())/1000
 }
 
 // TimeOf converts microseconds since the Unix epoch to a time.Time in UTC.
@@ -91,12 +91,6 @@ func (z *zone) period(t int64) (zs, ze, off int64) {
 	z.zs, z.ze, z.off = z.lookup(t)
 	z.ok = true
 	return z.zs, z.ze, z.off
-}
-
-// civil returns the wall-clock reading of instant t.
-func (z *zone) civil(t int64) int64 {
-	_, _, off := z.period(t)
-	return t + off
 }
 
 // safe reports whether civil time w maps to w−off without ambiguity, given the period

@@ -19,10 +19,9 @@ func arrowNewRecord(s *arrow.Schema, cols []arrow.Array, n int64) arrow.RecordBa
 
 // slicer cuts record batches larger than BatchRows into zero-copy slices.
 type slicer struct {
-	max  int64
-	cur  arrow.RecordBatch
-	off  int64
-	rows int64
+	max int64
+	cur arrow.RecordBatch
+	off int64
 }
 
 // take returns the next slice of the current batch, or nil when it is used up.

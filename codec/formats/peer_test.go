@@ -6,14 +6,9 @@ package formats
 // STREAMKIT_REQUIRE_PEERS=1.
 
 import (
-	"archive/tar"
-	"compress/gzip"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -28,24 +23,10 @@ import (
 	"github.com/streamkit/streamkit/internal/peertest"
 )
 
-func python(t *testing.T, py, script string, args ...string) []byte {
-	t.Helper()
-	cmd := exec.Command(py, append([]string{"-c", script}, args...)...)
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("python: %v\n%s", err, stderr)
-	}
-	return out
-}
-
 func TestAvroFastavro(t *testing.T) {
 	py := peertest.Python(t)
 	p := filepath.Join(t.TempDir(), "f.avro")
-	python(t, py, `
+	peertest.RunPython(t, py, `
 import sys, datetime, decimal, uuid, fastavro
 schema = {"type": "record", "name": "Event", "namespace": "t", "fields": [
   {"name": "id", "type": "long"},
@@ -98,102 +79,8 @@ with open(sys.argv[1], "wb") as f:
 	}
 }
 
-// vegaFile returns the path of a vega-datasets 3.2.1 data file: committed under testdata/vega
-// when small, else cached under <repo>/.cache by `npm pack` (the test setup fetches it once).
-func vegaFile(t *testing.T, name string) string {
-	t.Helper()
-	if p := filepath.Join("testdata", "vega", name); fileExists(p) {
-		return p
-	}
-	cache := filepath.Join(peertest.Root(t), ".cache", "vega-datasets-3.2.1")
-	p := filepath.Join(cache, "data", name)
-	if fileExists(p) {
-		return p
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		skipOrFail(t, "npm (to fetch vega-datasets@3.2.1)")
-	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(npm, "pack", "vega-datasets@3.2.1", "--silent", "--pack-destination", cache)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		skipOrFail(t, fmt.Sprintf("npm pack vega-datasets@3.2.1: %v: %s", err, out))
-	}
-	if err := untarData(filepath.Join(cache, "vega-datasets-3.2.1.tgz"), cache); err != nil {
-		t.Fatal(err)
-	}
-	if !fileExists(p) {
-		t.Fatalf("%s not in vega-datasets@3.2.1", name)
-	}
-	return p
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-func skipOrFail(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("STREAMKIT_REQUIRE_PEERS") == "1" {
-		t.Fatalf("test peer missing: %s", what)
-	}
-	t.Skipf("test peer missing: %s", what)
-}
-
-// untarData extracts package/data/* of an npm tarball into dir/data.
-func untarData(tgz, dir string) error {
-	f, err := os.Open(tgz)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return err
-	}
-	tr := tar.NewReader(zr)
-	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
-		return err
-	}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		name := strings.TrimPrefix(h.Name, "package/")
-		if !strings.HasPrefix(name, "data/") || strings.Contains(name, "..") || h.Typeflag != tar.TypeReg {
-			continue
-		}
-		tmp := filepath.Join(dir, name+".tmp")
-		out, err := os.Create(tmp)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, tr); err != nil {
-			out.Close()
-			return err
-		}
-		if err := out.Close(); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			return err
-		}
-	}
-}
-
-// colStats are what we compare with DuckDB for one column.
-type colStats struct {
-	Count    int64    `json:"count"` // non-null values
-	Sum      *float64 `json:"sum"`   // numeric columns
-	Distinct int64    `json:"distinct"`
-}
-
 // stats reads the whole file through Open and computes colStats for cols.
-func stats(t *testing.T, path string, opts Options, cols []string) (int64, map[string]colStats, int) {
+func stats(t *testing.T, path string, opts Options, cols []string) (int64, map[string]peertest.ColStats, int) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -211,7 +98,7 @@ func stats(t *testing.T, path string, opts Options, cols []string) (int64, map[s
 		t.Fatal(err)
 	}
 	defer r.Close()
-	out := map[string]colStats{}
+	out := map[string]peertest.ColStats{}
 	distinct := map[string]map[string]bool{}
 	sums := map[string]float64{}
 	rescued := 0
@@ -284,43 +171,6 @@ func numeric(arr arrow.Array, i int) (float64, bool) {
 	return 0, false
 }
 
-// duckStats asks DuckDB for the same statistics; from is a DuckDB table expression over the
-// file, or "arrow" to go through pyarrow for Arrow IPC files.
-func duckStats(t *testing.T, py, path, from string, cols []string) (int64, map[string]colStats) {
-	t.Helper()
-	out := python(t, py, `
-import sys, json, duckdb
-path, frm, cols = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-con = duckdb.connect()
-if frm == "arrow":
-    import pyarrow.ipc as ipc
-    tbl = ipc.open_file(path).read_all()
-    con.register("t", tbl)
-    frm = "t"
-res = {"rows": con.sql(f"select count(*) from {frm}").fetchone()[0], "cols": {}}
-for c in cols:
-    q = '"' + c.replace('"', '""') + '"'
-    typ = con.sql(f"select typeof({q}) from {frm} limit 1").fetchone()[0]
-    num = any(k in typ for k in ("INT", "DOUBLE", "FLOAT", "DECIMAL"))
-    n, d, s = con.sql(f"select count({q}), count(distinct {q}), {'sum(' + q + ')::double' if num else 'null'} from {frm}").fetchone()
-    res["cols"][c] = {"count": n, "distinct": d, "sum": s}
-print(json.dumps(res))
-`, path, from, mustJSON(cols))
-	var res struct {
-		Rows int64               `json:"rows"`
-		Cols map[string]colStats `json:"cols"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("duckdb output %s: %v", out, err)
-	}
-	return res.Rows, res.Cols
-}
-
-func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
 func TestVegaDatasetsMatchDuckDB(t *testing.T) {
 	py := peertest.Python(t)
 	if testing.Short() {
@@ -340,12 +190,12 @@ func TestVegaDatasetsMatchDuckDB(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			path := vegaFile(t, tt.file)
+			path := peertest.VegaFile(t, tt.file)
 			from := tt.from
 			if strings.Contains(from, "%s") {
 				from = fmt.Sprintf(from, strings.ReplaceAll(path, "'", "''"))
 			}
-			wantRows, want := duckStats(t, py, path, from, tt.cols)
+			wantRows, want := peertest.DuckStats(t, py, path, from, tt.cols)
 			if wantRows == 0 {
 				t.Fatal("DuckDB read no rows")
 			}

@@ -2,7 +2,6 @@ package jsonrow
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 
@@ -274,9 +273,6 @@ func isBlank(b []byte) bool {
 	}
 	return true
 }
-
-// errTrailing is reported (as a bad record) for data after the closing ']'.
-var errTrailing = errors.New("data after the end of the top-level array")
 
 // skipSpace skips whitespace, refilling; it returns false at EOF.
 func (s *splitter) skipSpace() bool {

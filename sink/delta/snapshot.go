@@ -18,7 +18,7 @@ var ErrNotATable = errors.New("not a Delta table")
 
 // ErrLogIncomplete is wrapped when log replay finds a gap: a commit file missing between the
 // checkpoint used and the target version, or no checkpoint and no version 0.
-var ErrLogIncomplete = errors.New("Delta log incomplete")
+var ErrLogIncomplete = errors.New("delta log incomplete")
 
 // Snapshot is the state of a table at one version (PROTOCOL.md "Action Reconciliation"):
 // the latest protocol and metadata, the live files keyed by path, the tombstones, the latest

@@ -63,7 +63,6 @@ type colStats struct {
 	dmax      decimal128.Num
 	smin      string
 	smax      string
-	badUTF8   bool
 }
 
 // statsCollector accumulates exact statistics of the batches written to one data file.

@@ -93,7 +93,7 @@ func TestCreateAppendReadBack(t *testing.T) {
 	}
 	r2 := simpleRec(t, mem, 7, 8)
 	defer r2.Release()
-	res = appendBatches(t, tbl, res.Snapshot, nil, simpleSchema, WriterOptions{Allocator: mem}, &Txn{AppID: "flow", Version: 1}, r2)
+	appendBatches(t, tbl, res.Snapshot, nil, simpleSchema, WriterOptions{Allocator: mem}, &Txn{AppID: "flow", Version: 1}, r2)
 	s, err := tbl.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)

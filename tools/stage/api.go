@@ -78,6 +78,14 @@ type StateResolver interface {
 	ResolveState(in *arrow.Schema) (map[string]string, error)
 }
 
+// Ticker is implemented by operators that act on processing time even when no input arrives
+// (idle-partition timeouts, heartbeat session windows, early firings). The stage calls Tick
+// every TickInterval of wall time, with Env.Now's reading, between messages.
+type Ticker interface {
+	TickInterval() time.Duration
+	Tick(ctx context.Context, now time.Time, emit Emit) error
+}
+
 // WatermarkOwner is implemented by operators that compute their own output watermark (e.g. a
 // window with --watermark-delay). The stage then forwards nothing itself; the operator returns
 // the watermark to forward, if any, after each batch or incoming watermark.

@@ -203,12 +203,27 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		case <-time.After(time.Second):
 		}
 	}()
+	var tick <-chan time.Time
+	ticker, ticks := op.(Ticker)
+	if ticks {
+		t := time.NewTicker(ticker.TickInterval())
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		var r readResult
 		var ok bool
 		select {
 		case <-ctx.Done():
 			return ErrInterrupted
+		case <-tick:
+			if err := ticker.Tick(ctx, o.Now(), emit); err != nil {
+				return err
+			}
+			if err := forwardOwned(); err != nil && err != errQuiet {
+				return err
+			}
+			continue
 		case r, ok = <-msgs:
 		}
 		if !ok {
@@ -427,7 +442,7 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 	}
 	// awaitLast waits (bounded) for the sink to commit the last epoch, after the output is closed.
 	awaitLast := func(last uint64) error {
-		if !observes || last == 0 {
+		if !observes || last == 0 || observer.CommitWait() <= 0 {
 			return nil
 		}
 		if err := closeOut(); err == errQuiet {

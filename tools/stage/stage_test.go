@@ -414,3 +414,27 @@ func TestCommitObserverSeesTheLastEpoch(t *testing.T) {
 		t.Fatalf("observed commits %v, want the last one to be epoch 1", src.seen)
 	}
 }
+
+func TestProgressJSON(t *testing.T) {
+	root := t.TempDir()
+	pr, pw, _ := os.Pipe()
+	var stderr bytes.Buffer
+	so := SourceOptions{Options: Options{Tool: "count", Checkpoint: filepath.Join(root, "count"), Stdout: pw, Stderr: io.Discard,
+		Progress: ProgressOff, NoSignals: true}, EpochInterval: time.Hour, BatchRows: 10}
+	oo := Options{Tool: "rec", Stdin: pr, Stdout: io.Discard, Stderr: &stderr, Progress: ProgressJSON,
+		ProgressInterval: time.Millisecond, NoSignals: true}
+	go func() { RunSource(context.Background(), so, &countSource{total: 95}); pw.Close() }()
+	if err := RunOperator(context.Background(), oo, &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	var last Snapshot
+	for _, l := range lines {
+		if err := json.Unmarshal([]byte(l), &last); err != nil {
+			t.Fatalf("progress line %q is not JSON: %v", l, err)
+		}
+	}
+	if !last.Final || last.RecordsIn != 95 || last.Epoch != 1 || last.Stage != "rec" {
+		t.Fatalf("final progress line: %+v", last)
+	}
+}

@@ -1,0 +1,715 @@
+// Package kafka is write-kafka's sink: a stage.Operator that produces each row of its input as
+// one Kafka record with franz-go (idempotent producer, acks=all).
+//
+// Rows map to records as in Spark's Kafka sink: the key, value, headers and timestamp come from
+// the columns named by Config (by default the columns "key", "value", "headers" and
+// "timestamp" when the input has them, as read-kafka writes them), the topic from -t or the
+// "topic" column. Binary and string columns are written as their bytes; a column of another
+// type (a struct, a number) is written as its JSON. With ValueFormat json the value is the
+// JSON object of the whole row. A null key or value is written as a null key or value (a
+// tombstone), an empty one as empty.
+//
+// Delivery. On barrier n the sink flushes every record of epoch n and fails if any was not
+// acknowledged; the stage then writes commit markers (at-least-once: a crash replays
+// uncommitted epochs). With a transactional id, epoch n is one Kafka transaction: records are
+// produced inside it, and on barrier n the sink commits the transaction together with a
+// consumer group offset (group = the transactional id, the output topic's partition 0,
+// offset = n) that records the last epoch in Kafka. After a crash between the transaction
+// commit and the commit markers, a replayed epoch n whose number is at most that offset is
+// produced again and aborted, so read_committed consumers see every epoch exactly once.
+package kafka
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/internal/kafkaconn"
+	"github.com/streamkit/streamkit/tools/stage"
+)
+
+// Value formats of --value-format.
+const (
+	FormatColumn = ""     // the value column's bytes (default)
+	FormatJSON   = "json" // the whole row as a JSON object
+)
+
+// None disables a default column (--key none, --headers none, --timestamp none).
+const None = "none"
+
+// Config are write-kafka's options.
+type Config struct {
+	Conn kafkaconn.Config
+	// Topic receives every record (-t); when empty, each row's "topic" column names it.
+	Topic string
+	// Key, Value, Headers, Timestamp name the columns (dot paths) records take their key,
+	// value, headers (list<struct<key, value>>) and timestamp from. "" picks the column of
+	// that name ("key", …) when the input has one; None disables it.
+	Key, Value, Headers, Timestamp string
+	// ValueFormat is "" (the value column) or json (the whole row as a JSON object).
+	ValueFormat string
+	// TransactionalID makes every epoch one Kafka transaction (see the package doc).
+	TransactionalID string
+	// TransactionTimeout is the broker-side timeout of a transaction (default 60 s); an epoch
+	// must finish within it.
+	TransactionTimeout time.Duration
+	// Timeout bounds start-up requests and the flush of one epoch (default 2 min).
+	Timeout time.Duration
+	// MaxBufferedRecords bounds records waiting for acknowledgement (default 1,000,000).
+	MaxBufferedRecords int
+}
+
+// StateOptions shape the checkpoint: the output topic and transactional id.
+func (c *Config) StateOptions() map[string]string {
+	return map[string]string{"topic": c.Topic, "transactional-id": c.TransactionalID}
+}
+
+// Sink is the write-kafka operator.
+type Sink struct {
+	cfg     Config
+	log     *slog.Logger
+	cl      *kgo.Client
+	adm     *kadm.Client
+	cols    columns
+	inTxn   bool
+	txnRows int64
+	// kafkaEpoch is the last epoch committed in Kafka (transactions), 0 when none.
+	kafkaEpoch uint64
+	topicID    [16]byte // of cfg.Topic, for TxnOffsetCommit v6+
+	errMu      sync.Mutex
+	err        error
+	produced   atomic.Int64
+	stats      *stage.Stats
+}
+
+var _ stage.Operator = (*Sink)(nil)
+
+// New validates cfg; nothing connects before Open.
+func New(cfg Config) (*Sink, error) {
+	switch cfg.ValueFormat {
+	case FormatColumn, FormatJSON:
+	case "avro":
+		return nil, stage.Usagef("--value-format avro: not available yet in this build (use json, or a binary value column)")
+	default:
+		return nil, stage.Usagef("--value-format must be json (or omitted: the value column), got %q", cfg.ValueFormat)
+	}
+	if cfg.TransactionalID != "" && cfg.Topic == "" {
+		return nil, stage.Usagef("--transactional-id needs -t: the last epoch written is recorded under the topic's partition 0")
+	}
+	if cfg.TransactionTimeout <= 0 {
+		cfg.TransactionTimeout = 60 * time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 2 * time.Minute
+	}
+	if cfg.MaxBufferedRecords <= 0 {
+		cfg.MaxBufferedRecords = 1_000_000
+	}
+	return &Sink{cfg: cfg}, nil
+}
+
+// columns are the resolved input columns (nil paths: absent).
+type columns struct {
+	key, value, headers, ts, topic *codec.Path
+	row                            bool // value = JSON of the row
+	names                          [][]byte
+}
+
+func resolve(in *arrow.Schema, flag, name, def string) (*codec.Path, error) {
+	if name == None {
+		return nil, nil
+	}
+	if name == "" {
+		if len(in.FieldIndices(def)) == 0 {
+			return nil, nil
+		}
+		name = def
+	}
+	p, err := codec.ResolvePath(in, name)
+	if err != nil {
+		return nil, stage.Usagef("write-kafka: %s: %v", flag, err)
+	}
+	return &p, nil
+}
+
+// Open resolves the columns, connects and, with transactions, fences older producers of the
+// same transactional id and reads the last epoch committed in Kafka.
+func (s *Sink) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*arrow.Schema, error) {
+	env.MarkSink()
+	s.log, s.stats = env.Log, env.Stats
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	var err error
+	c := &s.cols
+	if c.key, err = resolve(in, "--key", s.cfg.Key, "key"); err != nil {
+		return nil, err
+	}
+	if s.cfg.ValueFormat == FormatJSON {
+		c.row = true
+		for _, f := range in.Fields() {
+			b, _ := json.Marshal(f.Name)
+			c.names = append(c.names, b)
+		}
+	} else {
+		if c.value, err = resolve(in, "--value", s.cfg.Value, "value"); err != nil {
+			return nil, err
+		}
+		if c.value == nil {
+			return nil, stage.Usagef("write-kafka: the input has no value column: give --value COL, or --value-format json to write whole rows")
+		}
+	}
+	if c.headers, err = resolve(in, "--headers", s.cfg.Headers, "headers"); err != nil {
+		return nil, err
+	}
+	if c.headers != nil {
+		if err := checkHeaders(c.headers.Field.Type); err != nil {
+			if s.cfg.Headers == "" {
+				c.headers = nil // a column merely named headers, of another shape: not ours
+			} else {
+				return nil, stage.Usagef("write-kafka: --headers %s: %v", s.cfg.Headers, err)
+			}
+		}
+	}
+	if c.ts, err = resolve(in, "--timestamp", s.cfg.Timestamp, "timestamp"); err != nil {
+		return nil, err
+	}
+	if c.ts != nil {
+		if _, ok := c.ts.Field.Type.(*arrow.TimestampType); !ok {
+			if s.cfg.Timestamp == "" {
+				c.ts = nil
+			} else {
+				return nil, stage.Usagef("write-kafka: --timestamp %s is %s, not a timestamp", s.cfg.Timestamp, c.ts.Field.Type)
+			}
+		}
+	}
+	if s.cfg.Topic == "" {
+		if c.topic, err = resolve(in, "-t", "", "topic"); err != nil {
+			return nil, err
+		}
+		if c.topic == nil || c.topic.Field.Type.ID() != arrow.STRING {
+			return nil, stage.Usagef("write-kafka: give -t TOPIC (the input has no string column \"topic\")")
+		}
+	}
+
+	opts, err := s.cfg.Conn.Opts(s.log)
+	if err != nil {
+		var ue *kafkaconn.UsageError
+		if errors.As(err, &ue) {
+			return nil, stage.Usagef("write-kafka: %v", ue.Msg)
+		}
+		return nil, err
+	}
+	opts = append(opts,
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.MaxBufferedRecords(s.cfg.MaxBufferedRecords),
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordRetries(math.MaxInt32),
+	)
+	if s.cfg.Topic != "" {
+		opts = append(opts, kgo.DefaultProduceTopic(s.cfg.Topic))
+	}
+	if s.cfg.TransactionalID != "" {
+		opts = append(opts, kgo.TransactionalID(s.cfg.TransactionalID), kgo.TransactionTimeout(s.cfg.TransactionTimeout))
+	}
+	if s.cl, err = kgo.NewClient(opts...); err != nil {
+		return nil, err
+	}
+	s.adm = kadm.NewClient(s.cl)
+	octx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	if s.cfg.Topic != "" {
+		md, err := s.adm.Metadata(octx, s.cfg.Topic)
+		if err != nil {
+			return nil, s.cfg.Conn.Explain(err)
+		}
+		if t, ok := md.Topics[s.cfg.Topic]; ok && t.Err != nil && !errors.Is(t.Err, kerr.UnknownTopicOrPartition) {
+			return nil, s.cfg.Conn.Explain(fmt.Errorf("topic %s: %w", s.cfg.Topic, t.Err))
+		} else if ok && t.Err == nil {
+			s.topicID = t.ID
+		}
+	} else if _, err := s.adm.BrokerMetadata(octx); err != nil {
+		return nil, s.cfg.Conn.Explain(err)
+	}
+	if s.cfg.TransactionalID != "" {
+		// InitProducerID fences an older producer of this id and completes its open transaction.
+		if _, _, err := s.cl.ProducerID(octx); err != nil {
+			return nil, s.cfg.Conn.Explain(fmt.Errorf("init transactional producer %s: %w", s.cfg.TransactionalID, err))
+		}
+		if s.kafkaEpoch, err = s.lastEpoch(octx); err != nil {
+			return nil, s.cfg.Conn.Explain(err)
+		}
+		if s.kafkaEpoch > 0 {
+			s.log.Info("last epoch committed in Kafka", "transactional_id", s.cfg.TransactionalID, "epoch", s.kafkaEpoch)
+		}
+		// Kafka can be at most one epoch ahead of the checkpoint (a crash between the
+		// transaction commit and the commit markers). Further ahead, the checkpoint is not the
+		// one these transactions came from: replayed epochs would be aborted as duplicates.
+		if s.kafkaEpoch > env.Committed+1 {
+			return nil, fmt.Errorf("write-kafka: transactional id %s committed epoch %d in Kafka, but this checkpoint is at epoch %d: "+
+				"the checkpoint was reset or another flow uses the same id; use a new --transactional-id (or the original checkpoint)",
+				s.cfg.TransactionalID, s.kafkaEpoch, env.Committed)
+		}
+	}
+	return nil, nil
+}
+
+// checkHeaders accepts list<struct<key: string|binary, value: binary|string>> (also large
+// and view variants of list).
+func checkHeaders(t arrow.DataType) error {
+	lt, ok := t.(arrow.ListLikeType)
+	if !ok {
+		return fmt.Errorf("is %s, want list<struct<key string, value binary>>", t)
+	}
+	st, ok := lt.Elem().(*arrow.StructType)
+	if !ok || st.NumFields() < 2 {
+		return fmt.Errorf("is %s, want list<struct<key string, value binary>>", t)
+	}
+	if _, ok := st.FieldByName("key"); !ok {
+		return fmt.Errorf("is %s: no key field", t)
+	}
+	if _, ok := st.FieldByName("value"); !ok {
+		return fmt.Errorf("is %s: no value field", t)
+	}
+	return nil
+}
+
+// lastEpoch reads the epoch recorded by the last committed transaction.
+func (s *Sink) lastEpoch(ctx context.Context) (uint64, error) {
+	resp, err := s.adm.FetchOffsetsForTopics(ctx, s.cfg.TransactionalID, s.cfg.Topic)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return 0, nil // no transaction committed an epoch yet
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the last epoch of transactional id %s: %w", s.cfg.TransactionalID, err)
+	}
+	o, ok := resp.Lookup(s.cfg.Topic, 0)
+	if !ok || o.Err != nil || o.At < 0 {
+		return 0, nil
+	}
+	return uint64(o.At), nil
+}
+
+func (s *Sink) fail(err error) {
+	s.errMu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.errMu.Unlock()
+}
+
+func (s *Sink) firstErr() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err
+}
+
+// Process produces one record per row. The batch stays retained until all its records are
+// acknowledged (records point into its buffers).
+func (s *Sink) Process(ctx context.Context, rec arrow.RecordBatch, _ stage.Emit) error {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	if err := s.firstErr(); err != nil {
+		return err
+	}
+	if s.cfg.TransactionalID != "" && !s.inTxn {
+		if err := s.cl.BeginTransaction(); err != nil {
+			return fmt.Errorf("write-kafka: begin transaction: %w", err)
+		}
+		s.inTxn, s.txnRows = true, 0
+	}
+	c := &s.cols
+	var key, val, topic, hdrs, ts arrow.Array
+	if c.key != nil {
+		key = c.key.Column(rec)
+	}
+	if c.value != nil {
+		val = c.value.Column(rec)
+	}
+	if c.topic != nil {
+		topic = c.topic.Column(rec)
+	}
+	if c.headers != nil {
+		hdrs = c.headers.Column(rec)
+	}
+	if c.ts != nil {
+		ts = c.ts.Column(rec)
+	}
+	var tsUnit arrow.TimeUnit
+	if ts != nil {
+		tsUnit = ts.DataType().(*arrow.TimestampType).Unit
+	}
+	hr, err := newHeaderReader(hdrs)
+	if err != nil {
+		return err
+	}
+	var pending atomic.Int64
+	pending.Store(int64(n))
+	rec.Retain()
+	promise := func(r *kgo.Record, err error) {
+		if err != nil {
+			s.fail(fmt.Errorf("write-kafka: produce to %s: %w", r.Topic, s.cfg.Conn.Explain(err)))
+		}
+		if pending.Add(-1) == 0 {
+			rec.Release()
+		}
+	}
+	recs := make([]kgo.Record, n)
+	for i := 0; i < n; i++ {
+		r := &recs[i]
+		if key != nil && !(c.key.IsNull(rec, i)) {
+			r.Key = s.bytesOf(key, i)
+		}
+		if c.row {
+			r.Value = s.rowJSON(rec, i)
+		} else if !c.value.IsNull(rec, i) {
+			r.Value = s.bytesOf(val, i)
+		}
+		if topic != nil {
+			if topic.IsNull(i) {
+				promise(r, fmt.Errorf("row %d: null topic", i))
+				continue
+			}
+			r.Topic = topic.(*array.String).Value(i)
+		}
+		if hr != nil {
+			r.Headers = hr.headers(i)
+		}
+		if ts != nil && ts.IsValid(i) {
+			r.Timestamp = ts.(*array.Timestamp).Value(i).ToTime(tsUnit)
+		}
+		s.cl.Produce(ctx, r, promise)
+	}
+	s.txnRows += int64(n)
+	s.produced.Add(int64(n))
+	return nil
+}
+
+// bytesOf returns the bytes of row i of a: binary and string values as they are (no copy),
+// anything else as JSON.
+func (s *Sink) bytesOf(a arrow.Array, i int) []byte {
+	switch a := a.(type) {
+	case *array.Binary:
+		return nonNil(a.Value(i))
+	case *array.String:
+		return nonNil(a.ValueBytes()[a.ValueOffset(i):a.ValueOffset(i+1)])
+	case *array.LargeBinary:
+		return nonNil(a.Value(i))
+	case *array.LargeString:
+		return nonNil([]byte(a.Value(i)))
+	case *array.BinaryView:
+		return nonNil(a.Value(i))
+	case *array.StringView:
+		return nonNil([]byte(a.Value(i)))
+	case *array.FixedSizeBinary:
+		return nonNil(a.Value(i))
+	}
+	b, err := json.Marshal(a.GetOneForMarshal(i))
+	if err != nil {
+		return []byte(a.ValueStr(i))
+	}
+	return b
+}
+
+// nonNil keeps an empty value empty (a nil slice would be produced as null).
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// rowJSON encodes row i as a JSON object of all columns.
+func (s *Sink) rowJSON(rec arrow.RecordBatch, i int) []byte {
+	b := make([]byte, 0, 64)
+	b = append(b, '{')
+	for c, col := range rec.Columns() {
+		if c > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, s.cols.names[c]...)
+		b = append(b, ':')
+		b = appendJSON(b, col, i)
+	}
+	return append(b, '}')
+}
+
+func appendJSON(b []byte, a arrow.Array, i int) []byte {
+	if a.IsNull(i) {
+		return append(b, "null"...)
+	}
+	switch a := a.(type) {
+	case *array.String:
+		return appendJSONString(b, a.Value(i))
+	case *array.Int64:
+		return strconv.AppendInt(b, a.Value(i), 10)
+	case *array.Int32:
+		return strconv.AppendInt(b, int64(a.Value(i)), 10)
+	case *array.Float64:
+		v := a.Value(i)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return append(b, "null"...)
+		}
+		return strconv.AppendFloat(b, v, 'g', -1, 64)
+	case *array.Boolean:
+		return strconv.AppendBool(b, a.Value(i))
+	case *array.Binary:
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, a.Value(i))
+		return append(b, '"')
+	case *array.Timestamp:
+		t := a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit).UTC()
+		return appendJSONString(b, t.Format("2006-01-02T15:04:05.999999Z07:00"))
+	}
+	v, err := json.Marshal(a.GetOneForMarshal(i))
+	if err != nil {
+		return appendJSONString(b, a.ValueStr(i))
+	}
+	return append(b, v...)
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	v, _ := json.Marshal(s)
+	return append(b, v...)
+}
+
+// headerReader reads the headers of each row from a list<struct<key, value>> column.
+type headerReader struct {
+	list     array.ListLike
+	st       *array.Struct
+	key, val arrow.Array
+}
+
+func newHeaderReader(a arrow.Array) (*headerReader, error) {
+	if a == nil {
+		return nil, nil
+	}
+	l, ok := a.(array.ListLike)
+	if !ok {
+		return nil, fmt.Errorf("write-kafka: headers column is %s", a.DataType())
+	}
+	st, ok := l.ListValues().(*array.Struct)
+	if !ok {
+		return nil, fmt.Errorf("write-kafka: headers column is %s", a.DataType())
+	}
+	stt := st.DataType().(*arrow.StructType)
+	ki, _ := stt.FieldIdx("key")
+	vi, _ := stt.FieldIdx("value")
+	return &headerReader{list: l, st: st, key: st.Field(ki), val: st.Field(vi)}, nil
+}
+
+func (h *headerReader) headers(i int) []kgo.RecordHeader {
+	if h.list.IsNull(i) {
+		return nil
+	}
+	start, end := h.list.ValueOffsets(i)
+	if end <= start {
+		return nil
+	}
+	out := make([]kgo.RecordHeader, 0, end-start)
+	for j := int(start); j < int(end); j++ {
+		if h.st.IsNull(j) {
+			continue
+		}
+		var hd kgo.RecordHeader
+		if h.key.IsValid(j) {
+			hd.Key = string(rawBytes(h.key, j))
+		}
+		if h.val.IsValid(j) {
+			hd.Value = nonNil(rawBytes(h.val, j))
+		}
+		out = append(out, hd)
+	}
+	return out
+}
+
+func rawBytes(a arrow.Array, i int) []byte {
+	switch a := a.(type) {
+	case *array.Binary:
+		return a.Value(i)
+	case *array.String:
+		return []byte(a.Value(i))
+	case *array.LargeBinary:
+		return a.Value(i)
+	case *array.LargeString:
+		return []byte(a.Value(i))
+	}
+	return []byte(a.ValueStr(i))
+}
+
+// Watermark is forwarded by nobody: a sink has no output.
+func (s *Sink) Watermark(context.Context, time.Time, stage.Emit) error { return nil }
+
+// Barrier makes epoch n durable in Kafka: flush, then (transactions) commit it with its epoch
+// number, or abort it when Kafka already holds epoch n.
+func (s *Sink) Barrier(ctx context.Context, n uint64, _ stage.Emit) error {
+	fctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	if err := s.cl.Flush(fctx); err != nil {
+		return fmt.Errorf("write-kafka: flush epoch %d: %w", n, err)
+	}
+	if err := s.firstErr(); err != nil {
+		if s.inTxn {
+			s.inTxn = false
+			if aerr := s.cl.EndTransaction(fctx, kgo.TryAbort); aerr != nil {
+				s.log.Warn("abort transaction failed", "err", aerr)
+			}
+		}
+		return err
+	}
+	if !s.inTxn {
+		return nil
+	}
+	s.inTxn = false
+	if n <= s.kafkaEpoch {
+		s.log.Info("epoch already committed in Kafka: aborting its replay", "epoch", n, "kafka_epoch", s.kafkaEpoch)
+		if err := s.cl.EndTransaction(fctx, kgo.TryAbort); err != nil {
+			return fmt.Errorf("write-kafka: abort replayed epoch %d: %w", n, err)
+		}
+		return nil
+	}
+	if err := s.commitEpochOffset(fctx, n); err != nil {
+		if aerr := s.cl.EndTransaction(fctx, kgo.TryAbort); aerr != nil {
+			s.log.Warn("abort transaction failed", "err", aerr)
+		}
+		return fmt.Errorf("write-kafka: record epoch %d in the transaction: %w", n, s.cfg.Conn.Explain(err))
+	}
+	if err := s.cl.EndTransaction(fctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("write-kafka: commit transaction of epoch %d: %w", n, s.cfg.Conn.Explain(err))
+	}
+	s.kafkaEpoch = n
+	return nil
+}
+
+// commitEpochOffset adds the offset commit "epoch n" (group = transactional id, the output
+// topic's partition 0) to the open transaction.
+func (s *Sink) commitEpochOffset(ctx context.Context, n uint64) error {
+	id, epoch, err := s.cl.ProducerID(ctx)
+	if err != nil {
+		return err
+	}
+	txn := s.cfg.TransactionalID
+	if s.topicID == ([16]byte{}) {
+		md, err := s.adm.Metadata(ctx, s.cfg.Topic)
+		if err != nil {
+			return err
+		}
+		t, ok := md.Topics[s.cfg.Topic]
+		if !ok || t.Err != nil {
+			return fmt.Errorf("topic %s: no metadata", s.cfg.Topic)
+		}
+		s.topicID = t.ID
+	}
+	err = retryConcurrent(ctx, func() error {
+		req := kmsg.NewPtrAddOffsetsToTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = txn, id, epoch, txn
+		resp, err := req.RequestWith(ctx, s.cl)
+		if err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(resp.ErrorCode)
+	})
+	if err != nil {
+		return fmt.Errorf("AddOffsetsToTxn: %w", err)
+	}
+	return retryConcurrent(ctx, func() error {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = txn, txn, id, epoch
+		req.Generation, req.MemberID = -1, ""
+		t := kmsg.NewTxnOffsetCommitRequestTopic()
+		t.Topic, t.TopicID = s.cfg.Topic, s.topicID
+		p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch = 0, int64(n), -1
+		meta := fmt.Sprintf("streamkit write-kafka epoch %d", n)
+		p.Metadata = &meta
+		t.Partitions = append(t.Partitions, p)
+		req.Topics = append(req.Topics, t)
+		resp, err := req.RequestWith(ctx, s.cl)
+		if err != nil {
+			return err
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return fmt.Errorf("TxnOffsetCommit: %w", err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// retryConcurrent retries fn while the coordinator answers with a retriable error
+// (CONCURRENT_TRANSACTIONS while the previous transaction completes, coordinator moves).
+func retryConcurrent(ctx context.Context, fn func() error) error {
+	backoff := 20 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		var ke *kerr.Error
+		if err == nil || !errors.As(err, &ke) || !ke.Retriable || attempt == 30 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// End flushes what is left (records after the last barrier are at-least-once: they have no
+// epoch, so they are flushed and not committed; an open transaction is aborted).
+func (s *Sink) End(ctx context.Context, _ codec.EndKind, _ stage.Emit) error {
+	fctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	if s.inTxn {
+		s.inTxn = false
+		return s.cl.EndTransaction(fctx, kgo.TryAbort)
+	}
+	if err := s.cl.Flush(fctx); err != nil {
+		return fmt.Errorf("write-kafka: flush: %w", err)
+	}
+	return s.firstErr()
+}
+
+// Produced returns the number of records handed to the producer.
+func (s *Sink) Produced() int64 { return s.produced.Load() }
+
+// Close aborts an open transaction (best effort: a killed process leaves it to the next
+// producer of the same id, which fences and aborts it) and closes the client.
+func (s *Sink) Close() error {
+	if s.cl != nil && s.inTxn {
+		// Best effort: the next producer of this id would abort it anyway (fencing).
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.cl.AbortBufferedRecords(ctx)
+		s.cl.EndTransaction(ctx, kgo.TryAbort)
+		cancel()
+		s.inTxn = false
+	}
+	if s.cl != nil {
+		s.cl.Close()
+		s.cl = nil
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package files
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+
+	"github.com/streamkit/streamkit/codec/rescue"
+)
+
+// logBad is how many bad records are logged one by one (the rest are counted).
+const logBad = 10
+
+// badRecords receives the records no decoder could parse (codec/rescue handler): it appends
+// them to the --bad-records file as NDJSON lines
+//
+//	{"file":"/abs/x.json","line":7,"offset":312,"reason":"…","raw":"…"}
+//
+// (raw is the record's text without its line terminator, invalid UTF-8 as U+FFFD), counts
+// them, and logs the first few. The file is opened for appending: a replayed epoch appends
+// its bad records again (at-least-once, like any side output); the file is flushed and
+// synced before each epoch's offsets are written.
+type badRecords struct {
+	path  string
+	f     *os.File
+	w     *bufio.Writer
+	dirty bool
+	n     int64
+	log   *slog.Logger
+	onBad func()
+	buf   []byte
+}
+
+func openBadRecords(path string, log *slog.Logger, onBad func()) (*badRecords, error) {
+	b := &badRecords{path: path, log: log, onBad: onBad}
+	if path != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("--bad-records: %w", err)
+		}
+		b.f, b.w = f, bufio.NewWriterSize(f, 64<<10)
+	}
+	return b, nil
+}
+
+// handle is the rescue.Handler.
+func (b *badRecords) handle(r rescue.BadRecord) error {
+	b.n++
+	if b.onBad != nil {
+		b.onBad()
+	}
+	if b.n <= logBad {
+		raw := string(r.Raw)
+		if len(raw) > 200 {
+			raw = raw[:200] + "…"
+		}
+		args := []any{"file", r.Source, "line", r.Line, "byte", r.Offset, "reason", r.Reason}
+		if b.w == nil {
+			args = append(args, "raw", raw)
+		}
+		b.log.Warn("bad record", args...)
+		if b.n == logBad {
+			b.log.Warn("further bad records are only counted", "to", b.dest())
+		}
+	}
+	if b.w == nil {
+		return nil
+	}
+	buf := append(b.buf[:0], `{"file":`...)
+	buf = rescue.AppendQuoted(buf, r.Source)
+	buf = append(buf, `,"line":`...)
+	buf = strconv.AppendInt(buf, r.Line, 10)
+	buf = append(buf, `,"offset":`...)
+	buf = strconv.AppendInt(buf, r.Offset, 10)
+	buf = append(buf, `,"reason":`...)
+	buf = rescue.AppendQuoted(buf, r.Reason)
+	buf = append(buf, `,"raw":`...)
+	buf = rescue.AppendQuoted(buf, string(r.Raw))
+	buf = append(buf, "}\n"...)
+	b.buf = buf
+	b.dirty = true
+	if _, err := b.w.Write(buf); err != nil {
+		return fmt.Errorf("--bad-records %s: %w", b.path, err)
+	}
+	return nil
+}
+
+func (b *badRecords) dest() string {
+	if b.path == "" {
+		return "the log (use --bad-records PATH to keep them)"
+	}
+	return b.path
+}
+
+// sync makes the bad records written so far durable.
+func (b *badRecords) sync() error {
+	if b.w == nil || !b.dirty {
+		return nil
+	}
+	if err := b.w.Flush(); err != nil {
+		return fmt.Errorf("--bad-records %s: %w", b.path, err)
+	}
+	if err := b.f.Sync(); err != nil {
+		return fmt.Errorf("--bad-records %s: %w", b.path, err)
+	}
+	b.dirty = false
+	return nil
+}
+
+func (b *badRecords) close() error {
+	if b.f == nil {
+		return nil
+	}
+	err := b.sync()
+	if cerr := b.f.Close(); err == nil {
+		err = cerr
+	}
+	b.f, b.w = nil, nil
+	return err
+}

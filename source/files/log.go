@@ -1,0 +1,199 @@
+package files
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec/schema"
+	"github.com/streamkit/streamkit/state"
+)
+
+// LogDir is the subdirectory of the stage's checkpoint directory that holds the files log
+// and the stream schema (see the package doc).
+const LogDir = "files"
+
+// SchemaFile is the stream schema of the checkpoint, in LogDir.
+const SchemaFile = "schema.json"
+
+// compactAfter is how many plan records the files log keeps before they are compacted into
+// one (a compaction rewrites every entry, so it is amortised over this many listings).
+const compactAfter = 64
+
+// Entry identifies one file version that was planned for reading: the unit of the files log
+// and of each epoch's file list in the offsets WAL.
+type Entry struct {
+	// Path is the absolute path ("-" for stdin).
+	Path string `json:"path"`
+	// Size in bytes and modification time (ns since the Unix epoch) when it was listed.
+	Size  int64 `json:"size"`
+	MTime int64 `json:"mtime_ns"`
+	// FP is the fingerprint: hex SHA-256 (first 16 bytes) of the file's first FingerprintBytes.
+	FP string `json:"fp"`
+	// Skip, when set, records a version that is known but not read: "rewritten" (changed
+	// after it was read, --on-rewrite skip), "touched" (only its time changed), "format" (no
+	// format for its extension) or "unread" (changed between its listing and its reading; its
+	// next stable version is planned as a new file). Later listings compare against it, so
+	// each is reported once.
+	Skip string `json:"skip,omitempty"`
+}
+
+func (e *Entry) sameVersion(o *Entry) bool {
+	return e.Path == o.Path && e.Size == o.Size && e.MTime == o.MTime && e.FP == o.FP && e.Skip == o.Skip
+}
+
+// planRecord is one files/<seq>.json: the entries a listing planned, with the index of the
+// first. A compacted record has First = 0 and holds every entry up to its end.
+type planRecord struct {
+	Seq     uint64   `json:"seq"`
+	First   int      `json:"first"`
+	Entries []*Entry `json:"entries"`
+}
+
+// fileLog is the files log of a checkpoint directory (nil dir: in memory only).
+type fileLog struct {
+	dir     string // <checkpoint>/files, "" without a checkpoint
+	seq     uint64 // newest record
+	records int    // records on disk since the last compaction
+}
+
+func recordName(seq uint64) string { return state.EpochName(seq) + ".json" }
+
+// load reads every plan record in order and returns the entries.
+func (l *fileLog) load() ([]*Entry, error) {
+	if l.dir == "" {
+		return nil, nil
+	}
+	des, err := os.ReadDir(l.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("files log: %w", err)
+	}
+	var seqs []uint64
+	for _, de := range des {
+		stem, ok := strings.CutSuffix(de.Name(), ".json")
+		if !ok || len(stem) != 20 {
+			continue
+		}
+		n, err := strconv.ParseUint(stem, 10, 64)
+		if err != nil {
+			continue
+		}
+		seqs = append(seqs, n)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	var entries []*Entry
+	for _, n := range seqs {
+		var rec planRecord
+		p := filepath.Join(l.dir, recordName(n))
+		if err := state.ReadJSON(p, &rec); err != nil {
+			return nil, fmt.Errorf("files log: %w", err)
+		}
+		if rec.First < 0 || rec.First > len(entries) {
+			return nil, &state.CorruptError{Path: p, Reason: fmt.Sprintf("record starts at entry %d, the log before it has %d", rec.First, len(entries))}
+		}
+		entries = append(entries[:rec.First], rec.Entries...)
+		l.seq = n
+		if rec.First == 0 {
+			l.records = 0
+		}
+		l.records++
+	}
+	return entries, nil
+}
+
+// append writes a plan record for entries[first:] (atomically), compacting the log when it
+// has grown to compactAfter records.
+func (l *fileLog) append(entries []*Entry, first int) error {
+	if l.dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return fmt.Errorf("files log: %w", err)
+	}
+	l.seq++
+	rec := planRecord{Seq: l.seq, First: first, Entries: entries[first:]}
+	compact := l.records+1 >= compactAfter
+	if compact {
+		rec.First, rec.Entries = 0, entries
+	}
+	if err := state.WriteJSON(l.dir, recordName(l.seq), rec); err != nil {
+		return fmt.Errorf("files log: %w", err)
+	}
+	l.records++
+	if compact {
+		// Older records are covered by this one; a crash before they are gone is harmless
+		// (load applies records in order and this one replaces everything before it).
+		des, _ := os.ReadDir(l.dir)
+		for _, de := range des {
+			stem, ok := strings.CutSuffix(de.Name(), ".json")
+			if n, err := strconv.ParseUint(stem, 10, 64); ok && len(stem) == 20 && err == nil && n < l.seq {
+				os.Remove(filepath.Join(l.dir, de.Name()))
+			}
+		}
+		if err := state.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("files log: %w", err)
+		}
+		l.records = 1
+	}
+	return nil
+}
+
+// storedSchema is files/schema.json: the stream schema fixed by the first run.
+type storedSchema struct {
+	// DDL is for people (state-dump, jq); IPC (base64 of an Arrow IPC stream holding only the
+	// schema) is what is loaded, exactly.
+	DDL string `json:"ddl"`
+	IPC string `json:"ipc"`
+}
+
+func (l *fileLog) loadSchema() (*arrow.Schema, error) {
+	if l.dir == "" {
+		return nil, nil
+	}
+	var st storedSchema
+	p := filepath.Join(l.dir, SchemaFile)
+	if err := state.ReadJSON(p, &st); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	b, err := base64.StdEncoding.DecodeString(st.IPC)
+	if err != nil {
+		return nil, &state.CorruptError{Path: p, Reason: "ipc: " + err.Error()}
+	}
+	r, err := ipc.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, &state.CorruptError{Path: p, Reason: "ipc: " + err.Error()}
+	}
+	defer r.Release()
+	return r.Schema(), nil
+}
+
+func (l *fileLog) saveSchema(s *arrow.Schema) error {
+	if l.dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(s), ipc.WithAllocator(memory.DefaultAllocator))
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return state.WriteJSON(l.dir, SchemaFile, storedSchema{DDL: schema.DDL(s), IPC: base64.StdEncoding.EncodeToString(buf.Bytes())})
+}

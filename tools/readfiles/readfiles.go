@@ -1,0 +1,209 @@
+// Package readfiles is the `streamkit read-files` tool: an incremental file source (Databricks
+// Auto Loader's model) that reads CSV/TSV, NDJSON/JSON, Parquet, Avro and Arrow IPC files
+// matched by doublestar globs into one Arrow IPC stream, and with a checkpoint reads every
+// file exactly once across runs (source/files has the design).
+package readfiles
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/streamkit/streamkit/codec/formats"
+	"github.com/streamkit/streamkit/codec/rescue"
+	"github.com/streamkit/streamkit/codec/schema"
+	"github.com/streamkit/streamkit/source/files"
+	"github.com/streamkit/streamkit/tools/cli"
+	"github.com/streamkit/streamkit/tools/stage"
+)
+
+// flags are the raw command-line values before validation.
+type flags struct {
+	format, schema, hints, mode, tz, onRewrite, maxBytes string
+	delimiter, quote, escape, comment                    string
+	noQuote                                              bool
+}
+
+// Command returns the cobra command of `streamkit read-files`.
+func Command() *cobra.Command {
+	var cfg files.Config
+	var fl flags
+	o := stage.SourceOptions{Options: stage.Options{Tool: "read-files"}}
+	cmd := &cobra.Command{
+		Use:   "read-files PATTERN...",
+		Short: "Read CSV, JSON, Parquet, Avro and Arrow files into a stream, each file once",
+		Long: `read-files reads the files matched by PATTERNs — doublestar globs ('landing/**/*.csv'),
+files, directories (everything below them) or - for stdin — into one Arrow IPC stream on
+stdout. The format comes from --format or each file's extension: .csv, .tsv, .json/.ndjson/
+.jsonl (lines or one array), .parquet, .avro, .arrow/.feather (IPC file), .arrows (IPC
+stream); .gz and .zst files are decompressed.
+
+Schema: --schema as Spark DDL ("id long, ts timestamp, tags array<string>"), or @file holding
+DDL, a JSON Schema or an Avro schema; otherwise it is inferred from the first --infer-rows
+records (integers with doubles widen to double, conflicting types to string) and
+--schema-hints pins some columns. Values that do not fit go to the _rescued_data column (JSON
+naming the fields and the file); records that cannot be parsed at all go to --bad-records
+(NDJSON: file, line, offset, reason, raw) and are counted in the progress and at exit.
+--mode permissive|dropmalformed|failfast works as in Spark.
+
+With a checkpoint (--checkpoint or $STREAMKIT_CHECKPOINT) the files already read are
+remembered (path, size, modification time and a fingerprint of the first bytes), so a cron job
+running read-files reads each new file once, and a restart after a crash replays the
+uncommitted epochs exactly. Hidden and temporary names (.x, _x, *.tmp, *._COPYING_,
+*.crdownload …) are skipped; a file still being written is left until it has not changed for
+--stable-after. By default read-files reads what is there and ends (end=pause with a
+checkpoint, end=final without); --follow keeps listing every --poll-interval.
+
+Zone-less timestamps are read in --tz (default UTC), never in the machine's zone.`,
+		Example: cli.Examples(
+			"# Print a CSV file\nstreamkit read-files data.csv | streamkit print --limit 20",
+			"# Every new JSON file under landing/, once per file, from cron\nstreamkit read-files --checkpoint ./ckpt/landing 'landing/**/*.json' | streamkit print --checkpoint ./ckpt/print --format json",
+			"# Follow a directory with an explicit schema and keep unparseable records\nstreamkit read-files --follow --schema 'id long, amount decimal(10,2), ts timestamp' --bad-records bad.ndjson --tz Europe/Paris 'in/*.csv.gz' | streamkit print",
+			"# Parquet files, two columns, with file metadata\nstreamkit read-files --schema 'origin string, delay int' --with-metadata 'flights/*.parquet' | streamkit print --format json",
+			"# Newline-delimited JSON from stdin\ncat events.ndjson | streamkit read-files --format json -",
+		),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return stage.Usagef("read-files needs at least one PATTERN (a glob, a file, a directory or - for stdin); see '%s --help'", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cli.Fill(&o.Options, cmd)
+			cfg.Patterns = args
+			opts, err := resolve(&cfg, &fl)
+			if err != nil {
+				return err
+			}
+			o.StateOptions = opts
+			src, err := files.New(cfg)
+			if err != nil {
+				return err
+			}
+			return stage.RunSource(cmd.Context(), o, src)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.format, "format", "", "file format for every file: csv, tsv, json, parquet, avro, arrow or arrows (default: by extension)")
+	f.StringVar(&fl.schema, "schema", "", "schema: Spark DDL, or @file with DDL, a JSON Schema or an Avro schema (default: inferred)")
+	f.StringVar(&fl.hints, "schema-hints", "", "pin inferred column types, as DDL with dot paths: 'amount decimal(10,2), user.id string'")
+	f.IntVar(&cfg.InferRows, "infer-rows", 10000, "records sampled to infer the schema")
+	f.BoolVar(&cfg.CSV.Header, "header", true, "CSV/TSV: the first line names the columns (--header=false: columns _c0, _c1 …)")
+	f.StringVar(&fl.delimiter, "delimiter", "", `CSV: field delimiter, one byte or \t (default "," for CSV, tab for TSV)`)
+	f.StringVar(&fl.quote, "quote", "", `CSV: quote character (default ")`)
+	f.BoolVar(&fl.noQuote, "no-quote", false, "CSV: no quoting at all (every byte is data)")
+	f.StringVar(&fl.escape, "escape", "", `CSV: escape character inside quotes (default: the quote itself, "" is one quote; Spark files use a backslash)`)
+	f.StringVar(&fl.comment, "comment", "", "CSV: lines starting with this character are skipped")
+	f.StringVar(&cfg.CSV.NullValue, "null-value", "", "CSV: the text of a null value (default: an empty field)")
+	f.StringVar(&fl.mode, "mode", "permissive", "records that do not fit: permissive (rescue / bad records), dropmalformed (drop rows with mistyped fields), failfast (stop)")
+	f.StringVar(&cfg.BadRecords, "bad-records", "", "append unparseable records to this NDJSON file (file, line, offset, reason, raw); default: log them")
+	f.BoolVar(&cfg.WithMetadata, "with-metadata", false, "add a _metadata struct column: file_path, file_name, file_size, file_modification_time, row_index, line, byte_offset")
+	f.StringVar(&fl.tz, "tz", "UTC", "time zone of zone-less timestamps (IANA name); never the machine's zone")
+	f.BoolVar(&cfg.Follow, "follow", false, "keep listing for new files every --poll-interval instead of ending")
+	f.DurationVar(&cfg.PollInterval, "poll-interval", 5*time.Second, "--follow: how often to list the patterns")
+	f.DurationVar(&cfg.StableAfter, "stable-after", 2*time.Second, "read a file only once it has not changed for this long (0: at once)")
+	f.StringVar(&fl.onRewrite, "on-rewrite", "skip", "a file that changes after it was read: skip (warn), reprocess (read it again) or fail")
+	f.IntVar(&cfg.MaxFilesPerEpoch, "max-files-per-epoch", 1000, "cut an epoch after this many files (0: no limit)")
+	f.StringVar(&fl.maxBytes, "max-bytes-per-epoch", "0", "cut an epoch once files of this total size were started (e.g. 512MiB; 0: no limit)")
+	f.IntVar(&cfg.BufferSize, "read-buffer", 0, "initial read buffer of the text decoders in bytes (default 256 KiB)")
+	f.MarkHidden("read-buffer")
+	o.AddFlags(f)
+	return cmd
+}
+
+// resolve validates the flags into cfg and returns the options that shape the checkpoint.
+func resolve(cfg *files.Config, fl *flags) (map[string]string, error) {
+	var err error
+	if fl.format != "" {
+		if cfg.Format, err = formats.ParseFormat(fl.format); err != nil {
+			return nil, stage.Usagef("read-files: --format: %v", err)
+		}
+	}
+	if fl.schema != "" {
+		if cfg.Schema, err = schema.Load(fl.schema); err != nil {
+			return nil, stage.Usagef("read-files: --schema: %v", err)
+		}
+	}
+	if fl.hints != "" {
+		if cfg.Hints, err = schema.ParseHints(fl.hints); err != nil {
+			return nil, stage.Usagef("read-files: --schema-hints: %v", err)
+		}
+	}
+	if cfg.Mode, err = rescue.ParseMode(fl.mode); err != nil {
+		return nil, stage.Usagef("read-files: --mode: %v", err)
+	}
+	if cfg.Location, err = time.LoadLocation(fl.tz); err != nil || fl.tz == "" || strings.EqualFold(fl.tz, "local") {
+		return nil, stage.Usagef("read-files: --tz %q: want an IANA zone name such as UTC or Europe/Paris (never the machine's Local zone)", fl.tz)
+	}
+	if cfg.OnRewrite, err = files.ParseRewrite(fl.onRewrite); err != nil {
+		return nil, stage.Usagef("read-files: %v", err)
+	}
+	if cfg.MaxBytesPerEpoch, err = ParseBytes(fl.maxBytes); err != nil {
+		return nil, stage.Usagef("read-files: --max-bytes-per-epoch: %v", err)
+	}
+	if cfg.InferRows < 1 {
+		return nil, stage.Usagef("read-files: --infer-rows must be ≥ 1, got %d", cfg.InferRows)
+	}
+	for _, c := range []struct {
+		name string
+		val  string
+		dst  *byte
+	}{{"delimiter", fl.delimiter, &cfg.CSV.Delimiter}, {"quote", fl.quote, &cfg.CSV.Quote}, {"escape", fl.escape, &cfg.CSV.Escape}, {"comment", fl.comment, &cfg.CSV.Comment}} {
+		if c.val == "" {
+			continue
+		}
+		b, err := oneByte(c.val)
+		if err != nil {
+			return nil, stage.Usagef("read-files: --%s: %v", c.name, err)
+		}
+		*c.dst = b
+	}
+	cfg.CSV.NoQuote = fl.noQuote
+	return map[string]string{
+		"format":        fl.format,
+		"schema":        fl.schema,
+		"schema-hints":  fl.hints,
+		"with-metadata": strconv.FormatBool(cfg.WithMetadata),
+	}, nil
+}
+
+// oneByte parses a one-byte character option: a single ASCII character, \t, or "tab".
+func oneByte(s string) (byte, error) {
+	switch s {
+	case `\t`, "tab", "\t":
+		return '\t', nil
+	}
+	if len(s) != 1 {
+		return 0, fmt.Errorf("want one ASCII character (or \\t), got %q", s)
+	}
+	return s[0], nil
+}
+
+// ParseBytes parses a size: a byte count with an optional unit — k/K, M, G, T (powers of
+// 1000: kB, MB …) or KiB, MiB, GiB, TiB (powers of 1024); a bare number is bytes.
+func ParseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{
+		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+		{"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1},
+	}
+	mult := int64(1)
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(num), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want a size such as 0, 1048576, 512MiB or 2GB, got %q", s)
+	}
+	return int64(n * float64(mult)), nil
+}

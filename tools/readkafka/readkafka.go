@@ -1,0 +1,99 @@
+// Package readkafka is the `streamkit read-kafka` tool: Kafka topics in, an Arrow IPC stream
+// out, with Spark's Kafka source columns and replayable offsets (source/kafka).
+package readkafka
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/streamkit/streamkit/source/kafka"
+	"github.com/streamkit/streamkit/tools/cli"
+	"github.com/streamkit/streamkit/tools/stage"
+)
+
+// Command returns the cobra command of `streamkit read-kafka`.
+func Command() *cobra.Command {
+	var cfg kafka.Config
+	so := stage.SourceOptions{Options: stage.Options{Tool: "read-kafka"}}
+	cmd := &cobra.Command{
+		Use:   "read-kafka -b HOST:PORT (-t TOPIC... | --pattern REGEX | --assign TOPIC:P,...)",
+		Short: "Read Kafka topics as an Arrow stream with replayable offsets",
+		Long: `read-kafka consumes Kafka topic partitions and writes them as an Arrow IPC stream with the
+columns of Spark's Kafka source: key (binary), value (binary), topic, partition (int32),
+offset (int64), timestamp (timestamp[us, UTC]), timestampType (int32: 0 CreateTime,
+1 LogAppendTime) and headers (list<struct<key string, value binary>>, null when a record has
+none; order, repeated keys and null values kept). A null key or value (tombstone) stays null,
+an empty one stays empty.
+
+Partitions: -t (repeatable, several topics into one stream), --pattern (a regular expression
+matching whole topic names; topics created later are picked up) or --assign topic:0,2.
+
+Positions are offsets per partition, written to the checkpoint's offsets WAL before every
+barrier; a restart resumes after the last epoch the sink committed and replays later epochs
+exactly. --start only applies to a checkpoint without a position:
+  earliest (default) | latest | @2024-05-01T00:00:00Z or @<epoch ms> | -N (last N per
+  partition) | Spark offsets JSON {"orders":{"0":42,"1":-2}} (-2 earliest, -1 latest)
+--until ends the run: never (default, live) | now (every partition's end at start-up — the
+last stable offset under read_committed — then end=pause: "available now", for cron) |
+@<time> | offsets JSON.
+
+--isolation read_committed (default) never shows records of aborted or open transactions;
+transaction markers are consumed but never emitted, so positions (and --group commits) end
+past them. A checkpointed position that left the log (retention) or lies beyond its end
+(topic re-created) fails naming topic, partition and both ranges, unless --on-data-loss
+earliest|latest says where to continue (Spark's failOnDataLoss).
+
+--group ID commits each epoch's offsets to a consumer group once the sink has committed the
+epoch, so kafka-consumer-groups.sh and lag monitors see progress; the checkpoint remains the
+source of truth.
+
+Decoding: --key-format/--value-format string keeps UTF-8 text (other bytes leave the column
+null and are rescued); json with --key-schema/--value-schema (Spark DDL such as
+'order_id BIGINT, user STRUCT<id: STRING>', a JSON Schema, an Avro schema, inline or @file)
+turns the key or value into a struct column, so value.user.id works downstream. Fields that do
+not fit go to the struct's _rescued_data member; a key or value that is not a JSON object
+leaves the struct null and lands, raw, in the top-level _rescued_data column with the reason
+and its topic/partition@offset. Nothing is dropped silently.
+
+Security: --tls-ca, --tls-cert/--tls-key (mTLS), --sasl-mechanism PLAIN|SCRAM-SHA-256|
+SCRAM-SHA-512 with --sasl-user and the password from --sasl-password-file or the environment
+variable named by --sasl-password-env (default STREAMKIT_KAFKA_PASSWORD); it is never taken
+from the command line and never logged.`,
+		Example: cli.Examples(
+			"# Everything in a topic now, then stop (cron-friendly, resumes next time)\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --until now --checkpoint ckpt/orders | streamkit print --checkpoint ckpt/print",
+			"# Live, two topics, string values, at most 100k records per epoch\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders -t refunds --value-format string --max-records-per-epoch 100000 | streamkit print --format json",
+			"# SCRAM over TLS, password from a file\nstreamkit read-kafka -b kafka:9094 -t orders --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user app --sasl-password-file /run/secrets/kafka | streamkit print",
+		),
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cli.Fill(&so.Options, cmd)
+			src, err := kafka.New(cfg)
+			if err != nil {
+				return err
+			}
+			if cfg.Until == "now" && so.End == "" {
+				so.End = "pause"
+			}
+			so.StateOptions = cfg.StateOptions()
+			return stage.RunSource(cmd.Context(), so, src)
+		},
+	}
+	f := cmd.Flags()
+	cfg.Conn.AddFlags(f)
+	f.StringArrayVarP(&cfg.Topics, "topic", "t", nil, "topic to read (repeatable)")
+	f.StringVar(&cfg.Pattern, "pattern", "", "read every topic whose whole name matches this regular expression")
+	f.StringArrayVar(&cfg.Assign, "assign", nil, "read these partitions only: topic:0,2 or topic:0-3 (repeatable)")
+	f.StringVar(&cfg.Start, "start", "earliest", "where a new checkpoint starts: earliest, latest, @<RFC 3339|epoch ms>, -N, or offsets JSON")
+	f.StringVar(&cfg.Until, "until", "never", "where reading ends: never (live), now (the end at start-up, then end=pause), @<time>, or offsets JSON")
+	f.StringVar(&cfg.Isolation, "isolation", kafka.ReadCommitted, "read_committed (skip aborted and open transactions) or read_uncommitted")
+	f.StringVar(&cfg.OnDataLoss, "on-data-loss", kafka.DataLossFail, "a position outside the log: fail, or continue at the earliest or latest offset")
+	f.StringVar(&cfg.Group, "group", "", "commit each committed epoch's offsets to this consumer group (monitoring only)")
+	f.DurationVar(&cfg.GroupCommitWait, "group-commit-wait", 0, "at the end of a run, wait this long for the sink's last commit before committing --group (default 10s)")
+	f.Int64Var(&cfg.MaxRecordsPerEpoch, "max-records-per-epoch", 0, "at most this many records per epoch (0: no limit); Spark's maxOffsetsPerTrigger")
+	f.StringVar(&cfg.KeyFormat, "key-format", kafka.FormatBinary, "decode keys as binary, string or json (with --key-schema)")
+	f.StringVar(&cfg.ValueFormat, "value-format", kafka.FormatBinary, "decode values as binary, string or json (with --value-schema)")
+	f.StringVar(&cfg.KeySchema, "key-schema", "", "schema of json keys: Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file")
+	f.StringVar(&cfg.ValueSchema, "value-schema", "", "schema of json values: Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file")
+	f.DurationVar(&cfg.DiscoveryInterval, "discovery-interval", 0, "how often live reading looks for new partitions and topics (default 10s)")
+	so.AddFlags(f)
+	return cmd
+}

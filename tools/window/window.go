@@ -1,0 +1,468 @@
+// Package window is the `streamkit window` tool: keyed tumbling, sliding, session, count and
+// global windows with watermarks, allowed lateness and a late side output (Flink DataStream
+// window semantics, carried over a pipe). The logic lives in the window package; this is the
+// wiring into the stage loop.
+package window
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/spf13/cobra"
+
+	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/tools/cli"
+	"github.com/streamkit/streamkit/tools/print"
+	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/window"
+	"github.com/streamkit/streamkit/window/checkpoint"
+)
+
+// Spec is what the command line says about the windows; Build turns it into a window.Config.
+type Spec struct {
+	Kind           string // tumbling|sliding|session|count|global
+	Size, Slide    time.Duration
+	Offset, Gap    time.Duration
+	CountSize      int64
+	CountSlide     int64
+	Key            []string // empty: the declared key, else one global key
+	Time           string   // event-time column; "" with ProcessingTime
+	TimeUnit       string
+	TZ             string
+	ProcessingTime bool
+	WatermarkDelay time.Duration
+	IdleTimeout    time.Duration
+	Agg            string
+	Lateness       time.Duration
+	LateOutput     string
+	Emit           string // final|update
+	Every          time.Duration
+	Trigger        string // global: interval:D
+}
+
+// Op is the window operator.
+type Op struct {
+	spec    Spec
+	loc     *time.Location
+	asg     *window.Assigner
+	aggs    []window.AggCall
+	m       *window.Manager
+	st      *checkpoint.Store
+	env     *stage.Env
+	late    *sideOutput
+	lastOut int64
+	tick    time.Duration
+}
+
+// New validates the spec (usage errors name the flag).
+func New(s Spec) (*Op, error) {
+	o := &Op{spec: s}
+	var err error
+	if s.TZ != "" {
+		if o.loc, err = time.LoadLocation(s.TZ); err != nil {
+			return nil, stage.Usagef("window: --tz %q: %v", s.TZ, err)
+		}
+	}
+	if s.Time == "" && !s.ProcessingTime && s.Kind != "count" && s.Kind != "global" {
+		return nil, stage.Usagef("window %s: give the event-time column with --time, or --processing-time", s.Kind)
+	}
+	if s.Time != "" && s.ProcessingTime {
+		return nil, stage.Usagef("window: --time and --processing-time exclude each other")
+	}
+	switch s.Kind {
+	case "tumbling":
+		o.asg, err = window.NewTumbling(s.Size, s.Offset, o.loc)
+	case "sliding":
+		o.asg, err = window.NewSliding(s.Size, s.Slide, s.Offset, o.loc)
+	case "session":
+		o.asg, err = window.NewSession(s.Gap)
+	case "count":
+		slide := s.CountSlide
+		if slide == 0 {
+			slide = s.CountSize
+		}
+		o.asg, err = window.NewCount(s.CountSize, slide)
+	case "global":
+		o.asg = window.NewGlobal()
+		if s.Trigger != "" {
+			d, ok := strings.CutPrefix(s.Trigger, "interval:")
+			every, perr := time.ParseDuration(d)
+			if !ok || perr != nil || every <= 0 {
+				return nil, stage.Usagef("window global: --trigger must be interval:DURATION (e.g. interval:1m), got %q", s.Trigger)
+			}
+			o.spec.Emit, o.spec.Every = "update", every
+		}
+	default:
+		return nil, stage.Usagef("window: unknown window kind %q", s.Kind)
+	}
+	if err != nil {
+		return nil, stage.Usagef("window %s: %v", s.Kind, err)
+	}
+	agg := s.Agg
+	if agg == "" {
+		agg = "count"
+	}
+	if o.aggs, err = window.ParseAggs(agg); err != nil {
+		return nil, stage.Usagef("window: --agg: %v", err)
+	}
+	switch o.spec.Emit {
+	case "", "final":
+	case "update":
+		if o.spec.Every <= 0 {
+			return nil, stage.Usagef("window: --emit update needs --every DURATION")
+		}
+	default:
+		return nil, stage.Usagef("window: --emit must be final or update, got %q", s.Emit)
+	}
+	if s.LateOutput != "" {
+		switch strings.ToLower(filepath.Ext(s.LateOutput)) {
+		case ".arrow", ".arrows", ".ipc", ".json", ".ndjson", ".jsonl":
+		default:
+			return nil, stage.Usagef("window: --late-output %s: use .arrow (Arrow IPC) or .ndjson/.json (JSON lines)", s.LateOutput)
+		}
+	}
+	return o, nil
+}
+
+func (o *Op) keyPaths(in *arrow.Schema) []string {
+	if len(o.spec.Key) > 0 {
+		return o.spec.Key
+	}
+	return codec.Info(in).Key
+}
+
+// ResolveState lists the options that shape window state; a restart with others is refused.
+func (o *Op) ResolveState(in *arrow.Schema) (map[string]string, error) {
+	return map[string]string{
+		"window":           o.asg.String(),
+		"key":              strings.Join(o.keyPaths(in), ","),
+		"time":             o.spec.Time,
+		"time-unit":        o.spec.TimeUnit,
+		"tz":               o.spec.TZ,
+		"agg":              o.spec.Agg,
+		"allowed-lateness": o.spec.Lateness.String(),
+	}, nil
+}
+
+// Open builds the window manager for the input schema and restores its state.
+func (o *Op) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.Schema, error) {
+	o.env = env
+	cfg := window.Config{
+		Assigner:        o.asg,
+		Key:             o.keyPaths(in),
+		Time:            o.spec.Time,
+		TimeOptions:     window.TimeOptions{Location: o.loc},
+		Aggs:            o.aggs,
+		AllowedLateness: o.spec.Lateness,
+		Watermark:       window.WatermarkOptions{Generate: o.spec.Time != "", Delay: o.spec.WatermarkDelay, IdleTimeout: o.spec.IdleTimeout},
+		Now:             env.Now,
+		Mem:             env.Mem,
+		Changelog:       env.Dir != nil,
+	}
+	if o.spec.TimeUnit != "" {
+		u, err := window.ParseEpochUnit(o.spec.TimeUnit)
+		if err != nil {
+			return nil, stage.Usagef("window: --time-unit: %v", err)
+		}
+		cfg.TimeOptions.Unit = u
+	}
+	if o.spec.Emit == "update" {
+		cfg.Emit, cfg.Every = window.EmitUpdate, o.spec.Every
+	}
+	m, err := window.New(in, cfg)
+	if err != nil {
+		return nil, stage.Usagef("window: %v", err)
+	}
+	o.m = m
+	o.st = &checkpoint.Store{M: m}
+	if env.Dir != nil && env.Committed > 0 {
+		if err := o.st.Restore(env.Mem, env.Dir.Path, env.Committed); err != nil {
+			return nil, err
+		}
+	}
+	if o.spec.LateOutput != "" {
+		if o.late, err = openSideOutput(o.spec.LateOutput, in); err != nil {
+			return nil, err
+		}
+	}
+	// Tick often enough for idle timeouts, gaps and early firings measured in processing time.
+	o.tick = time.Second
+	for _, d := range []time.Duration{o.spec.IdleTimeout / 4, o.spec.Every / 4} {
+		if d > 0 && d < o.tick {
+			o.tick = max(d, 10*time.Millisecond)
+		}
+	}
+	if o.spec.ProcessingTime && o.spec.Gap > 0 && o.spec.Gap/4 < o.tick {
+		o.tick = max(o.spec.Gap/4, 10*time.Millisecond)
+	}
+	out := m.Schema()
+	info := codec.Info(out)
+	info.Key = cfg.Key
+	info.EventTime = "window_end"
+	env.Stats.StateKeys.Store(int64(m.Stats().Windows))
+	return codec.WithInfo(out, info), nil
+}
+
+func (o *Op) flush(emit stage.Emit) error {
+	out := o.m.TakeOutput()
+	for i, rec := range out {
+		if err := emit(rec); err != nil {
+			for _, r := range out[i+1:] {
+				r.Release()
+			}
+			return err
+		}
+	}
+	o.env.Stats.StateKeys.Store(int64(o.m.Stats().Windows))
+	return nil
+}
+
+// Process assigns the batch's rows to windows; fired windows are emitted, late rows and rows
+// without a usable event time go to the side output (counted, never silently dropped).
+func (o *Op) Process(_ context.Context, rec arrow.RecordBatch, emit stage.Emit) error {
+	rej, err := o.m.Process(rec)
+	if err != nil {
+		return err
+	}
+	if n := len(rej.Late) + len(rej.BadTime); n > 0 {
+		o.env.Stats.BadRecords.Add(int64(n))
+		if o.late != nil {
+			for _, rows := range [][]int32{rej.Late, rej.BadTime} {
+				if len(rows) == 0 {
+					continue
+				}
+				side, err := window.TakeRows(o.env.Mem, rec, rows)
+				if err != nil {
+					return err
+				}
+				err = o.late.write(side)
+				side.Release()
+				if err != nil {
+					return err
+				}
+			}
+		} else if len(rej.BadTime) > 0 || len(rej.Late) > 0 {
+			o.env.Log.Debug("late rows without --late-output", "late", len(rej.Late), "bad_time", len(rej.BadTime))
+		}
+	}
+	return o.flush(emit)
+}
+
+// Watermark merges an upstream watermark; windows it passes fire.
+func (o *Op) Watermark(_ context.Context, wm time.Time, emit stage.Emit) error {
+	o.m.OnWatermark(window.Micros(wm))
+	return o.flush(emit)
+}
+
+// OutputWatermark is the window's watermark, forwarded downstream.
+func (o *Op) OutputWatermark() (time.Time, bool) {
+	wm := o.m.Watermark()
+	if wm == window.MinTime || wm <= o.lastOut {
+		return time.Time{}, false
+	}
+	o.lastOut = wm
+	return window.TimeOf(wm), true
+}
+
+// TickInterval is how often processing time is checked.
+func (o *Op) TickInterval() time.Duration { return o.tick }
+
+// Tick advances processing time: idle inputs, heartbeat sessions, early firings.
+func (o *Op) Tick(_ context.Context, _ time.Time, emit stage.Emit) error {
+	o.m.OnProcessingTime()
+	return o.flush(emit)
+}
+
+// Barrier checkpoints the window state of epoch n and syncs the side output.
+func (o *Op) Barrier(_ context.Context, n uint64, _ stage.Emit) error {
+	if o.late != nil {
+		if err := o.late.sync(); err != nil {
+			return err
+		}
+	}
+	if o.env.Dir == nil {
+		return nil
+	}
+	return o.st.Checkpoint(o.env.Mem, o.env.Dir, n)
+}
+
+// End fires every open window at a final end; a pause keeps them for the next run.
+func (o *Op) End(_ context.Context, kind codec.EndKind, emit stage.Emit) error {
+	if kind == codec.Final {
+		o.m.Final()
+	}
+	st := o.m.Stats()
+	o.env.Log.Info("window done", "records", st.Records, "on_time", st.OnTime, "late_update", st.LateUpdate,
+		"late", st.Late, "bad_time", st.BadTime, "open_windows", st.Windows)
+	if st.Late+st.BadTime > 0 && o.late == nil {
+		o.env.Log.Warn("rows were late or had no usable event time and no --late-output was given; they are counted above",
+			"late", st.Late, "bad_time", st.BadTime)
+	}
+	return o.flush(emit)
+}
+
+// Close releases the manager and closes the side output.
+func (o *Op) Close() error {
+	if o.m != nil {
+		o.m.Release()
+	}
+	if o.late != nil {
+		return o.late.close()
+	}
+	return nil
+}
+
+// sideOutput writes late rows to a file: Arrow IPC stream (.arrow) or JSON lines (.ndjson).
+type sideOutput struct {
+	f   *os.File
+	ipc *codec.Writer
+	txt *print.Printer
+}
+
+func openSideOutput(path string, s *arrow.Schema) (*sideOutput, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("window: --late-output: %w", err)
+	}
+	so := &sideOutput{f: f}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".json", ".ndjson", ".jsonl":
+		so.txt, err = print.New(print.Config{Format: print.FormatJSON}, f)
+		if err != nil {
+			return nil, err
+		}
+		so.txt.Start(s)
+	default:
+		if fi, _ := f.Stat(); fi != nil && fi.Size() > 0 {
+			f.Close()
+			return nil, fmt.Errorf("window: --late-output %s exists; an Arrow IPC stream cannot be appended to (remove it or use .ndjson)", path)
+		}
+		so.ipc = codec.NewWriter(f, s, stage.Mem)
+	}
+	return so, nil
+}
+
+func (s *sideOutput) write(rec arrow.RecordBatch) error {
+	if s.ipc != nil {
+		return s.ipc.Write(rec)
+	}
+	return s.txt.Process(context.Background(), rec, nil)
+}
+
+func (s *sideOutput) sync() error {
+	if s.txt != nil {
+		if err := s.txt.Close(); err != nil {
+			return err
+		}
+	}
+	return s.f.Sync()
+}
+
+func (s *sideOutput) close() error {
+	if s.ipc != nil {
+		s.ipc.WriteControl(codec.EndControl(codec.Final))
+		s.ipc.Close()
+	}
+	if s.txt != nil {
+		s.txt.Close()
+	}
+	return s.f.Close()
+}
+
+// Command returns the cobra command group `streamkit window KIND`.
+func Command() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "window tumbling|sliding|session|count|global",
+		Short: "Keyed windows with watermarks, allowed lateness and a late side output",
+		Long: `window groups rows by key into windows and emits one row per (key, window) with the
+aggregates: window_start, window_end (timestamp µs UTC), the key columns, the aggregates, and
+emit (on_time, late_update or early). The semantics are Flink's DataStream windows.
+
+Event time comes from --time (a timestamp column, epoch integers with --time-unit, or RFC 3339
+text; zone-less values need --tz). The watermark is the later of the upstream watermark and
+max event time − --watermark-delay; a window fires when it passes the window's end. With
+--allowed-lateness a fired window is kept until end + lateness and late rows update it
+(late_update); rows later than that go to --late-output and are counted, never dropped
+silently. --processing-time windows on the wall clock instead: a processing-time session
+window is a heartbeat monitor.
+
+End of input: end=final fires every open window; end=pause keeps them for the next run. State
+is checkpointed at every barrier; a restart with another window spec or aggregates is refused.`,
+	}
+	for _, kind := range []string{"tumbling", "sliding", "session", "count", "global"} {
+		cmd.AddCommand(kindCommand(kind))
+	}
+	return cmd
+}
+
+func kindCommand(kind string) *cobra.Command {
+	var s Spec
+	var key string
+	o := stage.Options{Tool: "window"}
+	ex := map[string]string{
+		"tumbling": "# Hourly flight counts and delays per origin airport\nstreamkit read-files flights.parquet | streamkit window tumbling --size 1h --time date --key origin --agg 'count, avg(delay), max(delay)' | streamkit print",
+		"sliding":  "# 10-minute revenue every minute, tolerating 30 s of disorder\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format json --value-schema orders.json | streamkit window sliding --size 10m --slide 1m --time timestamp --watermark-delay 30s --agg 'sum(value.amount) as revenue' | streamkit print",
+		"session":  "# Heartbeat monitor: a row when a sensor has been silent for 5 minutes\nstreamkit read-kafka -b 127.0.0.1:9092 -t heartbeats --value-format json --value-schema hb.json | streamkit window session --processing-time --gap 5m --key value.sensor_id --agg 'last(value.sensor_type) as sensor_type, max(timestamp) as last_heartbeat_time' | streamkit print",
+		"count":    "# Average of every 100 readings per sensor\nstreamkit read-files 'readings/*.csv' | streamkit window count --size 100 --key sensor --agg 'avg(value)' | streamkit print",
+		"global":   "# Running totals per key, emitted every minute\nstreamkit read-files 'sales/*.json' | streamkit window global --key region --trigger interval:1m --agg 'sum(amount)' | streamkit print",
+	}
+	cmd := &cobra.Command{
+		Use:     kind,
+		Short:   kind + " windows",
+		Example: cli.Examples(ex[kind]),
+		Args:    cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cli.Fill(&o, cmd)
+			s.Kind = kind
+			for _, k := range strings.Split(key, ",") {
+				if k = strings.TrimSpace(k); k != "" {
+					s.Key = append(s.Key, k)
+				}
+			}
+			op, err := New(s)
+			if err != nil {
+				return err
+			}
+			return stage.RunOperator(cmd.Context(), o, op)
+		},
+	}
+	f := cmd.Flags()
+	switch kind {
+	case "tumbling":
+		f.DurationVar(&s.Size, "size", 0, "window length (required)")
+		f.DurationVar(&s.Offset, "offset", 0, "shift window boundaries by this much")
+	case "sliding":
+		f.DurationVar(&s.Size, "size", 0, "window length (required)")
+		f.DurationVar(&s.Slide, "slide", 0, "distance between window starts (required)")
+		f.DurationVar(&s.Offset, "offset", 0, "shift window boundaries by this much")
+	case "session":
+		f.DurationVar(&s.Gap, "gap", 0, "a session closes after this much inactivity (required)")
+	case "count":
+		f.Int64Var(&s.CountSize, "size", 0, "rows per window (required)")
+		f.Int64Var(&s.CountSlide, "slide", 0, "rows between window starts (default: --size, tumbling)")
+	case "global":
+		f.StringVar(&s.Trigger, "trigger", "", "early firings of the one window per key: interval:DURATION (processing time)")
+	}
+	if kind == "tumbling" || kind == "sliding" {
+		cmd.MarkFlagRequired("size")
+	}
+	f.StringVar(&key, "key", "", "key columns, comma-separated dot paths (default: the declared key, else one global key)")
+	f.StringVar(&s.Time, "time", "", "event-time column: timestamp, epoch integer (with --time-unit) or RFC 3339 text")
+	f.StringVar(&s.TimeUnit, "time-unit", "", "unit of an integer event-time column: s, ms, us or ns")
+	f.StringVar(&s.TZ, "tz", "", "time zone for calendar alignment and zone-less times (e.g. America/Los_Angeles); never the machine's")
+	f.BoolVar(&s.ProcessingTime, "processing-time", false, "window on the wall clock instead of an event-time column")
+	f.DurationVar(&s.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
+	f.DurationVar(&s.IdleTimeout, "idle-timeout", 0, "an input silent this long stops holding the watermark back (0: never)")
+	f.StringVar(&s.Agg, "agg", "count", "aggregates: count, count(x), sum(x), min(x), max(x), avg(x), first(x), last(x), count_distinct(x) [as name]")
+	f.DurationVar(&s.Lateness, "allowed-lateness", 0, "keep fired windows this long past their end; late rows emit late_update rows")
+	f.StringVar(&s.LateOutput, "late-output", "", "file for rows later than the allowed lateness (.arrow or .ndjson)")
+	f.StringVar(&s.Emit, "emit", "final", "final, or update: also emit early partial results every --every")
+	f.DurationVar(&s.Every, "every", 0, "early-firing period (processing time) with --emit update")
+	o.AddFlags(f)
+	return cmd
+}

@@ -1,0 +1,218 @@
+package window
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/state"
+	"github.com/streamkit/streamkit/tools/stage"
+)
+
+var schema = arrow.NewSchema([]arrow.Field{
+	{Name: "k", Type: arrow.BinaryTypes.String},
+	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+	{Name: "v", Type: arrow.PrimitiveTypes.Int64},
+}, nil)
+
+var t0 = time.Date(2024, 1, 1, 10, 0, 0, 0, time.UTC)
+
+// stream builds the input: items are "k@secs:v ..." row batches or "|n" barriers.
+func stream(items ...string) []byte {
+	mem := memory.NewGoAllocator()
+	var buf bytes.Buffer
+	w := codec.NewWriter(&buf, schema, mem)
+	for _, it := range items {
+		if strings.HasPrefix(it, "|") {
+			var n uint64
+			fmt.Sscanf(it, "|%d", &n)
+			w.WriteControl(codec.BarrierControl(n))
+			continue
+		}
+		b := array.NewRecordBuilder(mem, schema)
+		for _, row := range strings.Fields(it) {
+			var k string
+			var secs, v int
+			k, rest, _ := strings.Cut(row, "@")
+			fmt.Sscanf(rest, "%d:%d", &secs, &v)
+			b.Field(0).(*array.StringBuilder).Append(k)
+			b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.Add(time.Duration(secs) * time.Second).UnixMicro()))
+			b.Field(2).(*array.Int64Builder).Append(int64(v))
+		}
+		rec := b.NewRecordBatch()
+		w.Write(rec)
+		rec.Release()
+		b.Release()
+	}
+	w.WriteControl(codec.EndControl(codec.Final))
+	w.Close()
+	return buf.Bytes()
+}
+
+// run runs the window operator over in and renders its output rows as
+// "start-end k count sum emit" (seconds after t0) and barriers as "|n".
+func run(t *testing.T, s Spec, ckpt string, in []byte) ([]string, error) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	old := stage.Mem
+	stage.Mem = mem
+	defer func() { stage.Mem = old; mem.AssertSize(t, 0) }()
+	op, err := New(s)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	err = stage.RunOperator(context.Background(), stage.Options{Tool: "window", Checkpoint: ckpt, Stdin: bytes.NewReader(in),
+		Stdout: &out, Stderr: io.Discard, NoSignals: true, Progress: stage.ProgressOff}, op)
+	if err != nil {
+		return nil, err
+	}
+	r, err := codec.NewReader(&out, memory.NewGoAllocator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	var got []string
+	for {
+		m, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Control != nil {
+			if m.Control.Kind == codec.Barrier {
+				got = append(got, fmt.Sprintf("|%d", m.Control.Epoch))
+			}
+			continue
+		}
+		rec := m.Batch
+		idx := func(name string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(name)[0]) }
+		st, en := idx("window_start").(*array.Timestamp), idx("window_end").(*array.Timestamp)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			sec := func(v arrow.Timestamp) int64 { return (int64(v) - t0.UnixMicro()) / 1e6 }
+			got = append(got, fmt.Sprintf("%d-%d %s %s %s %s", sec(st.Value(i)), sec(en.Value(i)), idx("k").ValueStr(i),
+				idx("count").ValueStr(i), idx("sum").ValueStr(i), idx("emit").ValueStr(i)))
+		}
+		rec.Release()
+	}
+	return got, nil
+}
+
+func tumbling(extra func(*Spec)) Spec {
+	s := Spec{Kind: "tumbling", Size: time.Minute, Time: "ts", Key: []string{"k"}, Agg: "count, sum(v) as sum", WatermarkDelay: 30 * time.Second}
+	if extra != nil {
+		extra(&s)
+	}
+	return s
+}
+
+// The issue's watermark scenario: 1-minute windows, 30 s delay; events 10:00:10, 10:02:00,
+// then 10:00:20 → the 10:00 window is emitted once, the late event goes to the side output.
+func TestWatermarkScenarioLateOutput(t *testing.T) {
+	late := filepath.Join(t.TempDir(), "late.ndjson")
+	got, err := run(t, tumbling(func(s *Spec) { s.LateOutput = late }), "", stream("a@10:1", "a@120:2", "a@20:3", "|1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[0-60 a 1 1 on_time |1 120-180 a 1 2 on_time]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("got %v, want %s", got, want)
+	}
+	b, _ := os.ReadFile(late)
+	if string(b) != `{"k":"a","ts":"2024-01-01T10:00:20Z","v":3}`+"\n" {
+		t.Fatalf("late output: %q", b)
+	}
+}
+
+func TestAllowedLatenessUpdates(t *testing.T) {
+	got, err := run(t, tumbling(func(s *Spec) { s.Lateness = 2 * time.Minute }), "", stream("a@10:1", "a@120:2", "a@20:3", "|1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[0-60 a 1 1 on_time 0-60 a 2 4 late_update |1 120-180 a 1 2 on_time]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("got %v, want %s", got, want)
+	}
+}
+
+// Kill after epoch 3 was written but only 1-2 committed: the replay of epochs 3-4 must give
+// exactly the uninterrupted output.
+func TestRestartReproduces(t *testing.T) {
+	items := []string{"a@1:1 b@2:1", "|1", "a@50:2 b@70:5", "|2", "a@130:1 c@135:7", "|3", "b@200:1 a@260:4", "|4"}
+	full, err := run(t, tumbling(nil), t.TempDir(), stream(items...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "w")
+	if _, err := run(t, tumbling(nil), dir, stream(items[:6]...)); err != nil {
+		t.Fatal(err)
+	}
+	for ep := uint64(1); ep <= 2; ep++ {
+		state.WriteCommit(dir, ep, "test")
+	}
+	replay, err := run(t, tumbling(nil), dir, stream(items[4:]...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := 0
+	for i, l := range full {
+		if l == "|2" {
+			cut = i + 1
+		}
+	}
+	if fmt.Sprint(replay) != fmt.Sprint(full[cut:]) {
+		t.Fatalf("replay %v\nwant   %v\n(full  %v)", replay, full[cut:], full)
+	}
+}
+
+func TestRestartWithOtherSpecRefused(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := run(t, tumbling(nil), dir, stream("a@1:1", "|1")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := run(t, tumbling(func(s *Spec) { s.Size = 2 * time.Minute }), dir, stream("a@1:1", "|1"))
+	var ie *state.IncompatibleError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "window:") {
+		t.Fatalf("got %v", err)
+	}
+	_, err = run(t, tumbling(func(s *Spec) { s.Agg = "count" }), dir, stream("a@1:1", "|1"))
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "agg:") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, s := range []Spec{
+		{Kind: "tumbling", Size: time.Minute},                              // no --time
+		{Kind: "tumbling", Size: time.Minute, Time: "ts", TZ: "Mars/Base"}, // bad zone
+		{Kind: "tumbling", Time: "ts"},                                     // no size
+		{Kind: "tumbling", Size: time.Minute, Time: "ts", Agg: "median(v)"},
+		{Kind: "tumbling", Size: time.Minute, Time: "ts", Emit: "update"},
+		{Kind: "global", Trigger: "every:10"},
+		{Kind: "tumbling", Size: time.Minute, Time: "ts", LateOutput: "late.txt"},
+	} {
+		_, err := New(s)
+		var ue *stage.UsageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%+v: got %v, want a usage error", s, err)
+		}
+	}
+	_, err := run(t, Spec{Kind: "tumbling", Size: time.Minute, Time: "nope"}, "", stream("a@1:1"))
+	if err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("missing time column: %v", err)
+	}
+}
