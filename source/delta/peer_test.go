@@ -18,9 +18,11 @@ func peerPython(t *testing.T, args ...string) string {
 	t.Helper()
 	py := peertest.Python(t)
 	cmd := exec.Command(py, append([]string{filepath.Join("testdata", "peers.py")}, args...)...)
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("peers.py %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("peers.py %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
 	}
 	return string(out)
 }
