@@ -39,6 +39,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/codec/rescue"
 	dl "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
 	"github.com/streamkit/streamkit/tools/stage"
@@ -228,8 +229,9 @@ type run struct {
 	create bool
 	target *arrow.Schema // canonical Arrow schema of the target
 
-	consts []*constant
-	keyEnc *codec.KeyEncoder
+	consts      []*constant
+	dropRescued int // index of the source's _rescued_data column to drop, -1: none
+	keyEnc      *codec.KeyEncoder
 	keyTop []int // top-level column indices (in the augmented schema) the key reads
 	keys   *keySet
 	keyBuf []byte
@@ -423,6 +425,15 @@ func (r *run) hasConst(col string) bool {
 // the dedup key.
 func (r *run) prepareTarget() error {
 	src := r.in.Schema()
+	r.dropRescued = -1
+	if idx := src.FieldIndices(rescue.Column); len(idx) > 0 && r.snap != nil && !r.cfg.MergeSchema {
+		if st := r.snap.Schema(); st.Field(rescue.Column) == nil {
+			// read-files always adds _rescued_data; an existing target without it gets none, as
+			// long as nothing was rescued (checked per batch).
+			r.dropRescued = idx[0]
+			src = dropField(src, idx[0])
+		}
+	}
 	for _, kv := range r.cfg.With {
 		if len(src.FieldIndices(kv.Key)) > 0 {
 			return stage.Usagef("backfill: --with %s: the source already has a column %s", kv.Key, kv.Key)
@@ -655,15 +666,28 @@ func (r *run) insertKeys(ctx context.Context, rec arrow.RecordBatch, ours bool, 
 	return nil
 }
 
-// augment appends the constant columns to rec (a new reference).
+func dropField(s *arrow.Schema, i int) *arrow.Schema {
+	fs := slices.Delete(slices.Clone(s.Fields()), i, i+1)
+	return arrow.NewSchema(fs, nil)
+}
+
+// augment appends the constant columns to rec (and drops an all-null _rescued_data column
+// the target lacks); a new reference.
 func (r *run) augment(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	if len(r.consts) == 0 {
+	if len(r.consts) == 0 && r.dropRescued < 0 {
 		rec.Retain()
 		return rec, nil
 	}
 	n := int(rec.NumRows())
 	fields := slices.Clone(rec.Schema().Fields())
 	cols := slices.Clone(rec.Columns())
+	if i := r.dropRescued; i >= 0 {
+		if rescued := int(rec.NumRows()) - cols[i].NullN(); rescued > 0 {
+			return nil, fmt.Errorf("backfill: %d rows have values in %s (fields that did not fit the schema) and the target %s has no such column; pass --merge-schema to keep them, or fix --schema", rescued, rescue.Column, r.root)
+		}
+		fields = slices.Delete(fields, i, i+1)
+		cols = slices.Delete(cols, i, i+1)
+	}
 	var made []arrow.Array
 	defer func() {
 		for _, a := range made {

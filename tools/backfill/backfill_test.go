@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/spf13/cobra"
 
 	dl "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
@@ -491,4 +492,44 @@ func countParquet(dir string) int {
 		return nil
 	})
 	return n
+}
+
+func TestBackfillFromFiles(t *testing.T) {
+	mem := newMem(t)
+	ctx := context.Background()
+	base := t.TempDir()
+	dst := filepath.Join(base, "dst")
+	os.MkdirAll(filepath.Join(base, "in"), 0o755)
+	os.WriteFile(filepath.Join(base, "in", "a.csv"), []byte("id,ts,v\n1,2024-06-01T00:01:00Z,v1\n2,2024-06-01T00:02:00Z,v2\n"), 0o644)
+	os.WriteFile(filepath.Join(base, "in", "b.csv"), []byte("id,ts,v\n2,2024-06-01T00:02:00Z,v2\n3,2024-06-01T00:03:00Z,v3\n"), 0o644)
+	commitRows(t, mem, dst, liveSchema, &dl.Txn{AppID: "live", Version: 1}, liveRows(3))
+	fl := addFilesFlags(&cobra.Command{})
+	fl.cfg.Schema = evSchema
+	cfg := baseCfg(t, mem, "", dst, "files")
+	if err := filesSource(&cfg, []string{filepath.Join(base, "in", "*.csv")}, fl); err != nil {
+		t.Fatal(err)
+	}
+	cfg.DedupCols = []string{"id"}
+	cfg.With = []KV{{"record_source", "backfill"}}
+	var plan bytes.Buffer
+	cfg.Plan, cfg.Stdout = true, &plan
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Source planSource `json:"source"`
+		Dedup  planDedup  `json:"dedup"`
+	}
+	json.Unmarshal(plan.Bytes(), &p)
+	if p.Source.Kind != "files" || p.Source.NumFiles != 2 || p.Source.Rows != 4 || p.Dedup.HitsInTarget != 1 || p.Dedup.DuplicatesInSource != 1 {
+		t.Fatalf("plan %s", plan.String())
+	}
+	cfg.Plan, cfg.Stdout = false, io.Discard
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := tableRows(t, mem, dst)
+	if want := []string{"1:backfill", "2:backfill", "3:stream"}; !reflect.DeepEqual(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
 }

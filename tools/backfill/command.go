@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/tools/cli"
+	"github.com/streamkit/streamkit/tools/readfiles"
 	"github.com/streamkit/streamkit/tools/stage"
 )
 
@@ -43,6 +44,7 @@ func Command() *cobra.Command {
 	var with, streamFilter []string
 	var dedupCols, partitionBy, targetSize string
 	var from []string
+	var fl *filesFlags
 	cmd := &cobra.Command{
 		Use:   "backfill (--from PATTERN | --from-delta TABLE) --to TABLE --flow NAME",
 		Short: "Copy files or a Delta table into a Delta table once, with MERGE dedup and an overlap check",
@@ -87,14 +89,14 @@ the same flow from overlapping. Exit codes: 0 done (or nothing to do), 1 error, 
 			cfg.DedupCols = splitList(dedupCols)
 			cfg.PartitionBy = splitList(partitionBy)
 			if targetSize != "" {
-				n, err := parseSize(targetSize)
+				n, err := readfiles.ParseBytes(targetSize)
 				if err != nil {
 					return stage.Usagef("backfill: --target-file-size: %v", err)
 				}
 				cfg.TargetFileSize = n
 			}
 			if len(from) > 0 {
-				if err := filesSource(&cfg, from, cmd); err != nil {
+				if err := filesSource(&cfg, from, fl); err != nil {
 					return err
 				}
 			}
@@ -124,32 +126,6 @@ the same flow from overlapping. Exit codes: 0 done (or nothing to do), 1 error, 
 	f.StringVar(&cfg.Compression, "compression", "snappy", "Parquet compression: snappy, zstd, gzip or uncompressed")
 	f.StringVar(&targetSize, "target-file-size", "", "roll data files at about this size (e.g. 128MiB; default 128 MiB)")
 	f.DurationVar(&cfg.LockWait, "lock-wait", 0, "wait this long for a running backfill of the same flow instead of failing at once")
-	addFilesFlags(cmd)
+	fl = addFilesFlags(cmd)
 	return cmd
-}
-
-// parseSize parses 1048576, 512KiB, 128MiB, 1GiB, 100MB.
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}} {
-		if strings.HasSuffix(s, u.suf) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suf)), u.m
-			break
-		}
-	}
-	var n int64
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, stage.Usagef("%q is not a size (e.g. 128MiB)", s)
-		}
-		n = n*10 + int64(c-'0')
-	}
-	if n <= 0 {
-		return 0, stage.Usagef("size must be positive")
-	}
-	return n * mult, nil
 }

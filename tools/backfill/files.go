@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -59,8 +60,24 @@ func (s *sourceInput) Next(ctx context.Context) (arrow.RecordBatch, error) {
 
 func (s *sourceInput) TotalRows() int64 { return -1 }
 
+// Describe lists the files read so far (from the source's position: its epoch's file list,
+// which is every file since a backfill never cuts an epoch); rows per file are not known.
 func (s *sourceInput) Describe() *planSource {
-	return &planSource{Kind: "files", Patterns: s.desc, Rows: s.rows}
+	ps := &planSource{Kind: "files", Patterns: s.desc, Rows: s.rows}
+	var pos struct {
+		Files []struct {
+			Path string `json:"path"`
+			Size int64  `json:"size"`
+		} `json:"files"`
+	}
+	if json.Unmarshal(s.src.Position(), &pos) == nil {
+		for _, f := range pos.Files {
+			ps.Files = append(ps.Files, planFile{Path: f.Path, Rows: -1, Bytes: f.Size})
+			ps.Bytes += f.Size
+		}
+		ps.NumFiles = len(ps.Files)
+	}
+	return ps
 }
 
 func (s *sourceInput) Close() { s.src.Close() }
