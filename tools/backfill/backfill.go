@@ -235,6 +235,7 @@ type run struct {
 	keyTop []int // top-level column indices (in the augmented schema) the key reads
 	keys   *keySet
 	keyBuf []byte
+	res    []byte // per-row InsertBlock results
 
 	bmax *extremum // backfill max of the overlap column
 
@@ -599,7 +600,7 @@ func (r *run) loadKeys(ctx context.Context) error {
 	if n := r.in.TotalRows(); n > 0 {
 		hint += n
 	}
-	r.keys = newKeySet(int(min(hint, 1<<28)))
+	r.keys = newKeySet(int(min(hint, 1<<28)), min(runtime.GOMAXPROCS(0), 8))
 	if r.snap == nil {
 		return nil
 	}
@@ -634,9 +635,10 @@ func (r *run) loadKeys(ctx context.Context) error {
 			cancel()
 			continue
 		}
-		for i := range it.keys.hashes {
-			r.keys.InsertHashed(it.keys.hashes[i], it.keys.key(i), false)
+		if cap(r.res) < len(it.keys.hashes) {
+			r.res = make([]byte, len(it.keys.hashes))
 		}
+		r.keys.InsertBlock(&it.keys, false, r.res[:len(it.keys.hashes)])
 	}
 	for _, f := range files {
 		rows += max(numRecords(f), 0)
@@ -816,12 +818,14 @@ func (r *run) mainPass(ctx context.Context) error {
 		}
 	}()
 	if dedup {
-		go func() { // key encoder
-			for it := range encq {
-				it.err = r.encodeKeys(ctx, it)
-				close(it.ready)
-			}
-		}()
+		for range min(runtime.GOMAXPROCS(0), 4) {
+			go func() { // key encoders
+				for it := range encq {
+					it.err = r.encodeKeys(ctx, it)
+					close(it.ready)
+				}
+			}()
+		}
 	}
 	drain := func() {
 		cancel()
@@ -887,13 +891,17 @@ func (r *run) dedupItem(ctx context.Context, it *passItem, mask *array.BooleanBu
 	}
 	kept := 0
 	mask.Reserve(int(n))
-	for i := 0; i < int(n); i++ {
-		isNew, ours := r.keys.InsertHashed(it.keys.hashes[i], it.keys.key(i), true)
-		mask.UnsafeAppend(isNew)
-		switch {
-		case isNew:
+	if cap(r.res) < int(n) {
+		r.res = make([]byte, n)
+	}
+	res := r.res[:n]
+	r.keys.InsertBlock(&it.keys, true, res)
+	for _, x := range res {
+		mask.UnsafeAppend(x == resNew)
+		switch x {
+		case resNew:
 			kept++
-		case ours:
+		case resOurs:
 			r.dups++
 		default:
 			r.hits++
@@ -1275,7 +1283,7 @@ func (r *run) resolveRace(ctx context.Context) (bool, error) {
 			}
 		}
 	}
-	collide := newKeySet(0)
+	collide := newKeySet(0, 1)
 	err = scanTable(ctx, r.root, newer.Metadata(), added, r.keyColumns(), r.cfg.Mem, func(_ *dl.Add, rec arrow.RecordBatch) error {
 		kr, enc, err := r.keyRecord(ctx, rec)
 		if err != nil {
