@@ -232,10 +232,10 @@ type run struct {
 	consts      []*constant
 	dropRescued int // index of the source's _rescued_data column to drop, -1: none
 	keyEnc      *codec.KeyEncoder
-	keyTop []int // top-level column indices (in the augmented schema) the key reads
-	keys   *keySet
-	keyBuf []byte
-	res    []byte // per-row InsertBlock results
+	keyTop      []int // top-level column indices (in the augmented schema) the key reads
+	keys        *keySet
+	keyBuf      []byte
+	res         []byte // per-row InsertBlock results
 
 	bmax *extremum // backfill max of the overlap column
 
