@@ -232,7 +232,6 @@ type run struct {
 	consts      []*constant
 	dropRescued int // index of the source's _rescued_data column to drop, -1: none
 	keyEnc      *codec.KeyEncoder
-	keyTop      []int // top-level column indices (in the augmented schema) the key reads
 	keys        *keySet
 	keyBuf      []byte
 	res         []byte // per-row InsertBlock results
