@@ -533,3 +533,36 @@ func TestBackfillFromFiles(t *testing.T) {
 		t.Fatalf("rows %v, want %v", rows, want)
 	}
 }
+
+func TestBackfillDedupDotPath(t *testing.T) {
+	mem := newMem(t)
+	ctx := context.Background()
+	base := t.TempDir()
+	src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "user", Type: arrow.StructOf(arrow.Field{Name: "uid", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+			arrow.Field{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true},
+	}, nil)
+	commitRows(t, mem, dst, sc, nil, `[{"id":100,"user":{"uid":1,"name":"a"}}]`)
+	commitRows(t, mem, src, sc, nil, `[{"id":1,"user":{"uid":1,"name":"x"}},{"id":2,"user":{"uid":2,"name":"y"}},{"id":3,"user":{"uid":2,"name":"z"}},{"id":4,"user":null}]`)
+	cfg := baseCfg(t, mem, src, dst, "dot")
+	cfg.DedupCols = []string{"user.uid"}
+	var progress bytes.Buffer
+	cfg.Progress, cfg.Stderr = "json", &progress
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := tableRows(t, mem, dst)
+	if want := []string{"2", "4", "100"}; !reflect.DeepEqual(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+	var last map[string]any
+	lines := strings.Split(strings.TrimSpace(progress.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+		t.Fatalf("progress %q: %v", progress.String(), err)
+	}
+	if last["final"] != true || last["rows_read"].(float64) != 4 || last["rows_written"].(float64) != 2 || last["duplicates_skipped"].(float64) != 2 {
+		t.Fatalf("final progress %v", last)
+	}
+}
