@@ -789,7 +789,8 @@ func (r *run) mainPass(ctx context.Context) error {
 				it.rec, err = r.augment(rec)
 				rec.Release()
 			}
-			if err != nil {
+			failed := err != nil
+			if failed {
 				it.err = err
 				close(it.ready)
 			} else if dedup {
@@ -811,7 +812,7 @@ func (r *run) mainPass(ctx context.Context) error {
 				}
 				return
 			}
-			if it.err != nil {
+			if failed {
 				return
 			}
 		}
