@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -337,3 +339,48 @@ func TestMaxFilesPerEpoch(t *testing.T) {
 }
 
 func dlTime() (t0 time.Time) { return time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC) }
+
+func TestWhereSkipsFilesAndTimestampTravel(t *testing.T) {
+	mem := newMem(t)
+	dir := t.TempDir()
+	appendRows(t, mem, dir, idSchema, &dl.CreateOptions{PartitionColumns: []string{"p"}}, idRows(0, 3, "a"), idRows(3, 6, "b"))
+	appendRows(t, mem, dir, idSchema, nil, idRows(6, 9, "b"))
+	// Delete partition a's data file: a read filtered to b never opens it.
+	snap, err := dl.NewTable(dir, mem).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range snap.Files() {
+		if *f.PartitionValues["p"] == "a" {
+			p, _ := dl.DecodePath(f.Path)
+			if err := os.Remove(filepath.Join(dir, p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	env := testEnv(mem)
+	rows, _, _ := readAll(t, openSource(t, cfg(dir, func(c *Config) { c.Where = "p = 'b'" }), env, nil), nil, 2)
+	if got := sorted(ids(t, rows)); !reflect.DeepEqual(got, seq(3, 9)) {
+		t.Fatalf("where p = 'b': %v", got)
+	}
+	src, _ := NewSource(cfg(dir, nil))
+	defer src.Close()
+	if _, err := src.Open(context.Background(), env, nil); err == nil {
+		_, err = src.Read(context.Background(), nil)
+		for err == nil {
+			_, err = src.Read(context.Background(), nil)
+		}
+		if !strings.Contains(err.Error(), "listed in the log is missing") {
+			t.Fatalf("unfiltered read of a table with a missing file: %v", err)
+		}
+	}
+	// --timestamp: commit 0 at t0, commit 1 at t0 + 1 h.
+	t0 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	for v, mt := range []time.Time{t0, t0.Add(time.Hour)} {
+		os.Chtimes(filepath.Join(dir, "_delta_log", fmt.Sprintf("%020d.json", v)), mt, mt)
+	}
+	rows, _, _ = readAll(t, openSource(t, cfg(dir, func(c *Config) { c.Timestamp = t0.Add(30 * time.Minute); c.Where = "p = 'b'" }), env, nil), nil, 2)
+	if got := sorted(ids(t, rows)); !reflect.DeepEqual(got, seq(3, 6)) {
+		t.Fatalf("timestamp travel: %v", got)
+	}
+}

@@ -129,6 +129,13 @@ def deltars(base):
     with open(os.path.join(log, "_last_checkpoint"), "w") as f:
         json.dump(dict(last, version=10), f)
     print("rs_checkpointed")
+    # The same without _last_checkpoint: the newest checkpoint is found by listing.
+    import shutil
+
+    q = os.path.join(base, "rs_checkpointed_no_last")
+    shutil.copytree(p, q)
+    os.remove(os.path.join(q, "_delta_log", "_last_checkpoint"))
+    print("rs_checkpointed_no_last")
 
     # Nested types.
     p = os.path.join(base, "rs_nested")
