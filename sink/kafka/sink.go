@@ -292,8 +292,29 @@ func checkHeaders(t arrow.DataType) error {
 	return nil
 }
 
-// lastEpoch reads the epoch recorded by the last committed transaction.
+// lastEpoch reads the epoch recorded by the last committed transaction. Retriable broker
+// errors (a coordinator still loading or moving, as on a freshly started cluster) are retried
+// for up to lastEpochRetryFor: guessing "no epoch" would re-commit replayed epochs.
 func (s *Sink) lastEpoch(ctx context.Context) (uint64, error) {
+	deadline := time.Now().Add(lastEpochRetryFor)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		n, err := s.lastEpochOnce(ctx)
+		if err == nil || !kerr.IsRetriable(err) || time.Now().After(deadline) {
+			return n, err
+		}
+		s.log.Debug("retrying the last-epoch lookup", "error", err, "wait", wait)
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// lastEpochRetryFor bounds the retries of lastEpoch.
+const lastEpochRetryFor = 30 * time.Second
+
+func (s *Sink) lastEpochOnce(ctx context.Context) (uint64, error) {
 	resp, err := s.adm.FetchOffsetsForTopics(ctx, s.cfg.TransactionalID, s.cfg.Topic)
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return 0, nil // no transaction committed an epoch yet
@@ -302,8 +323,11 @@ func (s *Sink) lastEpoch(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("read the last epoch of transactional id %s: %w", s.cfg.TransactionalID, err)
 	}
 	o, ok := resp.Lookup(s.cfg.Topic, 0)
-	if !ok || o.Err != nil || o.At < 0 {
+	if !ok || o.At < 0 || errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
 		return 0, nil
+	}
+	if o.Err != nil {
+		return 0, fmt.Errorf("read the last epoch of transactional id %s: %w", s.cfg.TransactionalID, o.Err)
 	}
 	return uint64(o.At), nil
 }
