@@ -29,8 +29,10 @@ pipeline() {
 say "1. Run the pipeline: read-files | keyby | dedup | window | write-delta"
 pipeline
 say "The Delta table now holds daily windows per origin airport (first rows):"
-"$SK" --progress off read-delta "$TABLE" | "$SK" print --limit 8
-rows1=$("$SK" --progress off read-delta "$TABLE" | "$SK" print --format csv | tail -n +2 | wc -l)
+show() { env -u STREAMKIT_CHECKPOINT "$SK" --progress off --log-level warn read-delta "$TABLE" | env -u STREAMKIT_CHECKPOINT "$SK" print "$@"; }
+count() { show --format csv | tail -n +2 | wc -l; }
+show --limit 8
+rows1=$(count)
 echo "rows in the table: $rows1"
 
 say "2. What each stage remembers (state-dump):"
@@ -42,7 +44,7 @@ echo "not end: the next run may bring more flights for that day). A few of them:
 
 say "3. Run the same pipeline again: every file was already read, so nothing is added"
 pipeline
-rows2=$("$SK" --progress off read-delta "$TABLE" | "$SK" print --format csv | tail -n +2 | wc -l)
+rows2=$(count)
 echo "rows in the table: $rows2 (before: $rows1)"
 "$SK" delta history "$TABLE" | tail -n 4
 
