@@ -1,8 +1,6 @@
 package backfill
 
 import (
-	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -102,12 +100,6 @@ the same flow from overlapping. Exit codes: 0 done (or nothing to do), 1 error, 
 				if err := filesSource(&cfg, from, fl); err != nil {
 					return err
 				}
-			}
-			if os.Getenv("GOGC") == "" {
-				// A backfill allocates Arrow buffers at a high rate while its live heap is
-				// small (plain) or pointer-free (the key set): collecting less often is
-				// worth about a third of the run time (measured on flights-3m).
-				debug.SetGCPercent(300)
 			}
 			cfg.Progress = cli.G.Progress
 			cfg.Stdout, cfg.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
