@@ -82,22 +82,22 @@ func (e *KeyEncoder) Names() []string {
 func (e *KeyEncoder) Columns(rec arrow.RecordBatch) []KeyColumn {
 	cols := make([]KeyColumn, len(e.Paths))
 	for i, p := range e.Paths {
-		cols[i] = KeyColumn{Path: p, Rec: rec, Arr: p.Column(rec)}
+		cols[i] = KeyColumn{Path: p, Column: p.Column(rec)}
 	}
 	return cols
 }
 
-// KeyColumn is one key column of one batch.
+// KeyColumn is one key column of one batch (its leaf array and null-carrying ancestors).
 type KeyColumn struct {
 	Path Path
-	Rec  arrow.RecordBatch
-	Arr  arrow.Array
+	Column
 }
 
-// AppendRow appends the encoded key of row r to dst.
+// AppendRow appends the encoded key of row r to dst. A row that is null at the key column or
+// at any struct above it encodes as null.
 func AppendRow(dst []byte, cols []KeyColumn, r int) []byte {
 	for _, c := range cols {
-		if c.Path.IsNull(c.Rec, r) {
+		if c.IsNull(r) {
 			dst = append(dst, tagNull)
 			continue
 		}

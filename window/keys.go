@@ -208,16 +208,15 @@ func NewKeyCodec(s *arrow.Schema, paths []string) (*KeyCodec, error) {
 	}
 	enc, err := codec.NewKeyEncoder(s, paths)
 	if err != nil {
-		return nil, fmt.Errorf("%w: key %v", ErrPath, err)
+		return nil, fmt.Errorf("key: %w", err)
 	}
 	c.enc = enc
 	seen := map[string]int{}
-	leaf := func(p codec.Path) string { return p.Field.Name }
 	for _, p := range enc.Paths {
-		seen[leaf(p)]++
+		seen[p.Leaf()]++
 	}
 	for _, p := range enc.Paths {
-		name := leaf(p)
+		name := p.Leaf()
 		if seen[name] > 1 {
 			name = strings.ReplaceAll(p.Name, ".", "_")
 		}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // EpochUnit is the declared unit of an integer event-time column (epoch seconds, ms, µs, ns).
@@ -65,7 +67,7 @@ var ErrZoneless = errors.New("event time has no UTC offset")
 // "±hhmm", or none when Location is set; a date alone means midnight). A TimeExtractor keeps
 // caches and is not safe for concurrent use.
 type TimeExtractor struct {
-	path FieldPath
+	path codec.Path
 	kind int
 	mul  int64 // µs per unit (0: divide by 1000, nanoseconds)
 	zone *zone // wall-clock conversion, nil for UTC
@@ -85,7 +87,7 @@ const (
 // Errors wrap ErrPath (missing field, unsupported type) or name the missing option
 // (--time-unit for integers, --tz for zone-less timestamps and dates).
 func NewTimeExtractor(s *arrow.Schema, path string, opt TimeOptions) (*TimeExtractor, error) {
-	fp, err := ResolvePath(s, path)
+	fp, err := codec.ResolvePath(s, path)
 	if err != nil {
 		return nil, fmt.Errorf("event time: %w", err)
 	}
@@ -159,7 +161,7 @@ func scale(v, mul int64) int64 {
 }
 
 // Path returns the event-time column's dot path.
-func (x *TimeExtractor) Path() string { return x.path.Path }
+func (x *TimeExtractor) Path() string { return x.path.Name }
 
 // Extract writes the event time of every row of rec into ts and whether it is usable into ok
 // (false for nulls and unparseable text), reusing their capacity, and returns both. The only
@@ -217,7 +219,7 @@ func (x *TimeExtractor) Extract(rec arrow.RecordBatch, ts []int64, ok []bool) ([
 			case hasOff:
 				ts[i] = civil - off
 			case x.loc == nil:
-				return ts, ok, fmt.Errorf("%w: %q in column %q; give the zone to read it in (--tz)", ErrZoneless, s, x.path.Path)
+				return ts, ok, fmt.Errorf("%w: %q in column %q; give the zone to read it in (--tz)", ErrZoneless, s, x.path.Name)
 			default:
 				ts[i] = x.civil(civil)
 			}
