@@ -179,20 +179,29 @@ func ParseDate(b []byte) (int32, bool) {
 }
 
 // ParseTimestamp parses an RFC 3339 / ISO 8601 timestamp (the spellings of ParseCivil) into
-// microseconds since the Unix epoch. Text without a zone is a wall-clock time in loc (nil means
-// UTC) — never the machine's zone; across a DST gap or overlap Go's time.Date rules apply.
-// hasZone reports whether the text carried a zone (timestamp_ntz columns reject those).
+// microseconds since the Unix epoch; text without a zone is a wall-clock time in loc (see
+// Instant). hasZone reports whether the text carried a zone (timestamp_ntz columns reject those).
 func ParseTimestamp(b []byte, loc *time.Location) (micros int64, hasZone bool, ok bool) {
 	civil, offset, hasZone, ok := ParseCivil(b)
 	if !ok {
 		return 0, false, false
 	}
-	if !hasZone && loc != nil && loc != time.UTC {
-		w := time.UnixMicro(civil).UTC()
-		t := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), loc)
-		return t.UnixMicro(), false, true
+	return Instant(civil, offset, hasZone, loc), hasZone, true
+}
+
+// Instant returns the instant (µs since the Unix epoch) of a reading ParseCivil returned:
+// civil − offset when the text had a zone, otherwise the wall-clock time civil in loc (nil
+// means UTC) — never the machine's zone; across a DST gap or overlap Go's time.Date rules apply.
+func Instant(civil, offset int64, hasZone bool, loc *time.Location) int64 {
+	if hasZone || loc == nil || loc == time.UTC {
+		return civil - offset
 	}
-	return civil - offset, hasZone, true
+	return wallIn(civil, loc)
+}
+
+func wallIn(civil int64, loc *time.Location) int64 {
+	w := time.UnixMicro(civil).UTC()
+	return time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), loc).UnixMicro()
 }
 
 // ParseCivil parses an RFC 3339 / ISO 8601 timestamp into its wall-clock reading and zone,
