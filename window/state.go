@@ -411,14 +411,7 @@ func (m *Manager) rebuildTimers() {
 	if !m.asg.TimeBased() {
 		return
 	}
-	var refs []timerRef
-	for kid := range m.keys {
-		for _, w := range m.keys[kid].wins {
-			refs = append(refs, timerRef{slot: w.slot})
-		}
-	}
-	m.sortRefs(refs)
-	for _, r := range refs {
+	for _, r := range m.openSlots() {
 		s := r.slot
 		if m.sFlags[s]&fFired == 0 {
 			m.pushFire(s)
