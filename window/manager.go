@@ -408,14 +408,7 @@ func (m *Manager) Final() {
 			m.emitCount(kid, wins)
 		}
 	case Global:
-		var refs []timerRef
-		for kid := range m.keys {
-			for _, w := range m.keys[kid].wins {
-				refs = append(refs, timerRef{slot: w.slot})
-			}
-		}
-		m.sortRefs(refs)
-		for _, r := range refs {
+		for _, r := range m.openSlots() {
 			m.emit(r.slot, EmitOnTime)
 		}
 	default:
@@ -741,6 +734,18 @@ func (m *Manager) fireDue(wm int64) {
 	})
 }
 
+// openSlots returns the slot of every open window, of every key, in creation order (sortRefs).
+func (m *Manager) openSlots() []timerRef {
+	var refs []timerRef
+	for kid := range m.keys {
+		for _, w := range m.keys[kid].wins {
+			refs = append(refs, timerRef{slot: w.slot})
+		}
+	}
+	m.sortRefs(refs)
+	return refs
+}
+
 // sortRefs orders timers by creation sequence, so windows that fire together are emitted in
 // the same order whatever the history of the state (restores, lazy session timers).
 func (m *Manager) sortRefs(refs []timerRef) {
@@ -903,6 +908,8 @@ func (m *Manager) emitCountSlots(kid int32, slots []int32) {
 }
 
 func (m *Manager) processGlobal(n int) {
+	every := m.asg.countStp // count trigger (NewGlobalEvery); 0: none
+	m.fireSlots = m.fireSlots[:0]
 	for i := 0; i < n; i++ {
 		if !m.ok[i] {
 			m.badTime(i)
@@ -918,6 +925,18 @@ func (m *Manager) processGlobal(n int) {
 		m.sStart[s] = min(m.sStart[s], ts)
 		m.sEnd[s] = max(m.sEnd[s], ts+1)
 		m.pair(i, s)
+		if every > 0 {
+			e.n++
+			if e.n%every == 0 {
+				m.fireSlots = append(m.fireSlots, s)
+			}
+		}
+	}
+	if len(m.fireSlots) > 0 {
+		m.flush() // aggregate the rows paired so far, then fire with them included
+		for _, s := range m.fireSlots {
+			m.emit(s, EmitEarly)
+		}
 	}
 }
 

@@ -25,8 +25,11 @@ var schema = arrow.NewSchema([]arrow.Field{
 	{Name: "n", Type: arrow.PrimitiveTypes.Int64},
 }, nil)
 
-// stream: epochs of "user" values; end=pause.
-func stream(epochs ...[]string) []byte {
+// stream: epochs of "user" values numbered from 1; end=pause.
+func stream(epochs ...[]string) []byte { return streamFrom(1, epochs...) }
+
+// streamFrom numbers its epochs from first (a source resuming after first-1).
+func streamFrom(first uint64, epochs ...[]string) []byte {
 	mem := memory.NewGoAllocator()
 	var buf bytes.Buffer
 	w := codec.NewWriter(&buf, schema, mem)
@@ -42,7 +45,7 @@ func stream(epochs ...[]string) []byte {
 		w.Write(rec)
 		rec.Release()
 		b.Release()
-		w.WriteControl(codec.BarrierControl(uint64(e + 1)))
+		w.WriteControl(codec.BarrierControl(first + uint64(e)))
 	}
 	w.WriteControl(codec.EndControl(codec.Pause))
 	w.Close()
@@ -51,19 +54,8 @@ func stream(epochs ...[]string) []byte {
 
 func sk(t *testing.T, stdin []byte, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(peertest.Binary(t), args...)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	cmd.Stdin = bytes.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	out, stderr, code := peertest.Run(t, []string{"NO_COLOR=1"}, stdin, args...)
+	return string(out), stderr, code
 }
 
 // pipeline runs dedup --key user | print --format json with a checkpoint root.
@@ -133,7 +125,7 @@ func TestDumpDedupState(t *testing.T) {
 	probe := []string{"ann", "bob", "cy", "dee", "eve", "fay"}
 	cmd := exec.Command(peertest.Binary(t), "dedup", "--key", "user")
 	cmd.Env = append(os.Environ(), "STREAMKIT_CHECKPOINT="+root)
-	cmd.Stdin = bytes.NewReader(stream(probe))
+	cmd.Stdin = bytes.NewReader(streamFrom(4, probe)) // epochs 1-3 are committed
 	raw, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
