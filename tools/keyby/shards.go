@@ -129,7 +129,7 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	go func() {
 		merged = s.merge(ctx, o, children, mem)
 		if merged != nil && !errors.Is(merged, stage.ErrInterrupted) {
-			killAll(children)
+			killAfterFailure(children)
 		}
 		close(mergeDone)
 		mergeErr <- merged
@@ -243,6 +243,26 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 func (c *child) killedByUs() bool {
 	ws, ok := c.state.Sys().(syscall.WaitStatus)
 	return c.killed.Load() && ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// killAfterFailure kills the children after a failed merge. The usual cause is a child that
+// died (its output is cut short): it is given up to a second to be reaped first, so that its
+// own exit status (e.g. 137 after kill -9) is reported, not taken for our kill.
+func killAfterFailure(children []*child) {
+	deadline := time.Now().Add(time.Second)
+	for exited := false; !exited && time.Now().Before(deadline); {
+		for _, c := range children {
+			select {
+			case <-c.exited:
+				exited = true
+			default:
+			}
+		}
+		if !exited {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	killAll(children)
 }
 
 // killAll kills every child that is still running.
@@ -396,7 +416,7 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 		// blocked in Next on a child that is blocked writing to us).
 		stop()
 		if err != nil && !errors.Is(err, stage.ErrInterrupted) {
-			killAll(children)
+			killAfterFailure(children)
 		}
 		wg.Wait()
 	}()
