@@ -552,9 +552,9 @@ func (j *job) chaos(t *testing.T, topic string) {
 		seed = n
 	}
 	rnd := rand.New(rand.NewPCG(seed, 7))
-	// Epochs of records/60 records (--max-records-per-epoch), so that whatever the size about
-	// 60 epochs carry the data and a run killed after its first new epoch still moves on.
-	epochRecords := max(j.records/60, 5000)
+	// Epochs of records/200 records (--max-records-per-epoch), so that whatever the size about
+	// 200 epochs carry the data and a run killed after its first new epoch still moves on.
+	epochRecords := max(j.records/200, 5000)
 	epochDur := time.Duration(float64(time.Second) * float64(epochRecords) / j.rep.OneShot.RecordsPerS)
 	t.Logf("chaos: seed %d (STREAMKIT_E2E_SEED), %d kills, epochs of %d records (~%s)", seed, kills, epochRecords, epochDur)
 	f := j.newFlow("chaos", topic, "--max-records-per-epoch", strconv.FormatInt(epochRecords, 10))
@@ -616,13 +616,14 @@ func (j *job) chaos(t *testing.T, topic string) {
 		victim := rnd.IntN(len(stageNames))
 		// A random moment: one run in four from its start (start-up, restore, replay),
 		// otherwise after the source cut its first new epoch of this run (records flowing
-		// through every stage, checkpoints and commits under way), up to two epochs later.
+		// through every stage, checkpoints and commits under way), up to one epoch later (the
+		// replayed epochs before it already move the run on).
 		fromStart := rnd.IntN(4) == 0
 		var delay time.Duration
 		if fromStart {
 			delay = time.Duration(rnd.Int64N(int64(2 * time.Second)))
 		} else {
-			delay = time.Duration(rnd.Int64N(int64(2*epochDur) + 1))
+			delay = time.Duration(rnd.Int64N(int64(epochDur) + 1))
 		}
 		p := f.start(t)
 		at := "from the start"
