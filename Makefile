@@ -6,18 +6,22 @@ STATICCHECK_VERSION ?= v0.8.2
 
 # make e2e: rows of flights-3m.parquet the end-to-end job uses (3000000: all of them; ~6 min on
 # the 2-core dev machine) and the kill -9 count of its chaos run; see e2e/flights_test.go.
-# make test runs it on the first TEST_E2E_ROWS flights (January and February 2001, ~3 min).
+# make test runs it on the first TEST_E2E_ROWS flights (January and February 2001, ~2-3 min).
 E2E_ROWS      ?= 3000000
 E2E_KILLS     ?= 30
 TEST_E2E_ROWS ?= 1000000
 
-.PHONY: build test unit e2e peers fuzz lint clean
+.PHONY: build test unit e2e peers fuzz lint demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/streamkit
 
+# The main job on bundled real flights, run twice (needs only Go): see scripts/demo.sh.
+demo: build
+	scripts/demo.sh
+
 # The full suite: installs the pinned real peers (Python venv with pyarrow, deltalake, DuckDB;
-# Kafka broker jars and kcat), starts the Kafka broker, runs every Go test with
+# Spark + delta-spark jars for the write-delta interop tests; Kafka broker jars and kcat), starts the Kafka broker, runs every Go test with
 # STREAMKIT_REQUIRE_PEERS=1, so a test whose peer is missing fails instead of skipping, and
 # stops the broker again. Then the end-to-end job (make e2e).
 test: peers
@@ -31,7 +35,8 @@ test: peers
 # Ctrl-C and a concurrent backfill flow — checked against DuckDB's GROUP BY, read by delta-rs and
 # DuckDB. Starts the broker when it is not running (and then stops it again). Measurements go to
 # the test log and to bin/e2e-report.json.
-e2e: peers
+e2e:
+	scripts/peers.sh python kafka
 	@mkdir -p bin; started=; scripts/kafka.sh status >/dev/null 2>&1 || { scripts/kafka.sh start >/dev/null && started=1; }; \
 	STREAMKIT_E2E=1 STREAMKIT_E2E_ROWS=$(E2E_ROWS) STREAMKIT_E2E_KILLS=$(E2E_KILLS) STREAMKIT_REQUIRE_PEERS=1 \
 	  STREAMKIT_E2E_REPORT=$(CURDIR)/bin/e2e-report.json STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python \
@@ -43,7 +48,7 @@ unit:
 	$(GO) test ./...
 
 peers:
-	scripts/peers.sh python kafka kcat
+	scripts/peers.sh python spark kafka kcat
 
 # Each fuzz target for FUZZTIME (not part of `make test`); corpora live in testdata/fuzz.
 fuzz:

@@ -5,6 +5,7 @@ import (
 
 	"github.com/streamkit/streamkit/tools/backfill"
 	"github.com/streamkit/streamkit/tools/dedup"
+	deltacmd "github.com/streamkit/streamkit/tools/delta"
 	"github.com/streamkit/streamkit/tools/generate"
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
@@ -13,6 +14,7 @@ import (
 	"github.com/streamkit/streamkit/tools/readkafka"
 	"github.com/streamkit/streamkit/tools/statedump"
 	windowtool "github.com/streamkit/streamkit/tools/window"
+	"github.com/streamkit/streamkit/tools/writedelta"
 	"github.com/streamkit/streamkit/tools/writekafka"
 )
 
@@ -21,6 +23,7 @@ func commands() []*cobra.Command {
 	return []*cobra.Command{
 		backfill.Command(),
 		dedup.Command(),
+		deltacmd.Command(),
 		generate.Command(),
 		keyby.Command(),
 		print.Command(),
@@ -30,5 +33,6 @@ func commands() []*cobra.Command {
 		writekafka.Command(),
 		statedump.Command(),
 		windowtool.Command(),
+		writedelta.Command(),
 	}
 }

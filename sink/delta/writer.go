@@ -159,6 +159,9 @@ func NewDataWriter(root string, meta *Metadata, opts WriterOptions) (*DataWriter
 		parquet.WithCreatedBy("streamkit"),
 		parquet.WithMaxRowGroupLength(1<<20),
 		parquet.WithDataPageVersion(parquet.DataPageV1),
+		// Encode 64Ki values per call instead of 1Ki: about 10% less CPU per row; a data page
+		// may then exceed the 1 MiB page size by up to one batch.
+		parquet.WithBatchSize(64<<10),
 	)
 	w.arrProps = pqarrow.NewArrowWriterProperties(
 		pqarrow.WithAllocator(opts.Allocator),

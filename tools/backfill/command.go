@@ -73,6 +73,7 @@ as JSON, and writes nothing. A lock file in <target>/_streamkit/locks keeps two 
 the same flow from overlapping. Exit codes: 0 done (or nothing to do), 1 error, 2 usage,
 3 overlap not reached yet.`,
 		Example: cli.Examples(
+			"# Load a year of Parquet files into a table, once (a second run does nothing)\nstreamkit backfill --from 'archive/2023/**/*.parquet' --to ./lake/orders --flow orders-2023",
 			"# One-time load of a Delta table into another, skipping rows whose id is already there\nstreamkit backfill --from-delta ./lake/orders_2023 --to ./lake/orders --flow orders-2023 --dedup-cols id",
 			"# Cron: backfill history next to a live stream once they overlap by an hour (exit 3 until then)\nstreamkit backfill --from-delta ./archive/events --to ./lake/events --flow events-history --dedup-cols event_id --overlap-col ts --min-overlap 1h --stream-filter record_source=stream --overlap-deadline 48h --with record_source=backfill",
 			"# Dry run: what would be read and how many keys already exist\nstreamkit backfill --from-delta ./archive/events --to ./lake/events --flow events-history --dedup-cols event_id --plan",

@@ -141,6 +141,14 @@ func keyed(mem memory.Allocator, path string, n uint64) (arrow.RecordBatch, stat
 	if err != nil {
 		return nil, state.Manifest{}, fmt.Errorf("state-dump: decode keys of %s: %w", path, err)
 	}
+	// Key parts beyond the named key columns identify an entry within the key (a window's
+	// bounds, a count window's slice); the value columns carry them already, by name.
+	if len(names) > 0 && len(kf) > len(names) {
+		for _, a := range ka[len(names):] {
+			a.Release()
+		}
+		kf, ka = kf[:len(names)], ka[:len(names)]
+	}
 	fields := append([]arrow.Field(nil), kf...)
 	cols := append([]arrow.Array(nil), ka...)
 	taken := map[string]bool{}

@@ -159,6 +159,7 @@ func (o *Op) ResolveState(in *arrow.Schema) (map[string]string, error) {
 // Open builds the window manager for the input schema and restores its state.
 func (o *Op) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.Schema, error) {
 	o.env = env
+	env.MarkStateful()
 	cfg := window.Config{
 		Assigner:        o.asg,
 		Key:             o.keyPaths(in),
