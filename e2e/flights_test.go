@@ -12,11 +12,14 @@
 //   - one-shot: one available-now run over the whole topic, then the closing run (below);
 //   - cron: the input cut into 10 parts produced one after another, an available-now run
 //     after each, then the closing run; the table equals the one-shot table;
-//   - chaos: the one-shot job while a driver kill -9s a random stage at random moments
-//     (≥ STREAMKIT_E2E_KILLS, default 30) and restarts the pipeline, plus one Ctrl-C (SIGINT to
-//     the process group) and restart, and a second flow into the same table: a backfill of the
-//     first month's windows from a Parquet file with --dedup-cols, retried from a cron-like loop
-//     with an overlap check; the table equals the one-shot table, without a duplicate.
+//   - chaos: the one-shot job (with --max-records-per-epoch records/200, so that the data lasts
+//     for the kills) while a driver kill -9s a random stage at random moments (one run in four
+//     within 2 s of its start: start-up, restore, replay; the others within one epoch after the
+//     source cut its first new epoch) and restarts the pipeline, STREAMKIT_E2E_KILLS times
+//     (default 30), plus one Ctrl-C (SIGINT to the process group) and restart; and a second flow
+//     into the same table: a backfill of the first month's windows from a Parquet file with
+//     --dedup-cols origin,window_start and an overlap check, retried every 1-3 s like a cron
+//     job; the table equals the one-shot table, without a duplicate.
 //
 // Every table is read by delta-rs and by DuckDB's delta extension (both must return the same
 // rows) and every row must equal DuckDB's own GROUP BY over the Parquet file.

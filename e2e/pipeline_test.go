@@ -258,23 +258,6 @@ func (p *pipeline) usage() []stageUsage {
 	return out
 }
 
-// grepLogs returns the lines of stage name's log containing substr.
-func (p *pipeline) grepLogs(name, substr string) []string {
-	var out []string
-	for _, pr := range p.procs {
-		if pr.name != name {
-			continue
-		}
-		data, _ := os.ReadFile(pr.log)
-		for _, l := range bytes.Split(data, []byte("\n")) {
-			if bytes.Contains(l, []byte(substr)) {
-				out = append(out, string(l))
-			}
-		}
-	}
-	return out
-}
-
 // checkLogs fails t when a stage's log shows a crash or a corrupt checkpoint: a kill -9 may
 // end a stage anywhere, but it must never leave state that a restart cannot read.
 func (p *pipeline) checkLogs(t testing.TB, what string) {
