@@ -82,28 +82,38 @@ func (e *KeyEncoder) Names() []string {
 func (e *KeyEncoder) Columns(rec arrow.RecordBatch) []KeyColumn {
 	cols := make([]KeyColumn, len(e.Paths))
 	for i, p := range e.Paths {
-		cols[i] = KeyColumn{Path: p, Rec: rec, Arr: p.Column(rec)}
+		cols[i] = KeyColumn{Path: p, Column: p.Column(rec)}
 	}
 	return cols
 }
 
-// KeyColumn is one key column of one batch.
+// KeyColumn is one key column of one batch (its leaf array and null-carrying ancestors).
 type KeyColumn struct {
 	Path Path
-	Rec  arrow.RecordBatch
-	Arr  arrow.Array
+	Column
 }
 
-// AppendRow appends the encoded key of row r to dst.
+// AppendRow appends the encoded key of row r to dst. A row that is null at the key column or
+// at any struct above it encodes as null.
 func AppendRow(dst []byte, cols []KeyColumn, r int) []byte {
 	for _, c := range cols {
-		if c.Path.IsNull(c.Rec, r) {
+		if c.IsNull(r) {
 			dst = append(dst, tagNull)
 			continue
 		}
 		dst = appendValue(dst, c.Arr, r)
 	}
 	return dst
+}
+
+// AppendKeyInt appends v as an int key part, as AppendRow encodes a value of an integer
+// column (window state appends count-window slice numbers to keys this way).
+func AppendKeyInt(dst []byte, v int64) []byte { return appendU64(dst, tagInt, uint64(v)) }
+
+// AppendKeyTimestamp appends v, a timestamp in unit, as a timestamp key part, as AppendRow
+// encodes a value of a timestamp column (window state appends window bounds to keys this way).
+func AppendKeyTimestamp(dst []byte, unit arrow.TimeUnit, v int64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, tagTimestamp, byte(unit)), uint64(v))
 }
 
 func appendU64(dst []byte, tag byte, v uint64) []byte {
@@ -154,8 +164,7 @@ func appendValue(dst []byte, a arrow.Array, r int) []byte {
 	case *array.LargeBinary:
 		return appendBytes(dst, tagBinary, a.Value(r))
 	case *array.Timestamp:
-		unit := byte(a.DataType().(*arrow.TimestampType).Unit)
-		return binary.BigEndian.AppendUint64(append(dst, tagTimestamp, unit), uint64(a.Value(r)))
+		return AppendKeyTimestamp(dst, a.DataType().(*arrow.TimestampType).Unit, int64(a.Value(r)))
 	case *array.Date32:
 		return appendU64(dst, tagDate, uint64(int64(a.Value(r))))
 	case *array.Date64:
@@ -193,8 +202,11 @@ func Hash64(key []byte) uint64 {
 	return h.Sum64()
 }
 
-// ErrBadKey is returned by DecodeKey for bytes that are not a key encoding.
+// ErrBadKey is returned for bytes that are not a key encoding.
 var ErrBadKey = errors.New("not an encoded key")
+
+// errShortKey reports a key whose last part is cut short.
+var errShortKey = fmt.Errorf("%w: truncated bytes", ErrBadKey)
 
 // KeyTimestamp is a decoded timestamp key part (UTC). It prints as RFC 3339.
 type KeyTimestamp struct {
@@ -219,79 +231,220 @@ type KeyDecimal struct {
 
 func (d KeyDecimal) String() string { return d.Num.ToString(d.Scale) }
 
+// KeyPart is one part of an encoded key, read by NextKeyPart without copying or allocating:
+// its bytes (strings, binaries, JSON) alias the key.
+type KeyPart struct {
+	tag byte
+	aux byte   // timestamp: unit; decimal: scale
+	u   uint64 // int, uint, float bits, bool (0/1), date days, timestamp value, decimal low bits
+	hi  uint64 // decimal high bits
+	b   []byte // string, binary, JSON
+}
+
+// NextKeyPart reads the first part of key and returns it with the rest of the key. Errors
+// wrap ErrBadKey (an unknown tag, or bytes cut short).
+func NextKeyPart(key []byte) (KeyPart, []byte, error) {
+	if len(key) == 0 {
+		return KeyPart{}, nil, errShortKey
+	}
+	p := KeyPart{tag: key[0]}
+	key = key[1:]
+	be := binary.BigEndian
+	switch p.tag {
+	case tagNull:
+	case tagInt, tagUint, tagFloat, tagDate:
+		if len(key) < 8 {
+			return KeyPart{}, nil, errShortKey
+		}
+		p.u, key = be.Uint64(key), key[8:]
+	case tagBool:
+		if len(key) < 1 {
+			return KeyPart{}, nil, errShortKey
+		}
+		if key[0] == 1 {
+			p.u = 1
+		}
+		key = key[1:]
+	case tagString, tagBinary, tagJSON:
+		n, k := binary.Uvarint(key)
+		if k <= 0 || uint64(len(key)-k) < n {
+			return KeyPart{}, nil, errShortKey
+		}
+		p.b, key = key[k:k+int(n)], key[k+int(n):]
+	case tagTimestamp:
+		if len(key) < 9 {
+			return KeyPart{}, nil, errShortKey
+		}
+		p.aux, p.u, key = key[0], be.Uint64(key[1:]), key[9:]
+	case tagDecimal:
+		if len(key) < 17 {
+			return KeyPart{}, nil, errShortKey
+		}
+		p.aux, p.hi, p.u, key = key[0], be.Uint64(key[1:]), be.Uint64(key[9:]), key[17:]
+	default:
+		return KeyPart{}, nil, ErrBadKey
+	}
+	return p, key, nil
+}
+
+// IsNull reports whether the part is a null.
+func (p KeyPart) IsNull() bool { return p.tag == tagNull }
+
+// isText reports whether the part is a string, binary or JSON text.
+func (p KeyPart) isText() bool { return p.tag == tagString || p.tag == tagBinary || p.tag == tagJSON }
+
+func (p KeyPart) date() KeyDate { return KeyDate(int32(int64(p.u))) }
+
+func (p KeyPart) decimal() decimal128.Num { return decimal128.New(int64(p.hi), p.u) }
+
+// Value returns the part as a Go value (DecodeKey lists the types); strings, binaries and
+// JSON are copied.
+func (p KeyPart) Value() any {
+	switch p.tag {
+	case tagInt:
+		return int64(p.u)
+	case tagUint:
+		return p.u
+	case tagFloat:
+		return math.Float64frombits(p.u)
+	case tagDate:
+		return p.date()
+	case tagBool:
+		return p.u == 1
+	case tagString:
+		return string(p.b)
+	case tagBinary:
+		return append([]byte(nil), p.b...)
+	case tagJSON:
+		return json.RawMessage(append([]byte(nil), p.b...))
+	case tagTimestamp:
+		return KeyTimestamp{Unit: arrow.TimeUnit(p.aux), Value: arrow.Timestamp(int64(p.u))}
+	case tagDecimal:
+		return KeyDecimal{Num: p.decimal(), Scale: int32(int8(p.aux))}
+	}
+	return nil
+}
+
+// AppendKeyPart appends p to bld, a builder of the key column's type, typed and without
+// allocating: integers to any integer builder of the column's width, uint64, floats,
+// booleans, strings, binaries and JSON text to string and binary builders, timestamps, dates
+// (date32 and date64) and decimals to theirs; a null part appends a null. String builders
+// also take any other part as its text (fmt). Errors report a part that does not fit bld.
+func AppendKeyPart(bld array.Builder, p KeyPart) error {
+	if p.tag == tagNull {
+		bld.AppendNull()
+		return nil
+	}
+	ok := true
+	switch b := bld.(type) {
+	case *array.Int64Builder:
+		if ok = p.tag == tagInt; ok {
+			b.Append(int64(p.u))
+		}
+	case *array.Int32Builder:
+		if ok = p.tag == tagInt; ok {
+			b.Append(int32(int64(p.u)))
+		}
+	case *array.Int16Builder:
+		if ok = p.tag == tagInt; ok {
+			b.Append(int16(int64(p.u)))
+		}
+	case *array.Int8Builder:
+		if ok = p.tag == tagInt; ok {
+			b.Append(int8(int64(p.u)))
+		}
+	case *array.Uint32Builder:
+		if ok = p.tag == tagInt; ok {
+			b.Append(uint32(p.u))
+		}
+	case *array.Uint16Builder:
+		if ok = p.tag == tagInt; ok {
+			b.Append(uint16(p.u))
+		}
+	case *array.Uint8Builder:
+		if ok = p.tag == tagInt; ok {
+			b.Append(uint8(p.u))
+		}
+	case *array.Uint64Builder:
+		if ok = p.tag == tagUint; ok {
+			b.Append(p.u)
+		}
+	case *array.Float64Builder:
+		if ok = p.tag == tagFloat; ok {
+			b.Append(math.Float64frombits(p.u))
+		}
+	case *array.Float32Builder:
+		if ok = p.tag == tagFloat; ok {
+			b.Append(float32(math.Float64frombits(p.u)))
+		}
+	case *array.BooleanBuilder:
+		if ok = p.tag == tagBool; ok {
+			b.Append(p.u == 1)
+		}
+	case *array.StringBuilder:
+		if p.isText() {
+			b.BinaryBuilder.Append(p.b)
+		} else {
+			b.Append(fmt.Sprint(p.Value()))
+		}
+	case *array.LargeStringBuilder:
+		if p.isText() {
+			b.BinaryBuilder.Append(p.b)
+		} else {
+			b.Append(fmt.Sprint(p.Value()))
+		}
+	case *array.StringViewBuilder:
+		if p.isText() {
+			b.BinaryViewBuilder.Append(p.b)
+		} else {
+			b.Append(fmt.Sprint(p.Value()))
+		}
+	case *array.BinaryBuilder:
+		if ok = p.isText(); ok {
+			b.Append(p.b)
+		}
+	case *array.BinaryViewBuilder:
+		if ok = p.isText(); ok {
+			b.Append(p.b)
+		}
+	case *array.TimestampBuilder:
+		if ok = p.tag == tagTimestamp; ok {
+			b.Append(arrow.Timestamp(int64(p.u)))
+		}
+	case *array.Date32Builder:
+		if ok = p.tag == tagDate; ok {
+			b.Append(arrow.Date32(p.date()))
+		}
+	case *array.Date64Builder:
+		if ok = p.tag == tagDate; ok {
+			b.Append(arrow.Date64(int64(p.date()) * 86_400_000))
+		}
+	case *array.Decimal128Builder:
+		if ok = p.tag == tagDecimal; ok {
+			b.Append(p.decimal())
+		}
+	default:
+		return fmt.Errorf("cannot append to %T", bld)
+	}
+	if !ok {
+		v := p.Value()
+		return fmt.Errorf("value %v (%T) does not fit %s", v, v, bld.Type())
+	}
+	return nil
+}
+
 // DecodeKey decodes an encoded key into one Go value per column: nil, int64, uint64,
 // float64, bool, string, []byte, KeyTimestamp, KeyDate, KeyDecimal, or json.RawMessage for
-// nested values. Every value prints readably with fmt.
+// nested values. Every value prints readably with fmt. Errors wrap ErrBadKey.
 func DecodeKey(b []byte) ([]any, error) {
 	var out []any
 	for len(b) > 0 {
-		tag := b[0]
-		b = b[1:]
-		need := func(n int) error {
-			if len(b) < n {
-				return ErrBadKey
-			}
-			return nil
+		p, rest, err := NextKeyPart(b)
+		if err != nil {
+			return nil, err
 		}
-		switch tag {
-		case tagNull:
-			out = append(out, nil)
-		case tagInt, tagUint, tagFloat, tagDate:
-			if err := need(8); err != nil {
-				return nil, err
-			}
-			v := binary.BigEndian.Uint64(b)
-			b = b[8:]
-			switch tag {
-			case tagInt:
-				out = append(out, int64(v))
-			case tagUint:
-				out = append(out, v)
-			case tagFloat:
-				out = append(out, math.Float64frombits(v))
-			default:
-				out = append(out, KeyDate(int32(int64(v))))
-			}
-		case tagBool:
-			if err := need(1); err != nil {
-				return nil, err
-			}
-			out = append(out, b[0] == 1)
-			b = b[1:]
-		case tagString, tagBinary, tagJSON:
-			n, k := binary.Uvarint(b)
-			if k <= 0 || uint64(len(b)-k) < n {
-				return nil, ErrBadKey
-			}
-			v := b[k : k+int(n)]
-			b = b[k+int(n):]
-			switch tag {
-			case tagString:
-				out = append(out, string(v))
-			case tagBinary:
-				out = append(out, append([]byte(nil), v...))
-			default:
-				out = append(out, json.RawMessage(append([]byte(nil), v...)))
-			}
-		case tagTimestamp:
-			if err := need(9); err != nil {
-				return nil, err
-			}
-			unit := arrow.TimeUnit(b[0])
-			v := arrow.Timestamp(int64(binary.BigEndian.Uint64(b[1:])))
-			b = b[9:]
-			out = append(out, KeyTimestamp{Unit: unit, Value: v})
-		case tagDecimal:
-			if err := need(17); err != nil {
-				return nil, err
-			}
-			scale := int32(int8(b[0]))
-			hi, lo := int64(binary.BigEndian.Uint64(b[1:])), binary.BigEndian.Uint64(b[9:])
-			b = b[17:]
-			out = append(out, KeyDecimal{Num: decimal128.New(hi, lo), Scale: scale})
-		default:
-			return nil, ErrBadKey
-		}
+		out = append(out, p.Value())
+		b = rest
 	}
 	return out, nil
 }
@@ -301,101 +454,94 @@ func DecodeKey(b []byte) ([]any, error) {
 // value; a part whose values disagree in type becomes a string column of their text. The
 // caller releases the arrays.
 func KeyArrays(mem memory.Allocator, keys [][]byte, names []string) ([]arrow.Field, []arrow.Array, error) {
-	rows := make([][]any, len(keys))
-	width := 0
+	// Pass 1: the width and each part's type.
+	var types []arrow.DataType // nil while a part has only nulls
+	var consistent []bool
 	for i, k := range keys {
-		v, err := DecodeKey(k)
-		if err != nil {
-			return nil, nil, fmt.Errorf("row %d: %w", i, err)
+		for c := 0; len(k) > 0; c++ {
+			p, rest, err := NextKeyPart(k)
+			if err != nil {
+				return nil, nil, fmt.Errorf("row %d: %w", i, err)
+			}
+			k = rest
+			if c == len(types) {
+				types, consistent = append(types, nil), append(consistent, true)
+			}
+			if p.IsNull() {
+				continue
+			}
+			if t := keyType(p); types[c] == nil {
+				types[c] = t
+			} else if !arrow.TypeEqual(types[c], t) {
+				consistent[c] = false
+			}
 		}
-		rows[i] = v
-		width = max(width, len(v))
 	}
+	// Pass 2: append every part to its column's builder.
+	width := len(types)
 	fields := make([]arrow.Field, width)
-	arrs := make([]arrow.Array, width)
-	for c := 0; c < width; c++ {
+	bs := make([]array.Builder, width)
+	for c := range types {
 		name := fmt.Sprintf("key_%d", c)
 		if c < len(names) && names[c] != "" {
 			name = names[c]
 		}
-		var typ arrow.DataType = arrow.Null
-		consistent := true
-		for _, r := range rows {
-			if c >= len(r) || r[c] == nil {
-				continue
-			}
-			t := keyType(r[c])
-			if typ == arrow.Null {
-				typ = t
-			} else if !arrow.TypeEqual(typ, t) {
-				consistent = false
+		if !consistent[c] || types[c] == nil {
+			types[c] = arrow.BinaryTypes.String
+		}
+		fields[c] = arrow.Field{Name: name, Type: types[c], Nullable: true}
+		bs[c] = array.NewBuilder(mem, types[c])
+		defer bs[c].Release()
+	}
+	for _, k := range keys {
+		c := 0
+		for ; len(k) > 0; c++ {
+			p, rest, _ := NextKeyPart(k) // checked in pass 1
+			k = rest
+			switch b := bs[c].(type) {
+			case *array.StringBuilder:
+				if p.IsNull() {
+					b.AppendNull()
+				} else {
+					// the text of every part, as fmt prints its Value
+					b.Append(fmt.Sprint(p.Value()))
+				}
+			default:
+				if err := AppendKeyPart(b, p); err != nil {
+					return nil, nil, err
+				}
 			}
 		}
-		if !consistent || typ == arrow.Null {
-			typ = arrow.BinaryTypes.String
+		for ; c < width; c++ {
+			bs[c].AppendNull()
 		}
-		b := array.NewBuilder(mem, typ)
-		for _, r := range rows {
-			if c >= len(r) || r[c] == nil {
-				b.AppendNull()
-				continue
-			}
-			appendKeyPart(b, r[c], consistent)
-		}
-		fields[c] = arrow.Field{Name: name, Type: typ, Nullable: true}
+	}
+	arrs := make([]arrow.Array, width)
+	for c, b := range bs {
 		arrs[c] = b.NewArray()
-		b.Release()
 	}
 	return fields, arrs, nil
 }
 
-func keyType(v any) arrow.DataType {
-	switch v := v.(type) {
-	case int64:
+// keyType is the column type of a non-null part in KeyArrays.
+func keyType(p KeyPart) arrow.DataType {
+	switch p.tag {
+	case tagInt:
 		return arrow.PrimitiveTypes.Int64
-	case uint64:
+	case tagUint:
 		return arrow.PrimitiveTypes.Uint64
-	case float64:
+	case tagFloat:
 		return arrow.PrimitiveTypes.Float64
-	case bool:
+	case tagBool:
 		return arrow.FixedWidthTypes.Boolean
-	case []byte:
+	case tagBinary:
 		return arrow.BinaryTypes.Binary
-	case KeyTimestamp:
-		return &arrow.TimestampType{Unit: v.Unit, TimeZone: "UTC"}
-	case KeyDate:
+	case tagTimestamp:
+		return &arrow.TimestampType{Unit: arrow.TimeUnit(p.aux), TimeZone: "UTC"}
+	case tagDate:
 		return arrow.FixedWidthTypes.Date32
-	case KeyDecimal:
-		return &arrow.Decimal128Type{Precision: 38, Scale: v.Scale}
+	case tagDecimal:
+		return &arrow.Decimal128Type{Precision: 38, Scale: int32(int8(p.aux))}
 	}
 	return arrow.BinaryTypes.String
-}
-
-func appendKeyPart(b array.Builder, v any, typed bool) {
-	if !typed {
-		b.(*array.StringBuilder).Append(fmt.Sprint(v))
-		return
-	}
-	switch v := v.(type) {
-	case int64:
-		b.(*array.Int64Builder).Append(v)
-	case uint64:
-		b.(*array.Uint64Builder).Append(v)
-	case float64:
-		b.(*array.Float64Builder).Append(v)
-	case bool:
-		b.(*array.BooleanBuilder).Append(v)
-	case []byte:
-		b.(*array.BinaryBuilder).Append(v)
-	case KeyTimestamp:
-		b.(*array.TimestampBuilder).Append(v.Value)
-	case KeyDate:
-		b.(*array.Date32Builder).Append(arrow.Date32(v))
-	case KeyDecimal:
-		b.(*array.Decimal128Builder).Append(v.Num)
-	case string:
-		b.(*array.StringBuilder).Append(v)
-	default:
-		b.(*array.StringBuilder).Append(fmt.Sprint(v))
-	}
 }

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -8,71 +9,100 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// Path is a resolved dot path into a schema: the field indexes from the top-level column down
-// through struct children ("value.user.id" → [1, 0, 2]).
+// ErrPath reports a dot path that names no field of the schema. Callers that also refuse a
+// field for its type (window: key, event time, aggregate input) wrap it for that too.
+var ErrPath = errors.New("bad field path")
+
+// Path is a dot path (DESIGN.md §1: "value.user.id") resolved against a schema: the field
+// index at each level, from the top-level column down to the leaf, which may sit inside
+// structs ("value.user.id" → [1, 0, 2]).
 type Path struct {
-	Name    string // the dot path as written
+	// Name is the dot path as written.
+	Name string
+	// Indexes holds the child index at each level: Indexes[0] is the top-level column.
 	Indexes []int
-	Field   arrow.Field // the leaf field
+	// Field is the leaf field.
+	Field arrow.Field
 }
 
-// ResolvePath resolves a dot path (e.g. "value.user_id") against s. A top-level column whose
-// name contains dots is matched first, as written. Errors name the path, the missing segment
-// and the fields that exist at that level.
+// ResolvePath resolves path in s. At every level a name that itself contains dots matches
+// before a split into struct levels, so a flat column "value.amount" wins over value → amount
+// (and a struct member "a.b" over a → b inside it). Lists and maps are not traversed. Errors
+// wrap ErrPath and list the columns of s.
 func ResolvePath(s *arrow.Schema, path string) (Path, error) {
-	if idx := s.FieldIndices(path); len(idx) == 1 {
-		return Path{Name: path, Indexes: idx, Field: s.Field(idx[0])}, nil
+	if path == "" {
+		return Path{}, fmt.Errorf("%w: empty path", ErrPath)
 	}
-	segs := strings.Split(path, ".")
-	fields := s.Fields()
-	p := Path{Name: path}
-	for i, seg := range segs {
-		found := -1
-		for j, f := range fields {
-			if f.Name == seg {
-				found = j
-				break
-			}
+	idx, f, ok := resolveIn(s.Fields(), path)
+	if !ok {
+		names := make([]string, 0, s.NumFields())
+		for _, f := range s.Fields() {
+			names = append(names, f.Name)
 		}
-		if found < 0 {
-			names := make([]string, len(fields))
-			for j, f := range fields {
-				names[j] = f.Name
-			}
-			return Path{}, fmt.Errorf("column %q: no field %q (have: %s)", path, seg, strings.Join(names, ", "))
-		}
-		p.Indexes = append(p.Indexes, found)
-		p.Field = fields[found]
-		if i < len(segs)-1 {
-			st, ok := p.Field.Type.(*arrow.StructType)
-			if !ok {
-				return Path{}, fmt.Errorf("column %q: %q is %s, not a struct", path, seg, p.Field.Type)
-			}
-			fields = st.Fields()
-		}
+		return Path{}, fmt.Errorf("%w: no field %q in the input (columns: %s)", ErrPath, path, strings.Join(names, ", "))
 	}
-	return p, nil
+	return Path{Name: path, Indexes: idx, Field: f}, nil
 }
 
-// Column returns the array at p in rec (borrowed: valid while rec is). Struct parents' nulls
-// are not merged into the child; use IsNull to test a row through every level.
-func (p Path) Column(rec arrow.RecordBatch) arrow.Array {
+func resolveIn(fields []arrow.Field, rem string) ([]int, arrow.Field, bool) {
+	for i, f := range fields {
+		if f.Name == rem {
+			return []int{i}, f, true
+		}
+	}
+	for i, f := range fields {
+		st, isStruct := f.Type.(*arrow.StructType)
+		if !isStruct || !strings.HasPrefix(rem, f.Name+".") {
+			continue
+		}
+		if idx, leaf, ok := resolveIn(st.Fields(), rem[len(f.Name)+1:]); ok {
+			return append([]int{i}, idx...), leaf, true
+		}
+	}
+	return nil, arrow.Field{}, false
+}
+
+// Leaf returns the name of the leaf field ("amount" for "value.amount").
+func (p Path) Leaf() string {
+	if p.Field.Name != "" {
+		return p.Field.Name
+	}
+	return p.Name[strings.LastIndexByte(p.Name, '.')+1:]
+}
+
+// Column is the leaf array of a Path in one batch, with the struct ancestors whose nulls also
+// make the leaf null (Arrow does not propagate parent validity into children). Only ancestors
+// that have nulls are kept, so a row test costs nothing for them otherwise. The arrays are
+// borrowed from the batch.
+type Column struct {
+	Arr     arrow.Array   // the leaf array
+	parents []arrow.Array // ancestors that have nulls
+}
+
+// Column returns the leaf array of p in rec (borrowed, valid while rec is).
+func (p Path) Column(rec arrow.RecordBatch) Column {
+	var c Column
 	a := rec.Column(p.Indexes[0])
 	for _, i := range p.Indexes[1:] {
+		if a.NullN() > 0 {
+			c.parents = append(c.parents, a)
+		}
 		a = a.(*array.Struct).Field(i)
 	}
-	return a
+	c.Arr = a
+	return c
 }
 
-// IsNull reports whether row r is null at p or at any struct level above it.
-func (p Path) IsNull(rec arrow.RecordBatch, r int) bool {
-	a := rec.Column(p.Indexes[0])
-	if a.IsNull(r) {
+// HasNulls reports whether any row of the column is null (itself or through an ancestor).
+func (c Column) HasNulls() bool { return c.Arr.NullN() > 0 || len(c.parents) > 0 }
+
+// IsNull reports whether row i is null, itself or through a null ancestor struct.
+func (c Column) IsNull(i int) bool {
+	if c.Arr.IsNull(i) {
 		return true
 	}
-	for _, i := range p.Indexes[1:] {
-		a = a.(*array.Struct).Field(i)
-		if a.IsNull(r) {
+	for _, p := range c.parents {
+		if p.IsNull(i) {
 			return true
 		}
 	}

@@ -37,6 +37,10 @@ const (
 	SchemaCheckpoints = "streamkit.checkpoints"
 )
 
+// EndOfTime is the watermark a source sends when its input is complete (end=final): every
+// event-time window fires (Flink's MAX_WATERMARK). 9999-12-31T23:59:59.999999Z.
+var EndOfTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+
 // WatermarkLayout is the textual form of watermarks on the wire: RFC 3339, microseconds, UTC.
 const WatermarkLayout = "2006-01-02T15:04:05.000000Z"
 

@@ -195,9 +195,10 @@ func (d *Dir) Close() error {
 	return err
 }
 
-// Epochs lists the epochs that have a valid-looking file "<epoch>.json" in sub (OffsetsDir,
-// StateDir or CommitsDir) of the checkpoint directory at path, ascending. It does not verify
-// checksums; readers do that on load.
+// Epochs lists the epochs that have a valid-looking file "<epoch>.json" (EpochName) in sub
+// (OffsetsDir, StateDir, CommitsDir, or any directory of such files, such as the files log of
+// source/files) of the checkpoint directory at path, ascending; a missing directory has none.
+// It does not verify checksums; readers do that on load.
 func Epochs(path, sub string) ([]uint64, error) {
 	ents, err := os.ReadDir(filepath.Join(path, sub))
 	if err != nil {

@@ -163,23 +163,9 @@ func (t *Table) Release() {
 // upserts replace earlier rows of the same _key, deletes remove them. Every file is verified;
 // errors name the corrupt or missing file. Read-only: it takes no lock.
 func Reconstruct(mem memory.Allocator, path string, n uint64) (*Table, error) {
-	eps, err := Epochs(path, StateDir)
+	chain, eps, err := manifestChain(path, n)
 	if err != nil {
 		return nil, err
-	}
-	var chain []Manifest
-	for i := len(eps) - 1; i >= 0; i-- {
-		if eps[i] > n {
-			continue
-		}
-		m, err := ReadManifest(path, eps[i])
-		if err != nil {
-			return nil, err
-		}
-		chain = append(chain, m)
-		if m.Snapshot != nil {
-			break
-		}
 	}
 	if len(chain) == 0 || chain[0].Epoch != n {
 		return nil, fmt.Errorf("state of %s at epoch %d: %w (retained state epochs: %v)", path, n, ErrNoState, eps)

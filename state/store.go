@@ -314,23 +314,9 @@ func (s *Store[V]) Restore(mem memory.Allocator, path string, n uint64) (Manifes
 	if n == 0 {
 		return Manifest{}, nil
 	}
-	eps, err := Epochs(path, StateDir)
+	chain, _, err := manifestChain(path, n)
 	if err != nil {
 		return Manifest{}, err
-	}
-	var chain []Manifest
-	for i := len(eps) - 1; i >= 0; i-- {
-		if eps[i] > n {
-			continue
-		}
-		m, err := ReadManifest(path, eps[i])
-		if err != nil {
-			return Manifest{}, err
-		}
-		chain = append(chain, m)
-		if m.Snapshot != nil {
-			break
-		}
 	}
 	if len(chain) == 0 || chain[0].Epoch != n {
 		return Manifest{}, fmt.Errorf("restore %s epoch %d: %w for the committed epoch (state files deleted?)", path, n, ErrNoState)
@@ -354,6 +340,32 @@ func (s *Store[V]) Restore(mem memory.Allocator, path string, n uint64) (Manifes
 	}
 	s.haveSnapshot = true
 	return chain[0], nil
+}
+
+// manifestChain reads the state manifests of the directory at path from the newest epoch ≤ n
+// back to the newest snapshot at or before it, newest first: the files that rebuild the state
+// of epoch n are the snapshot of the last one and the changelogs of the others. It also
+// returns every state epoch on disk. The caller checks that the chain starts at n and ends at
+// a snapshot.
+func manifestChain(path string, n uint64) (chain []Manifest, eps []uint64, err error) {
+	eps, err = Epochs(path, StateDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := len(eps) - 1; i >= 0; i-- {
+		if eps[i] > n {
+			continue
+		}
+		m, err := ReadManifest(path, eps[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		chain = append(chain, m)
+		if m.Snapshot != nil {
+			break
+		}
+	}
+	return chain, eps, nil
 }
 
 func (s *Store[V]) apply(mem memory.Allocator, path string, fi FileInfo) error {

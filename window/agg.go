@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // aggImpl is one aggregate's accumulators, stored column-wise and indexed by slot.
@@ -13,7 +15,7 @@ type aggImpl interface {
 	grow(n int)
 	reset(s int32)
 	// update folds row rows[j] of c into slot slots[j] for every j; ts[r] is row r's event time.
-	update(c Column, rows, slots []int32, ts []int64)
+	update(c codec.Column, rows, slots []int32, ts []int64)
 	merge(dst, src int32)
 	result(s int32, b array.Builder)
 	stateFields(name string) []arrow.Field
@@ -39,7 +41,7 @@ type countAgg struct {
 func (a *countAgg) grow(n int)     { a.n = growTo(a.n, n) }
 func (a *countAgg) reset(s int32)  { a.n[s] = 0 }
 func (a *countAgg) slotBytes() int { return 8 }
-func (a *countAgg) update(c Column, rows, slots []int32, _ []int64) {
+func (a *countAgg) update(c codec.Column, rows, slots []int32, _ []int64) {
 	n := a.n
 	if a.star || !c.HasNulls() {
 		for _, s := range slots {
@@ -77,7 +79,7 @@ type sumAgg[T number, O valueOps[T]] struct {
 func (a *sumAgg[T, O]) grow(n int)     { a.v, a.has = growTo(a.v, n), growTo(a.has, n) }
 func (a *sumAgg[T, O]) reset(s int32)  { a.v[s], a.has[s] = 0, false }
 func (a *sumAgg[T, O]) slotBytes() int { return 9 }
-func (a *sumAgg[T, O]) update(c Column, rows, slots []int32, _ []int64) {
+func (a *sumAgg[T, O]) update(c codec.Column, rows, slots []int32, _ []int64) {
 	var o O
 	vals := o.batch(c.Arr, &a.scratch)
 	v, has := a.v, a.has
@@ -131,7 +133,7 @@ type avgAgg struct {
 func (a *avgAgg) grow(n int)     { a.sum, a.n = growTo(a.sum, n), growTo(a.n, n) }
 func (a *avgAgg) reset(s int32)  { a.sum[s], a.n[s] = 0, 0 }
 func (a *avgAgg) slotBytes() int { return 16 }
-func (a *avgAgg) update(c Column, rows, slots []int32, _ []int64) {
+func (a *avgAgg) update(c codec.Column, rows, slots []int32, _ []int64) {
 	vals := f64Ops{}.batch(c.Arr, &a.scratch)
 	sum, n := a.sum, a.n
 	nulls := c.HasNulls()
@@ -186,7 +188,7 @@ func (a *extremeAgg[T, O]) reset(s int32) {
 	a.v[s], a.has[s] = zero, false
 }
 func (a *extremeAgg[T, O]) slotBytes() int { return int(sizeOf[T]()) + 1 }
-func (a *extremeAgg[T, O]) update(c Column, rows, slots []int32, _ []int64) {
+func (a *extremeAgg[T, O]) update(c codec.Column, rows, slots []int32, _ []int64) {
 	var o O
 	vals := o.batch(c.Arr, &a.scratch)
 	nulls := c.HasNulls()
@@ -258,7 +260,7 @@ func (a *firstLastAgg[T, O]) reset(s int32) {
 	a.v[s], a.t[s], a.has[s] = zero, 0, false
 }
 func (a *firstLastAgg[T, O]) slotBytes() int { return int(sizeOf[T]()) + 9 }
-func (a *firstLastAgg[T, O]) update(c Column, rows, slots []int32, ts []int64) {
+func (a *firstLastAgg[T, O]) update(c codec.Column, rows, slots []int32, ts []int64) {
 	var o O
 	vals := o.batch(c.Arr, &a.scratch)
 	nulls := c.HasNulls()
@@ -334,7 +336,7 @@ func (a *distinctAgg) add(s int32, v []byte) {
 		set[string(v)] = struct{}{}
 	}
 }
-func (a *distinctAgg) update(c Column, rows, slots []int32, _ []int64) {
+func (a *distinctAgg) update(c codec.Column, rows, slots []int32, _ []int64) {
 	nulls := c.HasNulls()
 	for j, s := range slots {
 		r := int(rows[j])

@@ -5,6 +5,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // Aggs is a bound list of aggregate functions with their accumulators, stored column-wise and
@@ -23,12 +25,12 @@ import (
 // Aggs is not safe for concurrent use.
 type Aggs struct {
 	calls   []AggCall
-	inputs  []*FieldPath // nil for count(*)
+	inputs  []*codec.Path // nil for count(*)
 	impls   []aggImpl
 	fields  []arrow.Field
 	sfields []arrow.Field
 	spans   [][2]int // state columns of impl i: sfields[spans[i][0]:spans[i][1]]
-	cols    []Column
+	cols    []codec.Column
 	slots   int
 }
 
@@ -39,10 +41,10 @@ type Aggs struct {
 func NewAggs(s *arrow.Schema, calls []AggCall) (*Aggs, error) {
 	a := &Aggs{calls: calls}
 	for _, c := range calls {
-		var fp *FieldPath
+		var fp *codec.Path
 		var dt arrow.DataType
 		if c.Arg != "" {
-			p, err := ResolvePath(s, c.Arg)
+			p, err := codec.ResolvePath(s, c.Arg)
 			if err != nil {
 				return nil, fmt.Errorf("aggregate %s: %w", c, err)
 			}
@@ -60,7 +62,7 @@ func NewAggs(s *arrow.Schema, calls []AggCall) (*Aggs, error) {
 		a.sfields = append(a.sfields, impl.stateFields(c.Name)...)
 		a.spans = append(a.spans, [2]int{lo, len(a.sfields)})
 	}
-	a.cols = make([]Column, len(calls))
+	a.cols = make([]codec.Column, len(calls))
 	return a, nil
 }
 

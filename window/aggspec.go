@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // Aggregate function names accepted by ParseAggs.
@@ -21,6 +23,10 @@ const (
 
 // ErrAggSpec reports an aggregate spec that does not parse or does not fit the input schema.
 var ErrAggSpec = errors.New("bad aggregate spec")
+
+// ErrPath reports a dot path that names no field of the schema (codec.ResolvePath), or a field
+// of an unsupported type for its use (key, event time, aggregate input). It is codec.ErrPath.
+var ErrPath = codec.ErrPath
 
 // AggCall is one aggregate of a spec: Func over the column at dot path Arg ("" for count(*)),
 // output column Name.

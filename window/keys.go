@@ -2,7 +2,6 @@ package window
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -208,16 +207,15 @@ func NewKeyCodec(s *arrow.Schema, paths []string) (*KeyCodec, error) {
 	}
 	enc, err := codec.NewKeyEncoder(s, paths)
 	if err != nil {
-		return nil, fmt.Errorf("%w: key %v", ErrPath, err)
+		return nil, fmt.Errorf("key: %w", err)
 	}
 	c.enc = enc
 	seen := map[string]int{}
-	leaf := func(p codec.Path) string { return p.Field.Name }
 	for _, p := range enc.Paths {
-		seen[leaf(p)]++
+		seen[p.Leaf()]++
 	}
 	for _, p := range enc.Paths {
-		name := leaf(p)
+		name := p.Leaf()
 		if seen[name] > 1 {
 			name = strings.ReplaceAll(p.Name, ".", "_")
 		}
@@ -283,73 +281,20 @@ func (c *KeyCodec) Encode(rec arrow.RecordBatch, dst *EncodedKeys) {
 }
 
 // Decode appends the values of one encoded key to bs (one builder per key field, of the
-// types of Fields()). It parses codec's key encoding directly into the builders, without
-// allocating. Errors report bytes that are not a key of this codec.
+// types of Fields()). It parses codec's key encoding directly into the builders
+// (codec.NextKeyPart, codec.AppendKeyPart), without allocating. Errors report bytes that are
+// not a key of this codec.
 func (c *KeyCodec) Decode(key []byte, bs []array.Builder) error {
-	be := binary.BigEndian
 	for j := range c.fields {
 		if len(key) == 0 {
 			return fmt.Errorf("decode key: %d parts, want %d", j, len(c.fields))
 		}
-		tag := key[0]
-		key = key[1:]
-		var v any
-		switch tag {
-		case keyTagNull:
-			bs[j].AppendNull()
-			continue
-		case keyTagInt, keyTagUint, keyTagFloat, keyTagDate:
-			if len(key) < 8 {
-				return errShortKey
-			}
-			u := be.Uint64(key)
-			key = key[8:]
-			switch tag {
-			case keyTagInt:
-				if appendInt(bs[j], int64(u)) {
-					continue
-				}
-				v = int64(u)
-			case keyTagUint:
-				v = u
-			case keyTagFloat:
-				v = math.Float64frombits(u)
-			default:
-				v = codec.KeyDate(int32(int64(u)))
-			}
-		case keyTagBool:
-			if len(key) < 1 {
-				return errShortKey
-			}
-			v = key[0] == 1
-			key = key[1:]
-		case keyTagString, keyTagBinary, keyTagJSON:
-			n, k := binary.Uvarint(key)
-			if k <= 0 || uint64(len(key)-k) < n {
-				return errShortKey
-			}
-			raw := key[k : k+int(n)]
-			key = key[k+int(n):]
-			if appendText(bs[j], raw) {
-				continue
-			}
-			v = raw
-		case keyTagTimestamp:
-			if len(key) < 9 {
-				return errShortKey
-			}
-			v = codec.KeyTimestamp{Unit: arrow.TimeUnit(key[0]), Value: arrow.Timestamp(int64(be.Uint64(key[1:])))}
-			key = key[9:]
-		case keyTagDecimal:
-			if len(key) < 17 {
-				return errShortKey
-			}
-			v = codec.KeyDecimal{Num: decimal128.New(int64(be.Uint64(key[1:])), be.Uint64(key[9:])), Scale: int32(int8(key[0]))}
-			key = key[17:]
-		default:
-			return fmt.Errorf("decode key: %w", codec.ErrBadKey)
+		p, rest, err := codec.NextKeyPart(key)
+		if err != nil {
+			return fmt.Errorf("decode key: %w", err)
 		}
-		if err := appendKeyPart(bs[j], v); err != nil {
+		key = rest
+		if err := codec.AppendKeyPart(bs[j], p); err != nil {
 			return fmt.Errorf("decode key column %q: %w", c.fields[j].Name, err)
 		}
 	}
@@ -357,169 +302,4 @@ func (c *KeyCodec) Decode(key []byte, bs []array.Builder) error {
 		return fmt.Errorf("decode key: %d trailing bytes", len(key))
 	}
 	return nil
-}
-
-// Tags of codec's key encoding (docs/protocol.md "Keys").
-const (
-	keyTagNull = iota
-	keyTagInt
-	keyTagUint
-	keyTagFloat
-	keyTagBool
-	keyTagString
-	keyTagBinary
-	keyTagTimestamp
-	keyTagDate
-	keyTagDecimal
-	keyTagJSON
-)
-
-// appendInt appends an int-tagged value to the common integer builders without boxing.
-func appendInt(b array.Builder, v int64) bool {
-	switch b := b.(type) {
-	case *array.Int64Builder:
-		b.Append(v)
-	case *array.Int32Builder:
-		b.Append(int32(v))
-	default:
-		return false
-	}
-	return true
-}
-
-// appendText appends string, binary or JSON bytes to string and binary builders.
-func appendText(b array.Builder, v []byte) bool {
-	switch b := b.(type) {
-	case *array.StringBuilder:
-		b.BinaryBuilder.Append(v)
-	case *array.LargeStringBuilder:
-		b.BinaryBuilder.Append(v)
-	case *array.BinaryBuilder:
-		b.Append(v)
-	default:
-		return false
-	}
-	return true
-}
-
-// appendKeyPart appends one value decoded by codec.DecodeKey to a builder of the key's
-// output type.
-func appendKeyPart(bld array.Builder, v any) error {
-	if v == nil {
-		bld.AppendNull()
-		return nil
-	}
-	ok := true
-	switch b := bld.(type) {
-	case *array.Int8Builder:
-		var x int64
-		if x, ok = v.(int64); ok {
-			b.Append(int8(x))
-		}
-	case *array.Int16Builder:
-		var x int64
-		if x, ok = v.(int64); ok {
-			b.Append(int16(x))
-		}
-	case *array.Int32Builder:
-		var x int64
-		if x, ok = v.(int64); ok {
-			b.Append(int32(x))
-		}
-	case *array.Int64Builder:
-		var x int64
-		if x, ok = v.(int64); ok {
-			b.Append(x)
-		}
-	case *array.Uint8Builder:
-		var x int64
-		if x, ok = v.(int64); ok {
-			b.Append(uint8(x))
-		}
-	case *array.Uint16Builder:
-		var x int64
-		if x, ok = v.(int64); ok {
-			b.Append(uint16(x))
-		}
-	case *array.Uint32Builder:
-		var x int64
-		if x, ok = v.(int64); ok {
-			b.Append(uint32(x))
-		}
-	case *array.Uint64Builder:
-		var x uint64
-		if x, ok = v.(uint64); ok {
-			b.Append(x)
-		}
-	case *array.Float32Builder:
-		var x float64
-		if x, ok = v.(float64); ok {
-			b.Append(float32(x))
-		}
-	case *array.Float64Builder:
-		var x float64
-		if x, ok = v.(float64); ok {
-			b.Append(x)
-		}
-	case *array.BooleanBuilder:
-		var x bool
-		if x, ok = v.(bool); ok {
-			b.Append(x)
-		}
-	case *array.StringBuilder:
-		b.Append(keyText(v))
-	case *array.LargeStringBuilder:
-		b.Append(keyText(v))
-	case *array.StringViewBuilder:
-		b.Append(keyText(v))
-	case *array.BinaryBuilder:
-		var x []byte
-		if x, ok = v.([]byte); ok {
-			b.Append(x)
-		}
-	case *array.BinaryViewBuilder:
-		var x []byte
-		if x, ok = v.([]byte); ok {
-			b.Append(x)
-		}
-	case *array.TimestampBuilder:
-		var x codec.KeyTimestamp
-		if x, ok = v.(codec.KeyTimestamp); ok {
-			b.Append(x.Value)
-		}
-	case *array.Date32Builder:
-		var x codec.KeyDate
-		if x, ok = v.(codec.KeyDate); ok {
-			b.Append(arrow.Date32(x))
-		}
-	case *array.Date64Builder:
-		var x codec.KeyDate
-		if x, ok = v.(codec.KeyDate); ok {
-			b.Append(arrow.Date64(int64(x) * 86_400_000))
-		}
-	case *array.Decimal128Builder:
-		var x codec.KeyDecimal
-		if x, ok = v.(codec.KeyDecimal); ok {
-			b.Append(x.Num)
-		}
-	default:
-		return fmt.Errorf("cannot append to %T", bld)
-	}
-	if !ok {
-		return fmt.Errorf("value %v (%T) does not fit %s", v, v, bld.Type())
-	}
-	return nil
-}
-
-// keyText renders a decoded key part as text (strings as is, nested values as JSON).
-func keyText(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case json.RawMessage:
-		return string(x)
-	case []byte:
-		return string(x)
-	}
-	return fmt.Sprint(v)
 }

@@ -408,14 +408,7 @@ func (m *Manager) Final() {
 			m.emitCount(kid, wins)
 		}
 	case Global:
-		var refs []timerRef
-		for kid := range m.keys {
-			for _, w := range m.keys[kid].wins {
-				refs = append(refs, timerRef{slot: w.slot})
-			}
-		}
-		m.sortRefs(refs)
-		for _, r := range refs {
+		for _, r := range m.openSlots() {
 			m.emit(r.slot, EmitOnTime)
 		}
 	default:
@@ -739,6 +732,18 @@ func (m *Manager) fireDue(wm int64) {
 			m.purge(s)
 		}
 	})
+}
+
+// openSlots returns the slot of every open window, of every key, in creation order (sortRefs).
+func (m *Manager) openSlots() []timerRef {
+	var refs []timerRef
+	for kid := range m.keys {
+		for _, w := range m.keys[kid].wins {
+			refs = append(refs, timerRef{slot: w.slot})
+		}
+	}
+	m.sortRefs(refs)
+	return refs
 }
 
 // sortRefs orders timers by creation sequence, so windows that fire together are emitted in

@@ -2,7 +2,6 @@ package window
 
 import (
 	"cmp"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // Columns of state batches (Changelog, Snapshot, Restore). They follow the state file
@@ -69,9 +70,6 @@ func (m *Manager) StateSchema() *arrow.Schema {
 
 const stateFixed = 7 // columns before the accumulators
 
-// keyUnitMicros is the µs unit byte of a timestamp part in codec's key encoding.
-const keyUnitMicros = byte(arrow.Microsecond)
-
 // identityLen is the length of the window identity appended to an encoded key in _key.
 func (m *Manager) identityLen() int {
 	switch m.kind {
@@ -83,17 +81,18 @@ func (m *Manager) identityLen() int {
 	return 20
 }
 
-// appendIdentity appends the window identity of (start, end, seq) to an encoded key.
+// appendIdentity appends the window identity of (start, end, seq) to an encoded key, as more
+// parts of codec's key encoding: the slice number (int) for count windows, window_start and
+// window_end (timestamps in µs) for time windows, nothing for the global window.
 func (m *Manager) appendIdentity(dst []byte, start, end, seq int64) []byte {
-	be := binary.BigEndian
 	switch m.kind {
 	case Count:
-		return be.AppendUint64(append(dst, keyTagInt), uint64(seq))
+		return codec.AppendKeyInt(dst, seq)
 	case Global:
 		return dst
 	}
-	dst = be.AppendUint64(append(dst, keyTagTimestamp, keyUnitMicros), uint64(start))
-	return be.AppendUint64(append(dst, keyTagTimestamp, keyUnitMicros), uint64(end))
+	dst = codec.AppendKeyTimestamp(dst, arrow.Microsecond, start)
+	return codec.AppendKeyTimestamp(dst, arrow.Microsecond, end)
 }
 
 // parseIdentity splits a _key into the encoded key and the window identity.
@@ -103,19 +102,24 @@ func (m *Manager) parseIdentity(k []byte) (key []byte, start, end, seq int64, er
 		return nil, 0, 0, 0, fmt.Errorf("_key of %d bytes is too short for a window identity", len(k))
 	}
 	key, id := k[:len(k)-n], k[len(k)-n:]
-	be := binary.BigEndian
 	switch m.kind {
 	case Count:
-		if id[0] != keyTagInt {
+		p, _, err := codec.NextKeyPart(id)
+		v, ok := p.Value().(int64)
+		if err != nil || !ok {
 			return nil, 0, 0, 0, fmt.Errorf("_key does not end with a slice number")
 		}
-		seq = int64(be.Uint64(id[1:]))
+		seq = v
 	case Global:
 	default:
-		if id[0] != keyTagTimestamp || id[1] != keyUnitMicros || id[10] != keyTagTimestamp || id[11] != keyUnitMicros {
+		ps, rest, err1 := codec.NextKeyPart(id)
+		pe, _, err2 := codec.NextKeyPart(rest)
+		s, ok1 := ps.Value().(codec.KeyTimestamp)
+		e, ok2 := pe.Value().(codec.KeyTimestamp)
+		if err1 != nil || err2 != nil || !ok1 || !ok2 || s.Unit != arrow.Microsecond || e.Unit != arrow.Microsecond {
 			return nil, 0, 0, 0, fmt.Errorf("_key does not end with window_start and window_end")
 		}
-		start, end = int64(be.Uint64(id[2:])), int64(be.Uint64(id[12:]))
+		start, end = int64(s.Value), int64(e.Value)
 	}
 	return key, start, end, seq, nil
 }
@@ -407,14 +411,7 @@ func (m *Manager) rebuildTimers() {
 	if !m.asg.TimeBased() {
 		return
 	}
-	var refs []timerRef
-	for kid := range m.keys {
-		for _, w := range m.keys[kid].wins {
-			refs = append(refs, timerRef{slot: w.slot})
-		}
-	}
-	m.sortRefs(refs)
-	for _, r := range refs {
+	for _, r := range m.openSlots() {
 		s := r.slot
 		if m.sFlags[s]&fFired == 0 {
 			m.pushFire(s)

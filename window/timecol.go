@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // EpochUnit is the declared unit of an integer event-time column (epoch seconds, ms, µs, ns).
@@ -60,12 +62,13 @@ var ErrZoneless = errors.New("event time has no UTC offset")
 // TimeExtractor reads event times, as µs since the epoch (UTC), from one column. Supported
 // types: timestamp (any unit; with a zone the values are instants, without one they are wall
 // clock in Options.Location), date32/date64 (local midnight in Location), signed and unsigned
-// integers with a declared EpochUnit, and RFC 3339 text (string, large_string, string_view:
-// "2006-01-02T15:04:05.999999999Z07:00", 'T' or ' ' separator, offset "Z", "±hh:mm" or
-// "±hhmm", or none when Location is set; a date alone means midnight). A TimeExtractor keeps
+// integers with a declared EpochUnit, and RFC 3339 text (string, large_string, string_view),
+// spelled as CSV and JSON timestamps are (codec.ParseTimestampText): "2006-01-02T15:04:05.999999999Z07:00",
+// 'T', 't' or ' ' separator, seconds and fraction optional, zone "Z", "±hh", "±hh:mm", "±hhmm"
+// or "UTC", or none when Location is set; a date alone means midnight. A TimeExtractor keeps
 // caches and is not safe for concurrent use.
 type TimeExtractor struct {
-	path FieldPath
+	path codec.Path
 	kind int
 	mul  int64 // µs per unit (0: divide by 1000, nanoseconds)
 	zone *zone // wall-clock conversion, nil for UTC
@@ -85,7 +88,7 @@ const (
 // Errors wrap ErrPath (missing field, unsupported type) or name the missing option
 // (--time-unit for integers, --tz for zone-less timestamps and dates).
 func NewTimeExtractor(s *arrow.Schema, path string, opt TimeOptions) (*TimeExtractor, error) {
-	fp, err := ResolvePath(s, path)
+	fp, err := codec.ResolvePath(s, path)
 	if err != nil {
 		return nil, fmt.Errorf("event time: %w", err)
 	}
@@ -159,7 +162,7 @@ func scale(v, mul int64) int64 {
 }
 
 // Path returns the event-time column's dot path.
-func (x *TimeExtractor) Path() string { return x.path.Path }
+func (x *TimeExtractor) Path() string { return x.path.Name }
 
 // Extract writes the event time of every row of rec into ts and whether it is usable into ok
 // (false for nulls and unparseable text), reusing their capacity, and returns both. The only
@@ -217,7 +220,7 @@ func (x *TimeExtractor) Extract(rec arrow.RecordBatch, ts []int64, ok []bool) ([
 			case hasOff:
 				ts[i] = civil - off
 			case x.loc == nil:
-				return ts, ok, fmt.Errorf("%w: %q in column %q; give the zone to read it in (--tz)", ErrZoneless, s, x.path.Path)
+				return ts, ok, fmt.Errorf("%w: %q in column %q; give the zone to read it in (--tz)", ErrZoneless, s, x.path.Name)
 			default:
 				ts[i] = x.civil(civil)
 			}
@@ -282,123 +285,9 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// parseRFC3339 parses "YYYY-MM-DD[(T|t| )hh:mm:ss[(.|,)fraction][Z|z|±hh:mm|±hhmm]]" into the
-// wall-clock reading (µs as if UTC) and the UTC offset (µs) when present. Fractions beyond
-// microseconds are truncated. It does not allocate.
+// parseRFC3339 parses event-time text as codec.ParseTimestampText does (the spellings CSV and
+// JSON timestamps accept) into the wall-clock reading (µs as if UTC) and the UTC offset (µs)
+// when present. It does not allocate.
 func parseRFC3339(s string) (civil, off int64, hasOff, ok bool) {
-	num := func(s string) (int64, bool) {
-		var v int64
-		if len(s) == 0 {
-			return 0, false
-		}
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int64(c-'0')
-		}
-		return v, true
-	}
-	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
-		return 0, 0, false, false
-	}
-	y, ok1 := num(s[0:4])
-	mo, ok2 := num(s[5:7])
-	d, ok3 := num(s[8:10])
-	if !ok1 || !ok2 || !ok3 || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) {
-		return 0, 0, false, false
-	}
-	civil = daysFromCivil(y, mo, d) * usPerDay
-	s = s[10:]
-	if len(s) == 0 {
-		return civil, 0, false, true
-	}
-	if (s[0] != 'T' && s[0] != 't' && s[0] != ' ') || len(s) < 9 || s[3] != ':' || s[6] != ':' {
-		return 0, 0, false, false
-	}
-	h, ok1 := num(s[1:3])
-	mi, ok2 := num(s[4:6])
-	se, ok3 := num(s[7:9])
-	if !ok1 || !ok2 || !ok3 || h > 23 || mi > 59 || se > 59 {
-		return 0, 0, false, false
-	}
-	civil += (h*3600 + mi*60 + se) * usPerSecond
-	s = s[9:]
-	if len(s) > 0 && (s[0] == '.' || s[0] == ',') {
-		j := 1
-		var frac, digits int64
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			if digits < 6 {
-				frac = frac*10 + int64(s[j]-'0')
-				digits++
-			}
-			j++
-		}
-		if j == 1 {
-			return 0, 0, false, false
-		}
-		for ; digits < 6; digits++ {
-			frac *= 10
-		}
-		civil += frac
-		s = s[j:]
-	}
-	switch {
-	case len(s) == 0:
-		return civil, 0, false, true
-	case len(s) == 1 && (s[0] == 'Z' || s[0] == 'z'):
-		return civil, 0, true, true
-	case s[0] == '+' || s[0] == '-':
-		var oh, om int64
-		var okh, okm bool
-		switch len(s) {
-		case 6:
-			if s[3] != ':' {
-				return 0, 0, false, false
-			}
-			oh, okh = num(s[1:3])
-			om, okm = num(s[4:6])
-		case 5:
-			oh, okh = num(s[1:3])
-			om, okm = num(s[3:5])
-		default:
-			return 0, 0, false, false
-		}
-		if !okh || !okm || oh > 23 || om > 59 {
-			return 0, 0, false, false
-		}
-		off = (oh*3600 + om*60) * usPerSecond
-		if s[0] == '-' {
-			off = -off
-		}
-		return civil, off, true, true
-	}
-	return 0, 0, false, false
-}
-
-func daysIn(y, m int64) int64 {
-	switch m {
-	case 2:
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
-// daysFromCivil returns days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant).
-func daysFromCivil(y, m, d int64) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := floorDiv(y, 400)
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
+	return codec.ParseTimestampText(unsafeBytes(s))
 }

@@ -281,3 +281,27 @@ func TestTimeExtractorStructPath(t *testing.T) {
 		t.Errorf("got %s", got)
 	}
 }
+
+// Event-time text is read with the spellings CSV and JSON timestamp columns accept
+// (codec.ParseTimestampText), so a column read-files parses as a timestamp also parses here
+// when it arrives as text.
+func TestParseRFC3339SameAsCSV(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want string // RFC 3339 UTC, "" = unparseable
+	}{
+		{"2024-05-01T10:00Z", "2024-05-01T10:00:00Z"},
+		{"2024-05-01 10:00:00 UTC", "2024-05-01T10:00:00Z"},
+		{"2024-05-01T10:00:00+02", "2024-05-01T08:00:00Z"},
+		{"2024-05-01T10:00:00.1234567890Z", ""}, // at most 9 fraction digits
+	} {
+		civil, off, _, ok := parseRFC3339(tt.in)
+		got := ""
+		if ok {
+			got = TimeOf(civil - off).Format(time.RFC3339)
+		}
+		if got != tt.want {
+			t.Errorf("%q: got %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

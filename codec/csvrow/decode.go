@@ -47,6 +47,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/streamkit/streamkit/codec/internal/textcol"
 	"github.com/streamkit/streamkit/codec/internal/textconv"
 	"github.com/streamkit/streamkit/codec/rescue"
 )
@@ -108,55 +109,11 @@ func (o *Options) fill() {
 	}
 }
 
-type kind uint8
-
-const (
-	kBool kind = iota + 1
-	kInt8
-	kInt16
-	kInt32
-	kInt64
-	kUint8
-	kUint16
-	kUint32
-	kUint64
-	kFloat32
-	kFloat64
-	kDecimal
-	kString
-	kBinary
-	kDate
-	kTs
-	kTsNTZ
-	kNull
-)
-
 type column struct {
 	name     string
-	kind     kind
 	nullable bool
 	typ      arrow.DataType
-	bits     int
-	prec     int32
-	scale    int32
-	div, mul int64 // µs -> timestamp unit
-
-	b    array.Builder
-	bo   *array.BooleanBuilder
-	i8   *array.Int8Builder
-	i16  *array.Int16Builder
-	i32  *array.Int32Builder
-	i64  *array.Int64Builder
-	u8   *array.Uint8Builder
-	u16  *array.Uint16Builder
-	u32  *array.Uint32Builder
-	u64  *array.Uint64Builder
-	f32  *array.Float32Builder
-	f64  *array.Float64Builder
-	dec  *array.Decimal128Builder
-	bin  *array.BinaryBuilder
-	date *array.Date32Builder
-	ts   *array.TimestampBuilder
+	textcol.Column
 }
 
 // Decoder turns CSV records into rows. Reader drives it over a stream; Append decodes one
@@ -181,20 +138,9 @@ type Decoder struct {
 // NewDecoder builds a decoder for schema; columns are bound positionally until Bind is called.
 func NewDecoder(schema *arrow.Schema, opts Options) (*Decoder, error) {
 	opts.fill()
-	fields := append([]arrow.Field(nil), schema.Fields()...)
-	resIdx := -1
-	if !opts.NoRescuedColumn {
-		for i, f := range fields {
-			if f.Name == opts.RescuedColumn {
-				resIdx = i
-			}
-		}
-		if resIdx < 0 {
-			fields = append(fields, arrow.Field{Name: opts.RescuedColumn, Type: arrow.BinaryTypes.String, Nullable: true})
-			resIdx = len(fields) - 1
-		} else if fields[resIdx].Type.ID() != arrow.STRING {
-			return nil, fmt.Errorf("csvrow: column %s must be a string to hold rescued data, is %s", opts.RescuedColumn, fields[resIdx].Type)
-		}
+	fields, resIdx, err := textcol.WithRescuedColumn(schema, opts.RescuedColumn, opts.NoRescuedColumn)
+	if err != nil {
+		return nil, fmt.Errorf("csvrow: %w", err)
 	}
 	md := schema.Metadata()
 	d := &Decoder{opts: opts, schema: arrow.NewSchema(fields, &md)}
@@ -220,58 +166,8 @@ func NewDecoder(schema *arrow.Schema, opts Options) (*Decoder, error) {
 }
 
 func newColumn(f arrow.Field, b array.Builder) (*column, error) {
-	c := &column{name: f.Name, nullable: f.Nullable, typ: f.Type, b: b, bits: 64}
-	switch t := f.Type.(type) {
-	case *arrow.BooleanType:
-		c.kind, c.bo = kBool, b.(*array.BooleanBuilder)
-	case *arrow.Int8Type:
-		c.kind, c.i8, c.bits = kInt8, b.(*array.Int8Builder), 8
-	case *arrow.Int16Type:
-		c.kind, c.i16, c.bits = kInt16, b.(*array.Int16Builder), 16
-	case *arrow.Int32Type:
-		c.kind, c.i32, c.bits = kInt32, b.(*array.Int32Builder), 32
-	case *arrow.Int64Type:
-		c.kind, c.i64 = kInt64, b.(*array.Int64Builder)
-	case *arrow.Uint8Type:
-		c.kind, c.u8, c.bits = kUint8, b.(*array.Uint8Builder), 8
-	case *arrow.Uint16Type:
-		c.kind, c.u16, c.bits = kUint16, b.(*array.Uint16Builder), 16
-	case *arrow.Uint32Type:
-		c.kind, c.u32, c.bits = kUint32, b.(*array.Uint32Builder), 32
-	case *arrow.Uint64Type:
-		c.kind, c.u64 = kUint64, b.(*array.Uint64Builder)
-	case *arrow.Float32Type:
-		c.kind, c.f32, c.bits = kFloat32, b.(*array.Float32Builder), 32
-	case *arrow.Float64Type:
-		c.kind, c.f64 = kFloat64, b.(*array.Float64Builder)
-	case *arrow.Decimal128Type:
-		c.kind, c.dec, c.prec, c.scale = kDecimal, b.(*array.Decimal128Builder), t.Precision, t.Scale
-	case *arrow.StringType:
-		c.kind, c.bin = kString, b.(*array.StringBuilder).BinaryBuilder
-	case *arrow.LargeStringType:
-		c.kind, c.bin = kString, b.(*array.LargeStringBuilder).BinaryBuilder
-	case *arrow.BinaryType, *arrow.LargeBinaryType:
-		c.kind, c.bin = kBinary, b.(*array.BinaryBuilder)
-	case *arrow.Date32Type:
-		c.kind, c.date = kDate, b.(*array.Date32Builder)
-	case *arrow.TimestampType:
-		c.kind, c.ts = kTs, b.(*array.TimestampBuilder)
-		if t.TimeZone == "" {
-			c.kind = kTsNTZ
-		}
-		switch t.Unit {
-		case arrow.Second:
-			c.div, c.mul = 1_000_000, 1
-		case arrow.Millisecond:
-			c.div, c.mul = 1000, 1
-		case arrow.Nanosecond:
-			c.div, c.mul = 1, 1000
-		default:
-			c.div, c.mul = 1, 1
-		}
-	case *arrow.NullType:
-		c.kind = kNull
-	default:
+	c := &column{name: f.Name, nullable: f.Nullable, typ: f.Type}
+	if !c.Init(f.Type, b) || c.Kind == textcol.Fixed || c.Kind == textcol.Time32 || c.Kind == textcol.Time64 {
 		return nil, fmt.Errorf("csvrow: column %s: type %s cannot be read from CSV", f.Name, f.Type)
 	}
 	return c, nil
@@ -379,10 +275,7 @@ func (d *Decoder) appendRecord(r *record) (bool, error) {
 
 func (d *Decoder) bad(r *record, reason string) error {
 	br := rescue.BadRecord{Source: d.opts.Source, Line: r.line, Offset: r.offset, Reason: reason, Raw: append([]byte(nil), r.raw...)}
-	if d.opts.Mode == rescue.FailFast || d.opts.OnBadRecord == nil {
-		return &rescue.Error{BadRecord: br}
-	}
-	return d.opts.OnBadRecord(br)
+	return rescue.Report(d.opts.Mode, d.opts.OnBadRecord, br)
 }
 
 // decode converts r's fields; with dry it only reports the first problem that makes the record
@@ -423,13 +316,13 @@ func (d *Decoder) decode(r *record, dry bool) string {
 		}
 		c := d.cols[ci]
 		d.seen[ci] = true
-		isNull := !quoted && b2s(v) == d.opts.NullValue || len(v) == 0 && c.kind != kString
+		isNull := !quoted && b2s(v) == d.opts.NullValue || len(v) == 0 && c.Kind != textcol.String
 		if isNull {
 			if dry && !c.nullable {
 				return fmt.Sprintf("field %s: null value for NOT NULL column", c.name)
 			}
 			if !dry {
-				c.b.AppendNull()
+				c.B.AppendNull()
 			}
 			continue
 		}
@@ -440,11 +333,11 @@ func (d *Decoder) decode(r *record, dry bool) string {
 					if len(shown) > 64 {
 						shown = append(shown[:61:61], "..."...)
 					}
-					return fmt.Sprintf("field %s: %q is not a valid %s", c.name, shown, typeName(c.typ))
+					return fmt.Sprintf("field %s: %q is not a valid %s", c.name, shown, textcol.TypeName(c.typ))
 				}
 				continue
 			}
-			c.b.AppendNull()
+			c.B.AppendNull()
 			if d.rescued != nil {
 				d.res.AddString(c.name, v)
 			}
@@ -461,7 +354,7 @@ func (d *Decoder) decode(r *record, dry bool) string {
 			}
 			continue
 		}
-		c.b.AppendNull()
+		c.B.AppendNull()
 	}
 	if !dry && d.rescued != nil {
 		if out := d.res.Finish(d.opts.Source); out != nil {
@@ -473,29 +366,10 @@ func (d *Decoder) decode(r *record, dry bool) string {
 	return ""
 }
 
-func typeName(t arrow.DataType) string {
-	switch t := t.(type) {
-	case *arrow.Int8Type:
-		return "tinyint"
-	case *arrow.Int16Type:
-		return "smallint"
-	case *arrow.Int32Type:
-		return "int"
-	case *arrow.Int64Type:
-		return "bigint"
-	case *arrow.TimestampType:
-		if t.TimeZone == "" {
-			return "timestamp_ntz"
-		}
-		return "timestamp"
-	}
-	return t.String()
-}
-
 // value parses v into c (appending unless dry); false means it does not fit.
 func (d *Decoder) value(c *column, v []byte, dry bool) bool {
-	switch c.kind {
-	case kString:
+	switch c.Kind {
+	case textcol.String:
 		if dry {
 			return true
 		}
@@ -503,93 +377,63 @@ func (d *Decoder) value(c *column, v []byte, dry bool) bool {
 			d.scratch = append(d.scratch[:0], []byte(string([]rune(string(v))))...)
 			v = d.scratch
 		}
-		c.bin.Append(v)
-	case kBinary:
+		c.Bin.Append(v)
+	case textcol.Binary:
 		if !dry {
-			c.bin.Append(v)
+			c.Bin.Append(v)
 		}
-	case kInt64, kInt32, kInt16, kInt8:
-		x, ok := textconv.ParseInt(v, c.bits)
+	case textcol.Int64, textcol.Int32, textcol.Int16, textcol.Int8:
+		x, ok := textconv.ParseInt(v, c.Bits)
 		if !ok {
 			return false
 		}
 		if !dry {
-			switch c.kind {
-			case kInt64:
-				c.i64.Append(x)
-			case kInt32:
-				c.i32.Append(int32(x))
-			case kInt16:
-				c.i16.Append(int16(x))
-			default:
-				c.i8.Append(int8(x))
-			}
+			c.AppendInt(x)
 		}
-	case kUint64, kUint32, kUint16, kUint8:
-		x, ok := textconv.ParseUint(v, c.bits)
+	case textcol.Uint64, textcol.Uint32, textcol.Uint16, textcol.Uint8:
+		x, ok := textconv.ParseUint(v, c.Bits)
 		if !ok {
 			return false
 		}
 		if !dry {
-			switch c.kind {
-			case kUint64:
-				c.u64.Append(x)
-			case kUint32:
-				c.u32.Append(uint32(x))
-			case kUint16:
-				c.u16.Append(uint16(x))
-			default:
-				c.u8.Append(uint8(x))
-			}
+			c.AppendUint(x)
 		}
-	case kFloat64, kFloat32:
-		x, ok := textconv.ParseFloat(v, c.bits)
+	case textcol.Float64, textcol.Float32:
+		x, ok := textconv.ParseFloat(v, c.Bits)
 		if !ok {
 			return false
 		}
 		if !dry {
-			if c.kind == kFloat64 {
-				c.f64.Append(x)
-			} else {
-				c.f32.Append(float32(x))
-			}
+			c.AppendFloat(x)
 		}
-	case kBool:
+	case textcol.Bool:
 		x, ok := textconv.ParseBool(v)
 		if !ok {
 			return false
 		}
 		if !dry {
-			c.bo.Append(x)
+			c.Bool.Append(x)
 		}
-	case kDecimal:
-		x, ok := textconv.ParseDecimal128(v, c.prec, c.scale)
+	case textcol.Decimal:
+		x, ok := textconv.ParseDecimal128(v, c.Prec, c.Scale)
 		if !ok {
 			return false
 		}
 		if !dry {
-			c.dec.Append(x)
+			c.Dec.Append(x)
 		}
-	case kDate:
+	case textcol.Date:
 		x, ok := textconv.ParseDate(v)
 		if !ok {
 			return false
 		}
 		if !dry {
-			c.date.Append(arrow.Date32(x))
+			c.Date.Append(arrow.Date32(x))
 		}
-	case kTs, kTsNTZ:
-		var us int64
-		loc := d.opts.Location
-		if c.kind == kTsNTZ {
-			loc = time.UTC
-		}
-		us, hasZone, ok := textconv.ParseTimestamp(v, loc)
-		if ok && c.kind == kTsNTZ && hasZone {
-			return false
-		}
+	case textcol.Timestamp, textcol.TimestampNTZ:
+		us, ok := c.ParseTimestamp(v, d.opts.Location)
 		if !ok {
-			if c.kind == kTsNTZ {
+			if c.Kind == textcol.TimestampNTZ {
 				return false
 			}
 			if x, iok := textconv.ParseInt(v, 64); iok {
@@ -602,18 +446,9 @@ func (d *Decoder) value(c *column, v []byte, dry bool) bool {
 			}
 		}
 		if !dry {
-			if c.mul != 1 {
-				us *= c.mul
-			} else if c.div != 1 {
-				q := us / c.div
-				if us%c.div < 0 {
-					q--
-				}
-				us = q
-			}
-			c.ts.Append(arrow.Timestamp(us))
+			c.Ts.Append(arrow.Timestamp(c.FromMicros(us)))
 		}
-	case kNull:
+	case textcol.Null:
 		return false
 	}
 	return true

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/streamkit/streamkit/codec/internal/textcol"
 	"github.com/streamkit/streamkit/codec/internal/textconv"
 	"github.com/streamkit/streamkit/codec/schema"
 )
@@ -220,11 +221,8 @@ func (in *inferrer) typeOf(v []byte) arrow.DataType {
 		}
 	}
 	if in.opts.Timestamps {
-		if _, ok := textconv.ParseDate(v); ok {
-			return arrow.FixedWidthTypes.Date32
-		}
-		if _, _, ok := textconv.ParseTimestamp(v, nil); ok {
-			return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+		if t := textcol.InferTemporal(v); t != nil {
+			return t
 		}
 	}
 	return arrow.BinaryTypes.String

@@ -51,6 +51,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/streamkit/streamkit/codec/internal/textcol"
 	"github.com/streamkit/streamkit/codec/internal/textconv"
 	"github.com/streamkit/streamkit/codec/rescue"
 )
@@ -97,72 +98,23 @@ func (o *Options) fill() {
 	}
 }
 
-type kind uint8
-
+// Nested kinds; the scalar ones are textcol's.
 const (
-	kBool kind = iota + 1
-	kInt8
-	kInt16
-	kInt32
-	kInt64
-	kUint8
-	kUint16
-	kUint32
-	kUint64
-	kFloat32
-	kFloat64
-	kDecimal
-	kString
-	kLargeString
-	kBinary
-	kFixed
-	kDate
-	kTs
-	kTsNTZ
-	kTime32
-	kTime64
-	kList
+	kList = textcol.Nested + iota
 	kStruct
 	kMap
-	kNull
 )
 
 // field is one node of the decoder compiled from the schema.
 type field struct {
 	name     string
-	kind     kind
 	nullable bool
 	typ      arrow.DataType
+	textcol.Column
 
-	b     array.Builder
-	bool_ *array.BooleanBuilder
-	i8    *array.Int8Builder
-	i16   *array.Int16Builder
-	i32   *array.Int32Builder
-	i64   *array.Int64Builder
-	u8    *array.Uint8Builder
-	u16   *array.Uint16Builder
-	u32   *array.Uint32Builder
-	u64   *array.Uint64Builder
-	f32   *array.Float32Builder
-	f64   *array.Float64Builder
-	bin   *array.BinaryBuilder // string, large string, binary
-	fix   *array.FixedSizeBinaryBuilder
-	dec   *array.Decimal128Builder
-	date  *array.Date32Builder
-	ts    *array.TimestampBuilder
-	t32   *array.Time32Builder
-	t64   *array.Time64Builder
-	list  *array.ListBuilder
-	st    *array.StructBuilder
-	mp    *array.MapBuilder
-
-	// precision/scale for decimals, unit scale for timestamps and times, width for fixed.
-	prec, scale int32
-	tsDiv       int64 // µs are divided (ns: multiplied) to the column unit; see tsFromMicros
-	tsMul       int64
-	width       int
-	bits        int // integer width
+	list *array.ListBuilder
+	st   *array.StructBuilder
+	mp   *array.MapBuilder
 
 	children []*field
 	index    map[string]int // struct members by name
@@ -204,23 +156,11 @@ type pathSeg struct {
 // are an error.
 func NewDecoder(schema *arrow.Schema, opts Options) (*Decoder, error) {
 	opts.fill()
-	d := &Decoder{opts: opts, resIdx: -1}
-	fields := append([]arrow.Field(nil), schema.Fields()...)
-	if !opts.NoRescuedColumn {
-		idx := -1
-		for i, f := range fields {
-			if f.Name == opts.RescuedColumn {
-				idx = i
-			}
-		}
-		if idx < 0 {
-			fields = append(fields, arrow.Field{Name: opts.RescuedColumn, Type: arrow.BinaryTypes.String, Nullable: true})
-			idx = len(fields) - 1
-		} else if fields[idx].Type.ID() != arrow.STRING {
-			return nil, fmt.Errorf("jsonrow: column %s must be a string to hold rescued data, is %s", opts.RescuedColumn, fields[idx].Type)
-		}
-		d.resIdx = idx
+	fields, resIdx, err := textcol.WithRescuedColumn(schema, opts.RescuedColumn, opts.NoRescuedColumn)
+	if err != nil {
+		return nil, fmt.Errorf("jsonrow: %w", err)
 	}
+	d := &Decoder{opts: opts, resIdx: resIdx}
 	md := schema.Metadata()
 	d.schema = arrow.NewSchema(fields, &md)
 	st := arrow.StructOf(fields...)
@@ -241,66 +181,13 @@ func NewDecoder(schema *arrow.Schema, opts Options) (*Decoder, error) {
 }
 
 func compile(f arrow.Field, b array.Builder) (*field, error) {
-	n := &field{name: f.Name, nullable: f.Nullable, typ: f.Type, b: b, hasNN: !f.Nullable, bits: 64}
+	n := &field{name: f.Name, nullable: f.Nullable, typ: f.Type, hasNN: !f.Nullable}
+	if n.Init(f.Type, b) {
+		return n, nil
+	}
 	switch t := f.Type.(type) {
-	case *arrow.BooleanType:
-		n.kind, n.bool_ = kBool, b.(*array.BooleanBuilder)
-	case *arrow.Int8Type:
-		n.kind, n.i8 = kInt8, b.(*array.Int8Builder)
-		n.bits = 8
-	case *arrow.Int16Type:
-		n.kind, n.i16 = kInt16, b.(*array.Int16Builder)
-		n.bits = 16
-	case *arrow.Int32Type:
-		n.kind, n.i32 = kInt32, b.(*array.Int32Builder)
-		n.bits = 32
-	case *arrow.Int64Type:
-		n.kind, n.i64 = kInt64, b.(*array.Int64Builder)
-	case *arrow.Uint8Type:
-		n.kind, n.u8 = kUint8, b.(*array.Uint8Builder)
-		n.bits = 8
-	case *arrow.Uint16Type:
-		n.kind, n.u16 = kUint16, b.(*array.Uint16Builder)
-		n.bits = 16
-	case *arrow.Uint32Type:
-		n.kind, n.u32 = kUint32, b.(*array.Uint32Builder)
-		n.bits = 32
-	case *arrow.Uint64Type:
-		n.kind, n.u64 = kUint64, b.(*array.Uint64Builder)
-	case *arrow.Float32Type:
-		n.kind, n.f32 = kFloat32, b.(*array.Float32Builder)
-	case *arrow.Float64Type:
-		n.kind, n.f64 = kFloat64, b.(*array.Float64Builder)
-	case *arrow.Decimal128Type:
-		n.kind, n.dec, n.prec, n.scale = kDecimal, b.(*array.Decimal128Builder), t.Precision, t.Scale
-	case *arrow.StringType:
-		n.kind, n.bin = kString, b.(*array.StringBuilder).BinaryBuilder
-	case *arrow.LargeStringType:
-		n.kind, n.bin = kLargeString, b.(*array.LargeStringBuilder).BinaryBuilder
-	case *arrow.BinaryType:
-		n.kind, n.bin = kBinary, b.(*array.BinaryBuilder)
-	case *arrow.LargeBinaryType:
-		n.kind, n.bin = kBinary, b.(*array.BinaryBuilder)
-	case *arrow.FixedSizeBinaryType:
-		n.kind, n.fix, n.width = kFixed, b.(*array.FixedSizeBinaryBuilder), t.ByteWidth
-	case *arrow.Date32Type:
-		n.kind, n.date = kDate, b.(*array.Date32Builder)
-	case *arrow.TimestampType:
-		n.kind, n.ts = kTs, b.(*array.TimestampBuilder)
-		if t.TimeZone == "" {
-			n.kind = kTsNTZ
-		}
-		n.tsDiv, n.tsMul = unitFromMicros(t.Unit)
-	case *arrow.Time32Type:
-		n.kind, n.t32 = kTime32, b.(*array.Time32Builder)
-		n.tsDiv, n.tsMul = unitFromMicros(t.Unit)
-	case *arrow.Time64Type:
-		n.kind, n.t64 = kTime64, b.(*array.Time64Builder)
-		n.tsDiv, n.tsMul = unitFromMicros(t.Unit)
-	case *arrow.NullType:
-		n.kind = kNull
 	case *arrow.ListType:
-		n.kind, n.list = kList, b.(*array.ListBuilder)
+		n.Kind, n.list = kList, b.(*array.ListBuilder)
 		c, err := compile(t.ElemField(), n.list.ValueBuilder())
 		if err != nil {
 			return nil, err
@@ -308,7 +195,7 @@ func compile(f arrow.Field, b array.Builder) (*field, error) {
 		n.children = []*field{c}
 		n.hasNN = n.hasNN || c.hasNN
 	case *arrow.MapType:
-		n.kind, n.mp = kMap, b.(*array.MapBuilder)
+		n.Kind, n.mp = kMap, b.(*array.MapBuilder)
 		switch t.KeyType().ID() {
 		case arrow.STRING, arrow.LARGE_STRING, arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
 		default:
@@ -326,7 +213,7 @@ func compile(f arrow.Field, b array.Builder) (*field, error) {
 		n.children = []*field{k, v}
 		n.hasNN = n.hasNN || v.hasNN
 	case *arrow.StructType:
-		n.kind, n.st = kStruct, b.(*array.StructBuilder)
+		n.Kind, n.st = kStruct, b.(*array.StructBuilder)
 		n.index = make(map[string]int, t.NumFields())
 		for i, cf := range t.Fields() {
 			c, err := compile(cf, n.st.FieldBuilder(i))
@@ -342,33 +229,6 @@ func compile(f arrow.Field, b array.Builder) (*field, error) {
 		return nil, fmt.Errorf("jsonrow: column %s: unsupported type %s", f.Name, f.Type)
 	}
 	return n, nil
-}
-
-// unitFromMicros returns how to convert µs into unit: divide by div, or multiply by mul.
-func unitFromMicros(u arrow.TimeUnit) (div, mul int64) {
-	switch u {
-	case arrow.Second:
-		return 1_000_000, 1
-	case arrow.Millisecond:
-		return 1000, 1
-	case arrow.Nanosecond:
-		return 1, 1000
-	}
-	return 1, 1
-}
-
-func (f *field) fromMicros(us int64) int64 {
-	if f.tsMul != 1 {
-		return us * f.tsMul
-	}
-	if f.tsDiv != 1 {
-		q := us / f.tsDiv
-		if us%f.tsDiv < 0 {
-			q-- // floor, so instants before 1970 round toward the past
-		}
-		return q
-	}
-	return us
 }
 
 // Schema returns the output schema: the input schema plus the rescued-data column.
@@ -469,10 +329,7 @@ func kindName(k uint8) string {
 
 func (d *Decoder) bad(data []byte, src Source, reason string) error {
 	br := rescue.BadRecord{Source: src.Name, Line: src.Line, Offset: src.Offset, Reason: reason, Raw: append([]byte(nil), data...)}
-	if d.opts.Mode == rescue.FailFast || d.opts.OnBadRecord == nil {
-		return &rescue.Error{BadRecord: br}
-	}
-	return d.opts.OnBadRecord(br)
+	return rescue.Report(d.opts.Mode, d.opts.OnBadRecord, br)
 }
 
 // ErrMismatch is wrapped by reasons describing a value that does not fit its column.
@@ -509,7 +366,7 @@ func (d *Decoder) mismatch(f *field, ti int32) {
 			if len(raw) > 64 {
 				raw = append(raw[:61:61], "..."...)
 			}
-			d.problem = fmt.Sprintf("field %s: %s is not a valid %s", d.pathString(), raw, typeName(f.typ))
+			d.problem = fmt.Sprintf("field %s: %s is not a valid %s", d.pathString(), raw, textcol.TypeName(f.typ))
 		}
 		return
 	}
@@ -529,31 +386,6 @@ func (d *Decoder) nullViolation(seg pathSeg, missing bool) {
 		d.problem = fmt.Sprintf("field %s: %s value for NOT NULL column", d.pathString(), what)
 		d.path = d.path[:len(d.path)-1]
 	}
-}
-
-func typeName(t arrow.DataType) string {
-	switch t := t.(type) {
-	case *arrow.Int8Type:
-		return "tinyint"
-	case *arrow.Int16Type:
-		return "smallint"
-	case *arrow.Int32Type:
-		return "int"
-	case *arrow.Int64Type:
-		return "bigint"
-	case *arrow.TimestampType:
-		if t.TimeZone == "" {
-			return "timestamp_ntz"
-		}
-		return "timestamp"
-	case *arrow.ListType:
-		return "array"
-	case *arrow.StructType:
-		return "struct (object)"
-	case *arrow.MapType:
-		return "map (object)"
-	}
-	return t.String()
 }
 
 // b2s views b as a string without copying.
@@ -626,7 +458,7 @@ func (d *Decoder) decodeStruct(f *field, ti int32, top bool) {
 				d.nullViolation(pathSeg{name: c.name, index: -1}, vi < 0)
 			}
 			if !d.dry {
-				c.b.AppendNull()
+				c.B.AppendNull()
 			}
 			continue
 		}
@@ -641,65 +473,47 @@ func (d *Decoder) decodeStruct(f *field, ti int32, top bool) {
 func (d *Decoder) value(f *field, ti int32) {
 	t := &d.tz.toks[ti]
 	ok := true
-	switch f.kind {
-	case kBool:
+	switch f.Kind {
+	case textcol.Bool:
 		switch t.kind {
 		case tTrue:
 			if !d.dry {
-				f.bool_.Append(true)
+				f.Bool.Append(true)
 			}
 		case tFalse:
 			if !d.dry {
-				f.bool_.Append(false)
+				f.Bool.Append(false)
 			}
 		default:
 			ok = false
 		}
-	case kInt8, kInt16, kInt32, kInt64:
+	case textcol.Int8, textcol.Int16, textcol.Int32, textcol.Int64:
 		if t.kind != tNumInt {
 			ok = false
 			break
 		}
-		v, good := textconv.ParseInt(d.data[t.start:t.end], f.bits)
+		v, good := textconv.ParseInt(d.data[t.start:t.end], f.Bits)
 		if !good {
 			ok = false
 			break
 		}
 		if !d.dry {
-			switch f.kind {
-			case kInt64:
-				f.i64.Append(v)
-			case kInt32:
-				f.i32.Append(int32(v))
-			case kInt16:
-				f.i16.Append(int16(v))
-			default:
-				f.i8.Append(int8(v))
-			}
+			f.AppendInt(v)
 		}
-	case kUint8, kUint16, kUint32, kUint64:
+	case textcol.Uint8, textcol.Uint16, textcol.Uint32, textcol.Uint64:
 		if t.kind != tNumInt {
 			ok = false
 			break
 		}
-		v, good := textconv.ParseUint(d.data[t.start:t.end], f.bits)
+		v, good := textconv.ParseUint(d.data[t.start:t.end], f.Bits)
 		if !good {
 			ok = false
 			break
 		}
 		if !d.dry {
-			switch f.kind {
-			case kUint64:
-				f.u64.Append(v)
-			case kUint32:
-				f.u32.Append(uint32(v))
-			case kUint16:
-				f.u16.Append(uint16(v))
-			default:
-				f.u8.Append(uint8(v))
-			}
+			f.AppendUint(v)
 		}
-	case kFloat32, kFloat64:
+	case textcol.Float32, textcol.Float64:
 		var raw []byte
 		switch t.kind {
 		case tNumInt, tNumFloat:
@@ -717,23 +531,15 @@ func (d *Decoder) value(f *field, ti int32) {
 		if !ok {
 			break
 		}
-		bits := 64
-		if f.kind == kFloat32 {
-			bits = 32
-		}
-		v, good := textconv.ParseFloat(raw, bits)
+		v, good := textconv.ParseFloat(raw, f.Bits)
 		if !good {
 			ok = false
 			break
 		}
 		if !d.dry {
-			if f.kind == kFloat64 {
-				f.f64.Append(v)
-			} else {
-				f.f32.Append(float32(v))
-			}
+			f.AppendFloat(v)
 		}
-	case kDecimal:
+	case textcol.Decimal:
 		var raw []byte
 		switch t.kind {
 		case tNumInt, tNumFloat:
@@ -747,22 +553,22 @@ func (d *Decoder) value(f *field, ti int32) {
 			break
 		}
 		var v decimal128.Num
-		if v, ok = textconv.ParseDecimal128(raw, f.prec, f.scale); ok && !d.dry {
-			f.dec.Append(v)
+		if v, ok = textconv.ParseDecimal128(raw, f.Prec, f.Scale); ok && !d.dry {
+			f.Dec.Append(v)
 		}
-	case kString, kLargeString:
+	case textcol.String:
 		if d.dry {
 			break
 		}
 		switch t.kind {
 		case tStr:
-			f.bin.Append(d.data[t.start+1 : t.end-1])
+			f.Bin.Append(d.data[t.start+1 : t.end-1])
 		case tStrEsc:
-			f.bin.Append(d.strBody(t))
+			f.Bin.Append(d.strBody(t))
 		default:
-			f.bin.Append(d.data[t.start:t.end])
+			f.Bin.Append(d.data[t.start:t.end])
 		}
-	case kBinary, kFixed:
+	case textcol.Binary, textcol.Fixed:
 		if t.kind != tStr && t.kind != tStrEsc {
 			ok = false
 			break
@@ -770,41 +576,33 @@ func (d *Decoder) value(f *field, ti int32) {
 		body := d.strBody(t)
 		var out []byte
 		out, ok = textconv.DecodeBase64(d.b64[:0], body)
-		if ok && f.kind == kFixed && len(out) != f.width {
+		if ok && f.Kind == textcol.Fixed && len(out) != f.Width {
 			ok = false
 		}
 		if ok && !d.dry {
-			if f.kind == kFixed {
-				f.fix.Append(out)
+			if f.Kind == textcol.Fixed {
+				f.Fix.Append(out)
 			} else {
-				f.bin.Append(out)
+				f.Bin.Append(out)
 			}
 		}
 		d.b64 = out[:0]
-	case kDate:
+	case textcol.Date:
 		if t.kind != tStr {
 			ok = false
 			break
 		}
 		var v int32
 		if v, ok = textconv.ParseDate(d.data[t.start+1 : t.end-1]); ok && !d.dry {
-			f.date.Append(arrow.Date32(v))
+			f.Date.Append(arrow.Date32(v))
 		}
-	case kTs, kTsNTZ:
+	case textcol.Timestamp, textcol.TimestampNTZ:
 		var us int64
 		switch t.kind {
 		case tStr:
-			var hasZone bool
-			loc := d.opts.Location
-			if f.kind == kTsNTZ {
-				loc = time.UTC
-			}
-			us, hasZone, ok = textconv.ParseTimestamp(d.data[t.start+1:t.end-1], loc)
-			if f.kind == kTsNTZ && hasZone {
-				ok = false
-			}
+			us, ok = f.ParseTimestamp(d.data[t.start+1:t.end-1], d.opts.Location)
 		case tNumInt:
-			if f.kind == kTsNTZ {
+			if f.Kind == textcol.TimestampNTZ {
 				ok = false
 				break
 			}
@@ -813,7 +611,7 @@ func (d *Decoder) value(f *field, ti int32) {
 				us, ok = textconv.EpochIntToMicros(v, int(d.opts.EpochUnit))
 			}
 		case tNumFloat:
-			if f.kind == kTsNTZ {
+			if f.Kind == textcol.TimestampNTZ {
 				ok = false
 				break
 			}
@@ -825,22 +623,22 @@ func (d *Decoder) value(f *field, ti int32) {
 			ok = false
 		}
 		if ok && !d.dry {
-			f.ts.Append(arrow.Timestamp(f.fromMicros(us)))
+			f.Ts.Append(arrow.Timestamp(f.FromMicros(us)))
 		}
-	case kTime32, kTime64:
+	case textcol.Time32, textcol.Time64:
 		if t.kind != tStr {
 			ok = false
 			break
 		}
 		var us int64
 		if us, ok = parseTimeOfDay(d.data[t.start+1 : t.end-1]); ok && !d.dry {
-			if f.kind == kTime32 {
-				f.t32.Append(arrow.Time32(f.fromMicros(us)))
+			if f.Kind == textcol.Time32 {
+				f.T32.Append(arrow.Time32(f.FromMicros(us)))
 			} else {
-				f.t64.Append(arrow.Time64(f.fromMicros(us)))
+				f.T64.Append(arrow.Time64(f.FromMicros(us)))
 			}
 		}
-	case kNull:
+	case textcol.Null:
 		ok = false
 	case kList:
 		if t.kind != tArr {
@@ -859,7 +657,7 @@ func (d *Decoder) value(f *field, ti int32) {
 					d.nullViolation(pathSeg{index: i}, false)
 				}
 				if !d.dry {
-					c.b.AppendNull()
+					c.B.AppendNull()
 				}
 			} else {
 				d.path = append(d.path, pathSeg{index: i})
@@ -904,7 +702,7 @@ func (d *Decoder) value(f *field, ti int32) {
 					d.nullViolation(pathSeg{name: keyStr, index: -1}, false)
 				}
 				if !d.dry {
-					vf.b.AppendNull()
+					vf.B.AppendNull()
 				}
 			} else {
 				d.path = append(d.path, pathSeg{name: keyStr, index: -1})
@@ -916,7 +714,7 @@ func (d *Decoder) value(f *field, ti int32) {
 	}
 	if !ok {
 		if !d.dry {
-			f.b.AppendNull()
+			f.B.AppendNull()
 		}
 		if !f.nullable {
 			d.problemNN(f, ti)
@@ -929,7 +727,7 @@ func (d *Decoder) value(f *field, ti int32) {
 func (d *Decoder) problemNN(f *field, ti int32) {
 	if d.dry && d.problem == "" {
 		t := &d.tz.toks[ti]
-		d.problem = fmt.Sprintf("field %s: %s is not a valid %s (NOT NULL column)", d.pathString(), d.data[t.start:t.end], typeName(f.typ))
+		d.problem = fmt.Sprintf("field %s: %s is not a valid %s (NOT NULL column)", d.pathString(), d.data[t.start:t.end], textcol.TypeName(f.typ))
 	}
 }
 
@@ -938,26 +736,17 @@ func (d *Decoder) appendMapKey(kf *field, key []byte) {
 	if d.dry {
 		return
 	}
-	switch kf.kind {
-	case kString, kLargeString:
-		kf.bin.Append(key)
+	switch kf.Kind {
+	case textcol.String:
+		kf.Bin.Append(key)
 		return
-	case kInt8, kInt16, kInt32, kInt64:
-		v, ok := textconv.ParseInt(key, kf.bits)
+	case textcol.Int8, textcol.Int16, textcol.Int32, textcol.Int64:
+		v, ok := textconv.ParseInt(key, kf.Bits)
 		if !ok && d.rescued != nil {
 			// Keys cannot be null; keep the row well-formed with 0 and rescue the entry's key.
 			d.res.AddString(d.pathString()+"(key)", key)
 		}
-		switch kf.kind {
-		case kInt64:
-			kf.i64.Append(v)
-		case kInt32:
-			kf.i32.Append(int32(v))
-		case kInt16:
-			kf.i16.Append(int16(v))
-		default:
-			kf.i8.Append(int8(v))
-		}
+		kf.AppendInt(v)
 	}
 }
 

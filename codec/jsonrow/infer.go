@@ -3,6 +3,7 @@ package jsonrow
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/streamkit/streamkit/codec/internal/textcol"
 	"github.com/streamkit/streamkit/codec/internal/textconv"
 	"github.com/streamkit/streamkit/codec/schema"
 )
@@ -104,12 +105,8 @@ func (in *Inferrer) typeOf(ti int32) arrow.DataType {
 		return arrow.PrimitiveTypes.Float64
 	case tStr, tStrEsc:
 		if in.opts.Timestamps && t.kind == tStr {
-			body := in.data[t.start+1 : t.end-1]
-			if _, ok := textconv.ParseDate(body); ok {
-				return arrow.FixedWidthTypes.Date32
-			}
-			if _, _, ok := textconv.ParseTimestamp(body, nil); ok {
-				return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+			if typ := textcol.InferTemporal(in.data[t.start+1 : t.end-1]); typ != nil {
+				return typ
 			}
 		}
 		return arrow.BinaryTypes.String

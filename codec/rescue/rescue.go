@@ -112,6 +112,15 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Report hands br to h, the decoder's bad-record handler, and returns h's error; in FailFast
+// mode, or without a handler, it returns br as an *Error instead (see the package doc).
+func Report(m Mode, h Handler, br BadRecord) error {
+	if m == FailFast || h == nil {
+		return &Error{BadRecord: br}
+	}
+	return h(br)
+}
+
 // Builder accumulates one record's rescued fields and renders the JSON object. The zero value
 // is ready; Reset reuses its memory.
 type Builder struct {

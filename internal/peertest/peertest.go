@@ -7,6 +7,7 @@
 package peertest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -86,4 +87,22 @@ func Binary(t testing.TB) string {
 		t.Fatalf("build streamkit: %v", binErr)
 	}
 	return binPath
+}
+
+// Run runs the streamkit binary (Binary) with args, the test's environment plus env, and
+// stdin, and returns its stdout, stderr and exit code. Failing to start it fails t.
+func Run(t testing.TB, env []string, stdin []byte, args ...string) (stdout []byte, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(Binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes(), errb.String(), code
 }

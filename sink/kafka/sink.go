@@ -364,20 +364,23 @@ func (s *Sink) Process(ctx context.Context, rec arrow.RecordBatch, _ stage.Emit)
 	}
 	c := &s.cols
 	var key, val, topic, hdrs, ts arrow.Array
+	var keyCol, valCol codec.Column // null tests through null parent structs
 	if c.key != nil {
-		key = c.key.Column(rec)
+		keyCol = c.key.Column(rec)
+		key = keyCol.Arr
 	}
 	if c.value != nil {
-		val = c.value.Column(rec)
+		valCol = c.value.Column(rec)
+		val = valCol.Arr
 	}
 	if c.topic != nil {
-		topic = c.topic.Column(rec)
+		topic = c.topic.Column(rec).Arr
 	}
 	if c.headers != nil {
-		hdrs = c.headers.Column(rec)
+		hdrs = c.headers.Column(rec).Arr
 	}
 	if c.ts != nil {
-		ts = c.ts.Column(rec)
+		ts = c.ts.Column(rec).Arr
 	}
 	var tsUnit arrow.TimeUnit
 	if ts != nil {
@@ -401,12 +404,12 @@ func (s *Sink) Process(ctx context.Context, rec arrow.RecordBatch, _ stage.Emit)
 	recs := make([]kgo.Record, n)
 	for i := 0; i < n; i++ {
 		r := &recs[i]
-		if key != nil && !(c.key.IsNull(rec, i)) {
+		if key != nil && !keyCol.IsNull(i) {
 			r.Key = s.bytesOf(key, i)
 		}
 		if c.row {
 			r.Value = s.rowJSON(rec, i)
-		} else if !c.value.IsNull(rec, i) {
+		} else if !valCol.IsNull(i) {
 			r.Value = s.bytesOf(val, i)
 		}
 		if topic != nil {

@@ -6,11 +6,12 @@
 // # Reading files ([Reader], [Scan])
 //
 // A [Reader] is bound to one table schema (metaData) and an optional projection and partition
-// filter ([Filter], read-delta --where). A [Scan] reads a list of data files in order: a
-// planner opens each file's footer and splits it into work units of whole row groups (about
-// 256K rows), workers decode units concurrently with pqarrow, and the consumer receives the
-// batches in file order, each tagged with the file row it ends at, then one Done marker per
-// file. Memory is bounded by the workers (two batches each plus a row group's chunks).
+// filter ([Filter], read-delta --where; delta optimize --where evaluates the same filter on
+// the log's partition values with [ParseTableFilter] and [Filter.MatchPartitionValues]). A
+// [Scan] reads a list of data files in order: a planner opens each file's footer and splits it
+// into work units of whole row groups (about 256K rows), workers decode units concurrently
+// with pqarrow, and the consumer receives the batches in file order, each tagged with the file
+// row it ends at, then one Done marker per file. Memory is bounded by the workers (two batches each plus a row group's chunks).
 //
 // Every batch has the table's canonical Arrow schema ([dl.StructType.ToArrow]) projected to
 // the selected columns. Partition columns are built from the add action's partitionValues

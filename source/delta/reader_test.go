@@ -197,6 +197,61 @@ func TestFilterLogic(t *testing.T) {
 	}
 }
 
+// TestTableFilterOnLog checks the entry points delta optimize uses: a filter parsed against a
+// table's metadata, evaluated on partition values as serialized in the log.
+func TestTableFilterOnLog(t *testing.T) {
+	_, meta, err := dl.NewTableMetadata(richSchema, dl.CreateOptions{PartitionColumns: []string{"region", "day"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := ParseTableFilter("  ", meta); f != nil || err != nil {
+		t.Fatalf("blank filter: %v %v", f, err)
+	}
+	var none *Filter
+	if ok, err := none.MatchPartitionValues(nil); !ok || err != nil {
+		t.Fatalf("nil filter: %v %v", ok, err)
+	}
+	f, err := ParseTableFilter("day >= 2024-01-02 AND NOT region = 'eu'", meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Columns(); !reflect.DeepEqual(got, []string{"region", "day"}) {
+		t.Fatalf("columns %v", got)
+	}
+	sv := func(s string) *string { return &s }
+	for _, c := range []struct {
+		pv   map[string]*string
+		want bool
+	}{
+		{map[string]*string{"region": sv("us"), "day": sv("2024-01-02")}, true},
+		{map[string]*string{"region": sv("eu"), "day": sv("2024-01-02")}, false},
+		{map[string]*string{"region": sv("us"), "day": sv("2024-01-01")}, false},
+		{map[string]*string{"region": nil, "day": sv("2024-01-03")}, false}, // NOT unknown
+		{map[string]*string{"region": sv(""), "day": sv("2024-01-03")}, false},
+		{map[string]*string{"REGION": sv("us"), "Day": sv("2024-01-03")}, true},
+	} {
+		got, err := f.MatchPartitionValues(c.pv)
+		if err != nil || got != c.want {
+			t.Errorf("%v: got %v, %v; want %v", c.pv, got, err, c.want)
+		}
+	}
+	if _, err := f.MatchPartitionValues(map[string]*string{"region": sv("us"), "day": sv("soon")}); err == nil ||
+		!strings.Contains(err.Error(), `partition column day: "soon" is not a valid date`) {
+		t.Errorf("bad value: %v", err)
+	}
+	// Only the columns the filter reads are parsed.
+	g, err := ParseTableFilter("region = 'us'", meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := g.MatchPartitionValues(map[string]*string{"region": sv("us"), "day": sv("soon")}); !ok || err != nil {
+		t.Errorf("unread bad value: %v %v", ok, err)
+	}
+	if _, err := ParseTableFilter("id = 1", meta); err == nil || !strings.Contains(err.Error(), "is not a partition column") {
+		t.Errorf("non-partition column: %v", err)
+	}
+}
+
 // writeParquet writes rec as a Parquet file with the given Arrow writer properties.
 func writeParquet(t testing.TB, path string, rec arrow.RecordBatch, aprops ...pqarrow.WriterOption) int64 {
 	t.Helper()

@@ -176,23 +176,28 @@ func (r *Reader) CheckPath(logged string) error {
 func (r *Reader) partitionValues(add *dl.Add) (map[string]value, error) {
 	pv := make(map[string]value, len(r.partCols))
 	for _, c := range r.partCols {
-		raw, ok := add.PartitionValues[c]
-		if !ok {
-			// Some writers key partition values case-insensitively.
-			for k, v := range add.PartitionValues {
-				if strings.EqualFold(k, c) {
-					raw, ok = v, true
-					break
-				}
-			}
-		}
-		v, err := parseValue(r.partTypes[c], raw)
+		v, err := parseValue(r.partTypes[c], lookupPartitionValue(add.PartitionValues, c))
 		if err != nil {
 			return nil, fmt.Errorf("data file %s: partition column %s: %w", add.Path, c, err)
 		}
 		pv[c] = v
 	}
 	return pv, nil
+}
+
+// lookupPartitionValue returns the serialized value of partition column c in raw (an add
+// action's partitionValues): by exact key, else ignoring case, since some writers key
+// partition values case-insensitively.
+func lookupPartitionValue(raw map[string]*string, c string) *string {
+	if v, ok := raw[c]; ok {
+		return v
+	}
+	for k, v := range raw {
+		if strings.EqualFold(k, c) {
+			return v
+		}
+	}
+	return nil
 }
 
 // Match reports whether the file passes the partition filter (true without one).

@@ -5,10 +5,14 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	dl "github.com/streamkit/streamkit/sink/delta"
 )
 
-// Filter is a predicate on partition columns (read-delta --where), evaluated per data file
-// from its partitionValues, so files whose partition does not match are never opened.
+// Filter is a predicate on partition columns, evaluated per data file from its
+// partitionValues: read-delta --where and backfill --from-where skip the files whose
+// partition does not match without opening them, delta optimize --where compacts only the
+// matching partitions.
 //
 // Grammar (keywords case-insensitive):
 //
@@ -24,9 +28,10 @@ import (
 // null partition value matches only IS NULL (and NOT of an unknown is unknown, which does not
 // match).
 type Filter struct {
-	root node
-	src  string
-	cols []string
+	root  node
+	src   string
+	cols  []string
+	types map[string]arrow.DataType // of cols
 }
 
 // String returns the filter as given.
@@ -182,18 +187,73 @@ func ParseFilter(src string, partCols []string, types map[string]arrow.DataType)
 	if err != nil {
 		return nil, fmt.Errorf("--where %q: %w", src, err)
 	}
-	f := &Filter{root: n, src: src}
+	f := &Filter{root: n, src: src, types: map[string]arrow.DataType{}}
 	for _, c := range partCols {
 		if p.used[c] {
 			f.cols = append(f.cols, c)
+			f.types[c] = types[c]
 		}
 	}
 	return f, nil
 }
 
-// Match evaluates the filter on a file's partition values (serialized, as in the log).
+// ParseTableFilter parses a --where expression against the partition columns of the table
+// meta describes (typed as [dl.StructType.ToArrow] maps them). An empty or blank expression
+// gives a nil Filter, which matches every file.
+func ParseTableFilter(src string, meta *dl.Metadata) (*Filter, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, nil
+	}
+	st, err := meta.Schema()
+	if err != nil {
+		return nil, err
+	}
+	types, err := partitionTypes(st, meta.PartitionColumns)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilter(src, meta.PartitionColumns, types)
+}
+
+// partitionTypes returns the canonical Arrow type of each partition column of st.
+func partitionTypes(st *dl.StructType, partCols []string) (map[string]arrow.DataType, error) {
+	types := make(map[string]arrow.DataType, len(partCols))
+	for _, c := range partCols {
+		f := st.Field(c)
+		if f == nil {
+			return nil, fmt.Errorf("partition column %q is not in the schema", c)
+		}
+		sc, err := (&dl.StructType{Fields: []dl.StructField{*f}}).ToArrow()
+		if err != nil {
+			return nil, err
+		}
+		types[c] = sc.Field(0).Type
+	}
+	return types, nil
+}
+
+// Match evaluates the filter on a file's parsed partition values.
 func (f *Filter) Match(pv map[string]value) bool {
 	return f == nil || f.root.eval(pv) == triTrue
+}
+
+// MatchPartitionValues evaluates the filter on a file's partition values as serialized in
+// the log (an add action's partitionValues; nil or empty is null). Only the columns the filter
+// reads are parsed; a value that does not parse as its column's type is an error. A nil
+// Filter matches every file.
+func (f *Filter) MatchPartitionValues(raw map[string]*string) (bool, error) {
+	if f == nil {
+		return true, nil
+	}
+	pv := make(map[string]value, len(f.cols))
+	for _, c := range f.cols {
+		v, err := parseValue(f.types[c], lookupPartitionValue(raw, c))
+		if err != nil {
+			return false, fmt.Errorf("partition column %s: %w", c, err)
+		}
+		pv[c] = v
+	}
+	return f.Match(pv), nil
 }
 
 type token struct {

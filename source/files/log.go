@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -74,26 +71,10 @@ func (l *fileLog) load() ([]*Entry, error) {
 	if l.dir == "" {
 		return nil, nil
 	}
-	des, err := os.ReadDir(l.dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	seqs, err := state.Epochs(l.dir, "") // records are named like epochs: <seq>.json
 	if err != nil {
 		return nil, fmt.Errorf("files log: %w", err)
 	}
-	var seqs []uint64
-	for _, de := range des {
-		stem, ok := strings.CutSuffix(de.Name(), ".json")
-		if !ok || len(stem) != 20 {
-			continue
-		}
-		n, err := strconv.ParseUint(stem, 10, 64)
-		if err != nil {
-			continue
-		}
-		seqs = append(seqs, n)
-	}
-	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
 	var entries []*Entry
 	for _, n := range seqs {
 		var rec planRecord
@@ -136,11 +117,10 @@ func (l *fileLog) append(entries []*Entry, first int) error {
 	if compact {
 		// Older records are covered by this one; a crash before they are gone is harmless
 		// (load applies records in order and this one replaces everything before it).
-		des, _ := os.ReadDir(l.dir)
-		for _, de := range des {
-			stem, ok := strings.CutSuffix(de.Name(), ".json")
-			if n, err := strconv.ParseUint(stem, 10, 64); ok && len(stem) == 20 && err == nil && n < l.seq {
-				os.Remove(filepath.Join(l.dir, de.Name()))
+		seqs, _ := state.Epochs(l.dir, "")
+		for _, n := range seqs {
+			if n < l.seq {
+				os.Remove(filepath.Join(l.dir, recordName(n)))
 			}
 		}
 		if err := state.SyncDir(l.dir); err != nil {

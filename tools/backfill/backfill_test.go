@@ -20,9 +20,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	dl "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
+	"github.com/streamkit/streamkit/source/files"
+	"github.com/streamkit/streamkit/tools/readfiles"
 	"github.com/streamkit/streamkit/tools/stage"
 )
 
@@ -610,5 +613,96 @@ func TestBackfillFromFilesOverlapBeforeDedup(t *testing.T) {
 		if got := ids(rows); !reflect.DeepEqual(got, c.want) {
 			t.Fatalf("%s: ids %v, want %v", c.file, got, c.want)
 		}
+	}
+}
+
+// TestFromFlagsAreReadFiles checks that backfill --from takes read-files' decoding options:
+// the same flags (readfiles.AddDecodeFlags) with the same defaults, types and visibility, and
+// none of the options about following and epochs.
+func TestFromFlagsAreReadFiles(t *testing.T) {
+	dec := pflag.NewFlagSet("decode", pflag.ContinueOnError)
+	readfiles.AddDecodeFlags(dec, &files.Config{}, "")
+	rf, bf := readfiles.Command().Flags(), Command().Flags()
+	n := 0
+	dec.VisitAll(func(d *pflag.Flag) {
+		n++
+		for tool, fs := range map[string]*pflag.FlagSet{"read-files": rf, "backfill": bf} {
+			f := fs.Lookup(d.Name)
+			if f == nil {
+				t.Errorf("%s lacks --%s", tool, d.Name)
+				continue
+			}
+			if f.DefValue != d.DefValue || f.Value.Type() != d.Value.Type() || f.Hidden != d.Hidden {
+				t.Errorf("%s --%s: default %q type %s hidden %v; want %q %s %v", tool, d.Name, f.DefValue, f.Value.Type(), f.Hidden,
+					d.DefValue, d.Value.Type(), d.Hidden)
+			}
+		}
+	})
+	if n < 15 {
+		t.Fatalf("only %d decoding flags", n)
+	}
+	for _, name := range []string{"follow", "poll-interval", "on-rewrite", "max-files-per-epoch", "max-bytes-per-epoch", "checkpoint"} {
+		if bf.Lookup(name) != nil {
+			t.Errorf("backfill registers read-files' --%s", name)
+		}
+	}
+	// --stable-after is a listing option, not a decoding one: backfill keeps its own default
+	// (read every file at once), read-files waits 2 s.
+	if d := bf.Lookup("stable-after").DefValue; d != "0s" {
+		t.Errorf("backfill --stable-after default %s", d)
+	}
+}
+
+// TestFromFlagsCommandLine runs a backfill from CSV files configured by command-line flags
+// (through readfiles.DecodeFlags.Apply), and checks its usage errors.
+func TestFromFlagsCommandLine(t *testing.T) {
+	mem := newMem(t)
+	base := t.TempDir()
+	dst := filepath.Join(base, "dst")
+	os.MkdirAll(filepath.Join(base, "in"), 0o755)
+	os.WriteFile(filepath.Join(base, "in", "a.csv"), []byte("# a comment\n1;'x;y'\n2;\\N\n"), 0o644)
+	parse := func(args ...string) (*filesFlags, error) {
+		cmd := &cobra.Command{}
+		fl := addFilesFlags(cmd)
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		cfg := baseCfg(t, mem, "", dst, "csv")
+		return fl, filesSource(&cfg, []string{filepath.Join(base, "in", "*.csv")}, fl)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--infer-rows", "0"}, "backfill: --infer-rows must be ≥ 1"},
+		{[]string{"--tz", "Local"}, `backfill: --tz "Local": want an IANA zone name`},
+		{[]string{"--delimiter", ";;"}, "backfill: --delimiter: want one ASCII character"},
+		{[]string{"--mode", "lenient"}, "backfill: --mode:"},
+		{[]string{"--format", "xls"}, "backfill: --format:"},
+	} {
+		_, err := parse(c.args...)
+		var ue *stage.UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
+		}
+	}
+	fl, err := parse("--header=false", "--delimiter", ";", "--quote", "'", "--comment", "#", "--null-value", `\N`,
+		"--schema", "id long, record_source string", "--tz", "Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := fl.cfg; c.CSV.Header || c.CSV.Delimiter != ';' || c.CSV.Quote != '\'' || c.CSV.Comment != '#' || c.CSV.NullValue != `\N` ||
+		c.Location.String() != "Europe/Paris" || c.Schema == nil || c.InferRows != 10000 {
+		t.Fatalf("config %+v", c)
+	}
+	cfg := baseCfg(t, mem, "", dst, "csv")
+	if err := filesSource(&cfg, []string{filepath.Join(base, "in", "*.csv")}, fl); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if rows, _ := tableRows(t, mem, dst); !reflect.DeepEqual(rows, []string{"1:x;y", "2:"}) {
+		t.Fatalf("rows %v", rows)
 	}
 }

@@ -6,9 +6,53 @@ import (
 	"log/slog"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/spf13/cobra"
 
+	"github.com/streamkit/streamkit/source/files"
+	"github.com/streamkit/streamkit/tools/readfiles"
 	"github.com/streamkit/streamkit/tools/stage"
 )
+
+// filesFlags are the read-files options backfill accepts with --from: read-files' decoding
+// options (readfiles.AddDecodeFlags: same names, defaults and meaning) and --stable-after.
+// The options about checkpoints, epochs and following do not apply to a run-once flow.
+type filesFlags struct {
+	cfg files.Config
+	dec *readfiles.DecodeFlags
+}
+
+// addFilesFlags registers the --from options on cmd.
+func addFilesFlags(cmd *cobra.Command) *filesFlags {
+	fl := &filesFlags{}
+	f := cmd.Flags()
+	fl.dec = readfiles.AddDecodeFlags(f, &fl.cfg, "--from: ")
+	f.DurationVar(&fl.cfg.StableAfter, "stable-after", 0, "--from: read a file only once it has not changed for this long (0: at once)")
+	return fl
+}
+
+// filesSource configures cfg to read the files matched by patterns with the read-files
+// options given.
+func filesSource(cfg *Config, patterns []string, fl *filesFlags) error {
+	if err := fl.dec.Apply("backfill"); err != nil {
+		return err
+	}
+	for _, p := range patterns {
+		if p == "-" {
+			return stage.Usagef("backfill: --from - (stdin) is not supported; pipe into write-delta instead")
+		}
+	}
+	c := fl.cfg
+	c.Patterns = patterns
+	cfg.FilesDesc = patterns
+	cfg.Files = func(ctx context.Context, env *stage.Env) (stage.Source, error) {
+		src, err := files.New(c)
+		if err != nil {
+			return nil, err
+		}
+		return src, nil
+	}
+	return nil
+}
 
 // sourceInput drives a stage.Source (read-files) in-process, without a checkpoint directory:
 // a backfill is one atomic commit, so it needs no epochs — a run that dies commits nothing and

@@ -148,8 +148,8 @@ ignore it and concurrent appends (write-delta flows) never conflict with it. The
 stay on disk for readers of older versions until 'streamkit delta vacuum'.
 
 --where restricts the work to partitions matching a predicate over partition columns, e.g.
-"day >= '2024-01-01' AND region IN ('eu', 'us')" (=, !=, <, <=, >, >=, IN, IS [NOT] NULL,
-AND, OR, NOT).`,
+"day >= 2024-01-01 AND region IN ('eu', 'us')" (=, !=, <, <=, >, >=, IN, IS [NOT] NULL,
+AND, OR, NOT), with read-delta --where's syntax and SQL null semantics.`,
 		Example: cli.Examples(
 			"# Compact the whole table\nstreamkit delta optimize ./lake/orders",
 			"# Only yesterday's partition, into files of about 256 MiB\nstreamkit delta optimize ./lake/orders --where \"day = '2024-03-09'\" --target-file-size 256MiB",

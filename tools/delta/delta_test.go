@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/streamkit/streamkit/sink/delta"
+	rd "github.com/streamkit/streamkit/source/delta"
 	"github.com/streamkit/streamkit/tools/stage"
 )
 
@@ -240,10 +241,12 @@ func contentsOf(t *testing.T, rec arrow.RecordBatch) []string {
 	return out
 }
 
+// TestWherePredicates checks optimize --where, which is read-delta's partition filter
+// (source/delta.Filter). Cases that behaved differently with optimize's former parser say so.
 func TestWherePredicates(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "t")
 	makeTable(t, root, 1, 12)
-	s := snap(t, root)
+	meta := snap(t, root).Metadata()
 	sv := func(s string) *string { return &s }
 	pv := func(day, region *string) map[string]*string { return map[string]*string{"day": day, "region": region} }
 	for _, tc := range []struct {
@@ -251,6 +254,7 @@ func TestWherePredicates(t *testing.T) {
 		vals  map[string]*string
 		want  bool
 	}{
+		{"", pv(sv("2024-01-01"), nil), true},
 		{"region = 'eu'", pv(sv("2024-01-01"), sv("eu")), true},
 		{"region = 'eu'", pv(sv("2024-01-01"), nil), false},
 		{"region IS NULL", pv(sv("2024-01-01"), nil), true},
@@ -258,32 +262,58 @@ func TestWherePredicates(t *testing.T) {
 		{"region IS NOT NULL and day < '2024-01-02'", pv(sv("2024-01-01"), sv("us")), true},
 		{"NOT region IN ('eu','us') OR day > '2024-01-02'", pv(sv("2024-01-03"), sv("eu")), true},
 		{"region NOT IN ('eu','us')", pv(sv("2024-01-03"), sv("eu")), false},
+		{"region NOT IN ('eu','us')", pv(sv("2024-01-03"), nil), false},
 		{`("region" = 'it''s') AND ` + "`day` = '2024-01-01'", pv(sv("2024-01-01"), sv("it's")), true},
 		{"region <> 'eu'", pv(sv("2024-01-01"), nil), false},
+		// SQL three-valued logic: NOT of a comparison with null is unknown, so no match (the
+		// former parser negated a false comparison and matched).
+		{"NOT region = 'eu'", pv(sv("2024-01-01"), nil), false},
+		{"NOT (region = 'eu' AND day = '2024-01-01')", pv(sv("2024-01-02"), nil), true},
+		// Bare literals, == and double-quoted strings (rejected by the former parser).
+		{"day >= 2024-01-02 AND day < 2024-01-03", pv(sv("2024-01-02"), sv("eu")), true},
+		{"day == 2024-01-02", pv(sv("2024-01-01"), sv("eu")), false},
+		{`region = "eu"`, pv(sv("2024-01-01"), sv("eu")), true},
+		// Column names ignore case; so do partitionValues keys.
+		{"REGION = 'eu'", map[string]*string{"Day": sv("2024-01-01"), "Region": sv("eu")}, true},
 	} {
-		p, err := parseWhere(tc.where, s)
+		f, err := rd.ParseTableFilter(tc.where, meta)
 		if err != nil {
 			t.Errorf("%s: %v", tc.where, err)
 			continue
 		}
-		if got := p(tc.vals); got != tc.want {
-			t.Errorf("%s on %v: got %v", tc.where, tc.vals, got)
+		got, err := f.MatchPartitionValues(tc.vals)
+		if err != nil || got != tc.want {
+			t.Errorf("%s on %v: got %v, %v", tc.where, tc.vals, got, err)
 		}
 	}
+	// A partition value of the log that is not of its column's type is an error (the former
+	// parser treated the comparison as false).
+	f, _ := rd.ParseTableFilter("day = 2024-01-01", meta)
+	if _, err := f.MatchPartitionValues(pv(sv("yesterday"), nil)); err == nil || !strings.Contains(err.Error(), "partition column day") {
+		t.Errorf("bad partition value: %v", err)
+	}
+	// Messages differ from the former parser's; each still names the problem.
 	for where, want := range map[string]string{
-		"id = 1":             "id is not a partition column",
-		"day = 'yesterday'":  "not a timestamp",
-		"region = ":          "missing",
-		"region = 'eu' AND":  "expected a partition column",
-		"(region = 'eu'":     "missing )",
-		"region ~ 'x'":       "unexpected character",
-		"region IN 'eu'":     "expected ( after IN",
-		"region = 'eu' junk": `unexpected "junk"`,
+		"id = 1":                      `column "id" is not a partition column (partition columns: day, region)`,
+		"day = 'yesterday'":           `"yesterday" is not a valid date`,
+		"day = '2024-01-01 10:00:00'": `is not a valid date`, // a date column takes dates (the former parser compared instants)
+		"region = ":                   "expected a value for region",
+		"region = 'eu' AND":           "expected a column name at the end",
+		"(region = 'eu'":              "missing ')'",
+		"region ~ 'x'":                "expected an operator",
+		"region IN 'eu'":              "expected '(' after IN",
+		"region = 'eu' junk":          `unexpected "junk"`,
 	} {
-		_, err := parseWhere(where, s)
+		_, err := rd.ParseTableFilter(where, meta)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want %q", where, err, want)
 		}
+	}
+	// Optimize reports a bad --where as a usage error, before touching the table.
+	var ue *stage.UsageError
+	if _, err := Optimize(context.Background(), root, OptimizeOptions{Where: "id = 1"}); !errors.As(err, &ue) ||
+		!strings.Contains(err.Error(), "optimize: --where") {
+		t.Errorf("optimize --where 'id = 1': %v", err)
 	}
 }
 

@@ -18,12 +18,14 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/streamkit/streamkit/sink/delta"
+	rd "github.com/streamkit/streamkit/source/delta"
 	"github.com/streamkit/streamkit/tools/writedelta"
 )
 
 // OptimizeOptions configure Optimize.
 type OptimizeOptions struct {
-	// Where is a partition predicate (see predicate); empty: every partition.
+	// Where is a predicate on partition columns, in read-delta --where's syntax and semantics
+	// (source/delta.Filter); empty: every partition.
 	Where string
 	// TargetFileSize is the size files are packed up to (default: delta.targetFileSize when
 	// numeric, else 128 MiB). Files at least this large are left alone.
@@ -68,11 +70,11 @@ func Optimize(ctx context.Context, root string, opts OptimizeOptions) (*Optimize
 	if err := s.CheckWrite(); err != nil {
 		return nil, fmt.Errorf("optimize: %w", err)
 	}
-	pred, err := parseWhere(opts.Where, s)
+	meta := s.Metadata()
+	filter, err := rd.ParseTableFilter(opts.Where, meta)
 	if err != nil {
 		return nil, usagef("optimize: %v", err)
 	}
-	meta := s.Metadata()
 	target := opts.TargetFileSize
 	if target <= 0 {
 		if n, err := writedelta.ParseSize(meta.Configuration["delta.targetFileSize"]); err == nil {
@@ -85,7 +87,12 @@ func Optimize(ctx context.Context, root string, opts OptimizeOptions) (*Optimize
 	groups := map[string][]*delta.Add{}
 	var keys []string
 	for _, a := range s.Files() {
-		if a.Size >= target || a.DeletionVector != nil || !pred(a.PartitionValues) {
+		if a.Size >= target || a.DeletionVector != nil {
+			continue
+		}
+		if ok, err := filter.MatchPartitionValues(a.PartitionValues); err != nil {
+			return nil, fmt.Errorf("optimize: data file %s: %w", a.Path, err)
+		} else if !ok {
 			continue
 		}
 		k := partitionKey(meta.PartitionColumns, a.PartitionValues)

@@ -55,19 +55,7 @@ func input(t *testing.T, epochs, rows int) []byte {
 
 func runBin(t *testing.T, env []string, stdin []byte, args ...string) ([]byte, string, int) {
 	t.Helper()
-	cmd := exec.Command(peertest.Binary(t), args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes(), errb.String(), code
+	return peertest.Run(t, env, stdin, args...)
 }
 
 func TestShardedDedupAlignedBarriers(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/codec/formats"
 	"github.com/streamkit/streamkit/codec/rescue"
@@ -20,11 +21,95 @@ import (
 	"github.com/streamkit/streamkit/tools/stage"
 )
 
-// flags are the raw command-line values before validation.
+// DecodeFlags are read-files' options on how files are decoded (format, schema, inference,
+// CSV dialect, malformed records, metadata column, time zone), shared by every tool that reads
+// files through source/files (backfill --from), so they have one set of names, defaults and
+// meanings. Register them with [AddDecodeFlags] and call [DecodeFlags.Apply] once the command
+// line is parsed. The options about listing, checkpoints, epochs and following are not among
+// them.
+type DecodeFlags struct {
+	cfg                               *files.Config
+	format, schema, hints, mode, tz   string
+	delimiter, quote, escape, comment string
+	noQuote                           bool
+}
+
+// AddDecodeFlags registers read-files' decoding options on f. Flags with plain values are
+// stored into cfg as they are parsed; the others are checked and stored by Apply, into the
+// same cfg. prefix is put before each flag's help text (e.g. "--from: ", "" for read-files).
+func AddDecodeFlags(f *pflag.FlagSet, cfg *files.Config, prefix string) *DecodeFlags {
+	d := &DecodeFlags{cfg: cfg}
+	f.StringVar(&d.format, "format", "", prefix+"file format for every file: csv, tsv, json, parquet, avro, arrow or arrows (default: by extension)")
+	f.StringVar(&d.schema, "schema", "", prefix+"schema: Spark DDL, or @file with DDL, a JSON Schema or an Avro schema (default: inferred)")
+	f.StringVar(&d.hints, "schema-hints", "", prefix+"pin inferred column types, as DDL with dot paths: 'amount decimal(10,2), user.id string'")
+	f.IntVar(&cfg.InferRows, "infer-rows", 10000, prefix+"records sampled to infer the schema")
+	f.BoolVar(&cfg.CSV.Header, "header", true, prefix+"CSV/TSV: the first line names the columns (--header=false: columns _c0, _c1 …)")
+	f.StringVar(&d.delimiter, "delimiter", "", prefix+`CSV: field delimiter, one byte or \t (default "," for CSV, tab for TSV)`)
+	f.StringVar(&d.quote, "quote", "", prefix+`CSV: quote character (default ")`)
+	f.BoolVar(&d.noQuote, "no-quote", false, prefix+"CSV: no quoting at all (every byte is data)")
+	f.StringVar(&d.escape, "escape", "", prefix+`CSV: escape character inside quotes (default: the quote itself, "" is one quote; Spark files use a backslash)`)
+	f.StringVar(&d.comment, "comment", "", prefix+"CSV: lines starting with this character are skipped")
+	f.StringVar(&cfg.CSV.NullValue, "null-value", "", prefix+"CSV: the text of a null value (default: an empty field)")
+	f.StringVar(&d.mode, "mode", "permissive", prefix+"records that do not fit: permissive (rescue / bad records), dropmalformed (drop rows with mistyped fields), failfast (stop)")
+	f.StringVar(&cfg.BadRecords, "bad-records", "", prefix+"append unparseable records to this NDJSON file (file, line, offset, reason, raw); default: log them")
+	f.BoolVar(&cfg.WithMetadata, "with-metadata", false, prefix+"add a _metadata struct column: file_path, file_name, file_size, file_modification_time, row_index, line, byte_offset")
+	f.StringVar(&d.tz, "tz", "UTC", prefix+"time zone of zone-less timestamps (IANA name); never the machine's zone")
+	f.IntVar(&cfg.BufferSize, "read-buffer", 0, prefix+"initial read buffer of the text decoders in bytes (default 256 KiB)")
+	f.MarkHidden("read-buffer")
+	return d
+}
+
+// Apply checks the decoding options and stores them into the Config given to AddDecodeFlags;
+// errors are usage errors prefixed with tool (the command's name).
+func (d *DecodeFlags) Apply(tool string) error {
+	cfg := d.cfg
+	var err error
+	if d.format != "" {
+		if cfg.Format, err = formats.ParseFormat(d.format); err != nil {
+			return stage.Usagef("%s: --format: %v", tool, err)
+		}
+	}
+	if d.schema != "" {
+		if cfg.Schema, err = schema.Load(d.schema); err != nil {
+			return stage.Usagef("%s: --schema: %v", tool, err)
+		}
+	}
+	if d.hints != "" {
+		if cfg.Hints, err = schema.ParseHints(d.hints); err != nil {
+			return stage.Usagef("%s: --schema-hints: %v", tool, err)
+		}
+	}
+	if cfg.Mode, err = rescue.ParseMode(d.mode); err != nil {
+		return stage.Usagef("%s: --mode: %v", tool, err)
+	}
+	if cfg.Location, err = time.LoadLocation(d.tz); err != nil || d.tz == "" || strings.EqualFold(d.tz, "local") {
+		return stage.Usagef("%s: --tz %q: want an IANA zone name such as UTC or Europe/Paris (never the machine's Local zone)", tool, d.tz)
+	}
+	if cfg.InferRows < 1 {
+		return stage.Usagef("%s: --infer-rows must be ≥ 1, got %d", tool, cfg.InferRows)
+	}
+	for _, c := range []struct {
+		name string
+		val  string
+		dst  *byte
+	}{{"delimiter", d.delimiter, &cfg.CSV.Delimiter}, {"quote", d.quote, &cfg.CSV.Quote}, {"escape", d.escape, &cfg.CSV.Escape}, {"comment", d.comment, &cfg.CSV.Comment}} {
+		if c.val == "" {
+			continue
+		}
+		b, err := oneByte(c.val)
+		if err != nil {
+			return stage.Usagef("%s: --%s: %v", tool, c.name, err)
+		}
+		*c.dst = b
+	}
+	cfg.CSV.NoQuote = d.noQuote
+	return nil
+}
+
+// flags are read-files' raw command-line values before validation.
 type flags struct {
-	format, schema, hints, mode, tz, onRewrite, maxBytes string
-	delimiter, quote, escape, comment                    string
-	noQuote                                              bool
+	dec                 *DecodeFlags
+	onRewrite, maxBytes string
 }
 
 // Command returns the cobra command of `streamkit read-files`.
@@ -87,85 +172,33 @@ Zone-less timestamps are read in --tz (default UTC), never in the machine's zone
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&fl.format, "format", "", "file format for every file: csv, tsv, json, parquet, avro, arrow or arrows (default: by extension)")
-	f.StringVar(&fl.schema, "schema", "", "schema: Spark DDL, or @file with DDL, a JSON Schema or an Avro schema (default: inferred)")
-	f.StringVar(&fl.hints, "schema-hints", "", "pin inferred column types, as DDL with dot paths: 'amount decimal(10,2), user.id string'")
-	f.IntVar(&cfg.InferRows, "infer-rows", 10000, "records sampled to infer the schema")
-	f.BoolVar(&cfg.CSV.Header, "header", true, "CSV/TSV: the first line names the columns (--header=false: columns _c0, _c1 …)")
-	f.StringVar(&fl.delimiter, "delimiter", "", `CSV: field delimiter, one byte or \t (default "," for CSV, tab for TSV)`)
-	f.StringVar(&fl.quote, "quote", "", `CSV: quote character (default ")`)
-	f.BoolVar(&fl.noQuote, "no-quote", false, "CSV: no quoting at all (every byte is data)")
-	f.StringVar(&fl.escape, "escape", "", `CSV: escape character inside quotes (default: the quote itself, "" is one quote; Spark files use a backslash)`)
-	f.StringVar(&fl.comment, "comment", "", "CSV: lines starting with this character are skipped")
-	f.StringVar(&cfg.CSV.NullValue, "null-value", "", "CSV: the text of a null value (default: an empty field)")
-	f.StringVar(&fl.mode, "mode", "permissive", "records that do not fit: permissive (rescue / bad records), dropmalformed (drop rows with mistyped fields), failfast (stop)")
-	f.StringVar(&cfg.BadRecords, "bad-records", "", "append unparseable records to this NDJSON file (file, line, offset, reason, raw); default: log them")
-	f.BoolVar(&cfg.WithMetadata, "with-metadata", false, "add a _metadata struct column: file_path, file_name, file_size, file_modification_time, row_index, line, byte_offset")
-	f.StringVar(&fl.tz, "tz", "UTC", "time zone of zone-less timestamps (IANA name); never the machine's zone")
+	fl.dec = AddDecodeFlags(f, &cfg, "")
 	f.BoolVar(&cfg.Follow, "follow", false, "keep listing for new files every --poll-interval instead of ending")
 	f.DurationVar(&cfg.PollInterval, "poll-interval", 5*time.Second, "--follow: how often to list the patterns")
 	f.DurationVar(&cfg.StableAfter, "stable-after", 2*time.Second, "read a file only once it has not changed for this long (0: at once)")
 	f.StringVar(&fl.onRewrite, "on-rewrite", "skip", "a file that changes after it was read: skip (warn), reprocess (read it again) or fail")
 	f.IntVar(&cfg.MaxFilesPerEpoch, "max-files-per-epoch", 1000, "cut an epoch after this many files (0: no limit)")
 	f.StringVar(&fl.maxBytes, "max-bytes-per-epoch", "0", "cut an epoch once files of this total size were started (e.g. 512MiB; 0: no limit)")
-	f.IntVar(&cfg.BufferSize, "read-buffer", 0, "initial read buffer of the text decoders in bytes (default 256 KiB)")
-	f.MarkHidden("read-buffer")
 	o.AddFlags(f)
 	return cmd
 }
 
 // resolve validates the flags into cfg and returns the options that shape the checkpoint.
 func resolve(cfg *files.Config, fl *flags) (map[string]string, error) {
+	if err := fl.dec.Apply("read-files"); err != nil {
+		return nil, err
+	}
 	var err error
-	if fl.format != "" {
-		if cfg.Format, err = formats.ParseFormat(fl.format); err != nil {
-			return nil, stage.Usagef("read-files: --format: %v", err)
-		}
-	}
-	if fl.schema != "" {
-		if cfg.Schema, err = schema.Load(fl.schema); err != nil {
-			return nil, stage.Usagef("read-files: --schema: %v", err)
-		}
-	}
-	if fl.hints != "" {
-		if cfg.Hints, err = schema.ParseHints(fl.hints); err != nil {
-			return nil, stage.Usagef("read-files: --schema-hints: %v", err)
-		}
-	}
-	if cfg.Mode, err = rescue.ParseMode(fl.mode); err != nil {
-		return nil, stage.Usagef("read-files: --mode: %v", err)
-	}
-	if cfg.Location, err = time.LoadLocation(fl.tz); err != nil || fl.tz == "" || strings.EqualFold(fl.tz, "local") {
-		return nil, stage.Usagef("read-files: --tz %q: want an IANA zone name such as UTC or Europe/Paris (never the machine's Local zone)", fl.tz)
-	}
 	if cfg.OnRewrite, err = files.ParseRewrite(fl.onRewrite); err != nil {
 		return nil, stage.Usagef("read-files: %v", err)
 	}
 	if cfg.MaxBytesPerEpoch, err = ParseBytes(fl.maxBytes); err != nil {
 		return nil, stage.Usagef("read-files: --max-bytes-per-epoch: %v", err)
 	}
-	if cfg.InferRows < 1 {
-		return nil, stage.Usagef("read-files: --infer-rows must be ≥ 1, got %d", cfg.InferRows)
-	}
-	for _, c := range []struct {
-		name string
-		val  string
-		dst  *byte
-	}{{"delimiter", fl.delimiter, &cfg.CSV.Delimiter}, {"quote", fl.quote, &cfg.CSV.Quote}, {"escape", fl.escape, &cfg.CSV.Escape}, {"comment", fl.comment, &cfg.CSV.Comment}} {
-		if c.val == "" {
-			continue
-		}
-		b, err := oneByte(c.val)
-		if err != nil {
-			return nil, stage.Usagef("read-files: --%s: %v", c.name, err)
-		}
-		*c.dst = b
-	}
-	cfg.CSV.NoQuote = fl.noQuote
 	return map[string]string{
-		"format":        fl.format,
-		"schema":        fl.schema,
-		"schema-hints":  fl.hints,
+		"format":        fl.dec.format,
+		"schema":        fl.dec.schema,
+		"schema-hints":  fl.dec.hints,
 		"with-metadata": strconv.FormatBool(cfg.WithMetadata),
 	}, nil
 }

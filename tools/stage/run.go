@@ -599,6 +599,18 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 	// markers), which is worth an epoch of its own.
 	moved := func() bool { return !bytes.Equal(src.Position(), lastPos) }
 	finish := func(kind codec.EndKind, interrupted bool) error {
+		if kind == codec.Final {
+			// The input is complete: as Flink's bounded sources do, send the end-of-time
+			// watermark before the last barrier, so windows fire inside a committed epoch
+			// (their output is then exactly-once and their state is cleared at that barrier;
+			// a rerun finds nothing left to fire) rather than after it.
+			c := codec.WatermarkControl(codec.EndOfTime)
+			if err := w.send(ctx, outItem{ctrl: &c}); err != nil {
+				return err
+			}
+			env.Stats.SetWatermark(codec.EndOfTime)
+			rows++ // the watermark's effects need a barrier of their own
+		}
 		if rows > 0 || !emitted || moved() {
 			if err := cut(); err != nil {
 				return err

@@ -54,19 +54,8 @@ func streamFrom(first uint64, epochs ...[]string) []byte {
 
 func sk(t *testing.T, stdin []byte, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(peertest.Binary(t), args...)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	cmd.Stdin = bytes.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	out, stderr, code := peertest.Run(t, []string{"NO_COLOR=1"}, stdin, args...)
+	return string(out), stderr, code
 }
 
 // pipeline runs dedup --key user | print --format json with a checkpoint root.

@@ -178,20 +178,46 @@ func ParseDate(b []byte) (int32, bool) {
 	return int32(DaysFromCivil(y, m, d)), true
 }
 
-// ParseTimestamp parses an RFC 3339 / ISO 8601 timestamp into microseconds since the Unix
-// epoch:
-//
-//	YYYY-MM-DD                         midnight
-//	YYYY-MM-DD(T|t| )hh:mm[:ss[.f...]] with 1 to 9 fraction digits (beyond µs truncated)
-//	followed by an optional zone:      Z, z, ±hh, ±hh:mm, ±hhmm, or " UTC"/"UTC"
-//
-// Text without a zone is a wall-clock time in loc (nil means UTC) — never the machine's zone;
-// across a DST gap or overlap Go's time.Date rules apply. hasZone reports whether the text
-// carried a zone (timestamp_ntz columns reject those).
+// ParseTimestamp parses an RFC 3339 / ISO 8601 timestamp (the spellings of ParseCivil) into
+// microseconds since the Unix epoch; text without a zone is a wall-clock time in loc (see
+// Instant). hasZone reports whether the text carried a zone (timestamp_ntz columns reject those).
 func ParseTimestamp(b []byte, loc *time.Location) (micros int64, hasZone bool, ok bool) {
-	y, mo, d, ok := parseDate(b)
+	civil, offset, hasZone, ok := ParseCivil(b)
 	if !ok {
 		return 0, false, false
+	}
+	return Instant(civil, offset, hasZone, loc), hasZone, true
+}
+
+// Instant returns the instant (µs since the Unix epoch) of a reading ParseCivil returned:
+// civil − offset when the text had a zone, otherwise the wall-clock time civil in loc (nil
+// means UTC) — never the machine's zone; across a DST gap or overlap Go's time.Date rules apply.
+func Instant(civil, offset int64, hasZone bool, loc *time.Location) int64 {
+	if hasZone || loc == nil || loc == time.UTC {
+		return civil - offset
+	}
+	return wallIn(civil, loc)
+}
+
+func wallIn(civil int64, loc *time.Location) int64 {
+	w := time.UnixMicro(civil).UTC()
+	return time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), loc).UnixMicro()
+}
+
+// ParseCivil parses an RFC 3339 / ISO 8601 timestamp into its wall-clock reading and zone,
+// without allocating:
+//
+//	YYYY-MM-DD                         midnight
+//	YYYY-MM-DD(T|t| )hh:mm[:ss[.f...]] with 1 to 9 fraction digits ('.' or ','; beyond µs truncated)
+//	followed by an optional zone:      Z, z, ±hh, ±hh:mm, ±hhmm, or " UTC"/"UTC"
+//
+// civil is the reading in microseconds as if it were UTC; offset is the zone's offset east of
+// UTC in microseconds (0 without a zone), so the instant is civil − offset. hasZone reports
+// whether the text carried a zone; the caller reads zone-less text in a location of its choice.
+func ParseCivil(b []byte) (civil, offset int64, hasZone bool, ok bool) {
+	y, mo, d, ok := parseDate(b)
+	if !ok {
+		return 0, 0, false, false
 	}
 	var h, mi, s, frac int
 	i := 10
@@ -200,18 +226,18 @@ func ParseTimestamp(b []byte, loc *time.Location) (micros int64, hasZone bool, o
 		var ok1, ok2 bool
 		h, ok1 = digits(b[i:], 2)
 		if !ok1 || i+2 >= len(b) || b[i+2] != ':' {
-			return 0, false, false
+			return 0, 0, false, false
 		}
 		mi, ok2 = digits(b[i+3:], 2)
 		if !ok2 || h > 23 || mi > 59 {
-			return 0, false, false
+			return 0, 0, false, false
 		}
 		i += 5
 		if i < len(b) && b[i] == ':' {
 			var ok3 bool
 			s, ok3 = digits(b[i+1:], 2)
 			if !ok3 || s > 59 {
-				return 0, false, false
+				return 0, 0, false, false
 			}
 			i += 3
 			if i < len(b) && (b[i] == '.' || b[i] == ',') {
@@ -225,7 +251,7 @@ func ParseTimestamp(b []byte, loc *time.Location) (micros int64, hasZone bool, o
 					i++
 				}
 				if n == 0 || n > 9 {
-					return 0, false, false
+					return 0, 0, false, false
 				}
 				for ; n < 6; n++ {
 					frac *= 10
@@ -233,7 +259,7 @@ func ParseTimestamp(b []byte, loc *time.Location) (micros int64, hasZone bool, o
 			}
 		}
 	}
-	offset := 0 // seconds east of UTC
+	off := 0 // seconds east of UTC
 	switch rest := b[i:]; {
 	case len(rest) == 0:
 	case len(rest) == 1 && (rest[0] == 'Z' || rest[0] == 'z'):
@@ -244,7 +270,7 @@ func ParseTimestamp(b []byte, loc *time.Location) (micros int64, hasZone bool, o
 		hasZone = true
 		oh, ok1 := digits(rest[1:], 2)
 		if !ok1 || oh > 23 {
-			return 0, false, false
+			return 0, 0, false, false
 		}
 		om := 0
 		switch tail := rest[3:]; {
@@ -252,31 +278,27 @@ func ParseTimestamp(b []byte, loc *time.Location) (micros int64, hasZone bool, o
 		case len(tail) == 3 && tail[0] == ':':
 			v, ok2 := digits(tail[1:], 2)
 			if !ok2 || v > 59 {
-				return 0, false, false
+				return 0, 0, false, false
 			}
 			om = v
 		case len(tail) == 2:
 			v, ok2 := digits(tail, 2)
 			if !ok2 || v > 59 {
-				return 0, false, false
+				return 0, 0, false, false
 			}
 			om = v
 		default:
-			return 0, false, false
+			return 0, 0, false, false
 		}
-		offset = oh*3600 + om*60
+		off = oh*3600 + om*60
 		if rest[0] == '-' {
-			offset = -offset
+			off = -off
 		}
 	default:
-		return 0, false, false
+		return 0, 0, false, false
 	}
-	if !hasZone && loc != nil && loc != time.UTC {
-		t := time.Date(y, time.Month(mo), d, h, mi, s, frac*1000, loc)
-		return t.UnixMicro(), false, true
-	}
-	secs := DaysFromCivil(y, mo, d)*86400 + int64(h*3600+mi*60+s) - int64(offset)
-	return secs*1_000_000 + int64(frac), hasZone, true
+	secs := DaysFromCivil(y, mo, d)*86400 + int64(h*3600+mi*60+s)
+	return secs*1_000_000 + int64(frac), int64(off) * 1_000_000, hasZone, true
 }
 
 var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
