@@ -19,7 +19,8 @@
 //     (default 30), plus one Ctrl-C (SIGINT to the process group) and restart; and a second flow
 //     into the same table: a backfill of the first month's windows from a Parquet file with
 //     --dedup-cols origin,window_start and an overlap check, retried every 1-3 s like a cron
-//     job; the table equals the one-shot table, without a duplicate.
+//     job; then closing runs, up to three of them killed as well, and one more after the
+//     completed one; the table equals the one-shot table, without a duplicate.
 //
 // Every table is read by delta-rs and by DuckDB's delta extension (both must return the same
 // rows) and every row must equal DuckDB's own GROUP BY over the Parquet file.
@@ -29,7 +30,10 @@
 // ends with a closing run of the same job with `read-kafka --end final` (the input is complete:
 // every window fires). After the one-shot's available-now run the table must hold only rows that
 // equal their expected row (a subset), and after the closing run exactly the expected rows.
-// The closing run is never killed: see KNOWN ISSUES.
+// The source of a final run sends the end-of-time watermark before its last barrier, so the
+// windows fire inside a committed epoch: closing runs are killed too, and a closing run after a
+// completed one must add nothing. (After a final run the watermark stays at the end of time: a
+// later record of the same checkpoint would be late.)
 //
 // Watermark delay. The window's watermark is max event time seen − --watermark-delay, over all
 // rows of the stream. read-kafka reads the four partitions of a backlog unevenly (each fetch
@@ -41,15 +45,11 @@
 // every --late-output file stays empty), and the windows fire in the closing run. Set
 // STREAMKIT_E2E_WATERMARK_DELAY to try another delay.
 //
-// KNOWN ISSUES (reported; the test works around them): a run with end=final fires the open
-// windows after the last barrier; write-delta commits those rows as one more epoch, but no
-// upstream stage checkpoints it, so a rerun (or a restart after a crash following that commit)
-// restores the windows and writes them again. The closing run therefore runs once, unkilled.
-//
 // Environment: STREAMKIT_E2E=1 runs it (make e2e); STREAMKIT_E2E_ROWS (default all 3,000,000)
 // uses the first N flights; STREAMKIT_E2E_KILLS (30); STREAMKIT_E2E_SEED (the chaos driver's
 // seed, logged); STREAMKIT_E2E_DIR keeps the work directory (data, checkpoints, tables, logs);
-// STREAMKIT_E2E_REPORT writes the measurements as JSON; STREAMKIT_BIN tests a prebuilt binary.
+// STREAMKIT_E2E_REPORT writes the measurements as JSON; STREAMKIT_E2E_CHAOS_MINUTES (20) bounds
+// the chaos run; STREAMKIT_BIN tests a prebuilt binary.
 package e2e_test
 
 import (
@@ -147,6 +147,7 @@ type chaosReport struct {
 	KillsByStage  map[string]int `json:"kills_by_stage"`
 	KillsWithData int            `json:"kills_while_backlog"`
 	Interrupts    int            `json:"sigint_runs"`
+	ClosingKills  int            `json:"kills_in_closing_runs"`
 	WallS         float64        `json:"wall_s"`
 	Epochs        uint64         `json:"epochs_committed"`
 	TableVersion  int64          `json:"table_version"`
@@ -687,9 +688,48 @@ func (j *job) chaos(t *testing.T, topic string) {
 			t.Logf("run %d: completed in %s before the signal, %d records committed", f.runs, p.wall, progress)
 		}
 	}
-	// The closing run: the rest of the topic, then end=final (never killed: KNOWN ISSUES). The
-	// backfill loop goes on meanwhile: it may run as soon as the live rows are committed.
-	end := f.run(t, j.records-f.position(t), "--end", "final")
+	// The closing runs: the rest of the topic, then end=final, so that every window fires. Up
+	// to three of them are killed at a random moment of their expected duration too (reading
+	// the rest, firing the windows, committing them), until one completes; then one more
+	// closing run must find nothing left to fire. The backfill loop goes on meanwhile: it may
+	// run as soon as the live rows are committed.
+	var end *runReport
+	for attempt := 0; end == nil; attempt++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("chaos: no closing run completed after %s", time.Since(start))
+		}
+		backlog := j.records - f.position(t)
+		est := time.Duration(float64(time.Second)*(float64(backlog)/j.rep.OneShot.RecordsPerS+j.rep.OneShotEnd.WallS)) + time.Second
+		delay := time.Duration(rnd.Int64N(int64(est)))
+		victim := rnd.IntN(len(stageNames))
+		p := f.start(t, "--end", "final")
+		if attempt < 3 {
+			select {
+			case <-p.done:
+			case <-time.After(delay):
+				p.killStage(victim)
+			}
+		}
+		p.wait(t, 10*time.Minute)
+		p.checkLogs(t, fmt.Sprintf("chaos closing run %d", f.runs))
+		progress := f.position(t) - (j.records - backlog)
+		if attempt < 3 && p.killedBy(victim, syscall.SIGKILL) {
+			killed++
+			rep.ClosingKills++
+			rep.KillsByStage[stageNames[victim]]++
+			rep.Kills = append(rep.Kills, killReport{Run: f.runs, Stage: stageNames[victim], AfterS: delay.Seconds(), At: "closing run (--end final)", Backlog: backlog, Committed: progress, Signal: "SIGKILL"})
+			t.Logf("run %d (closing): kill -9 %s after %s (backlog %d): exits %v, %d records committed", f.runs, stageNames[victim], delay.Round(time.Millisecond), backlog, p.exitCodes(), progress)
+			continue
+		}
+		p.requireSuccess(t, fmt.Sprintf("chaos closing run %d", f.runs))
+		end = j.measure(fmt.Sprintf("chaos run %d", f.runs), p, backlog)
+		end.Epochs = f.epochs(t)
+		t.Logf("run %d (closing): completed in %s, %d records committed", f.runs, p.wall.Round(time.Millisecond), progress)
+	}
+	f.checkNoLate(t)
+	f.verify(t, true)
+	// A closing run after a completed one: nothing is left to fire, nothing is written twice.
+	f.run(t, 0, "--end", "final")
 	close(stopBackfill)
 	if err := <-backfillDone; err != nil {
 		t.Fatalf("backfill flow: %v", err)
@@ -697,7 +737,7 @@ func (j *job) chaos(t *testing.T, topic string) {
 	rep.End = end
 	rep.Runs = f.runs
 	rep.WallS = time.Since(start).Seconds()
-	rep.Epochs = end.Epochs
+	rep.Epochs = f.epochs(t)
 	f.checkNoLate(t)
 	if got := f.position(t); got != j.records {
 		t.Fatalf("read-kafka committed %d records, the topic holds %d", got, j.records)
@@ -723,8 +763,8 @@ func (j *job) chaos(t *testing.T, topic string) {
 		codes = append(codes, fmt.Sprintf("exit %s ×%d", c, n))
 	}
 	sort.Strings(codes)
-	t.Logf("chaos: %d runs, %d kills (%v; %d while records were waiting), %d SIGINT, %.0f s; %d epochs committed, table version %d; backfill attempts %s",
-		rep.Runs, killed, rep.KillsByStage, rep.KillsWithData, rep.Interrupts, rep.WallS, rep.Epochs, rep.TableVersion, strings.Join(codes, ", "))
+	t.Logf("chaos: %d runs, %d kills (%v; %d while records were waiting, %d in closing runs), %d SIGINT, %.0f s; %d epochs committed, table version %d; backfill attempts %s",
+		rep.Runs, killed, rep.KillsByStage, rep.KillsWithData, rep.ClosingKills, rep.Interrupts, rep.WallS, rep.Epochs, rep.TableVersion, strings.Join(codes, ", "))
 }
 
 func (j *job) writeReport() {

@@ -12,26 +12,17 @@ import (
 	"github.com/streamkit/streamkit/internal/peertest"
 )
 
-// knownIssue skips a test that shows an open bug unless STREAMKIT_E2E_KNOWN_ISSUES=1: it is the
-// exact reproduction, to be enabled by the fix.
-func knownIssue(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("STREAMKIT_E2E_KNOWN_ISSUES") != "1" {
-		t.Skipf("known issue (STREAMKIT_E2E_KNOWN_ISSUES=1 runs it): %s", what)
-	}
-}
-
-// TestEndFinalRerunWritesWindowsOnce: a checkpointed pipeline that ends with end=final fires
-// its open windows after the last barrier; write-delta commits them as one more epoch, but no
-// stage upstream checkpoints that epoch, so the next run of the same pipeline (a cron job, or a
-// restart after a crash that followed the commit) restores the windows as still open and
-// writes them again.
+// TestEndFinalRerunWritesWindowsOnce: a checkpointed pipeline that ends with end=final fires its
+// open windows inside the last committed epoch (the source sends the end-of-time watermark
+// before the last barrier), so the next run of the same pipeline — a cron job, or a restart after
+// a crash that followed the commit — finds nothing left to fire. Before that fix the windows
+// fired after the last barrier, write-delta committed them as an epoch no upstream stage had
+// checkpointed, and every rerun wrote the last windows again:
 //
 //	export STREAMKIT_CHECKPOINT=ckpt
 //	streamkit read-files in.csv --end final | streamkit window tumbling --size 1h --time ts --tz UTC --key origin --agg count | streamkit write-delta t
-//	(the same again: the last hour of every origin is in t twice)
+//	(the same again: the last hour of every origin was in t twice)
 func TestEndFinalRerunWritesWindowsOnce(t *testing.T) {
-	knownIssue(t, "end=final output is not checkpointed upstream; a rerun writes the last windows again")
 	bin := peertest.Binary(t)
 	dir := t.TempDir()
 	var csv strings.Builder
@@ -48,7 +39,7 @@ func TestEndFinalRerunWritesWindowsOnce(t *testing.T) {
 		{"window", []string{"window", "tumbling", "--size", "1h", "--time", "ts", "--tz", "UTC", "--key", "origin", "--agg", "count"}},
 		{"write-delta", []string{"write-delta", table}},
 	}
-	for run := 1; run <= 2; run++ {
+	for run := 1; run <= 3; run++ {
 		p := startPipeline(t, bin, filepath.Join(dir, "ckpt"), filepath.Join(dir, fmt.Sprintf("run%d", run)), stages)
 		p.wait(t, 2*time.Minute)
 		p.requireSuccess(t, fmt.Sprintf("run %d", run))
@@ -64,6 +55,6 @@ func TestEndFinalRerunWritesWindowsOnce(t *testing.T) {
 		seen[f[0]+" "+f[2]]++
 	}
 	if len(rows) != 15 || len(seen) != 15 {
-		t.Fatalf("%d rows for %d windows after two runs (want 15 once each):\n%s", len(rows), len(seen), out)
+		t.Fatalf("%d rows for %d windows after three runs (want 15 once each):\n%s", len(rows), len(seen), out)
 	}
 }
