@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -51,6 +52,7 @@ func BenchmarkDumpArrow(b *testing.B) {
 	state.WriteCommit(dir, 1, "bench")
 	d.Close()
 	s = nil
+	runtime.GC()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := Run(context.Background(), Config{Dir: dir, Stage: "dedup", Format: "arrow"}, io.Discard); err != nil {
