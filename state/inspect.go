@@ -21,8 +21,8 @@ import (
 type EpochInfo struct {
 	Epoch     uint64          `json:"epoch"`
 	Committed bool            `json:"committed"`
-	Time      time.Time       `json:"time"`               // when its newest file was written
-	Bytes     int64           `json:"bytes"`              // state + offsets files of the epoch
+	Time      time.Time       `json:"time"`               // when its newest file (offsets, state, commit marker) was written
+	Bytes     int64           `json:"bytes"`              // state + offsets files of the epoch (not the commit marker)
 	Offsets   json.RawMessage `json:"offsets,omitempty"`  // source end position (offsets WAL)
 	Entries   *int64          `json:"entries,omitempty"`  // keys in state after the epoch
 	Snapshot  bool            `json:"snapshot,omitempty"` // a full snapshot was written
@@ -112,7 +112,11 @@ func Inspect(path string) (*Summary, error) {
 		}
 	}
 	for _, n := range commits {
-		get(n).Committed = true
+		e := get(n)
+		e.Committed = true
+		if fi, err := os.Stat(filepath.Join(path, CommitsDir, EpochName(n)+".json")); err == nil && fi.ModTime().After(e.Time) {
+			e.Time = fi.ModTime().UTC()
+		}
 	}
 	offs, err := Epochs(path, OffsetsDir)
 	if err != nil {
