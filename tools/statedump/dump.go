@@ -78,8 +78,12 @@ func keyedAt(mem memory.Allocator, path string, n uint64) (arrow.RecordBatch, st
 		}
 		rec, man, err := keyed(mem, path, epoch)
 		if err == nil || n != 0 || try == retries || !errors.Is(err, os.ErrNotExist) {
-			if err != nil && errors.Is(err, os.ErrNotExist) {
-				err = fmt.Errorf("%w (epoch %d was garbage-collected while it was read)", err, epoch)
+			switch {
+			case err == nil:
+			case errors.Is(err, os.ErrNotExist):
+				err = fmt.Errorf("state-dump: %w (epoch %d was garbage-collected while it was read)", err, epoch)
+			case !strings.HasPrefix(err.Error(), "state-dump:"):
+				err = fmt.Errorf("state-dump: %w", err)
 			}
 			return rec, man, err
 		}
