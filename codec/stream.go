@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -93,6 +94,14 @@ func (r *Reader) Next() (Message, error) {
 		return Message{}, err
 	}
 	if !ok {
+		// Buffers come from another process: check offsets and lengths before anyone indexes
+		// into them (arrow-go checks only the last offset; a bad middle one would panic later).
+		for i, col := range rec.Columns() {
+			if err := validate(col); err != nil {
+				rec.Release()
+				return Message{}, fmt.Errorf("read arrow stream: column %q of a data batch is malformed: %w", rec.Schema().Field(i).Name, err)
+			}
+		}
 		return Message{Batch: rec}, nil
 	}
 	rec.Release()
@@ -153,4 +162,72 @@ func (w *Writer) Close() error {
 		return err
 	}
 	return w.bw.Flush()
+}
+
+// monotonic checks that offsets never decrease (array.Validate already bounds the first and
+// last against the data buffer, so all lie within it). UTF-8 is not checked: bad text cannot
+// make an access go out of bounds, and checking it would cost more than decoding.
+func monotonic[T int32 | int64](offs []T) error {
+	for i := 1; i < len(offs); i++ {
+		if offs[i] < offs[i-1] {
+			return fmt.Errorf("offset %d (%d) is below offset %d (%d)", i, offs[i], i-1, offs[i-1])
+		}
+	}
+	return nil
+}
+
+// validate checks an array read from another process before it is used: the O(1) layout of
+// every level (buffer sizes against lengths, children), and the offsets of variable-length
+// types in full (monotonic, within the data), which arrow-go checks only at the ends. Null
+// counts are not recounted: a wrong one cannot make an access go out of bounds.
+func validate(a arrow.Array) error {
+	if err := array.Validate(a); err != nil {
+		return err
+	}
+	return validateOffsets(a)
+}
+
+func validateOffsets(a arrow.Array) error {
+	switch a := a.(type) {
+	case *array.String:
+		return monotonic(a.ValueOffsets())
+	case *array.Binary:
+		return monotonic(a.ValueOffsets())
+	case *array.LargeString:
+		return monotonic(a.ValueOffsets())
+	case *array.LargeBinary:
+		return monotonic(a.ValueOffsets())
+	case *array.List:
+		if err := a.ValidateFull(); err != nil {
+			return err
+		}
+		return validateOffsets(a.ListValues())
+	case *array.LargeList:
+		if err := a.ValidateFull(); err != nil {
+			return err
+		}
+		return validateOffsets(a.ListValues())
+	case *array.Map:
+		if err := a.ValidateFull(); err != nil {
+			return err
+		}
+		if err := validateOffsets(a.Keys()); err != nil {
+			return err
+		}
+		return validateOffsets(a.Items())
+	case *array.FixedSizeList:
+		return validateOffsets(a.ListValues())
+	case *array.Struct:
+		for i := 0; i < a.NumField(); i++ {
+			if err := validateOffsets(a.Field(i)); err != nil {
+				return err
+			}
+		}
+	case *array.Dictionary:
+		return validateOffsets(a.Dictionary())
+	case array.Validator:
+		// views, list views, unions, run-end encoded: their own full checks
+		return a.ValidateFull()
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,5 +226,34 @@ func TestWithInfoKeepsForeignMetadata(t *testing.T) {
 	}
 	if cleared := Info(WithInfo(out, StreamInfo{})); cleared.Key != nil || cleared.EventTime != "" || cleared.Checkpoints != nil {
 		t.Fatalf("not cleared: %+v", cleared)
+	}
+}
+
+// A data batch whose string offsets point outside the data (as a corrupt or hostile producer
+// may send) is an error on read, never a panic later.
+func TestMalformedOffsetsRejected(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	for _, offs := range [][]int32{{0, 1000, 8}, {0, 4, 2}} { // a bad last offset arrow-go itself refuses
+		s := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+		ob := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offs))
+		data := array.NewData(arrow.BinaryTypes.String, 2, []*memory.Buffer{nil, ob, memory.NewBufferBytes([]byte("abcdefgh"))}, nil, 0, 0)
+		col := array.MakeFromData(data)
+		rec := array.NewRecordBatch(s, []arrow.Array{col}, 2)
+		var buf bytes.Buffer
+		w := NewWriter(&buf, s, mem)
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		w.WriteControl(EndControl(Final))
+		w.Close()
+		r, err := NewReader(&buf, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Next()
+		if err == nil || !strings.Contains(err.Error(), `column "s"`) {
+			t.Fatalf("offsets %v: got %v, want a malformed-column error", offs, err)
+		}
+		r.Release()
 	}
 }

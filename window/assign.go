@@ -136,6 +136,16 @@ func NewCount(size, slide int64) (*Assigner, error) {
 // time seen (end = largest + 1µs).
 func NewGlobal() *Assigner { return &Assigner{kind: Global} }
 
+// NewGlobalEvery returns the global window with a count trigger: besides the final firing,
+// each key's window fires (emit = early, cumulative, nothing evicted) every n records of that
+// key (Flink GlobalWindows with CountTrigger.of(n) as a FIRE trigger). Errors: n < 1.
+func NewGlobalEvery(n int64) (*Assigner, error) {
+	if n < 1 {
+		return nil, specErr("global trigger every:%d: want n ≥ 1", n)
+	}
+	return &Assigner{kind: Global, countStp: n}, nil
+}
+
 // Kind returns the kind of windows a assigns.
 func (a *Assigner) Kind() Kind { return a.kind }
 
@@ -164,6 +174,9 @@ func (a *Assigner) String() string {
 	case Count:
 		return fmt.Sprintf("count size=%d slide=%d", a.countSize, a.countStp)
 	case Global:
+		if a.countStp > 0 {
+			return fmt.Sprintf("global every=%d", a.countStp)
+		}
 		return "global"
 	}
 	return "unknown"

@@ -903,6 +903,8 @@ func (m *Manager) emitCountSlots(kid int32, slots []int32) {
 }
 
 func (m *Manager) processGlobal(n int) {
+	every := m.asg.countStp // count trigger (NewGlobalEvery); 0: none
+	m.fireSlots = m.fireSlots[:0]
 	for i := 0; i < n; i++ {
 		if !m.ok[i] {
 			m.badTime(i)
@@ -918,6 +920,18 @@ func (m *Manager) processGlobal(n int) {
 		m.sStart[s] = min(m.sStart[s], ts)
 		m.sEnd[s] = max(m.sEnd[s], ts+1)
 		m.pair(i, s)
+		if every > 0 {
+			e.n++
+			if e.n%every == 0 {
+				m.fireSlots = append(m.fireSlots, s)
+			}
+		}
+	}
+	if len(m.fireSlots) > 0 {
+		m.flush() // aggregate the rows paired so far, then fire with them included
+		for _, s := range m.fireSlots {
+			m.emit(s, EmitEarly)
+		}
 	}
 }
 

@@ -129,6 +129,7 @@ func (d *Dedup) ResolveState(in *arrow.Schema) (map[string]string, error) {
 // Open resolves the key and event-time columns and restores state as of the committed epoch.
 func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.Schema, error) {
 	d.env = env
+	env.MarkStateful()
 	var err error
 	if d.enc, err = codec.NewKeyEncoder(in, d.keyPaths(in)); err != nil {
 		return nil, stage.Usagef("dedup: --key: %v", err)

@@ -228,3 +228,26 @@ func TestUsageErrors(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A source without a checkpoint numbers its epochs from 1 on every run: a checkpointed dedup
+// must refuse that instead of overwriting committed state; and a stage whose checkpoint is
+// new (or was removed) while upstream stages kept theirs must refuse the gap.
+func TestEpochOrderEnforced(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := run(t, Config{Key: []string{"id"}}, dir, stream(t, schema, "a@1", "|1", "b@2", "|2")); err != nil {
+		t.Fatal(err)
+	}
+	state.WriteCommit(dir, 2, "test")
+	_, err := run(t, Config{Key: []string{"id"}}, dir, stream(t, schema, "c@3", "|1"))
+	if err == nil || !strings.Contains(err.Error(), "epoch 1 arrives after epoch 2") {
+		t.Fatalf("restarted numbering: got %v", err)
+	}
+	_, err = run(t, Config{Key: []string{"id"}}, t.TempDir(), stream(t, schema, "c@3", "|5"))
+	if err == nil || !strings.Contains(err.Error(), "missed epochs 1-4") {
+		t.Fatalf("gap: got %v", err)
+	}
+	// Without a checkpoint there is no state to protect: any numbering is accepted.
+	if _, err := run(t, Config{Key: []string{"id"}}, "", stream(t, schema, "c@3", "|5", "d@4", "|6")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,6 +46,7 @@ type child struct {
 	resume chan struct{}
 	exited chan struct{} // closed when the process has exited; state then holds its status
 	state  *os.ProcessState
+	killed atomic.Bool // killed by keyby itself (its exit status says nothing of its own)
 }
 
 type childMsg struct {
@@ -64,6 +66,7 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	interrupted := false
+	var interruptedFlag atomic.Bool
 
 	var dir *state.Dir
 	if p := o.CheckpointDir(); p != "" {
@@ -107,9 +110,44 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 		}
 	}()
 
-	// Merge the children's outputs on stdout.
+	// Merge the children's outputs on stdout. When merging fails (a child that does not speak
+	// the protocol, a reader that went away) the children are killed, so that routing, which
+	// may be blocked writing to a child, fails too instead of waiting forever.
 	mergeErr := make(chan error, 1)
-	go func() { mergeErr <- s.merge(ctx, o, children, mem) }()
+	var merged error
+	mergeDone := make(chan struct{})
+	go func() {
+		merged = s.merge(ctx, o, children, mem)
+		if merged != nil && !errors.Is(merged, stage.ErrInterrupted) {
+			killAll(children)
+		}
+		close(mergeDone)
+		mergeErr <- merged
+	}()
+	// Signals: the first is passed on to the children (they finish their epoch and end with
+	// a pause; with Ctrl-C the process group got it already), the second kills them.
+	sigDone := make(chan struct{})
+	defer close(sigDone)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-sigDone:
+				return
+			case <-sigs:
+			}
+			n++
+			interruptedFlag.Store(true)
+			if n == 1 {
+				for _, c := range children {
+					c.cmd.Process.Signal(syscall.SIGTERM)
+				}
+			} else {
+				killAll(children)
+				cancel()
+			}
+		}
+	}()
 
 	route := func() error {
 		keyBuf := make([]byte, 0, 64)
@@ -142,24 +180,38 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	}
 	rerr := route()
 	for _, c := range children {
-		if rerr == nil {
-			rerr = c.w.Close()
+		// A child stops reading at the end batch and may already be gone: the end-of-stream
+		// marker then meets a closed pipe, which is no failure.
+		if cerr := c.w.Close(); rerr == nil && cerr != nil && !isBrokenPipe(cerr) {
+			rerr = fmt.Errorf("keyby: shard %d: %w", c.i, cerr)
 		}
 		c.stdin.Close()
 	}
 	if rerr != nil {
+		// A broken pipe to a child is the symptom of a failed merge or child: report that.
+		select {
+		case <-mergeDone:
+			if merged != nil {
+				rerr = merged
+			}
+		case <-time.After(5 * time.Second):
+		}
 		cancel()
+		killAll(children)
+		switch {
+		case merged != nil && isBrokenPipe(merged):
+			return nil // the reader of our stdout went away (e.g. | head): stop quietly
+		case isBrokenPipe(rerr) && interruptedFlag.Load():
+			return stage.ErrInterrupted
+		}
 		return s.childFailure(children, rerr)
 	}
-	var merr error
-	select {
-	case merr = <-mergeErr:
-	case <-sigs:
-		interrupted = true
-		merr = <-mergeErr
-	}
+	merr := <-mergeErr
 	if errors.Is(merr, stage.ErrInterrupted) {
 		interrupted, merr = true, nil
+	}
+	if merr != nil && isBrokenPipe(merr) {
+		return nil // the reader of our stdout went away (e.g. | head): stop quietly
 	}
 	if merr != nil {
 		cancel()
@@ -171,15 +223,33 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 			return s.childFailure(children, fmt.Errorf("keyby: shard %d: %s", c.i, c.state))
 		}
 	}
-	select {
-	case <-sigs:
-		interrupted = true
-	default:
-	}
-	if interrupted {
+	if interrupted || interruptedFlag.Load() {
 		return stage.ErrInterrupted
 	}
 	return nil
+}
+
+// killedByUs reports whether the child ended from our own SIGKILL (not a failure of its own).
+func (c *child) killedByUs() bool {
+	ws, ok := c.state.Sys().(syscall.WaitStatus)
+	return c.killed.Load() && ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// killAll kills every child that is still running.
+func killAll(children []*child) {
+	for _, c := range children {
+		select {
+		case <-c.exited:
+		default:
+			c.killed.Store(true)
+			c.cmd.Process.Kill()
+		}
+	}
+}
+
+// isBrokenPipe reports whether err is a write to a pipe whose reader is gone.
+func isBrokenPipe(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe)
 }
 
 func joinKey(k []string) string {
@@ -281,7 +351,7 @@ func (s *Sharded) routeBatch(ctx context.Context, mem memory.Allocator, enc *cod
 
 // merge reads every child's output and writes one stream: data as it comes, barrier n once
 // all children sent it (a child that sent it waits until then), the minimum watermark, one end.
-func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child, mem memory.Allocator) error {
+func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child, mem memory.Allocator) (err error) {
 	readers := make([]*codec.Reader, len(children))
 	for i, c := range children {
 		r, err := codec.NewReader(c.stdout, mem)
@@ -317,6 +387,16 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 
 	msgs := make(chan childMsg, 16)
 	var wg sync.WaitGroup
+	ctx, stop := context.WithCancel(ctx)
+	defer func() {
+		// Unblock the per-child readers: a failed merge kills the children (a reader may be
+		// blocked in Next on a child that is blocked writing to us).
+		stop()
+		if err != nil && !errors.Is(err, stage.ErrInterrupted) {
+			killAll(children)
+		}
+		wg.Wait()
+	}()
 	for i, r := range readers {
 		wg.Add(1)
 		go func(i int, r *codec.Reader) {
@@ -351,7 +431,6 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 			}
 		}(i, r)
 	}
-	defer wg.Wait()
 	n := len(children)
 	barriers := map[uint64]int{}
 	wms := make([]time.Time, n)
@@ -446,7 +525,7 @@ func (s *Sharded) childFailure(children []*child, symptom error) error {
 		for _, c := range children {
 			select {
 			case <-c.exited:
-				if !c.state.Success() {
+				if !c.state.Success() && !c.killedByUs() {
 					code := c.state.ExitCode()
 					if code < 0 { // killed by a signal
 						code = 128 + int(c.state.Sys().(syscall.WaitStatus).Signal())

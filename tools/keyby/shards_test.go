@@ -2,6 +2,7 @@ package keyby
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -186,5 +188,39 @@ func TestFailingShardFailsWithItsExitCode(t *testing.T) {
 	_, stderr, code = runBin(t, nil, input(t, 1, 10), "keyby", "id", "--shards", "2", "--", "sh", "-c", "exit 7")
 	if code != 7 {
 		t.Fatalf("exit %d, want 7: %s", code, stderr)
+	}
+}
+
+// Regressions from a new-user test: keyby --shards used to hang for good when its reader went
+// away (| head) or a child wrote something other than an Arrow IPC stream.
+func TestShardedNeverHangs(t *testing.T) {
+	big := input(t, 200, 2000)
+	for _, c := range []struct {
+		name, pipe string
+		code       int
+		stderr     string
+	}{
+		{"reader goes away", "%q keyby id --shards 3 -- dedup --key id | head -c 100 > /dev/null; exit ${PIPESTATUS[0]}", 0, ""},
+		{"child writes text", "%q keyby id --shards 3 -- print > /dev/null", 1, "shard"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "bash", "-c", fmt.Sprintf(c.pipe, peertest.Binary(t)))
+			cmd.Stdin = bytes.NewReader(big)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if ctx.Err() != nil {
+				t.Fatal("keyby --shards hung")
+			}
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			if code != c.code || !strings.Contains(stderr.String(), c.stderr) {
+				t.Fatalf("exit %d, stderr %q; want exit %d mentioning %q", code, stderr.String(), c.code, c.stderr)
+			}
+		})
 	}
 }

@@ -121,10 +121,12 @@ func (p *Printer) Process(_ context.Context, rec arrow.RecordBatch, _ stage.Emit
 		return err
 	}
 	p.printed += n
+	// Flush every batch: a live stream (a heartbeat monitor, a tail of Kafka) must show rows
+	// as they come, not at the next barrier. Batches are large when throughput matters.
+	if err := p.flush(); err != nil {
+		return err
+	}
 	if p.cfg.Limit > 0 && p.printed >= p.cfg.Limit {
-		if err := p.flush(); err != nil {
-			return err
-		}
 		return stage.ErrStop
 	}
 	return nil
@@ -299,14 +301,18 @@ func (p *Printer) control(c codec.Control) error {
 			}
 		}
 		b, _ := json.Marshal(m)
-		_, err := fmt.Fprintf(p.out, "%s\n", b)
-		return err
+		if _, err := fmt.Fprintf(p.out, "%s\n", b); err != nil {
+			return err
+		}
+		return p.flush()
 	}
 	if p.csv != nil {
 		p.csv.Flush()
 	}
-	_, err := fmt.Fprintf(p.out, "-- %s\n", c)
-	return err
+	if _, err := fmt.Fprintf(p.out, "-- %s\n", c); err != nil {
+		return err
+	}
+	return p.flush()
 }
 
 func (p *Printer) flush() error {

@@ -38,8 +38,17 @@ type Env struct {
 	BatchRows int
 	Linger    time.Duration
 
-	sink bool
+	sink     bool
+	stateful bool
+
+	lastEpoch   uint64 // the last barrier seen
+	seenBarrier bool
 }
+
+// MarkStateful tells the stage loop that the operator keeps checkpointed state (dedup,
+// window): with a checkpoint directory, barriers must then continue its committed epoch
+// exactly (c+1, c+2, …); a gap means the stage missed epochs and is refused. Call it from Open.
+func (e *Env) MarkStateful() { e.stateful = true }
 
 // MarkSink tells the stage loop that the operator is a sink: after each barrier it writes
 // commit markers into its own and every upstream checkpoint directory. Call it from Open.

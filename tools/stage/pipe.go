@@ -116,11 +116,19 @@ func (w *writer) send(ctx context.Context, it outItem) error {
 	}
 }
 
-// close flushes and ends the stream; it returns the first write error.
-func (w *writer) close() error {
+// close flushes and ends the stream; it returns the first write error. After an abort (ctx
+// done: a second Ctrl-C) it does not wait for a write blocked on a full pipe: the process is
+// about to exit, and waiting would make the abort hang until the reader drains.
+func (w *writer) close(aborted <-chan struct{}) error {
 	close(w.ch)
-	w.wg.Wait()
-	return w.getErr()
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return w.getErr()
+	case <-aborted:
+		return ErrInterrupted
+	}
 }
 
 // readResult is one message from the reader goroutine.
@@ -161,14 +169,15 @@ func startReader(ctx context.Context, rd *codec.Reader) (<-chan readResult, <-ch
 // signals turns the first SIGINT/SIGTERM into a "finish the epoch and stop" request and the
 // second into an abort (ctx cancellation).
 type signals struct {
-	first  chan struct{}
+	first   chan struct{}
+	aborted chan struct{} // closed on the second signal
 	stopCh chan struct{}
 	once   sync.Once
 	osch   chan os.Signal
 }
 
 func watchSignals(o *Options, abort context.CancelFunc) *signals {
-	s := &signals{first: make(chan struct{}), stopCh: make(chan struct{})}
+	s := &signals{first: make(chan struct{}), aborted: make(chan struct{}), stopCh: make(chan struct{})}
 	if !o.NoSignals {
 		s.osch = make(chan os.Signal, 2)
 		signal.Notify(s.osch, os.Interrupt, syscall.SIGTERM)
@@ -188,6 +197,7 @@ func watchSignals(o *Options, abort context.CancelFunc) *signals {
 				close(s.first)
 			} else {
 				o.Log.Warn("second interrupt: aborting")
+				close(s.aborted)
 				abort()
 				return
 			}

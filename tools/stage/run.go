@@ -150,7 +150,7 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 	if out != nil {
 		w = startWriter(o.Stdout, outputSchema(out, upstream, env), env.Mem)
 		defer func() {
-			if cerr := w.close(); err == nil && cerr != nil && cerr != errQuiet {
+			if cerr := w.close(sig.aborted); err == nil && cerr != nil && cerr != errQuiet {
 				err = fmt.Errorf("%s: write stdout: %w", o.Tool, cerr)
 			}
 		}()
@@ -263,6 +263,32 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 
 var errEnd = errors.New("end of stream")
 
+// checkEpoch refuses, in a stateful stage with a checkpoint, barriers that would corrupt its
+// state: an epoch at or below the last one (an upstream that restarted its numbering, e.g. a
+// source without a checkpoint run twice) and a gap after its restored epoch (the stage missed
+// epochs: its checkpoint is new or was removed while the upstream kept theirs). Stateless
+// stages accept any numbering (print is at-least-once anyway).
+func checkEpoch(env *Env, n uint64) error {
+	if !env.stateful || env.Dir == nil {
+		return nil
+	}
+	last := env.lastEpoch
+	if !env.seenBarrier {
+		last = env.Committed
+	}
+	switch {
+	case n <= last:
+		return fmt.Errorf("epoch %d arrives after epoch %d: the upstream restarted its epoch numbering "+
+			"(give every stage a checkpoint, e.g. export %s=DIR, so sources resume after the committed epoch)", n, last, EnvCheckpoint)
+	case n != last+1:
+		return fmt.Errorf("epoch %d arrives but the state in %s is at epoch %d: this stage missed epochs %d-%d "+
+			"(its checkpoint is new or was removed while upstream stages kept theirs); restart the whole pipeline with fresh checkpoints",
+			n, env.Dir.Path, last, last+1, n-1)
+	}
+	env.lastEpoch, env.seenBarrier = n, true
+	return nil
+}
+
 func handle(ctx context.Context, o *Options, env *Env, op Operator, m codec.Message, emit Emit,
 	sendCtrl func(codec.Control) error, upstream []string, lastIn *time.Time, forwardOwned func() error, ownsWM bool) error {
 	if m.Batch != nil {
@@ -291,6 +317,9 @@ func handle(ctx context.Context, o *Options, env *Env, op Operator, m codec.Mess
 		}
 		return sendCtrl(c)
 	case codec.Barrier:
+		if err := checkEpoch(env, c.Epoch); err != nil {
+			return fmt.Errorf("%s: %w", o.Tool, err)
+		}
 		if err := op.Barrier(ctx, c.Epoch, emit); err != nil {
 			return fmt.Errorf("%s: epoch %d: %w", o.Tool, c.Epoch, err)
 		}
@@ -408,7 +437,7 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 			return nil
 		}
 		closed = true
-		return w.close()
+		return w.close(sig.aborted)
 	}
 	defer func() {
 		if cerr := closeOut(); err == nil && cerr != nil && cerr != errQuiet {

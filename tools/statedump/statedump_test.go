@@ -25,8 +25,11 @@ var schema = arrow.NewSchema([]arrow.Field{
 	{Name: "n", Type: arrow.PrimitiveTypes.Int64},
 }, nil)
 
-// stream: epochs of "user" values; end=pause.
-func stream(epochs ...[]string) []byte {
+// stream: epochs of "user" values numbered from 1; end=pause.
+func stream(epochs ...[]string) []byte { return streamFrom(1, epochs...) }
+
+// streamFrom numbers its epochs from first (a source resuming after first-1).
+func streamFrom(first uint64, epochs ...[]string) []byte {
 	mem := memory.NewGoAllocator()
 	var buf bytes.Buffer
 	w := codec.NewWriter(&buf, schema, mem)
@@ -42,7 +45,7 @@ func stream(epochs ...[]string) []byte {
 		w.Write(rec)
 		rec.Release()
 		b.Release()
-		w.WriteControl(codec.BarrierControl(uint64(e + 1)))
+		w.WriteControl(codec.BarrierControl(first + uint64(e)))
 	}
 	w.WriteControl(codec.EndControl(codec.Pause))
 	w.Close()
@@ -133,7 +136,7 @@ func TestDumpDedupState(t *testing.T) {
 	probe := []string{"ann", "bob", "cy", "dee", "eve", "fay"}
 	cmd := exec.Command(peertest.Binary(t), "dedup", "--key", "user")
 	cmd.Env = append(os.Environ(), "STREAMKIT_CHECKPOINT="+root)
-	cmd.Stdin = bytes.NewReader(stream(probe))
+	cmd.Stdin = bytes.NewReader(streamFrom(4, probe)) // epochs 1-3 are committed
 	raw, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)

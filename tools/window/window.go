@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,11 +90,17 @@ func New(s Spec) (*Op, error) {
 		o.asg, err = window.NewCount(s.CountSize, slide)
 	case "global":
 		o.asg = window.NewGlobal()
-		if s.Trigger != "" {
+		if c, ok := strings.CutPrefix(s.Trigger, "every:"); ok {
+			n, perr := strconv.ParseInt(c, 10, 64)
+			if perr != nil {
+				return nil, stage.Usagef("window global: --trigger every:N needs a whole number, got %q", s.Trigger)
+			}
+			o.asg, err = window.NewGlobalEvery(n)
+		} else if s.Trigger != "" {
 			d, ok := strings.CutPrefix(s.Trigger, "interval:")
 			every, perr := time.ParseDuration(d)
 			if !ok || perr != nil || every <= 0 {
-				return nil, stage.Usagef("window global: --trigger must be interval:DURATION (e.g. interval:1m), got %q", s.Trigger)
+				return nil, stage.Usagef("window global: --trigger must be every:N or interval:DURATION (e.g. interval:1m), got %q", s.Trigger)
 			}
 			o.spec.Emit, o.spec.Every = "update", every
 		}
@@ -152,6 +159,7 @@ func (o *Op) ResolveState(in *arrow.Schema) (map[string]string, error) {
 // Open builds the window manager for the input schema and restores its state.
 func (o *Op) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.Schema, error) {
 	o.env = env
+	env.MarkStateful()
 	cfg := window.Config{
 		Assigner:        o.asg,
 		Key:             o.keyPaths(in),
@@ -446,7 +454,7 @@ func kindCommand(kind string) *cobra.Command {
 		f.Int64Var(&s.CountSize, "size", 0, "rows per window (required)")
 		f.Int64Var(&s.CountSlide, "slide", 0, "rows between window starts (default: --size, tumbling)")
 	case "global":
-		f.StringVar(&s.Trigger, "trigger", "", "early firings of the one window per key: interval:DURATION (processing time)")
+		f.StringVar(&s.Trigger, "trigger", "", "early firings of the one window per key: every:N (records of the key) or interval:DURATION (processing time)")
 	}
 	if kind == "tumbling" || kind == "sliding" {
 		cmd.MarkFlagRequired("size")

@@ -202,7 +202,9 @@ func TestUsage(t *testing.T) {
 		{Kind: "tumbling", Time: "ts"},                                     // no size
 		{Kind: "tumbling", Size: time.Minute, Time: "ts", Agg: "median(v)"},
 		{Kind: "tumbling", Size: time.Minute, Time: "ts", Emit: "update"},
-		{Kind: "global", Trigger: "every:10"},
+		{Kind: "global", Trigger: "every:x"},
+		{Kind: "global", Trigger: "every:0"},
+		{Kind: "global", Trigger: "sometimes"},
 		{Kind: "tumbling", Size: time.Minute, Time: "ts", LateOutput: "late.txt"},
 	} {
 		_, err := New(s)
@@ -214,5 +216,20 @@ func TestUsage(t *testing.T) {
 	_, err := run(t, Spec{Kind: "tumbling", Size: time.Minute, Time: "nope"}, "", stream("a@1:1"))
 	if err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("missing time column: %v", err)
+	}
+}
+
+// global --trigger every:2 fires each key's cumulative window every 2 records of that key,
+// and once more at the final end.
+func TestGlobalEveryN(t *testing.T) {
+	got, err := run(t, Spec{Kind: "global", Key: []string{"k"}, Agg: "count, sum(v) as sum", Trigger: "every:2", Time: "ts"}, "",
+		stream("a@1:1 b@2:10 a@3:2", "|1", "a@4:3 a@5:4 b@6:20", "|2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// window_end is the largest event time + 1 µs (shown truncated to seconds)
+	want := "[1-3 a 2 3 early |1 1-5 a 4 10 early 2-6 b 2 30 early |2 1-5 a 4 10 on_time 2-6 b 2 30 on_time]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("got  %v\nwant %s", got, want)
 	}
 }
