@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/internal/peertest"
 )
 
@@ -202,10 +206,20 @@ func TestDumpPredictsRestartedStages(t *testing.T) {
 		t.Fatalf("no dedup watermark in %s", out)
 	}
 	at := time.UnixMicro(wm).UTC().Format(time.RFC3339Nano)
-	probe := exec.Command("sh", "-c", fmt.Sprintf(`%[1]q --progress=off generate --schema 'id bigint, user string, amount bigint, ts timestamp' --gen 'id=sequence(1)' --gen 'ts=constant(%[2]s)' --rows 400 \
-	  | %[1]q --progress=off dedup --checkpoint ckpt/dedup --key id --event-time ts --ttl 3m | %[1]q --progress=off print --format json`, bin, at))
+	// The probe: ids 1…400 at the watermark, as data batches only (a restarted stateful stage
+	// refuses an input whose epoch numbering starts again at 1).
+	gen := exec.Command(bin, "--progress=off", "generate", "--schema", "id bigint, user string, amount bigint, ts timestamp",
+		"--gen", "id=sequence(1)", "--gen", "ts=constant("+at+")", "--rows", "400")
+	gen.Env = append(os.Environ(), "STREAMKIT_CHECKPOINT=")
+	genOut, err := gen.Output()
+	if err != nil {
+		t.Fatalf("generate the probe: %v", err)
+	}
+	probeIn := dataOnly(t, genOut)
+	probe := exec.Command("sh", "-c", fmt.Sprintf(`%[1]q --progress=off dedup --checkpoint ckpt/dedup --key id --event-time ts --ttl 3m | %[1]q --progress=off print --format json`, bin))
 	probe.Dir = dir
 	probe.Env = append(os.Environ(), "STREAMKIT_CHECKPOINT=")
+	probe.Stdin = bytes.NewReader(probeIn)
 	var perr bytes.Buffer
 	probe.Stderr = &perr
 	raw, err := probe.Output()
@@ -257,4 +271,40 @@ func TestDumpPredictsRestartedStages(t *testing.T) {
 	if fmt.Sprint(open) != fmt.Sprint(emitted) {
 		t.Fatalf("end=final emitted\n  %v\nthe dump's open windows are\n  %v", emitted, open)
 	}
+}
+
+// dataOnly rewrites a streamkit stream as its schema and data batches, then end=pause.
+func dataOnly(t *testing.T, stream []byte) []byte {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	r, err := codec.NewReader(bytes.NewReader(stream), mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	var out bytes.Buffer
+	w := codec.NewWriter(&out, r.Schema(), mem)
+	for {
+		m, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Batch != nil {
+			err := w.Write(m.Batch)
+			m.Batch.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.WriteControl(codec.EndControl(codec.Pause)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
 }
