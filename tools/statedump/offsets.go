@@ -28,12 +28,12 @@ import (
 
 // Partition statuses of --offsets --lag.
 const (
-	StatusOK         = "ok"
-	StatusNew        = "not in checkpoint" // on the brokers, not (yet) read by the stage
-	StatusDataLoss   = "before log start"  // records were deleted (retention) before they were read
-	StatusBeyondEnd  = "beyond log end"    // the topic was re-created or truncated
-	StatusNoTopic    = "topic not found"
-	StatusNoPartiton = "partition not found"
+	StatusOK          = "ok"
+	StatusNew         = "not in checkpoint" // on the brokers, not (yet) read by the stage
+	StatusDataLoss    = "before log start"  // records were deleted (retention) before they were read
+	StatusBeyondEnd   = "beyond log end"    // the topic was re-created or truncated
+	StatusNoTopic     = "topic not found"
+	StatusNoPartition = "partition not found"
 )
 
 // sourceStage is the recorded position of one source stage: its offsets WAL entry of the
@@ -173,10 +173,7 @@ func offsets(ctx context.Context, cfg Config, path string, out io.Writer) error 
 
 // logRange is a partition's log on the brokers: [start, end) with end the high watermark, and
 // the last stable offset (the end a read_committed consumer reaches).
-type logRange struct {
-	start, end, stable int64
-	status             string // StatusNoTopic, StatusNoPartiton, or ""
-}
+type logRange struct{ start, end, stable int64 }
 
 // brokerRanges lists the log range of every partition of topics on the brokers of conn.
 func brokerRanges(ctx context.Context, conn kafkaconn.Config, timeout time.Duration, topics []string) (map[kafka.TP]logRange, map[string]bool, error) {
@@ -374,7 +371,7 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 			for i := 7; i <= 10; i++ {
 				b.Field(i).AppendNull()
 			}
-			st := StatusNoPartiton
+			st := StatusNoPartition
 			if missing[r.tp.Topic] {
 				st = StatusNoTopic
 			}
