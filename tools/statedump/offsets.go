@@ -44,10 +44,12 @@ type sourceStage struct {
 	committed, wal   uint64
 	committedPos     json.RawMessage // nil: none recorded
 	walPos           json.RawMessage
+	errs             []string // corrupt files (path and reason)
 }
 
 // sources returns the source stages at path: the stage itself, or every stage under a root
-// that has an offsets WAL. Errors: a named stage that is not a source, a corrupt file.
+// that has an offsets WAL. A corrupt file is kept in the stage's errs (its epoch is left out);
+// errors: a named stage that is not a source, a stage none of whose offsets verify.
 func sources(path string) ([]sourceStage, error) {
 	var dirs []string
 	single := state.IsStageDir(path)
@@ -72,11 +74,8 @@ func sources(path string) ([]sourceStage, error) {
 		if s.Meta != nil {
 			src.meta, src.tool = *s.Meta, s.Meta.Tool
 		}
-		var errs []string
+		src.errs = s.Errors
 		for _, e := range s.Epochs {
-			if e.Error != "" && e.Offsets == nil && e.Entries == nil {
-				errs = append(errs, e.Error)
-			}
 			if e.Offsets == nil {
 				continue
 			}
@@ -88,13 +87,13 @@ func sources(path string) ([]sourceStage, error) {
 			}
 		}
 		if src.walPos == nil {
+			if len(s.Errors) > 0 {
+				return nil, fmt.Errorf("state-dump: %s", strings.Join(s.Errors, "; "))
+			}
 			if single {
 				return nil, stage.Usagef("state-dump: --offsets: %s (%s) is not a source stage: it has no offsets write-ahead log", d, src.tool)
 			}
 			continue
-		}
-		if len(s.Errors) > 0 && (src.committedPos == nil || len(errs) > 0) {
-			return nil, fmt.Errorf("state-dump: %s: %s", d, strings.Join(s.Errors, "; "))
 		}
 		out = append(out, src)
 	}
@@ -155,6 +154,10 @@ func offsets(ctx context.Context, cfg Config, path string, out io.Writer) error 
 	if cfg.Format == FormatArrow && len(secs) > 1 {
 		return stage.Usagef("state-dump: --offsets --format arrow streams one kind of source; name one stage with --stage")
 	}
+	var errs []string
+	for _, s := range srcs {
+		errs = append(errs, s.errs...)
+	}
 	for i, s := range secs {
 		if cfg.Format == FormatTable {
 			if i > 0 {
@@ -167,6 +170,10 @@ func offsets(ctx context.Context, cfg Config, path string, out io.Writer) error 
 		if err := emit(cfg, s.rec, out); err != nil {
 			return err
 		}
+	}
+	if len(errs) > 0 {
+		// The positions above come from the files that verify; the others are named here.
+		return fmt.Errorf("state-dump: %s", strings.Join(errs, "; "))
 	}
 	return nil
 }

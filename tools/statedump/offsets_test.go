@@ -298,3 +298,20 @@ func TestOffsetsLagRealBroker(t *testing.T) {
 		t.Fatalf("--lag without -b: exit %d: %s", code, stderr)
 	}
 }
+
+// TestOffsetsCorruptReported: a corrupt WAL entry is named (path and reason, exit 1) and the
+// positions of the other epochs still show.
+func TestOffsetsCorruptReported(t *testing.T) {
+	root := t.TempDir()
+	dir := kafkaCheckpoint(t, root, "read-kafka", 1, `{"t":{"0":0}}`, `{"t":{"0":4}}`, `{"t":{"0":8}}`)
+	bad := filepath.Join(dir, state.OffsetsDir, state.EpochName(2)+".json")
+	b, _ := os.ReadFile(bad)
+	os.WriteFile(bad, b[:len(b)-5], 0o644)
+	var out bytes.Buffer
+	err := Run(context.Background(), Config{Dir: root, Offsets: true, Format: FormatJSON}, &out)
+	if err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("error %v should name %s", err, bad)
+	}
+	rows := partitionRows(decodeLines(t, out.String()))
+	wantFields(t, "t/0", rows["read-kafka t/0"], map[string]string{"committed_epoch": "1", "committed": "4", "wal_epoch": "1", "wal": "4"})
+}
