@@ -4,13 +4,17 @@ BIN       ?= bin/streamkit
 FUZZTIME  ?= 60s
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: build test unit peers fuzz lint clean
+.PHONY: build test unit peers fuzz lint demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/streamkit
 
+# The main job on bundled real flights, run twice (needs only Go): see scripts/demo.sh.
+demo: build
+	scripts/demo.sh
+
 # The full suite: installs the pinned real peers (Python venv with pyarrow, deltalake, DuckDB;
-# Kafka broker jars and kcat), starts the Kafka broker, runs every Go test with
+# Spark + delta-spark jars for the write-delta interop tests; Kafka broker jars and kcat), starts the Kafka broker, runs every Go test with
 # STREAMKIT_REQUIRE_PEERS=1, so a test whose peer is missing fails instead of skipping, and
 # stops the broker again.
 test: peers
@@ -23,7 +27,7 @@ unit:
 	$(GO) test ./...
 
 peers:
-	scripts/peers.sh python kafka kcat
+	scripts/peers.sh python spark kafka kcat
 
 # Each fuzz target for FUZZTIME (not part of `make test`); corpora live in testdata/fuzz.
 fuzz:

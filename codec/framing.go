@@ -30,6 +30,7 @@ type messageReader struct {
 	sawEOS bool
 	refs   int64
 	hdr    [4]byte
+	seen   bool // a message was read (the first one tells Arrow IPC from other input)
 }
 
 func (m *messageReader) Retain() { m.refs++ }
@@ -71,8 +72,12 @@ func (m *messageReader) Message() (*ipc.Message, error) {
 		}
 	}
 	if n < 4 || n > MaxMetadataSize {
+		if !m.seen {
+			return nil, fmt.Errorf("%w (it begins with %q)", ErrNotArrow, m.hdr[:])
+		}
 		return nil, fmt.Errorf("arrow/ipc: invalid message metadata length %d", n)
 	}
+	m.seen = true
 	meta := make([]byte, n)
 	if _, err := io.ReadFull(m.r, meta); err != nil {
 		return nil, fmt.Errorf("arrow/ipc: could not read message metadata: %w", noEOF(err))

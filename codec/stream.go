@@ -16,7 +16,11 @@ import (
 const BufferSize = 1 << 20
 
 // ErrNoStream is returned by NewReader when the input ends before an Arrow IPC schema message.
-var ErrNoStream = errors.New("no Arrow IPC stream on input (empty input)")
+var ErrNoStream = errors.New("the input is empty: no Arrow IPC stream arrived (if an upstream stage failed, its error is above)")
+
+// ErrNotArrow is returned by NewReader when the input does not start like an Arrow IPC stream
+// (text, CSV, a Parquet file piped by mistake).
+var ErrNotArrow = errors.New("the input is not an Arrow IPC stream")
 
 // ErrTruncated is returned by Reader.Next when the input ends without the IPC end-of-stream
 // marker: the upstream process died or was killed. It is never mistaken for a final end.

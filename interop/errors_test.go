@@ -67,7 +67,7 @@ func TestTruncatedStream(t *testing.T) {
 				afterLast = tc{"after the end batch, inside the marker", size - 4, 0, ""}
 			}
 			tests := []tc{
-				{"empty input", 0, 1, "no Arrow IPC stream on input"},
+				{"empty input", 0, 1, "no Arrow IPC stream arrived"},
 				{"inside the schema", 3, 1, truncated},
 				afterLast,
 				{"complete", size, 0, ""},
@@ -153,7 +153,7 @@ func TestUpstreamFailure(t *testing.T) {
 		wantErr  string
 	}{
 		// keyby fails before writing anything: print sees no stream at all.
-		{"cut after the schema", bounds[0], 0, "no Arrow IPC stream on input"},
+		{"cut after the schema", bounds[0], 0, "no Arrow IPC stream arrived"},
 		// keyby has forwarded rows, a watermark and barrier 1, then fails.
 		{"cut after barrier 1", bounds[3], 2, "input ended without an end-of-stream marker"},
 		{"cut inside the second data batch", strconv.Itoa(mustAtoi(t, bounds[4]) - 20), 2, "input ended without an end-of-stream marker"},

@@ -22,15 +22,31 @@ func main() {
 	// stages can stop quietly when a downstream reader (e.g. `| head`) goes away.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	root := newRoot()
-	err := root.ExecuteContext(context.Background())
+	cmd, err := root.ExecuteContextC(context.Background())
 	if err != nil && isCobraUsage(err) {
 		err = stage.Usagef("%v; see 'streamkit --help'", err)
 	}
 	code := stage.ExitCode(err)
 	if err != nil && !errors.Is(err, stage.ErrInterrupted) {
-		fmt.Fprintf(os.Stderr, "streamkit: %v\n", err)
+		fmt.Fprintf(os.Stderr, "streamkit: %s\n", withTool(cmd, root, err))
 	}
 	os.Exit(code)
+}
+
+// withTool prefixes err with the tool that failed (in a pipeline several stages share stderr),
+// unless the message already names it.
+func withTool(cmd, root *cobra.Command, err error) string {
+	msg := err.Error()
+	if cmd == nil || cmd == root {
+		return msg
+	}
+	for cmd.Parent() != nil && cmd.Parent() != root {
+		cmd = cmd.Parent() // "window tumbling" → "window"
+	}
+	if strings.HasPrefix(msg, cmd.Name()+":") || strings.HasPrefix(msg, cmd.Name()+" ") {
+		return msg
+	}
+	return cmd.Name() + ": " + msg
 }
 
 // isCobraUsage recognises the usage errors cobra returns as plain errors.

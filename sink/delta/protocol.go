@@ -118,7 +118,8 @@ func checkWrite(p *Protocol, m *Metadata) error {
 		case FeatureAppendOnly, FeatureChangeDataFeed, FeatureTimestampNTZ, FeatureDomainMetadata,
 			FeatureVacuumProtocolCheck, FeatureDeletionVectors:
 			// appendOnly is enforced in Commit; appends and full overwrites need no CDC files;
-			// domains are preserved in checkpoints; we never vacuum; removes carry the DV.
+			// domains are preserved in checkpoints; vacuumProtocolCheck asks VACUUM to pass
+			// this write check first, which `streamkit delta vacuum` does; removes carry the DV.
 		case FeatureInvariants:
 			if col := anyFieldMetadata(schema, "delta.invariants", ""); col != "" {
 				return unsupported("column %s has a delta.invariants constraint (writer feature invariants), which streamkit cannot evaluate", col)

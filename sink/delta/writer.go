@@ -62,6 +62,7 @@ type DataWriter struct {
 	dataIdx   []int // data column indices in the table schema
 	dataSch   *arrow.Schema
 	conf      conformer
+	dataConf  *conformer // for WritePartition: conforms to dataSch
 	mem       memory.Allocator
 	opts      WriterOptions
 	props     *parquet.WriterProperties
@@ -158,6 +159,9 @@ func NewDataWriter(root string, meta *Metadata, opts WriterOptions) (*DataWriter
 		parquet.WithCreatedBy("streamkit"),
 		parquet.WithMaxRowGroupLength(1<<20),
 		parquet.WithDataPageVersion(parquet.DataPageV1),
+		// Encode 64Ki values per call instead of 1Ki: about 10% less CPU per row; a data page
+		// may then exceed the 1 MiB page size by up to one batch.
+		parquet.WithBatchSize(64<<10),
 	)
 	w.arrProps = pqarrow.NewArrowWriterProperties(
 		pqarrow.WithAllocator(opts.Allocator),
@@ -256,6 +260,41 @@ func (w *DataWriter) Write(rec arrow.RecordBatch) error {
 		}
 	}
 	return nil
+}
+
+// WritePartition appends the rows of rec, which holds only data columns (partition columns
+// absent), to the partition whose logged partition values (as in add.partitionValues: column →
+// serialized string, nil = null) are values. The values are kept byte for byte, so files
+// rewritten by a compaction (streamkit delta optimize) keep the partition values another writer
+// logged. rec is borrowed. Errors name the column that does not fit the table schema.
+func (w *DataWriter) WritePartition(values map[string]*string, rec arrow.RecordBatch) error {
+	if w.closed {
+		return errors.New("write data: writer is closed")
+	}
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	if w.dataConf == nil {
+		w.dataConf = &conformer{mem: w.mem, target: w.dataSch, truncate: w.opts.TruncateTimestamps}
+	}
+	for _, c := range w.partCols {
+		if _, ok := values[c]; !ok {
+			return fmt.Errorf("write data %s: partition value of column %s missing", w.root, c)
+		}
+	}
+	data, err := w.dataConf.record(rec)
+	if err != nil {
+		return fmt.Errorf("write data %s: %w", w.root, err)
+	}
+	defer data.Release()
+	pv := make(map[string]*string, len(w.partCols))
+	for _, c := range w.partCols {
+		pv[c] = values[c]
+	}
+	if len(w.partCols) == 0 {
+		pv = nil
+	}
+	return w.writeTo(PartitionDir(w.partCols, pv), pv, data, recordBytes(data))
 }
 
 // project drops the partition columns.

@@ -632,7 +632,8 @@ type candidate struct {
 }
 
 // classify sorts a listing into files to plan (new or, with --on-rewrite reprocess,
-// rewritten, and stable), counts the unstable ones and the earliest time one may be stable.
+// rewritten, and stable), counts the unstable ones and the time by which all of them may be
+// stable (the latest; an available-now run waits that long, at most StableAfter, once).
 func (s *Source) classify(files []listed, now time.Time) ([]candidate, int, time.Time, error) {
 	var cands []candidate
 	unstable := 0
@@ -647,7 +648,7 @@ func (s *Source) classify(files []listed, now time.Time) ([]candidate, int, time
 		stable, _ := s.stab.observe(f, now)
 		if !stable {
 			unstable++
-			if t := s.stab.readyAt(f); readyAt.IsZero() || t.Before(readyAt) {
+			if t := s.stab.readyAt(f); t.After(readyAt) {
 				readyAt = t
 			}
 			continue

@@ -171,9 +171,9 @@ func startReader(ctx context.Context, rd *codec.Reader) (<-chan readResult, <-ch
 type signals struct {
 	first   chan struct{}
 	aborted chan struct{} // closed on the second signal
-	stopCh chan struct{}
-	once   sync.Once
-	osch   chan os.Signal
+	stopCh  chan struct{}
+	once    sync.Once
+	osch    chan os.Signal
 }
 
 func watchSignals(o *Options, abort context.CancelFunc) *signals {

@@ -98,15 +98,16 @@ func stageMeta(path string) state.Metadata {
 }
 
 // keyNames returns the key column names of a stage (its "key" option, comma-separated) and
-// how many key parts to show: a window's _key ends with the window's identity (start and end,
-// or a count window's slice), which its state columns show already, so only the key columns'
-// parts are kept; other stages show every part (-1).
+// how many key parts to show: key parts beyond the named key columns identify an entry within
+// the key (a window's start and end, a count window's slice) and the state columns carry them
+// already, by name, so only the key columns' parts are kept — for a window also when it has
+// no key columns; a stage that names no key shows every part (-1).
 func keyNames(meta state.Metadata) ([]string, int) {
 	var names []string
 	if k := meta.Options["key"]; k != "" {
 		names = strings.Split(k, ",")
 	}
-	if meta.Tool == "window" {
+	if meta.Tool == "window" || len(names) > 0 {
 		return names, len(names)
 	}
 	return names, -1

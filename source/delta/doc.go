@@ -1,0 +1,54 @@
+// Package delta is the Delta Lake source behind `streamkit read-delta` (DESIGN.md §1, §3) and
+// the table reader backfill uses. The transaction log itself (commits, checkpoints, snapshot
+// replay, protocol checks) is package sink/delta; this package turns a snapshot's files into
+// Arrow record batches and a table's history into a replayable stream.
+//
+// # Reading files ([Reader], [Scan])
+//
+// A [Reader] is bound to one table schema (metaData) and an optional projection and partition
+// filter ([Filter], read-delta --where). A [Scan] reads a list of data files in order: a
+// planner opens each file's footer and splits it into work units of whole row groups (about
+// 256K rows), workers decode units concurrently with pqarrow, and the consumer receives the
+// batches in file order, each tagged with the file row it ends at, then one Done marker per
+// file. Memory is bounded by the workers (two batches each plus a row group's chunks).
+//
+// Every batch has the table's canonical Arrow schema ([dl.StructType.ToArrow]) projected to
+// the selected columns. Partition columns are built from the add action's partitionValues
+// (never from directory names; an empty value is null), columns a file lacks are null, and
+// file types are conformed as readers must accept them from other writers: INT96 and
+// ms/ns timestamps become µs, zone-less Parquet timestamps in a timestamp column keep their
+// instant, large/view strings, dictionaries, unsigned and narrower integers, float32 and other
+// decimal widths are cast, and nested fields are matched by name whatever the Parquet list,
+// map and struct naming (DELTA.md "Types").
+//
+// Reader safety (DELTA.md "Reader safety"): the protocol is checked by sink/delta when a
+// snapshot loads (unknown reader features, column mapping, v2 checkpoints, type widening …
+// are refused naming the feature); files with deletion vectors are refused; every logged path
+// is validated before anything is read ([resolvePath]: percent-decoding, no "..", ".", empty
+// segments, backslashes, NUL or _delta_log, absolute paths only inside the table root), and
+// files are opened through an [os.Root] of the table directory so a symlink cannot escape it.
+//
+// # The stream ([Source])
+//
+// The source's position (the offsets WAL entry of each epoch) is
+//
+//	{"table_id": "…", "version": V, "initial": true|false, "file": F, "row": R}
+//
+// — the next row to read is row R of file F of the change set of version V: the live files of
+// the snapshot at V sorted by path when initial, else the add actions of commit V in file
+// order. Indices count every file, also those skipped by --where or because they carry no data
+// change, so positions do not depend on the filter. An epoch spans from the previous epoch's
+// position to its own, i.e. a range of table versions (and files within them); replaying it
+// reads exactly up to the recorded position, splitting a batch at the recorded row, so a
+// replay reproduces the epoch exactly whatever the batch size.
+//
+// A bounded read (no Follow) reads the snapshot of the chosen version (latest, --version,
+// --timestamp) and ends; restarted from a checkpoint it reads the commits since, up to the
+// latest version at its start ("available now"). Follow first reads the snapshot (or, with
+// StartingVersion, the commits from that version), then polls for the next commit file. As
+// in Spark's Delta source, only appends are followed: a commit removing data with
+// dataChange=true fails the stream unless IgnoreDeletes (commits that only delete) or
+// IgnoreChanges (also rewrites: their added files are read again); compactions
+// (dataChange=false) are skipped; a schema change that older data cannot be read into fails
+// the stream with a message asking for a restart, which then reads with the new schema.
+package delta

@@ -1,0 +1,675 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	dl "github.com/streamkit/streamkit/sink/delta"
+)
+
+// ReadOptions configure a [Reader]. Zero values give the defaults.
+type ReadOptions struct {
+	// Columns projects the output to these top-level columns, in this order (partition
+	// columns included); names match exactly, else ignoring case. Default: every column of
+	// the table, in schema order.
+	Columns []string
+	// Where skips data files whose partition values do not match (see [Filter]); parse it with
+	// [ParseFilter] or pass the text in WhereText. Default: read every file.
+	Where *Filter
+	// WhereText is parsed against the table's partition columns when Where is nil.
+	WhereText string
+	// BatchRows bounds the rows per output batch; default 65536.
+	BatchRows int
+	// Workers is the number of goroutines decoding Parquet row groups ahead of the reader
+	// (order is preserved); default GOMAXPROCS, at most 8. Memory grows with it: about two
+	// batches per worker plus one row group's column chunks.
+	Workers int
+	// Allocator allocates every Arrow buffer; default memory.DefaultAllocator.
+	Allocator memory.Allocator
+}
+
+// Reader reads the data files of one Delta table into Arrow record batches with the table's
+// canonical Arrow schema ([dl.StructType.ToArrow]), projected to the selected columns:
+// partition columns are restored from each file's partitionValues (never from directory
+// names), columns a file lacks (older files after schema evolution) are null, and types are
+// conformed as [conformData] describes. Paths from the log are validated ([resolvePath]) and
+// files are opened through an [os.Root] of the table directory. A Reader is safe for
+// concurrent Scans.
+type Reader struct {
+	root      string // absolute, clean
+	rt        *os.Root
+	mem       memory.Allocator
+	schema    *arrow.Schema // output schema
+	fields    []outField
+	dataCols  []outField // output fields stored in data files
+	partCols  []string
+	partTypes map[string]arrow.DataType
+	filter    *Filter
+	batchRows int
+	workers   int
+}
+
+type outField struct {
+	name string
+	dt   arrow.DataType
+	part bool
+}
+
+// NewReader prepares a reader of the table rooted at root whose schema and partitioning are
+// meta's. Errors: a projected column the table lacks, a --where that does not parse or names a
+// column that is not a partition column, a schema this package cannot map to Arrow.
+func NewReader(root string, meta *dl.Metadata, opts ReadOptions) (*Reader, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("read table %s: %w", root, err)
+	}
+	st, err := meta.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("read table %s: %w", root, err)
+	}
+	full, err := st.ToArrow()
+	if err != nil {
+		return nil, fmt.Errorf("read table %s: %w", root, err)
+	}
+	r := &Reader{root: abs, mem: opts.Allocator, partCols: meta.PartitionColumns, partTypes: map[string]arrow.DataType{},
+		batchRows: opts.BatchRows, workers: opts.Workers}
+	if r.mem == nil {
+		r.mem = memory.DefaultAllocator
+	}
+	if r.batchRows <= 0 {
+		r.batchRows = 64 * 1024
+	}
+	if r.workers <= 0 {
+		r.workers = min(runtime.GOMAXPROCS(0), 8)
+	}
+	isPart := map[string]bool{}
+	for _, c := range meta.PartitionColumns {
+		isPart[c] = true
+		f, ok := full.FieldsByName(c)
+		if !ok {
+			return nil, fmt.Errorf("read table %s: partition column %q is not in the schema", root, c)
+		}
+		r.partTypes[c] = f[0].Type
+	}
+	var fields []arrow.Field
+	if len(opts.Columns) == 0 {
+		fields = full.Fields()
+	} else {
+		seen := map[string]bool{}
+		for _, c := range opts.Columns {
+			idx := full.FieldIndices(c)
+			if len(idx) == 0 {
+				for i, f := range full.Fields() {
+					if strings.EqualFold(f.Name, c) {
+						idx = []int{i}
+						break
+					}
+				}
+			}
+			if len(idx) == 0 {
+				names := make([]string, full.NumFields())
+				for i, f := range full.Fields() {
+					names[i] = f.Name
+				}
+				return nil, fmt.Errorf("read table %s: column %q is not in the table (columns: %s)", root, c, strings.Join(names, ", "))
+			}
+			f := full.Field(idx[0])
+			if seen[f.Name] {
+				return nil, fmt.Errorf("read table %s: column %q selected twice", root, f.Name)
+			}
+			seen[f.Name] = true
+			fields = append(fields, f)
+		}
+	}
+	for _, f := range fields {
+		of := outField{name: f.Name, dt: f.Type, part: isPart[f.Name]}
+		r.fields = append(r.fields, of)
+		if !of.part {
+			r.dataCols = append(r.dataCols, of)
+		}
+	}
+	r.schema = arrow.NewSchema(fields, nil)
+	r.filter = opts.Where
+	if r.filter == nil && strings.TrimSpace(opts.WhereText) != "" {
+		if r.filter, err = ParseFilter(opts.WhereText, r.partCols, r.partTypes); err != nil {
+			return nil, err
+		}
+	}
+	if r.rt, err = os.OpenRoot(abs); err != nil {
+		return nil, fmt.Errorf("read table %s: %w", root, err)
+	}
+	return r, nil
+}
+
+// Close releases the table directory handle.
+func (r *Reader) Close() error { return r.rt.Close() }
+
+// Schema is the output schema.
+func (r *Reader) Schema() *arrow.Schema { return r.schema }
+
+// Filter returns the partition filter (nil: none).
+func (r *Reader) Filter() *Filter { return r.filter }
+
+// CheckPath validates the logged path of a data file (see [resolvePath]).
+func (r *Reader) CheckPath(logged string) error {
+	_, err := resolvePath(r.root, logged)
+	return err
+}
+
+// partitionValues parses the partition values of add for the table's partition columns.
+func (r *Reader) partitionValues(add *dl.Add) (map[string]value, error) {
+	pv := make(map[string]value, len(r.partCols))
+	for _, c := range r.partCols {
+		raw, ok := add.PartitionValues[c]
+		if !ok {
+			// Some writers key partition values case-insensitively.
+			for k, v := range add.PartitionValues {
+				if strings.EqualFold(k, c) {
+					raw, ok = v, true
+					break
+				}
+			}
+		}
+		v, err := parseValue(r.partTypes[c], raw)
+		if err != nil {
+			return nil, fmt.Errorf("data file %s: partition column %s: %w", add.Path, c, err)
+		}
+		pv[c] = v
+	}
+	return pv, nil
+}
+
+// Match reports whether the file passes the partition filter (true without one).
+func (r *Reader) Match(add *dl.Add) (bool, error) {
+	if r.filter == nil {
+		return true, nil
+	}
+	pv, err := r.partitionValues(add)
+	if err != nil {
+		return false, err
+	}
+	return r.filter.Match(pv), nil
+}
+
+// FileRef is one data file to scan: its add action and the rows [Start, End) to emit (End < 0:
+// to the end of the file).
+type FileRef struct {
+	Add   *dl.Add
+	Start int64
+	End   int64
+}
+
+// Batch is one step of a [Scan]: a record batch of File's rows ending just before file row
+// Row, or, with Rec nil and Done true, the end of File (every requested row was emitted).
+type Batch struct {
+	Rec  arrow.RecordBatch
+	File int   // index into the scanned refs
+	Row  int64 // the file row after the last row of Rec (Done: the row the file ended at)
+	Done bool
+}
+
+// Scan reads refs in order: every file's batches, then its Done marker. Files are decoded
+// ahead by the reader's workers, row group by row group, and delivered in order.
+type Scan struct {
+	r      *Reader
+	ctx    context.Context
+	cancel context.CancelFunc
+	order  chan *unit
+	work   chan *unit
+	wg     sync.WaitGroup
+	cur    *unit
+	err    error
+}
+
+// unit is a run of row groups of one file decoded by one worker.
+type unit struct {
+	file      int
+	fc        *fileCtx
+	rowGroups []int
+	firstRow  int64 // file row of the first row of the first row group
+	skip      int64 // rows to skip at the start of the unit
+	take      int64 // rows to emit (< 0: all)
+	last      bool  // last unit of the file: the consumer emits Done after it
+	endRow    int64 // with last: the file row the file ends at
+	out       chan rowBatch
+	err       error // set before out is closed
+}
+
+// rowBatch is a decoded batch and the file row after its last row.
+type rowBatch struct {
+	rec arrow.RecordBatch
+	row int64
+}
+
+// fileCtx is an open data file shared by the units that read it.
+type fileCtx struct {
+	add    *dl.Add
+	f      *os.File
+	pf     *file.Reader
+	fr     *pqarrow.FileReader
+	leaves []int   // leaf columns to read
+	cols   []int   // per data column: index in the record reader's schema, -1 = missing
+	pv     []value // per output partition column (in r.fields order)
+	refs   atomic.Int32
+}
+
+func (fc *fileCtx) release() {
+	if fc.refs.Add(-1) == 0 {
+		if fc.pf != nil {
+			fc.pf.Close()
+		} else if fc.f != nil {
+			fc.f.Close()
+		}
+	}
+}
+
+// unitRows is the target number of rows per work unit (row groups are grouped up to it).
+const unitRows = 256 * 1024
+
+// Scan starts reading refs. Call Next until io.EOF, then (or on any error) Close.
+func (r *Reader) Scan(ctx context.Context, refs []FileRef) *Scan {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Scan{r: r, ctx: ctx, cancel: cancel, order: make(chan *unit, 2*r.workers+1), work: make(chan *unit, 2*r.workers+1)}
+	s.wg.Add(1 + r.workers)
+	go s.plan(refs)
+	for range r.workers {
+		go s.worker()
+	}
+	return s
+}
+
+func (s *Scan) plan(refs []FileRef) {
+	defer s.wg.Done()
+	defer close(s.order)
+	defer close(s.work)
+	send := func(u *unit) bool {
+		select {
+		case s.order <- u:
+		case <-s.ctx.Done():
+			return false
+		}
+		if u.fc == nil || u.err != nil {
+			close(u.out)
+			return true
+		}
+		select {
+		case s.work <- u:
+			return true
+		case <-s.ctx.Done():
+			// The consumer may wait on u.out: end it.
+			u.err = s.ctx.Err()
+			close(u.out)
+			u.fc.release()
+			return false
+		}
+	}
+	for i, ref := range refs {
+		fc, rgRows, err := s.r.openFile(ref.Add)
+		if err != nil {
+			send(&unit{file: i, err: err, out: make(chan rowBatch)})
+			return
+		}
+		var units []*unit
+		row := int64(0)
+		end := ref.End
+		var u *unit
+		for rg, n := range rgRows {
+			lo, hi := row, row+n
+			row = hi
+			if hi <= ref.Start || (end >= 0 && lo >= end) {
+				continue
+			}
+			if u == nil || u.take >= 0 || u.sizeRows(rgRows) >= unitRows {
+				u = &unit{file: i, fc: fc, firstRow: lo, take: -1, out: make(chan rowBatch, 2)}
+				if lo < ref.Start {
+					u.skip = ref.Start - lo
+				}
+				units = append(units, u)
+			}
+			u.rowGroups = append(u.rowGroups, rg)
+			if end >= 0 && hi > end {
+				u.take = end - u.firstRow - u.skip
+			}
+		}
+		endRow := row
+		if end >= 0 && end < endRow {
+			endRow = end
+		}
+		if len(units) == 0 {
+			fc.refs.Store(1)
+			fc.release()
+			units = []*unit{{file: i, out: make(chan rowBatch)}}
+		} else {
+			fc.refs.Store(int32(len(units)))
+		}
+		units[len(units)-1].last = true
+		units[len(units)-1].endRow = max(endRow, ref.Start)
+		for k, u := range units {
+			if !send(u) {
+				for _, rest := range units[k+1:] {
+					if rest.fc != nil {
+						rest.fc.release()
+					}
+				}
+				return
+			}
+		}
+	}
+}
+
+// sizeRows is the number of rows in u's row groups.
+func (u *unit) sizeRows(rgRows []int64) int64 {
+	var n int64
+	for _, rg := range u.rowGroups {
+		n += rgRows[rg]
+	}
+	return n
+}
+
+// openFile opens a data file and resolves the columns to read; it returns the rows of each
+// row group.
+func (r *Reader) openFile(add *dl.Add) (*fileCtx, []int64, error) {
+	rel, err := resolvePath(r.root, add.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if add.DeletionVector != nil {
+		return nil, nil, fmt.Errorf("data file %s: %w: reader feature deletionVectors (the file has a deletion vector)", add.Path, dl.ErrUnsupportedProtocol)
+	}
+	fc := &fileCtx{add: add}
+	for _, f := range r.fields {
+		if f.part {
+			pv, err := r.partitionValues(add)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, g := range r.fields {
+				if g.part {
+					fc.pv = append(fc.pv, pv[g.name])
+				}
+			}
+			break
+		}
+	}
+	f, err := r.rt.Open(filepath.FromSlash(rel))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("data file %s listed in the log is missing (removed by VACUUM or by hand?): %w", add.Path, err)
+		}
+		return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
+	}
+	fc.f = f
+	pf, err := file.NewParquetReader(f, file.WithReadProps(parquet.NewReaderProperties(r.mem)))
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
+	}
+	fc.pf = pf
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(r.batchRows)}, r.mem)
+	if err != nil {
+		pf.Close()
+		return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
+	}
+	fc.fr = fr
+	// Map each data column to a top-level field of the file, exactly or ignoring case.
+	mf := fr.Manifest.Fields
+	used := make([]bool, len(mf))
+	var picked []int // manifest field indices, in data column order
+	for _, dc := range r.dataCols {
+		idx := -1
+		for i := range mf {
+			if !used[i] && mf[i].Field.Name == dc.name {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			for i := range mf {
+				if !used[i] && strings.EqualFold(mf[i].Field.Name, dc.name) {
+					idx = i
+					break
+				}
+			}
+		}
+		if idx >= 0 {
+			used[idx] = true
+		}
+		picked = append(picked, idx)
+	}
+	// The record reader returns the picked fields in file order; find each one's position.
+	pos := map[int]int{}
+	n := 0
+	for i := range mf {
+		if used[i] {
+			pos[i] = n
+			n++
+			fc.leaves = appendLeaves(fc.leaves, &mf[i])
+		}
+	}
+	for _, idx := range picked {
+		if idx < 0 {
+			fc.cols = append(fc.cols, -1)
+		} else {
+			fc.cols = append(fc.cols, pos[idx])
+		}
+	}
+	md := pf.MetaData()
+	rg := make([]int64, md.NumRowGroups())
+	for i := range rg {
+		rg[i] = md.RowGroup(i).NumRows()
+	}
+	return fc, rg, nil
+}
+
+func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
+	if f.IsLeaf() {
+		return append(dst, f.ColIndex)
+	}
+	for i := range f.Children {
+		dst = appendLeaves(dst, &f.Children[i])
+	}
+	return dst
+}
+
+func (s *Scan) worker() {
+	defer s.wg.Done()
+	for u := range s.work {
+		u.err = s.r.decode(s.ctx, u)
+		close(u.out)
+		u.fc.release()
+	}
+}
+
+// decode reads unit u into output batches.
+func (r *Reader) decode(ctx context.Context, u *unit) error {
+	fc := u.fc
+	emit := func(rec arrow.RecordBatch, row int64) error {
+		select {
+		case u.out <- rowBatch{rec, row}:
+			return nil
+		case <-ctx.Done():
+			rec.Release()
+			return ctx.Err()
+		}
+	}
+	skip, take := u.skip, u.take
+	pos := u.firstRow // file row of the next decoded row
+	// cut applies skip/take to n rows and returns the slice [lo, hi) to keep.
+	cut := func(n int64) (int64, int64, bool) {
+		lo := int64(0)
+		if skip > 0 {
+			d := min(skip, n)
+			skip -= d
+			lo = d
+		}
+		hi := n
+		if take >= 0 {
+			hi = min(n, lo+take)
+			take -= hi - lo
+		}
+		return lo, hi, hi > lo
+	}
+	if len(fc.leaves) == 0 {
+		// Only partition columns (or columns missing from the file): rows come from metadata.
+		var total int64
+		for _, rg := range u.rowGroups {
+			total += fc.pf.MetaData().RowGroup(rg).NumRows()
+		}
+		for total > 0 && take != 0 {
+			n := min(total, int64(r.batchRows))
+			total -= n
+			lo, hi, ok := cut(n)
+			start := pos
+			pos += n
+			if !ok {
+				continue
+			}
+			rec, err := r.assemble(ctx, fc, nil, int(hi-lo))
+			if err != nil {
+				return err
+			}
+			if err := emit(rec, start+hi); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	rr, err := fc.fr.GetRecordReader(ctx, fc.leaves, u.rowGroups)
+	if err != nil {
+		return fmt.Errorf("data file %s: %w", fc.add.Path, err)
+	}
+	defer rr.Release()
+	for take != 0 && rr.Next() {
+		rec := rr.RecordBatch()
+		lo, hi, ok := cut(rec.NumRows())
+		start := pos
+		pos += rec.NumRows()
+		if !ok {
+			continue
+		}
+		var in arrow.RecordBatch = rec
+		if lo > 0 || hi < rec.NumRows() {
+			in = rec.NewSlice(lo, hi)
+		} else {
+			rec.Retain()
+		}
+		out, err := r.assemble(ctx, fc, in, int(hi-lo))
+		in.Release()
+		if err != nil {
+			return err
+		}
+		if err := emit(out, start+hi); err != nil {
+			return err
+		}
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("data file %s: %w", fc.add.Path, err)
+	}
+	return nil
+}
+
+// assemble builds an output batch of n rows from the file columns in rec (nil when no data
+// column is read) and the file's partition values.
+func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatch, n int) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, 0, len(r.fields))
+	release := func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}
+	di, pi := 0, 0
+	for _, f := range r.fields {
+		if f.part {
+			cols = append(cols, constArray(r.mem, f.dt, fc.pv[pi], n))
+			pi++
+			continue
+		}
+		ci := fc.cols[di]
+		di++
+		if ci < 0 || rec == nil {
+			cols = append(cols, array.MakeArrayOfNull(r.mem, f.dt, n))
+			continue
+		}
+		d, err := conformData(ctx, r.mem, rec.Column(ci).Data(), f.dt, f.name)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("data file %s: %w", fc.add.Path, err)
+		}
+		a := array.MakeFromData(d)
+		d.Release()
+		cols = append(cols, a)
+	}
+	out := array.NewRecordBatch(r.schema, cols, int64(n))
+	release()
+	return out, nil
+}
+
+// Next returns the next batch or file end; io.EOF after the last file.
+func (s *Scan) Next() (Batch, error) {
+	if s.err != nil {
+		return Batch{}, s.err
+	}
+	for {
+		if s.cur == nil {
+			u, ok := <-s.order
+			if !ok {
+				if err := s.ctx.Err(); err != nil {
+					s.err = err
+					return Batch{}, err
+				}
+				s.err = io.EOF
+				return Batch{}, io.EOF
+			}
+			s.cur = u
+		}
+		u := s.cur
+		rb, ok := <-u.out
+		if ok {
+			return Batch{Rec: rb.rec, File: u.file, Row: rb.row}, nil
+		}
+		s.cur = nil
+		if u.err != nil {
+			s.err = u.err
+			return Batch{}, u.err
+		}
+		if u.last {
+			return Batch{File: u.file, Row: u.endRow, Done: true}, nil
+		}
+	}
+}
+
+// Close stops the workers and releases everything read ahead.
+func (s *Scan) Close() {
+	s.cancel()
+	if s.cur != nil {
+		for rb := range s.cur.out {
+			rb.rec.Release()
+		}
+		s.cur = nil
+	}
+	for u := range s.order {
+		for rb := range u.out {
+			rb.rec.Release()
+		}
+	}
+	s.wg.Wait()
+	if s.err == nil {
+		s.err = errors.New("scan closed")
+	}
+}

@@ -1,0 +1,319 @@
+"""Fixtures and reference reads for read-delta's peer tests.
+
+    peers.py deltars DIR            tables written by delta-rs (deltalake) under DIR
+    peers.py spark DIR              tables written by Spark + delta-spark under DIR
+    peers.py compare T OUT [T OUT]  compare read-delta's output (Arrow IPC stream files OUT)
+                                    with delta-rs's own read of table T; a table argument
+                                    may be "T@V" (version V) or "T?col=val" (partition filter)
+
+Each fixture command prints the names of the tables it created, one a line. compare prints
+"ok N" per pair (N rows) or exits 1 with the first difference.
+"""
+import datetime
+import decimal
+import json
+import math
+import os
+import sys
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+UTC = datetime.timezone.utc
+
+
+def rows_rich(n, start=0):
+    out = []
+    for i in range(start, start + n):
+        out.append(
+            {
+                "id": i,
+                "part": ["A/A", "B B", "R&D", "50%", "é", None, "x=y:z", "#{[]}^'*\\"][i % 8],
+                "day": datetime.date(2024, 1, 1 + i % 3),
+                "flag": [True, False, None][i % 3],
+                "f64": [1.5, float("nan"), float("inf"), None, -0.0][i % 5],
+                "f32": float(i) / 4,
+                "i16": i % 30000,
+                "i8": i % 100,
+                "dec": decimal.Decimal(i) / decimal.Decimal(100),
+                "ts": datetime.datetime(2024, 3, 10, 12, 0, 0, i * 7 % 1000000, tzinfo=UTC),
+                "s": None if i % 7 == 0 else "row %d" % i,
+                "b": bytes([i % 256, 0, 255]),
+            }
+        )
+    return out
+
+
+RICH = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("part", pa.string()),
+        ("day", pa.date32()),
+        ("flag", pa.bool_()),
+        ("f64", pa.float64()),
+        ("f32", pa.float32()),
+        ("i16", pa.int16()),
+        ("i8", pa.int8()),
+        ("dec", pa.decimal128(10, 2)),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("s", pa.string()),
+        ("b", pa.binary()),
+    ]
+)
+
+NESTED = pa.schema(
+    [
+        ("id", pa.int64()),
+        (
+            "user",
+            pa.struct(
+                [
+                    ("name", pa.string()),
+                    ("address", pa.struct([("city", pa.string()), ("zip", pa.int32())])),
+                    ("tags", pa.list_(pa.string())),
+                ]
+            ),
+        ),
+        ("scores", pa.map_(pa.string(), pa.float64())),
+        ("events", pa.list_(pa.struct([("at", pa.timestamp("us", tz="UTC")), ("kind", pa.string())]))),
+    ]
+)
+
+
+def rows_nested(n, start=0):
+    out = []
+    for i in range(start, start + n):
+        out.append(
+            {
+                "id": i,
+                "user": None
+                if i % 5 == 4
+                else {
+                    "name": "u%d" % i,
+                    "address": None if i % 3 == 0 else {"city": "c%d" % (i % 4), "zip": 1000 + i},
+                    "tags": None if i % 4 == 0 else ["t%d" % j for j in range(i % 3)],
+                },
+                "scores": None if i % 6 == 0 else [("k%d" % j, j * 0.5) for j in range(i % 3)],
+                "events": [
+                    {"at": datetime.datetime(2024, 1, 1, tzinfo=UTC) + datetime.timedelta(seconds=i * 10 + j), "kind": "e%d" % j}
+                    for j in range(i % 2 + 1)
+                ],
+            }
+        )
+    return out
+
+
+def deltars(base):
+    from deltalake import DeltaTable, write_deltalake
+
+    # Partitioned by a string with special characters and nulls, and a date; two commits.
+    p = os.path.join(base, "rs_partitioned")
+    rows = rows_rich(40)
+    write_deltalake(p, pa.Table.from_pylist(rows[:25], RICH), partition_by=["part", "day"])
+    write_deltalake(p, pa.Table.from_pylist(rows[25:], RICH), partition_by=["part", "day"], mode="append")
+    print("rs_partitioned")
+
+    # Checkpointed: 23 commits, a checkpoint at 10 and 20 (delta-rs writes none by itself),
+    # then the commits before 20 removed, _last_checkpoint pointing at 10 (stale).
+    p = os.path.join(base, "rs_checkpointed")
+    for k in range(23):
+        write_deltalake(p, pa.Table.from_pylist(rows_rich(3, 3 * k), RICH), mode="append")
+        if k in (10, 20):
+            DeltaTable(p).create_checkpoint()
+    log = os.path.join(p, "_delta_log")
+    with open(os.path.join(log, "_last_checkpoint")) as f:
+        last = json.load(f)
+    assert last["version"] == 20, last
+    for v in range(0, 20):
+        os.remove(os.path.join(log, "%020d.json" % v))
+    with open(os.path.join(log, "_last_checkpoint"), "w") as f:
+        json.dump(dict(last, version=10), f)
+    print("rs_checkpointed")
+    # The same without _last_checkpoint: the newest checkpoint is found by listing.
+    import shutil
+
+    q = os.path.join(base, "rs_checkpointed_no_last")
+    shutil.copytree(p, q)
+    os.remove(os.path.join(q, "_delta_log", "_last_checkpoint"))
+    print("rs_checkpointed_no_last")
+
+    # Nested types.
+    p = os.path.join(base, "rs_nested")
+    rows = rows_nested(30)
+    write_deltalake(p, pa.Table.from_pylist(rows[:20], NESTED))
+    write_deltalake(p, pa.Table.from_pylist(rows[20:], NESTED), mode="append")
+    print("rs_nested")
+
+    # Timestamps around and before the epoch (ns/ms/INT96 files are covered by the unit
+    # tests and the Spark fixtures).
+    p = os.path.join(base, "rs_timestamps")
+    t = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int64()),
+            "ts": pa.array([datetime.datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=UTC), None, datetime.datetime(1960, 1, 1, tzinfo=UTC)], pa.timestamp("us", tz="UTC")),
+        }
+    )
+    write_deltalake(p, t)
+    print("rs_timestamps")
+    # Schema evolution: a column added in a later commit (older files read it as null).
+    p = os.path.join(base, "rs_evolved")
+    write_deltalake(p, pa.table({"id": pa.array([1, 2], pa.int64())}))
+    write_deltalake(p, pa.table({"id": pa.array([3], pa.int64()), "extra": pa.array(["x"], pa.string())}), mode="append", schema_mode="merge")
+    print("rs_evolved")
+
+
+def spark(base):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts", "py"))
+    import spark_delta
+    from pyspark.sql import types as T
+
+    s = spark_delta.session(app_name="read-delta-fixtures")
+    try:
+        rich = T.StructType(
+            [
+                T.StructField("id", T.LongType()),
+                T.StructField("part", T.StringType()),
+                T.StructField("day", T.DateType()),
+                T.StructField("flag", T.BooleanType()),
+                T.StructField("f64", T.DoubleType()),
+                T.StructField("f32", T.FloatType()),
+                T.StructField("i16", T.ShortType()),
+                T.StructField("i8", T.ByteType()),
+                T.StructField("dec", T.DecimalType(10, 2)),
+                T.StructField("ts", T.TimestampType()),
+                T.StructField("s", T.StringType()),
+                T.StructField("b", T.BinaryType()),
+            ]
+        )
+
+        def df(rows):
+            return s.createDataFrame([tuple(r[f.name] for f in rich.fields) for r in rows], rich)
+
+        # Partitioned; Spark's default INT96 timestamps.
+        s.conf.set("spark.sql.parquet.outputTimestampType", "INT96")
+        p = os.path.join(base, "spark_partitioned_int96")
+        rows = rows_rich(40)
+        df(rows[:25]).write.format("delta").partitionBy("part", "day").save(p)
+        df(rows[25:]).write.format("delta").mode("append").partitionBy("part", "day").save(p)
+        print("spark_partitioned_int96")
+
+        # Checkpointed (Spark writes one every 10 commits), micros timestamps.
+        s.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        p = os.path.join(base, "spark_checkpointed")
+        for k in range(12):
+            df(rows_rich(3, 3 * k)).coalesce(1).write.format("delta").mode("append").save(p)
+        print("spark_checkpointed")
+
+        # Nested, INT96 timestamps inside structs and lists.
+        s.conf.set("spark.sql.parquet.outputTimestampType", "INT96")
+        nested = T.StructType(
+            [
+                T.StructField("id", T.LongType()),
+                T.StructField(
+                    "user",
+                    T.StructType(
+                        [
+                            T.StructField("name", T.StringType()),
+                            T.StructField("address", T.StructType([T.StructField("city", T.StringType()), T.StructField("zip", T.IntegerType())])),
+                            T.StructField("tags", T.ArrayType(T.StringType())),
+                        ]
+                    ),
+                ),
+                T.StructField("scores", T.MapType(T.StringType(), T.DoubleType())),
+                T.StructField("events", T.ArrayType(T.StructType([T.StructField("at", T.TimestampType()), T.StructField("kind", T.StringType())]))),
+            ]
+        )
+        p = os.path.join(base, "spark_nested_int96")
+        nrows = rows_nested(30)
+
+        def conv(r):
+            return (
+                r["id"],
+                None if r["user"] is None else (r["user"]["name"], None if r["user"]["address"] is None else (r["user"]["address"]["city"], r["user"]["address"]["zip"]), r["user"]["tags"]),
+                None if r["scores"] is None else dict(r["scores"]),
+                [(e["at"], e["kind"]) for e in r["events"]],
+            )
+
+        s.createDataFrame([conv(r) for r in nrows], nested).write.format("delta").save(p)
+        print("spark_nested_int96")
+    finally:
+        s.stop()
+
+
+def canon(v):
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if v == 0:
+            return 0.0  # -0.0 and 0.0 compare equal in Spark and delta-rs
+        return v
+    if isinstance(v, datetime.datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=UTC)
+        return v.astimezone(UTC).isoformat()
+    if isinstance(v, (datetime.date, decimal.Decimal)):
+        return str(v)
+    if isinstance(v, bytes):
+        return v.hex()
+    if isinstance(v, dict):
+        return {k: canon(x) for k, x in sorted(v.items())}
+    if isinstance(v, (list, tuple)):
+        return [canon(x) for x in v]
+    return v
+
+
+def canon_rows(table):
+    # Maps come out of to_pylist as lists of (key, value) tuples: sort them.
+    out = []
+    for r in table.to_pylist():
+        c = canon(r)
+        out.append(json.dumps(c, sort_keys=True))
+    return sorted(out)
+
+
+def reference(spec):
+    from deltalake import DeltaTable
+
+    version = None
+    filters = None
+    if "?" in spec:
+        spec, f = spec.split("?", 1)
+        col, val = f.split("=", 1)
+        filters = [(col, "=", val)]
+    if "@" in spec:
+        spec, v = spec.rsplit("@", 1)
+        version = int(v)
+    dt = DeltaTable(spec, version=version)
+    return dt.to_pyarrow_table(filters=filters)
+
+
+def compare(args):
+    for spec, out in zip(args[0::2], args[1::2]):
+        want = reference(spec)
+        with open(out, "rb") as f:
+            got = ipc.open_stream(f).read_all()
+        if set(got.column_names) != set(want.column_names):
+            print("%s: columns %s, delta-rs %s" % (spec, got.column_names, want.column_names))
+            sys.exit(1)
+        got = got.select(want.column_names)
+        g, w = canon_rows(got), canon_rows(want)
+        if g != w:
+            print("%s: %d rows, delta-rs %d" % (spec, len(g), len(w)))
+            for a, b in zip(g, w):
+                if a != b:
+                    print("first difference:\n read-delta %s\n delta-rs   %s" % (a, b))
+                    break
+            sys.exit(1)
+        print("ok %s %d" % (spec, len(g)))
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "deltars":
+        deltars(sys.argv[2])
+    elif cmd == "spark":
+        spark(sys.argv[2])
+    elif cmd == "compare":
+        compare(sys.argv[2:])
+    else:
+        sys.exit("unknown command " + cmd)

@@ -1,0 +1,264 @@
+// Package deltacmd is the `streamkit delta` command group: maintenance of Delta tables —
+// history (versions, operations, metrics, progress per flow), optimize (bin-packing
+// compaction) and vacuum (deleting files the table no longer needs). The Delta protocol is
+// implemented by package sink/delta.
+package deltacmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/streamkit/streamkit/tools/cli"
+	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/tools/writedelta"
+)
+
+func usagef(format string, args ...any) error { return stage.Usagef(format, args...) }
+
+// Command returns the cobra command group `streamkit delta`.
+func Command() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "delta",
+		Short: "Maintain Delta tables: history, optimize, vacuum",
+		Long: `The delta commands inspect and maintain Delta Lake tables (local directories or file://
+URIs), such as the ones write-delta produces. They commit like any other writer, so they are
+safe to run while write-delta processes append to the table.`,
+		Args: cli.NoArgs,
+	}
+	cmd.AddCommand(historyCommand(), optimizeCommand(), vacuumCommand())
+	return cmd
+}
+
+func historyCommand() *cobra.Command {
+	var format string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "history TABLE",
+		Short: "Show a Delta table's versions, operations, metrics and progress per flow",
+		Long: `history lists the commits of TABLE, newest first: version, time, operation, its parameters
+and metrics, and the txn (flow id and epoch) a streaming writer recorded, then the newest
+committed epoch of every flow (txn appId). Commits whose log files were cleaned up are not
+shown. --format json prints one JSON document for jq.`,
+		Example: cli.Examples(
+			"# What happened to a table, newest first\nstreamkit delta history ./lake/orders --limit 20",
+			"# The newest committed epoch of each flow, with jq\nstreamkit delta history ./lake/orders --format json | jq '.flows'",
+		),
+		Args: cli.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "table" && format != "json" {
+				return usagef("delta history: --format must be table or json, got %q", format)
+			}
+			if limit < 0 {
+				return usagef("delta history: --limit must be ≥ 0")
+			}
+			root, err := writedelta.TableRoot(args[0])
+			if err != nil {
+				return err
+			}
+			h, err := ReadHistory(cmd.Context(), root, limit)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(h)
+			}
+			return printHistory(cmd.OutOrStdout(), h)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
+	cmd.Flags().IntVar(&limit, "limit", 0, "show at most this many commits (0: all)")
+	return cmd
+}
+
+func kv(m map[string]string) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+func printHistory(w io.Writer, h *History) error {
+	fmt.Fprintf(w, "table %s, version %d", h.Table, h.Version)
+	if h.Oldest > 0 {
+		fmt.Fprintf(w, " (commits before %d were cleaned up)", h.Oldest)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tTIMESTAMP\tOPERATION\tTXN\tFILES\tPARAMETERS\tMETRICS")
+	for _, c := range h.Commits {
+		var txns []string
+		for _, t := range c.Txns {
+			txns = append(txns, fmt.Sprintf("%s:%d", t.AppID, t.Version))
+		}
+		files := fmt.Sprintf("+%d -%d", c.Adds, c.Removes)
+		ts := ""
+		if !c.Timestamp.IsZero() {
+			ts = c.Timestamp.Format("2006-01-02T15:04:05.000Z")
+		}
+		op := c.Operation
+		if c.Metadata {
+			op += " (metadata)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Version, ts, op, strings.Join(txns, ","), files,
+			kv(c.OperationParameters), kv(c.OperationMetrics))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(h.Flows) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "FLOW (TXN APPID)\tCOMMITTED EPOCH (TXN VERSION)\tLAST UPDATED")
+		for _, f := range h.Flows {
+			lu := ""
+			if f.LastUpdated != nil {
+				lu = f.LastUpdated.Format("2006-01-02T15:04:05.000Z")
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", f.AppID, f.Version, lu)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+func optimizeCommand() *cobra.Command {
+	var opts OptimizeOptions
+	var target string
+	cmd := &cobra.Command{
+		Use:   "optimize TABLE",
+		Short: "Compact small data files of a Delta table (bin-packing)",
+		Long: `optimize rewrites the small data files of TABLE into fewer, larger ones (Delta's OPTIMIZE
+with bin-packing): within each partition, files smaller than --target-file-size are packed,
+smallest first, into bins of up to that size, and each bin of two or more files becomes one
+file. Rows, partition values and the table's contents are unchanged; statistics are
+recomputed. The commit removes and adds files with dataChange=false, so streaming readers
+ignore it and concurrent appends (write-delta flows) never conflict with it. The old files
+stay on disk for readers of older versions until 'streamkit delta vacuum'.
+
+--where restricts the work to partitions matching a predicate over partition columns, e.g.
+"day >= '2024-01-01' AND region IN ('eu', 'us')" (=, !=, <, <=, >, >=, IN, IS [NOT] NULL,
+AND, OR, NOT).`,
+		Example: cli.Examples(
+			"# Compact the whole table\nstreamkit delta optimize ./lake/orders",
+			"# Only yesterday's partition, into files of about 256 MiB\nstreamkit delta optimize ./lake/orders --where \"day = '2024-03-09'\" --target-file-size 256MiB",
+		),
+		Args: cli.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root, err := writedelta.TableRoot(args[0])
+			if err != nil {
+				return err
+			}
+			if target != "" {
+				if opts.TargetFileSize, err = writedelta.ParseSize(target); err != nil {
+					return usagef("delta optimize: --target-file-size: %v", err)
+				}
+			}
+			switch opts.Compression {
+			case "snappy", "zstd":
+			default:
+				return usagef("delta optimize: --compression must be snappy or zstd, got %q", opts.Compression)
+			}
+			res, err := Optimize(cmd.Context(), root, opts)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if res.Version < 0 {
+				fmt.Fprintln(out, "nothing to compact")
+				return nil
+			}
+			fmt.Fprintf(out, "version %d: compacted %d files (%d bytes) into %d (%d bytes) in %d partition(s), %d rows\n",
+				res.Version, res.FilesRemoved, res.BytesRemoved, res.FilesAdded, res.BytesAdded, res.PartitionsTouched, res.Rows)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Where, "where", "", "partition predicate selecting the partitions to compact (default: all)")
+	f.StringVar(&target, "target-file-size", "", "size to pack files up to, e.g. 256MiB (default: delta.targetFileSize, else 128MiB)")
+	f.StringVar(&opts.Compression, "compression", "snappy", "Parquet compression of the new files: snappy or zstd")
+	return cmd
+}
+
+func vacuumCommand() *cobra.Command {
+	var opts VacuumOptions
+	var retain string
+	cmd := &cobra.Command{
+		Use:   "vacuum TABLE",
+		Short: "Delete files a Delta table no longer references",
+		Long: `vacuum deletes the files in TABLE's directory that the current version does not use and
+that are older than the retention: files removed by overwrites and optimize (once their removal
+is older than the retention) and files of writers that never committed them (e.g. killed
+ones). The retention keeps what readers of older versions (time travel) and concurrent writers
+(files written but not committed yet) still need. It defaults to the table's
+delta.deletedFileRetentionDuration (168h unless set); a shorter --retain is refused without
+--force. _delta_log, hidden files and directories and deletion vector files are never touched.
+--dry-run lists the files without deleting them.`,
+		Example: cli.Examples(
+			"# What would be deleted?\nstreamkit delta vacuum ./lake/orders --dry-run",
+			"# Delete unreferenced files older than 30 days\nstreamkit delta vacuum ./lake/orders --retain 720h",
+			"# Reclaim space now, when no writer is running (time travel to older versions breaks)\nstreamkit delta vacuum ./lake/orders --retain 0h --force",
+		),
+		Args: cli.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root, err := writedelta.TableRoot(args[0])
+			if err != nil {
+				return err
+			}
+			opts.Retain = -1
+			if retain != "" {
+				if opts.Retain, err = parseRetention(retain); err != nil {
+					return usagef("delta vacuum: --retain: %v", err)
+				}
+			}
+			res, err := Vacuum(cmd.Context(), root, opts)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if opts.DryRun {
+				for _, f := range res.Files {
+					fmt.Fprintln(out, f)
+				}
+				fmt.Fprintf(out, "dry run: %d files (%d bytes) older than %s would be deleted\n", len(res.Files), res.Bytes, res.Retention)
+				return nil
+			}
+			fmt.Fprintf(out, "deleted %d files (%d bytes) older than %s\n", len(res.Files), res.Bytes, res.Retention)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&retain, "retain", "", "keep unreferenced files younger than this, e.g. 168h or 7d (default: the table's delta.deletedFileRetentionDuration)")
+	f.BoolVar(&opts.DryRun, "dry-run", false, "list the files that would be deleted, delete nothing")
+	f.BoolVar(&opts.Force, "force", false, "allow a retention below the table's delta.deletedFileRetentionDuration")
+	return cmd
+}
+
+// parseRetention parses a Go duration ("168h", "30m") or a number of days ("7d").
+func parseRetention(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		var n int
+		if _, err := fmt.Sscanf(d, "%d", &n); err == nil && n >= 0 && fmt.Sprint(n) == d {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, err
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("negative retention %s", s)
+	}
+	return d, nil
+}

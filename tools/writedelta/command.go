@@ -1,0 +1,104 @@
+package writedelta
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/streamkit/streamkit/tools/cli"
+	"github.com/streamkit/streamkit/tools/stage"
+)
+
+// Command returns the cobra command of `streamkit write-delta`.
+func Command() *cobra.Command {
+	var cfg Config
+	var props, with []string
+	var target string
+	o := stage.Options{Tool: Tool}
+	cmd := &cobra.Command{
+		Use:   "write-delta TABLE",
+		Short: "Write an Arrow IPC stream into a Delta Lake table, exactly once",
+		Long: `write-delta appends the Arrow IPC stream on stdin to the Delta Lake table TABLE (a local
+directory or a file:// URI), which Spark (delta-spark), delta-rs and DuckDB read. The table is
+created from the stream's schema at the first commit, even when no rows arrive.
+
+Exactly-once: every epoch of the stream becomes one Delta commit with its Parquet data files
+and a txn action {appId = flow id, version = epoch}; epochs without rows commit only the txn,
+so progress is recorded. The flow id is --flow, or generated once and kept in the checkpoint
+directory (write-delta.json). After a restart, replayed epochs whose number is at most the
+table's txn version for the flow are skipped without writing a data file, so each input row
+lands in the table once. Without --checkpoint or $STREAMKIT_CHECKPOINT each run commits under a
+new flow id and a restart cannot be exactly-once (a warning says so).
+
+Several write-delta processes with different flows may append to one table at the same time
+(append flows): commits are put-if-absent and lost races are retried without rewriting data.
+A concurrent change of the table's schema, properties or protocol stops the writer with an
+error; restarting it replays the epoch. Classic Parquet checkpoints are written every
+delta.checkpointInterval (10) commits.
+
+Rows after the last barrier: with end=final (e.g. a foreign producer that sends a plain IPC
+stream without barriers) they are committed as a final epoch; with end=pause they are an error.
+
+Types: timestamps are stored in microseconds (finer digits are an error unless
+--truncate-timestamps), zone-less timestamps as timestamp_ntz, unsigned integers widened,
+dictionaries decoded; Float16, time, duration, interval, union and null columns are refused.
+
+--mode overwrite: every epoch that has rows replaces the table's contents with its rows in one
+commit (remove actions for all live files), as Spark's complete output mode; meant for runs
+that deliver one epoch, e.g. exporting a state snapshot.`,
+		Example: cli.Examples(
+			"# Exactly-once ingestion of Kafka records into a partitioned table\nSTREAMKIT_CHECKPOINT=./ckpt streamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format json --value-schema orders.json | streamkit write-delta ./lake/orders --partition-by value.region",
+			"# Append a second flow to the same table, tagging its rows\nstreamkit read-files 'backfill/*.parquet' | streamkit write-delta ./lake/orders --flow backfill-2024 --with record_source=backfill --checkpoint ./ckpt/backfill",
+			"# Export a state snapshot, replacing the table's contents\nstreamkit state-dump ./ckpt/dedup | streamkit write-delta file:///data/dedup_state --mode overwrite --compression zstd",
+			"# A foreign producer (plain Arrow IPC, no barriers) writes one commit\npython3 make_arrow.py | streamkit write-delta ./lake/events --merge-schema --table-property delta.checkpointInterval=20",
+		),
+		Args: cli.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cli.Fill(&o, cmd)
+			root, err := TableRoot(args[0])
+			if err != nil {
+				return err
+			}
+			cfg.Table = root
+			if len(props) > 0 {
+				cfg.Properties = map[string]string{}
+				for _, p := range props {
+					k, v, err := parseKV("--table-property", p)
+					if err != nil {
+						return err
+					}
+					cfg.Properties[k] = v
+				}
+			}
+			for _, s := range with {
+				k, v, err := parseKV("--with", s)
+				if err != nil {
+					return err
+				}
+				cfg.With = append(cfg.With, Constant{Name: k, Value: v})
+			}
+			if target != "" {
+				if cfg.TargetFileSize, err = ParseSize(target); err != nil {
+					return stage.Usagef("write-delta: --target-file-size: %v", err)
+				}
+			}
+			w, err := New(cfg)
+			if err != nil {
+				return err
+			}
+			o.StateOptions = map[string]string{"table": root}
+			return stage.RunOperator(cmd.Context(), o, w)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Flow, "flow", "", "flow id: the txn appId of this writer's commits (default: generated once and kept in the checkpoint)")
+	f.StringVar(&cfg.Mode, "mode", ModeAppend, "append, or overwrite: each epoch with rows replaces the table's contents")
+	f.StringSliceVar(&cfg.PartitionBy, "partition-by", nil, "partition columns of a new table, comma-separated (Hive-style directories)")
+	f.BoolVar(&cfg.MergeSchema, "merge-schema", false, "add input columns the table lacks and relax NOT NULL columns (default: refuse with a schema diff)")
+	f.StringArrayVar(&props, "table-property", nil, "table property KEY=VALUE (repeatable), e.g. delta.checkpointInterval=20")
+	f.StringVar(&cfg.Compression, "compression", "snappy", "Parquet compression: snappy or zstd")
+	f.StringArrayVar(&with, "with", nil, "add a constant column COL=VALUE to every row (repeatable), e.g. record_source=stream")
+	f.StringVar(&target, "target-file-size", "", "roll data files at about this size, e.g. 64MiB (default: delta.targetFileSize, else 128MiB)")
+	f.IntVar(&cfg.Writers, "writers", 0, "parallel Parquet writers for epochs above 8 MiB, each with its own files (default: CPUs, at most 4)")
+	f.BoolVar(&cfg.TruncateTimestamps, "truncate-timestamps", false, "drop sub-microsecond digits of timestamps instead of failing")
+	o.AddFlags(f)
+	return cmd
+}

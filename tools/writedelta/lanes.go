@@ -1,0 +1,154 @@
+package writedelta
+
+import (
+	"runtime"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/streamkit/streamkit/sink/delta"
+)
+
+// DefaultLaneThreshold is how much Arrow data an epoch carries before its batches are spread
+// over parallel writers (Config.Writers).
+const DefaultLaneThreshold = 8 << 20
+
+// DefaultWriters is the default number of parallel Parquet writers: the CPUs available, at
+// most 4.
+func DefaultWriters() int { return max(1, min(runtime.GOMAXPROCS(0), 4)) }
+
+// epochWriter writes one epoch's rows into data files. Parquet encoding is CPU-bound, so once
+// the epoch holds more than a threshold of data, batches are spread round-robin over up to n
+// lanes, each a DataWriter with its own files, encoding in its own goroutine. Small epochs
+// stay in one lane (one file per partition). Row order across files is not kept (a Delta
+// table has none).
+type epochWriter struct {
+	newWriter func() (*delta.DataWriter, error)
+	n         int
+	threshold int64
+	lanes     []*lane
+	next      int
+	bytes     int64
+	failed    error
+}
+
+type lane struct {
+	dw   *delta.DataWriter
+	in   chan arrow.RecordBatch
+	done chan struct{}
+	mu   sync.Mutex
+	err  error // the first write error; the lane then drops the batches it receives
+}
+
+func (l *lane) failure() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+func newEpochWriter(n int, threshold int64, newWriter func() (*delta.DataWriter, error)) *epochWriter {
+	return &epochWriter{newWriter: newWriter, n: max(1, n), threshold: threshold}
+}
+
+func (e *epochWriter) startLane() error {
+	dw, err := e.newWriter()
+	if err != nil {
+		return err
+	}
+	l := &lane{dw: dw, in: make(chan arrow.RecordBatch, 2), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for rec := range l.in {
+			if l.failure() == nil {
+				if err := l.dw.Write(rec); err != nil {
+					l.mu.Lock()
+					l.err = err
+					l.mu.Unlock()
+				}
+			}
+			rec.Release()
+		}
+	}()
+	e.lanes = append(e.lanes, l)
+	return nil
+}
+
+// write queues rec (borrowed) for a lane. An error of an earlier write is returned here or by
+// close.
+func (e *epochWriter) write(rec arrow.RecordBatch) error {
+	if e.failed != nil {
+		return e.failed
+	}
+	for _, l := range e.lanes {
+		if err := l.failure(); err != nil {
+			e.failed = err
+			return err
+		}
+	}
+	size := recordBytes(rec)
+	if len(e.lanes) == 0 || (e.bytes >= e.threshold && len(e.lanes) < e.n) {
+		if err := e.startLane(); err != nil {
+			e.failed = err
+			return err
+		}
+	}
+	e.bytes += size
+	idx := 0
+	if e.bytes > e.threshold {
+		idx = e.next % len(e.lanes)
+		e.next++
+	}
+	rec.Retain()
+	e.lanes[idx].in <- rec
+	return nil
+}
+
+// drain stops every lane's goroutine and returns the first write error.
+func (e *epochWriter) drain() error {
+	var first error
+	for _, l := range e.lanes {
+		if l.in != nil {
+			close(l.in)
+			<-l.done
+			l.in = nil
+		}
+		if err := l.failure(); err != nil && first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		first = e.failed
+	}
+	return first
+}
+
+// close finishes every lane and returns the add actions of all data files.
+func (e *epochWriter) close() ([]delta.Add, error) {
+	if err := e.drain(); err != nil {
+		return nil, err
+	}
+	var adds []delta.Add
+	for _, l := range e.lanes {
+		a, err := l.dw.Close()
+		if err != nil {
+			return nil, err
+		}
+		adds = append(adds, a...)
+	}
+	return adds, nil
+}
+
+// abort stops the lanes and deletes every data file they wrote; it returns how many files
+// were deleted.
+func (e *epochWriter) abort() (int, error) {
+	e.drain()
+	var first error
+	files := 0
+	for _, l := range e.lanes {
+		files += len(l.dw.Files())
+		if err := l.dw.Abort(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return files, first
+}
