@@ -110,13 +110,15 @@ func offsets(ctx context.Context, cfg Config, path string, out io.Writer) error 
 		return err
 	}
 	mem := stage.Mem
-	var kafkas, files, others []sourceStage
+	var kafkas, files, deltas, others []sourceStage
 	for _, s := range srcs {
 		switch s.tool {
 		case "read-kafka":
 			kafkas = append(kafkas, s)
 		case "read-files":
 			files = append(files, s)
+		case "read-delta":
+			deltas = append(deltas, s)
 		default:
 			others = append(others, s)
 		}
@@ -147,6 +149,13 @@ func offsets(ctx context.Context, cfg Config, path string, out io.Writer) error 
 			return err
 		}
 		secs = append(secs, section{"files", rec})
+	}
+	if len(deltas) > 0 {
+		rec, err := deltaRows(mem, deltas)
+		if err != nil {
+			return err
+		}
+		secs = append(secs, section{"Delta tables (positions: the next version to read)", rec})
 	}
 	if len(others) > 0 {
 		secs = append(secs, section{"other sources (positions as recorded)", otherRows(mem, others)})
@@ -542,6 +551,94 @@ func filesRows(mem memory.Allocator, srcs []sourceStage) (arrow.RecordBatch, err
 		}
 		b.Field(7).(*array.Int64Builder).Append(read(len(log)) - read(from))
 		b.Field(8).(*array.Int64Builder).Append(skipped)
+	}
+	return b.NewRecordBatch(), nil
+}
+
+// deltaPosition is read-delta's position (source/delta): the next table version to read, or
+// the place inside the initial snapshot of a version.
+type deltaPosition struct {
+	Version *int64 `json:"version"`
+	Initial bool   `json:"initial"`
+	File    int    `json:"file"`
+	Row     int64  `json:"row"`
+}
+
+// latestVersion is the newest commit of the Delta table at table (the highest
+// _delta_log/<20 digits>.json), -1 when it has none or cannot be listed.
+func latestVersion(table string) int64 {
+	ents, err := os.ReadDir(filepath.Join(table, "_delta_log"))
+	if err != nil {
+		return -1
+	}
+	latest := int64(-1)
+	for _, e := range ents {
+		stem, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || len(stem) != 20 {
+			continue
+		}
+		if v, err := strconv.ParseInt(stem, 10, 64); err == nil && v > latest {
+			latest = v
+		}
+	}
+	return latest
+}
+
+// deltaRows is the read-delta section: one row per stage, with the table's newest version and
+// how many of its commits the committed position has not started.
+func deltaRows(mem memory.Allocator, srcs []sourceStage) (arrow.RecordBatch, error) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "stage", Type: arrow.BinaryTypes.String},
+		{Name: "table", Type: arrow.BinaryTypes.String},
+		{Name: "committed_epoch", Type: arrow.PrimitiveTypes.Uint64},
+		{Name: "committed", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "wal_epoch", Type: arrow.PrimitiveTypes.Uint64},
+		{Name: "wal", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "table_version", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "versions_unread", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for _, s := range srcs {
+		table := s.meta.Options["table"]
+		var c deltaPosition
+		if s.committedPos != nil && string(s.committedPos) != "null" {
+			if err := json.Unmarshal(s.committedPos, &c); err != nil {
+				return nil, fmt.Errorf("state-dump: %s: position is not a read-delta position: %w", s.path, err)
+			}
+		}
+		b.Field(0).(*array.StringBuilder).Append(s.name)
+		b.Field(1).(*array.StringBuilder).Append(table)
+		b.Field(2).(*array.Uint64Builder).Append(s.committed)
+		for i, raw := range []json.RawMessage{s.committedPos, s.walPos} {
+			f := b.Field(3 + 2*i).(*array.StringBuilder)
+			if p := positionText("read-delta", raw); p != "" {
+				f.Append(p)
+			} else {
+				f.AppendNull()
+			}
+			if i == 0 {
+				b.Field(4).(*array.Uint64Builder).Append(s.wal)
+			}
+		}
+		latest := latestVersion(table)
+		if table == "" || latest < 0 {
+			b.Field(6).AppendNull()
+			b.Field(7).AppendNull()
+			continue
+		}
+		b.Field(6).(*array.Int64Builder).Append(latest)
+		if c.Version == nil {
+			b.Field(7).AppendNull()
+			continue
+		}
+		// Versions after the position's (the position's own too, unless it is an initial
+		// snapshot being read: its commits are in that snapshot).
+		unread := latest - *c.Version + 1
+		if c.Initial {
+			unread--
+		}
+		b.Field(7).(*array.Int64Builder).Append(max(unread, 0))
 	}
 	return b.NewRecordBatch(), nil
 }

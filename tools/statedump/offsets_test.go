@@ -315,3 +315,32 @@ func TestOffsetsCorruptReported(t *testing.T) {
 	rows := partitionRows(decodeLines(t, out.String()))
 	wantFields(t, "t/0", rows["read-kafka t/0"], map[string]string{"committed_epoch": "1", "committed": "4", "wal_epoch": "1", "wal": "4"})
 }
+
+// TestOffsetsDelta: a read-delta stage's committed version against the table's newest: one
+// commit appended after the run is one version unread, and the summary renders the versions.
+func TestOffsetsDelta(t *testing.T) {
+	dir := t.TempDir()
+	bin := peertest.Binary(t)
+	run := func(script string) {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "STREAMKIT_CHECKPOINT=", "SK="+bin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+	}
+	run(`"$SK" --progress=off generate --rows 10 | "$SK" --progress=off write-delta lake/t`)
+	run(`"$SK" --progress=off read-delta lake/t --checkpoint ck/read-delta | "$SK" --progress=off print --checkpoint ck/print > /dev/null`)
+	for _, want := range []string{`"table_version":0,"versions_unread":0`, `"table_version":1,"versions_unread":1`} {
+		out, stderr, code := inDir(t, dir, "state-dump", "ck", "--offsets", "--format", "json")
+		if code != 0 || !strings.Contains(out, `"stage":"read-delta"`) || !strings.Contains(out, `"committed":"version 1"`) || !strings.Contains(out, want) {
+			t.Fatalf("exit %d: %s%s\nwant %s", code, out, stderr, want)
+		}
+		run(`"$SK" --progress=off generate --rows 5 | "$SK" --progress=off write-delta lake/t`)
+	}
+	out, _, _ := inDir(t, dir, "state-dump", "ck/read-delta")
+	if !strings.Contains(out, "initial snapshot of version 0") || !strings.Contains(out, "  1      yes ") {
+		t.Fatalf("summary:\n%s", out)
+	}
+}
