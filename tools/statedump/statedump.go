@@ -55,7 +55,8 @@ type Config struct {
 	// --ttl, window --allowed-lateness) or, for dedup --ttl-processing, of Now.
 	Expiring time.Duration
 	// Offsets shows the source positions of the source stages: committed and newest WAL
-	// position, per Kafka partition, files read and pending, or as recorded.
+	// position, per Kafka partition, files read and pending, Delta versions unread, or as
+	// recorded.
 	Offsets bool
 	// Lag (implies Offsets) compares read-kafka positions with the brokers' end offsets;
 	// Conn says how to reach them (-b and the TLS/SASL flags of read-kafka).
@@ -144,7 +145,8 @@ writes, so it is safe on a running pipeline, and it reads only epochs whose file
   state-dump ROOT --offsets       the source positions: per Kafka partition the committed and
                                   the newest write-ahead-log offset (--lag -b BROKERS adds the
                                   brokers' log start and end offsets and the lag), files read
-                                  and planned for read-files, other sources as recorded
+                                  and planned for read-files, the table's newest version for
+                                  read-delta, other sources as recorded
 
 --key 'column=value' keeps matching rows (dot paths, key or state columns); --diff A,B lists
 the keys added, removed and changed from epoch A to B; --expiring D keeps the keys that a TTL
@@ -201,7 +203,7 @@ epochs still show.`,
 	f.StringVar(&cfg.Key, "key", "", "keep only rows whose column equals a value, e.g. value.user_id=42")
 	f.UintSliceVar(&diffSpec, "diff", nil, "two epochs A,B: list keys added, removed and changed from A to B")
 	f.DurationVar(&cfg.Expiring, "expiring", 0, "keep keys a TTL (dedup) or allowed lateness (window) expires within this long of the watermark")
-	f.BoolVar(&cfg.Offsets, "offsets", false, "show the source positions: Kafka offsets per partition, files read and pending, other sources as recorded")
+	f.BoolVar(&cfg.Offsets, "offsets", false, "show the source positions: Kafka offsets per partition, files read and pending, Delta versions, other sources as recorded")
 	f.BoolVar(&cfg.Lag, "lag", false, "with --offsets: compare Kafka positions with the brokers' end offsets (needs -b)")
 	f.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "with --lag: bound on the broker requests")
 	cfg.Conn.AddFlags(f)
