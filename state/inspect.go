@@ -158,17 +158,19 @@ func Inspect(path string) (*Summary, error) {
 			fail(e, err)
 			continue
 		}
-		// Sizes and times of the manifest and its files; one that is gone means the epoch is
-		// being collected (manifest first, then its files): leave its state out.
+		// Sizes and times of the manifest and its files. A file that is gone while its
+		// manifest is gone too was collected since the listing (GC deletes the manifest
+		// first, then the files): the epoch's state is left out. One that is gone while the
+		// manifest is still there is damage, reported with its path.
 		var bytes int64
-		t, gone := e.Time, false
+		t, missing := e.Time, ""
 		for _, f := range []string{mp, stateFile(path, m.Changelog), stateFile(path, m.Snapshot)} {
 			if f == "" {
 				continue
 			}
 			fi, err := os.Stat(f)
 			if err != nil {
-				gone = true
+				missing = f
 				break
 			}
 			bytes += fi.Size()
@@ -176,7 +178,10 @@ func Inspect(path string) (*Summary, error) {
 				t = fi.ModTime().UTC()
 			}
 		}
-		if gone {
+		if missing != "" {
+			if _, err := os.Stat(mp); err == nil {
+				fail(e, &CorruptError{Path: missing, Reason: fmt.Sprintf("missing (listed by the manifest of epoch %d)", n)})
+			}
 			continue
 		}
 		entries := m.Entries
