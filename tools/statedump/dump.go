@@ -121,10 +121,17 @@ func keyed(mem memory.Allocator, path string, n uint64) (arrow.RecordBatch, stat
 		return nil, state.Manifest{}, err
 	}
 	defer t.Release()
+	rec, err := withKeys(mem, path, t)
+	return rec, t.Manifest, err
+}
+
+// withKeys returns the rows of t with the _op and _key columns replaced by the decoded key
+// columns.
+func withKeys(mem memory.Allocator, path string, t *state.Table) (arrow.RecordBatch, error) {
 	names, parts := keyNames(stageMeta(path))
 	kf, ka, err := decodeKeys(mem, t.Rec.Column(1).(*array.Binary), names, parts)
 	if err != nil {
-		return nil, state.Manifest{}, fmt.Errorf("state-dump: decode keys of %s: %w", path, err)
+		return nil, fmt.Errorf("state-dump: decode keys of %s: %w", path, err)
 	}
 	fields := append([]arrow.Field(nil), kf...)
 	cols := append([]arrow.Array(nil), ka...)
@@ -146,7 +153,7 @@ func keyed(mem memory.Allocator, path string, n uint64) (arrow.RecordBatch, stat
 	for _, c := range cols {
 		c.Release()
 	}
-	return rec, t.Manifest, nil
+	return rec, nil
 }
 
 // filterKey keeps rows whose column (a key column or value column) renders as value.
@@ -252,20 +259,20 @@ func watermarkUS(extra json.RawMessage) (int64, bool) {
 func diff(mem memory.Allocator, cfg Config, path string, out io.Writer) error {
 	ta, err := state.Reconstruct(mem, path, cfg.Diff[0])
 	if err != nil {
-		return err
+		return fmt.Errorf("state-dump: %w", err)
 	}
 	defer ta.Release()
 	tb, err := state.Reconstruct(mem, path, cfg.Diff[1])
 	if err != nil {
-		return err
+		return fmt.Errorf("state-dump: %w", err)
 	}
 	defer tb.Release()
-	a, _, err := keyed(mem, path, cfg.Diff[0])
+	a, err := withKeys(mem, path, ta)
 	if err != nil {
 		return err
 	}
 	defer a.Release()
-	b, _, err := keyed(mem, path, cfg.Diff[1])
+	b, err := withKeys(mem, path, tb)
 	if err != nil {
 		return err
 	}
