@@ -4,7 +4,14 @@ BIN       ?= bin/streamkit
 FUZZTIME  ?= 60s
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: build test unit peers fuzz lint demo clean
+# make e2e: rows of flights-3m.parquet the end-to-end job uses (3000000: all of them; ~6 min on
+# the 2-core dev machine) and the kill -9 count of its chaos run; see e2e/flights_test.go.
+# make test runs it on the first TEST_E2E_ROWS flights (January and February 2001, ~2-3 min).
+E2E_ROWS      ?= 3000000
+E2E_KILLS     ?= 30
+TEST_E2E_ROWS ?= 1000000
+
+.PHONY: build test unit e2e peers fuzz lint demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/streamkit
@@ -16,11 +23,25 @@ demo: build
 # The full suite: installs the pinned real peers (Python venv with pyarrow, deltalake, DuckDB;
 # Spark + delta-spark jars for the write-delta interop tests; Kafka broker jars and kcat), starts the Kafka broker, runs every Go test with
 # STREAMKIT_REQUIRE_PEERS=1, so a test whose peer is missing fails instead of skipping, and
-# stops the broker again.
+# stops the broker again. Then the end-to-end job (make e2e).
 test: peers
 	scripts/kafka.sh start >/dev/null
-	STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test -count=1 -timeout 25m ./...; \
+	STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test -count=1 -timeout 25m ./... \
+	  && $(MAKE) --no-print-directory e2e E2E_ROWS=$(TEST_E2E_ROWS); \
 	  rc=$$?; scripts/kafka.sh stop; exit $$rc
+
+# The end-to-end job of issue #10 (e2e/flights_test.go): real flights through the real Kafka
+# broker into Delta — one-shot, cron-style in 10 parts, and under E2E_KILLS kill -9s with a
+# Ctrl-C and a concurrent backfill flow — checked against DuckDB's GROUP BY, read by delta-rs and
+# DuckDB. Starts the broker when it is not running (and then stops it again). Measurements go to
+# the test log and to bin/e2e-report.json.
+e2e:
+	scripts/peers.sh python kafka
+	@mkdir -p bin; started=; scripts/kafka.sh status >/dev/null 2>&1 || { scripts/kafka.sh start >/dev/null && started=1; }; \
+	STREAMKIT_E2E=1 STREAMKIT_E2E_ROWS=$(E2E_ROWS) STREAMKIT_E2E_KILLS=$(E2E_KILLS) STREAMKIT_REQUIRE_PEERS=1 \
+	  STREAMKIT_E2E_REPORT=$(CURDIR)/bin/e2e-report.json STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python \
+	  $(GO) test -count=1 -timeout 45m -v -run '^TestFlights$$' ./e2e; \
+	  rc=$$?; [ -z "$$started" ] || scripts/kafka.sh stop; exit $$rc
 
 # Quick Go-only run; tests that need a peer skip when it is missing.
 unit:

@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"sort"
 	"time"
 
-	"context"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
@@ -21,8 +21,8 @@ import (
 type EpochInfo struct {
 	Epoch     uint64          `json:"epoch"`
 	Committed bool            `json:"committed"`
-	Time      time.Time       `json:"time"`               // when its newest file was written
-	Bytes     int64           `json:"bytes"`              // state + offsets files of the epoch
+	Time      time.Time       `json:"time"`               // when its newest file (offsets, state, commit marker) was written
+	Bytes     int64           `json:"bytes"`              // state + offsets files of the epoch (not the commit marker)
 	Offsets   json.RawMessage `json:"offsets,omitempty"`  // source end position (offsets WAL)
 	Entries   *int64          `json:"entries,omitempty"`  // keys in state after the epoch
 	Snapshot  bool            `json:"snapshot,omitempty"` // a full snapshot was written
@@ -62,16 +62,15 @@ func Stages(root string) ([]string, error) {
 	return out, nil
 }
 
-func fileInfo(p string) (int64, time.Time) {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return 0, time.Time{}
-	}
-	return fi.Size(), fi.ModTime().UTC()
-}
-
 // Inspect summarizes the stage directory at path. A corrupt file is reported in the epoch's
 // Error (and Summary.Errors) with its path; the other epochs are still summarized.
+//
+// Inspect is safe on a live directory: it takes no lock and writes nothing; it lists each
+// subdirectory once and reads only files that exist whole (every checkpoint file is written
+// atomically, and an operator's epoch counts only once its manifest, written last, exists).
+// A file that disappears while it is read was garbage-collected by the running stage: its
+// epoch (or that part of it) is left out, not reported as an error. Committed is the newest
+// commit marker of the same listing that marks the epochs Committed, so the two agree.
 func Inspect(path string) (*Summary, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, err
@@ -83,11 +82,6 @@ func Inspect(path string) (*Summary, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		s.Errors = append(s.Errors, err.Error())
 	}
-	c, err := Committed(path)
-	if err != nil {
-		s.Errors = append(s.Errors, err.Error())
-	}
-	s.Committed = c
 	all := map[uint64]*EpochInfo{}
 	get := func(n uint64) *EpochInfo {
 		if all[n] == nil {
@@ -95,53 +89,121 @@ func Inspect(path string) (*Summary, error) {
 		}
 		return all[n]
 	}
-	note := func(e *EpochInfo, p string) {
-		size, mt := fileInfo(p)
-		e.Bytes += size
-		if mt.After(e.Time) {
-			e.Time = mt
+	fail := func(e *EpochInfo, err error) {
+		e.Error = err.Error()
+		s.Errors = append(s.Errors, err.Error())
+	}
+	commits, err := Epochs(path, CommitsDir)
+	if err != nil {
+		s.Errors = append(s.Errors, err.Error())
+	}
+	if len(commits) > 0 {
+		// The newest marker must verify (docs/protocol.md §7.5); older ones are not read.
+		c := commits[len(commits)-1]
+		p := filepath.Join(path, CommitsDir, EpochName(c)+".json")
+		var rec CommitRecord
+		switch err := ReadJSON(p, &rec); {
+		case err != nil:
+			fail(get(c), err)
+		case rec.Epoch != c:
+			fail(get(c), &CorruptError{Path: p, Reason: fmt.Sprintf("records epoch %d", rec.Epoch)})
+		default:
+			s.Committed = c
 		}
 	}
-	commits, _ := Epochs(path, CommitsDir)
 	for _, n := range commits {
-		get(n).Committed = true
+		e := get(n)
+		e.Committed = true
+		if fi, err := os.Stat(filepath.Join(path, CommitsDir, EpochName(n)+".json")); err == nil && fi.ModTime().After(e.Time) {
+			e.Time = fi.ModTime().UTC()
+		}
 	}
-	offs, _ := Epochs(path, OffsetsDir)
+	offs, err := Epochs(path, OffsetsDir)
+	if err != nil {
+		s.Errors = append(s.Errors, err.Error())
+	}
 	for _, n := range offs {
-		e := get(n)
 		p := filepath.Join(path, OffsetsDir, EpochName(n)+".json")
-		note(e, p)
-		pos, err := ReadOffsets(path, n)
-		if err != nil {
-			e.Error = err.Error()
-			s.Errors = append(s.Errors, err.Error())
-			continue
+		var raw rawJSON
+		b, err := os.ReadFile(p)
+		if err == nil {
+			err = DecodeJSON(p, b, &raw)
 		}
-		e.Offsets = json.RawMessage(pos)
-	}
-	sts, _ := Epochs(path, StateDir)
-	for _, n := range sts {
+		if errors.Is(err, os.ErrNotExist) {
+			continue // collected since the listing
+		}
 		e := get(n)
-		note(e, filepath.Join(path, StateDir, EpochName(n)+".json"))
-		m, err := ReadManifest(path, n)
+		e.Bytes += int64(len(b))
+		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(e.Time) {
+			e.Time = fi.ModTime().UTC()
+		}
 		if err != nil {
-			e.Error = err.Error()
-			s.Errors = append(s.Errors, err.Error())
+			fail(e, err)
 			continue
 		}
-		for _, fi := range []*FileInfo{m.Changelog, m.Snapshot} {
-			if fi != nil {
-				note(e, filepath.Join(path, StateDir, fi.File))
+		e.Offsets = json.RawMessage(raw)
+	}
+	sts, err := Epochs(path, StateDir)
+	if err != nil {
+		s.Errors = append(s.Errors, err.Error())
+	}
+	for _, n := range sts {
+		mp := filepath.Join(path, StateDir, EpochName(n)+".json")
+		m, err := ReadManifest(path, n)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // collected since the listing
+		}
+		e := get(n)
+		if err != nil {
+			fail(e, err)
+			continue
+		}
+		// Sizes and times of the manifest and its files. A file that is gone while its
+		// manifest is gone too was collected since the listing (GC deletes the manifest
+		// first, then the files): the epoch's state is left out. One that is gone while the
+		// manifest is still there is damage, reported with its path.
+		var bytes int64
+		t, missing := e.Time, ""
+		for _, f := range []string{mp, stateFile(path, m.Changelog), stateFile(path, m.Snapshot)} {
+			if f == "" {
+				continue
+			}
+			fi, err := os.Stat(f)
+			if err != nil {
+				missing = f
+				break
+			}
+			bytes += fi.Size()
+			if fi.ModTime().After(t) {
+				t = fi.ModTime().UTC()
 			}
 		}
+		if missing != "" {
+			if _, err := os.Stat(mp); err == nil {
+				fail(e, &CorruptError{Path: missing, Reason: fmt.Sprintf("missing (listed by the manifest of epoch %d)", n)})
+			}
+			continue
+		}
 		entries := m.Entries
+		e.Bytes += bytes
+		e.Time = t
 		e.Entries, e.Snapshot, e.Extra = &entries, m.Snapshot != nil, m.Extra
 	}
 	for _, e := range all {
+		if e.Offsets == nil && e.Entries == nil && e.Error == "" && !e.Committed {
+			continue // every file of it was collected while it was read
+		}
 		s.Epochs = append(s.Epochs, *e)
 	}
 	sort.Slice(s.Epochs, func(i, j int) bool { return s.Epochs[i].Epoch < s.Epochs[j].Epoch })
 	return s, nil
+}
+
+func stateFile(path string, fi *FileInfo) string {
+	if fi == nil {
+		return ""
+	}
+	return filepath.Join(path, StateDir, fi.File)
 }
 
 // Table is keyed state reconstructed from state files: one row per live key, sorted by key.
@@ -172,6 +234,11 @@ func Reconstruct(mem memory.Allocator, path string, n uint64) (*Table, error) {
 	}
 	if chain[len(chain)-1].Snapshot == nil {
 		return nil, fmt.Errorf("state of %s at epoch %d: %w: no snapshot at or before it", path, n, ErrNoState)
+	}
+	for i := 0; i+1 < len(chain); i++ {
+		if chain[i].Epoch != chain[i+1].Epoch+1 {
+			return nil, fmt.Errorf("state of %s at epoch %d: %w for epoch %d (a gap in the changelogs)", path, n, ErrNoState, chain[i+1].Epoch+1)
+		}
 	}
 	var recs []arrow.RecordBatch
 	defer func() {
@@ -231,6 +298,8 @@ func Reconstruct(mem memory.Allocator, path string, n uint64) (*Table, error) {
 		return &Table{Rec: out, Manifest: chain[0]}, nil
 	}
 	ctx := compute.WithAllocator(context.Background(), mem)
+	// A snapshot alone holds every row live and in order: no take needed.
+	identity := len(files) == 1 && idx.Len() == total
 	for i := range cols {
 		chunks := tbl.Column(i).Data().Chunks()
 		var whole arrow.Array
@@ -240,12 +309,22 @@ func Reconstruct(mem memory.Allocator, path string, n uint64) (*Table, error) {
 		} else {
 			whole, err = array.Concatenate(chunks, mem)
 			if err != nil {
+				for _, c := range cols[:i] {
+					c.Release()
+				}
 				return nil, err
 			}
+		}
+		if identity {
+			cols[i] = whole
+			continue
 		}
 		cols[i], err = compute.TakeArray(ctx, whole, idx)
 		whole.Release()
 		if err != nil {
+			for _, c := range cols[:i] {
+				c.Release()
+			}
 			return nil, err
 		}
 	}

@@ -1,9 +1,12 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -116,4 +119,66 @@ func BenchmarkInspect1000Epochs(b *testing.B) {
 			b.Fatal(err, len(sum.Epochs))
 		}
 	}
+}
+
+// checkpointed writes epochs 1..n of a counter store with a snapshot every 4 epochs.
+func checkpointed(t *testing.T, n uint64) string {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	dir := t.TempDir()
+	d, err := Open(dir, "x", "x", map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s := NewStore[counter](counterCodec{})
+	s.SnapshotEvery = 4
+	for ep := uint64(1); ep <= n; ep++ {
+		mutate(s.Put, s.Delete, ep)
+		if err := s.Checkpoint(mem, d, ep, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteCommit(dir, ep, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestInspectMissingStateFile: a state file missing while its manifest is there is reported
+// with its path; an epoch whose manifest is gone as well (collected) is simply not listed.
+func TestInspectMissingStateFile(t *testing.T) {
+	dir := checkpointed(t, 6)
+	cl := filepath.Join(dir, StateDir, EpochName(6)+".changelog.arrow")
+	os.Remove(cl)
+	s, err := Inspect(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Errors) != 1 || !strings.Contains(s.Errors[0], cl) || s.Epochs[len(s.Epochs)-1].Error == "" {
+		t.Fatalf("errors %v, epochs %+v", s.Errors, s.Epochs)
+	}
+	os.Remove(filepath.Join(dir, StateDir, EpochName(6)+".json"))
+	s, _ = Inspect(dir)
+	if len(s.Errors) != 0 || s.Epochs[len(s.Epochs)-1].Entries != nil {
+		t.Fatalf("a collected epoch: errors %v, last epoch %+v", s.Errors, s.Epochs[len(s.Epochs)-1])
+	}
+}
+
+// TestReconstructRefusesGap: a changelog epoch missing between the snapshot and the epoch
+// asked for is ErrNoState naming it, never a state silently lacking its changes.
+func TestReconstructRefusesGap(t *testing.T) {
+	dir := checkpointed(t, 7) // snapshots at 1 and 4
+	os.Remove(filepath.Join(dir, StateDir, EpochName(6)+".json"))
+	_, err := Reconstruct(memory.NewGoAllocator(), dir, 7)
+	if !errors.Is(err, ErrNoState) || !strings.Contains(err.Error(), "epoch 6") {
+		t.Fatalf("got %v, want ErrNoState for epoch 6", err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	tbl, err := Reconstruct(mem, dir, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl.Release()
 }

@@ -8,6 +8,8 @@ package peertest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,24 +46,40 @@ func Python(t testing.TB) string {
 	return p
 }
 
-// Binary builds the streamkit binary once per test process into a temporary directory and
-// returns its path ($STREAMKIT_BIN overrides).
+// Binary builds the streamkit binary once per test process and returns its path
+// ($STREAMKIT_BIN overrides). Every test process of one checkout shares one file,
+// <tmp>/streamkit-bin-<hash of the checkout's path>/streamkit: each builds into a temporary name
+// beside it and renames it into place (a process still running the previous file keeps it), so
+// test runs leave one binary per checkout behind instead of one per test process.
 func Binary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("STREAMKIT_BIN"); p != "" {
 		return p
 	}
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "streamkit-bin-")
+		root := Root(t)
+		sum := sha256.Sum256([]byte(root))
+		dir := filepath.Join(os.TempDir(), "streamkit-bin-"+hex.EncodeToString(sum[:8]))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			binErr = err
+			return
+		}
+		f, err := os.CreateTemp(dir, ".build-*")
 		if err != nil {
 			binErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "streamkit")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/streamkit")
-		cmd.Dir = Root(t)
+		tmp := f.Name()
+		f.Close()
+		cmd := exec.Command("go", "build", "-o", tmp, "./cmd/streamkit")
+		cmd.Dir = root
 		out, err := cmd.CombinedOutput()
+		if err == nil {
+			binPath = filepath.Join(dir, "streamkit")
+			err = os.Rename(tmp, binPath)
+		}
 		if err != nil {
+			os.Remove(tmp)
 			binErr = &buildError{out: string(out), err: err}
 		}
 	})

@@ -848,15 +848,21 @@ func (r *run) mainPass(ctx context.Context) error {
 			drain()
 			return it.err
 		}
-		out, err := r.dedupItem(cctx, it, mask)
+		// The overlap check measures the backfill's own max, before dedup (as sourceMax does for
+		// a Delta source): the rows dedup drops are the ones the live flow already wrote.
+		var err error
+		if trackMax {
+			err = r.foldMax(ctx, it.rec)
+		}
+		var out arrow.RecordBatch
+		if err == nil {
+			out, err = r.dedupItem(cctx, it, mask)
+		}
 		it.rec.Release()
 		if err == nil && out != nil {
-			if trackMax {
-				err = r.foldMax(ctx, out)
-			}
 			r.written += out.NumRows()
 			r.prog.written.Add(out.NumRows())
-			if err == nil && pool != nil {
+			if pool != nil {
 				err = pool.write(out) // takes the reference
 			} else {
 				out.Release()

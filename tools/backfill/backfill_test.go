@@ -570,6 +570,52 @@ func TestBackfillDedupDotPath(t *testing.T) {
 	}
 }
 
+// TestBackfillFromFilesOverlapBeforeDedup: with --from files the overlap check measures the
+// backfill's own max of the column, as with --from-delta — not the max of the rows left after
+// --dedup-cols dropped those the live flow already wrote. The overlapping rows are exactly the
+// ones a live flow has written, so measuring after dedup made the check fail for ever.
+func TestBackfillFromFilesOverlapBeforeDedup(t *testing.T) {
+	mem := newMem(t)
+	ctx := context.Background()
+	base := t.TempDir()
+	dst := filepath.Join(base, "dst")
+	os.MkdirAll(filepath.Join(base, "in"), 0o755)
+	csv := func(name string, ids []int) {
+		var b strings.Builder
+		b.WriteString("id,ts,v\n")
+		for _, id := range ids {
+			fmt.Fprintf(&b, "%d,%s,v%d\n", id, t0.Add(time.Duration(id)*time.Minute).Format(time.RFC3339), id)
+		}
+		os.WriteFile(filepath.Join(base, "in", name), []byte(b.String()), 0o644)
+	}
+	csv("hist.csv", span(0, 130))   // backfill max t0+129 min
+	csv("live.csv", span(100, 130)) // all of it already live
+	commitRows(t, mem, dst, evSchema, &dl.Txn{AppID: "live", Version: 1}, evRows(span(100, 130)...))
+	for _, c := range []struct {
+		file, flow string
+		want       []int
+	}{
+		{"hist.csv", "hist", span(0, 130)},  // overlap 29 min ≥ 20 min: runs, writes 0..99
+		{"live.csv", "again", span(0, 130)}, // every row already there: runs, writes nothing
+	} {
+		fl := addFilesFlags(&cobra.Command{})
+		fl.cfg.Schema = evSchema
+		cfg := baseCfg(t, mem, "", dst, c.flow)
+		if err := filesSource(&cfg, []string{filepath.Join(base, "in", c.file)}, fl); err != nil {
+			t.Fatal(err)
+		}
+		cfg.DedupCols = []string{"id"}
+		cfg.OverlapCol, cfg.MinOverlap = "ts", "20m"
+		if err := Run(ctx, cfg); err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		rows, _ := tableRows(t, mem, dst)
+		if got := ids(rows); !reflect.DeepEqual(got, c.want) {
+			t.Fatalf("%s: ids %v, want %v", c.file, got, c.want)
+		}
+	}
+}
+
 // TestFromFlagsAreReadFiles checks that backfill --from takes read-files' decoding options:
 // the same flags (readfiles.AddDecodeFlags) with the same defaults, types and visibility, and
 // none of the options about following and epochs.
