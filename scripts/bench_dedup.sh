@@ -9,8 +9,10 @@
 # For every run it prints wall seconds, CPU seconds (user + system, children included: the
 # shards), max RSS, records/s and records per CPU-second; then the best wall time of each and
 # their ratio, and the CPU ratio. The machine may be shared: the CPU figures are the stable
-# ones, the best-of-RUNS wall times approximate an otherwise idle machine; NICE=-19 runs the
-# measured commands at that priority (root) so that other work on the machine yields to them.
+# ones. Wall times on a busy machine favour the sharded run (the scheduler shares CPU per
+# process, and it has three), so the ratio to trust is the CPU one: on two idle cores the
+# sharded stage can be at most 2 × cpu(dedup) / cpu(sharded) times as fast. NICE=-19 runs the
+# measured commands at that priority (root; it helps only against work in the same cgroup).
 # WORK=dir keeps the input (and reuses it) between invocations.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
