@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/zeebo/xxh3"
 )
 
 // Key encoding (docs/protocol.md "Keys"): a key is the concatenation, per key column, of a
@@ -194,13 +194,11 @@ func floatBits(f float64) uint64 {
 	return math.Float64bits(f)
 }
 
-// Hash64 is the shard hash of an encoded key: 64-bit FNV-1a over its bytes. It is stable
-// across runs, machines and versions (keyby routes row → shard = Hash64(key) mod N).
-func Hash64(key []byte) uint64 {
-	h := fnv.New64a()
-	h.Write(key)
-	return h.Sum64()
-}
+// Hash64 is the shard hash of an encoded key: XXH3-64 with seed 0 over its bytes (the
+// xxHash specification, github.com/Cyan4973/xxHash doc/xxhash_spec.md; Python
+// xxhash.xxh3_64_intdigest). It is stable across runs, machines and versions: keyby routes
+// row → shard = Hash64(key) mod N, and a restart must route every key to the same shard.
+func Hash64(key []byte) uint64 { return xxh3.Hash(key) }
 
 // ErrBadKey is returned for bytes that are not a key encoding.
 var ErrBadKey = errors.New("not an encoded key")

@@ -10,7 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"runtime"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -68,12 +69,15 @@ type Manifest struct {
 }
 
 // Store is an in-memory keyed state store with per-epoch changelogs and periodic snapshots.
-// Keys are encoded key bytes (as a string); V is the operator's value type. Not safe for
-// concurrent use.
+// Keys are encoded key bytes; V is the operator's value type. Not safe for concurrent use.
+//
+// The keys live in a compact hash table (an append-only byte arena with an open-addressing
+// index, see table.go): about 50 bytes per key for a 16-byte key and an int64 value, with no
+// Go pointers for the garbage collector to scan. The state files it writes are independent
+// of this layout (docs/protocol.md §7.4).
 type Store[V any] struct {
 	codec         Codec[V]
-	m             map[string]V
-	dirty         map[string]struct{}
+	t             table[V]
 	schema        *arrow.Schema
 	SnapshotEvery uint64 // full snapshot when epoch % SnapshotEvery == 0; default 10
 	haveSnapshot  bool
@@ -85,41 +89,70 @@ func NewStore[V any](c Codec[V]) *Store[V] {
 		{Name: OpColumn, Type: arrow.BinaryTypes.String},
 		{Name: KeyColumn, Type: arrow.BinaryTypes.Binary},
 	}, c.Fields()...)
-	return &Store[V]{codec: c, m: map[string]V{}, dirty: map[string]struct{}{},
-		schema: arrow.NewSchema(fields, nil), SnapshotEvery: DefaultSnapshotEvery}
+	s := &Store[V]{codec: c, t: newTable[V](newOffheap()), schema: arrow.NewSchema(fields, nil), SnapshotEvery: DefaultSnapshotEvery}
+	runtime.AddCleanup(s, func(o *offheap) { o.freeAll() }, s.t.mem)
+	return s
 }
 
 // Schema is the schema of the store's state files: _op, _key, then the value columns.
 func (s *Store[V]) Schema() *arrow.Schema { return s.schema }
 
 // Get returns the value of key k.
-func (s *Store[V]) Get(k string) (V, bool) { v, ok := s.m[k]; return v, ok }
+func (s *Store[V]) Get(k string) (V, bool) { return s.GetBytes(bytesOf(k)) }
+
+// GetBytes is Get for a key held in a byte slice (not retained).
+func (s *Store[V]) GetBytes(k []byte) (V, bool) {
+	if e := s.t.get(k); e != nil {
+		return e.v, true
+	}
+	var zero V
+	return zero, false
+}
 
 // Put sets the value of key k; it is written to the next changelog.
-func (s *Store[V]) Put(k string, v V) { s.m[k] = v; s.dirty[k] = struct{}{} }
+func (s *Store[V]) Put(k string, v V) { s.t.put(bytesOf(k), v, true) }
+
+// PutBytes is Put for a key held in a byte slice (copied into the store).
+func (s *Store[V]) PutBytes(k []byte, v V) { s.t.put(k, v, true) }
+
+// PutIfAbsent sets key k to v unless k is present, and reports whether it did: one hash and
+// probe for dedup's "seen before?" (k is copied into the store).
+func (s *Store[V]) PutIfAbsent(k []byte, v V) bool { return s.t.put(k, v, false) }
 
 // Delete removes key k; the next changelog records the delete.
-func (s *Store[V]) Delete(k string) {
-	if _, ok := s.m[k]; ok {
-		delete(s.m, k)
-		s.dirty[k] = struct{}{}
-	}
+func (s *Store[V]) Delete(k string) { s.t.del(bytesOf(k)) }
+
+// DeleteFunc deletes every key for which del returns true and returns how many it deleted
+// (cheaper than Range and Delete: no copies, no lookups). k shares the store's memory and is
+// valid only during the call. The next changelog records the deletes.
+func (s *Store[V]) DeleteFunc(del func(k string, v V) bool) int {
+	n := 0
+	s.t.rangeLive(func(i uint32, e *entry[V]) bool {
+		if del(stringOf(s.t.key(e.ref)), e.v) && s.t.kill(i, e) {
+			n++
+		}
+		return true
+	})
+	return n
 }
 
 // Len is the number of keys held.
-func (s *Store[V]) Len() int { return len(s.m) }
+func (s *Store[V]) Len() int { return s.t.live }
 
-// Range calls f for every key in unspecified order until f returns false.
+// Range calls f for every key in unspecified order until f returns false. k is a copy (it may
+// be kept). f may Delete keys; keys Put during Range may or may not be visited.
 func (s *Store[V]) Range(f func(k string, v V) bool) {
-	for k, v := range s.m {
-		if !f(k, v) {
-			return
-		}
-	}
+	s.t.rangeLive(func(_ uint32, e *entry[V]) bool { return f(string(s.t.key(e.ref)), e.v) })
 }
 
 // Dirty is the number of keys changed since the last checkpoint.
-func (s *Store[V]) Dirty() int { return len(s.dirty) }
+func (s *Store[V]) Dirty() int { return len(s.t.dirty) + int(s.t.nent-s.t.mark) }
+
+// Discard forgets the changes since the last checkpoint without writing them: the next
+// changelog starts empty and deleted keys release their memory. An operator without a
+// checkpoint directory calls it at every barrier instead of Checkpoint, so that change
+// tracking does not grow without bound.
+func (s *Store[V]) Discard() { s.t.settle() }
 
 // Checkpoint makes the state of epoch n durable in d: state/<n>.changelog.arrow with the keys
 // changed since the last checkpoint (sorted by key), a full state/<n>.snapshot.arrow every
@@ -127,7 +160,7 @@ func (s *Store[V]) Dirty() int { return len(s.dirty) }
 // carrying extra (any JSON-marshalable operator scalars, may be nil).
 func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any) error {
 	dir := filepath.Join(d.Path, StateDir)
-	man := Manifest{Epoch: n, Entries: int64(len(s.m))}
+	man := Manifest{Epoch: n, Entries: int64(s.t.live)}
 	if extra != nil {
 		b, err := json.Marshal(extra)
 		if err != nil {
@@ -135,12 +168,9 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 		}
 		man.Extra = b
 	}
-	keys := make([]string, 0, len(s.dirty))
-	for k := range s.dirty {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	fi, err := s.writeFile(mem, dir, EpochName(n)+".changelog.arrow", keys, true)
+	keys := make([]uint32, 0, s.Dirty())
+	s.t.pending(func(i uint32, _ *entry[V]) { keys = append(keys, i) })
+	fi, err := s.writeFile(mem, dir, EpochName(n)+".changelog.arrow", s.t.sorted(keys))
 	if err != nil {
 		return err
 	}
@@ -150,12 +180,9 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 		every = DefaultSnapshotEvery
 	}
 	if !s.haveSnapshot || n%every == 0 {
-		all := make([]string, 0, len(s.m))
-		for k := range s.m {
-			all = append(all, k)
-		}
-		sort.Strings(all)
-		fi, err := s.writeFile(mem, dir, EpochName(n)+".snapshot.arrow", all, false)
+		all := make([]uint32, 0, s.t.live)
+		s.t.rangeLive(func(i uint32, _ *entry[V]) bool { all = append(all, i); return true })
+		fi, err := s.writeFile(mem, dir, EpochName(n)+".snapshot.arrow", s.t.sorted(all))
 		if err != nil {
 			return err
 		}
@@ -165,13 +192,16 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 	if err := WriteManifest(d, man); err != nil {
 		return err
 	}
-	clear(s.dirty)
+	s.t.settle()
 	return nil
 }
 
-func (s *Store[V]) writeFile(mem memory.Allocator, dir, name string, keys []string, changelog bool) (FileInfo, error) {
+// stringOf returns b as a string without copying; b must outlive the string unmodified.
+func stringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+func (s *Store[V]) writeFile(mem memory.Allocator, dir, name string, keys []uint32) (FileInfo, error) {
 	fi, err := WriteStateFile(mem, dir, name, s.schema, func(write func(arrow.RecordBatch) error) error {
-		return s.encode(mem, write, keys, changelog)
+		return s.encode(mem, write, keys)
 	})
 	fi.Rows = int64(len(keys))
 	return fi, err
@@ -223,7 +253,9 @@ func WriteManifest(d *Dir, m Manifest) error {
 	return WriteJSON(filepath.Join(d.Path, StateDir), EpochName(m.Epoch)+".json", m)
 }
 
-func (s *Store[V]) encode(mem memory.Allocator, write func(arrow.RecordBatch) error, keys []string, changelog bool) error {
+// encode writes the entries keys (sorted by key) as state rows: tombstones as deletes (only
+// pending entries, so only in changelogs), live entries as upserts.
+func (s *Store[V]) encode(mem memory.Allocator, write func(arrow.RecordBatch) error, keys []uint32) error {
 	b := array.NewRecordBuilder(mem, s.schema)
 	defer b.Release()
 	ops := b.Field(0).(*array.StringBuilder)
@@ -234,12 +266,12 @@ func (s *Store[V]) encode(mem memory.Allocator, write func(arrow.RecordBatch) er
 		defer rec.Release()
 		return write(rec)
 	}
-	for i, k := range keys {
-		v, ok := s.m[k]
-		kb.AppendString(k)
-		if ok || !changelog {
+	for i, ei := range keys {
+		e := s.t.ent(ei)
+		kb.Append(s.t.key(e.ref))
+		if e.ref&refDeleted == 0 {
 			ops.Append(OpUpsert)
-			s.codec.Append(vals, v)
+			s.codec.Append(vals, e.v)
 		} else {
 			ops.Append(OpDelete)
 			for _, vb := range vals {
@@ -308,8 +340,8 @@ var ErrNoState = errors.New("no state")
 // manifest of epoch n (its Extra holds the operator scalars). n == 0 restores the empty state.
 // Every file is verified; a missing epoch in the chain or a corrupt file is an error naming it.
 func (s *Store[V]) Restore(mem memory.Allocator, path string, n uint64) (Manifest, error) {
-	clear(s.m)
-	clear(s.dirty)
+	s.t.release()
+	s.t = newTable[V](s.t.mem)
 	s.haveSnapshot = false
 	if n == 0 {
 		return Manifest{}, nil
@@ -338,6 +370,7 @@ func (s *Store[V]) Restore(mem memory.Allocator, path string, n uint64) (Manifes
 			}
 		}
 	}
+	s.t.settle()
 	s.haveSnapshot = true
 	return chain[0], nil
 }
@@ -387,9 +420,9 @@ func (s *Store[V]) apply(mem memory.Allocator, path string, fi FileInfo) error {
 		keys := rec.Column(1).(*array.Binary)
 		vals := rec.Columns()[2:]
 		for row := 0; row < int(rec.NumRows()); row++ {
-			k := string(keys.Value(row))
+			k := keys.Value(row)
 			if ops.Value(row) == OpDelete {
-				delete(s.m, k)
+				s.t.del(k)
 				continue
 			}
 			v, err := s.codec.Decode(vals, row)
@@ -397,7 +430,7 @@ func (s *Store[V]) apply(mem memory.Allocator, path string, fi FileInfo) error {
 				rec.Release()
 				return &CorruptError{Path: p, Reason: fmt.Sprintf("row %d: %v", row, err)}
 			}
-			s.m[k] = v
+			s.t.put(k, v, true)
 		}
 		rec.Release()
 	}

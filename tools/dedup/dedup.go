@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/tools/cli"
+	"github.com/streamkit/streamkit/tools/sideoutput"
 	"github.com/streamkit/streamkit/tools/stage"
 	"github.com/streamkit/streamkit/window"
 )
@@ -42,6 +44,9 @@ type Config struct {
 	// TTLProcessing forgets a key TTLProcessing after it was first seen by the wall clock.
 	// Not reproducible on replay (wall-clock dependent).
 	TTLProcessing time.Duration
+	// DroppedOutput is a file for the dropped duplicates (package sideoutput: .arrow Arrow IPC
+	// stream, .ndjson JSON lines); empty: they are only counted.
+	DroppedOutput string
 }
 
 // entry is a key's state: when it was first seen (µs since the epoch, UTC): its event time
@@ -72,6 +77,14 @@ func (entryCodec) Decode(cols []arrow.Array, i int) (entry, error) {
 // extra is what dedup keeps in each epoch manifest besides the keyed state.
 type extra struct {
 	Watermark int64 `json:"watermark_us"` // µs since the epoch; window.MinTime = none
+	// Dropped is the --dropped-output file as of the epoch, so a restart cuts off what
+	// uncommitted epochs appended to it.
+	Dropped *droppedFile `json:"dropped_output,omitempty"`
+}
+
+type droppedFile struct {
+	Path string `json:"path"` // absolute
+	Size int64  `json:"size"` // bytes
 }
 
 // Dedup is the dedup operator.
@@ -88,6 +101,10 @@ type Dedup struct {
 	mask    *array.BooleanBuilder
 	lastOut int64
 	dropped int64
+	// side is the --dropped-output file, nil without one; dropMask selects the dropped rows.
+	side     *sideoutput.File
+	sidePath string
+	dropMask *array.BooleanBuilder
 }
 
 // New validates cfg. Errors are usage errors naming the flag.
@@ -100,6 +117,11 @@ func New(cfg Config) (*Dedup, error) {
 	}
 	if cfg.TTL < 0 || cfg.TTLProcessing < 0 || cfg.WatermarkDelay < 0 {
 		return nil, stage.Usagef("dedup: durations must be ≥ 0")
+	}
+	if cfg.DroppedOutput != "" {
+		if err := sideoutput.Check("dedup: --dropped-output", cfg.DroppedOutput); err != nil {
+			return nil, err
+		}
 	}
 	return &Dedup{cfg: cfg, store: state.NewStore[entry](entryCodec{})}, nil
 }
@@ -148,12 +170,12 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 	d.wm = window.NewWatermarks(window.WatermarkOptions{Generate: d.times != nil, Delay: d.cfg.WatermarkDelay})
 	d.wm.Register(0, env.Now())
 	d.mask = array.NewBooleanBuilder(env.Mem)
+	var x extra
 	if env.Dir != nil && env.Committed > 0 {
 		man, err := d.store.Restore(env.Mem, env.Dir.Path, env.Committed)
 		if err != nil {
 			return nil, err
 		}
-		var x extra
 		if len(man.Extra) > 0 {
 			if err := json.Unmarshal(man.Extra, &x); err != nil {
 				return nil, fmt.Errorf("dedup: restore epoch %d: %w", env.Committed, err)
@@ -162,6 +184,21 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 		if x.Watermark != window.MinTime && x.Watermark != 0 {
 			d.wm.Upstream(x.Watermark)
 		}
+	}
+	if d.cfg.DroppedOutput != "" {
+		if d.sidePath, err = filepath.Abs(sideoutput.Path(d.cfg.DroppedOutput)); err != nil {
+			return nil, fmt.Errorf("dedup: --dropped-output: %w", err)
+		}
+		const flag = "dedup: --dropped-output"
+		if x.Dropped != nil && x.Dropped.Path == d.sidePath {
+			d.side, err = sideoutput.Resume(flag, d.sidePath, in, env.Mem, x.Dropped.Size)
+		} else {
+			d.side, err = sideoutput.Open(flag, d.sidePath, in, env.Mem)
+		}
+		if err != nil {
+			return nil, err
+		}
+		d.dropMask = array.NewBooleanBuilder(env.Mem)
 	}
 	env.Stats.StateKeys.Store(int64(d.store.Len()))
 	info := codec.Info(in)
@@ -186,31 +223,48 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 	now := d.env.Now().UnixMicro()
 	cols := d.enc.Columns(rec)
 	d.mask.Reserve(n)
+	if d.side != nil {
+		d.dropMask.Reserve(n)
+	}
 	kept := 0
 	for r := 0; r < n; r++ {
 		d.keyBuf = codec.AppendRow(d.keyBuf[:0], cols, r)
-		if _, seen := d.store.Get(string(d.keyBuf)); seen {
-			d.mask.UnsafeAppend(false)
-			continue
-		}
 		first := int64(noTime)
 		switch {
 		case d.times != nil && d.tsOK[r]:
 			first = d.ts[r]
-			d.wm.Observe(0, first)
 		case d.times != nil:
 			first = max(d.wm.Current(), noTime+1) // no usable event time: expire from the current watermark
 		case d.cfg.TTLProcessing > 0:
 			first = now
 		}
-		d.store.Put(string(d.keyBuf), first)
-		d.mask.UnsafeAppend(true)
+		inserted := d.store.PutIfAbsent(d.keyBuf, first)
+		d.mask.UnsafeAppend(inserted)
+		if d.side != nil {
+			d.dropMask.UnsafeAppend(!inserted)
+		}
+		if !inserted {
+			continue
+		}
+		if d.times != nil && d.tsOK[r] {
+			d.wm.Observe(0, first)
+		}
 		kept++
 	}
 	mask := d.mask.NewBooleanArray()
 	defer mask.Release()
 	d.dropped += int64(n - kept)
 	d.env.Stats.StateKeys.Store(int64(d.store.Len()))
+	ctx = compute.WithAllocator(ctx, d.env.Mem)
+	if d.side != nil {
+		drop := d.dropMask.NewBooleanArray()
+		defer drop.Release()
+		if kept < n {
+			if err := d.writeDropped(ctx, rec, drop, kept == 0); err != nil {
+				return err
+			}
+		}
+	}
 	switch kept {
 	case 0:
 		return nil
@@ -218,12 +272,25 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 		rec.Retain()
 		return emit(rec)
 	}
-	ctx = compute.WithAllocator(ctx, d.env.Mem)
 	out, err := compute.FilterRecordBatch(ctx, rec, mask, compute.DefaultFilterOptions())
 	if err != nil {
 		return fmt.Errorf("dedup: filter: %w", err)
 	}
 	return emit(out)
+}
+
+// writeDropped writes the rows of rec selected by drop (all of them when all) to the
+// --dropped-output file.
+func (d *Dedup) writeDropped(ctx context.Context, rec arrow.RecordBatch, drop *array.Boolean, all bool) error {
+	if all {
+		return d.side.Write(rec)
+	}
+	out, err := compute.FilterRecordBatch(ctx, rec, drop, compute.DefaultFilterOptions())
+	if err != nil {
+		return fmt.Errorf("dedup: filter: %w", err)
+	}
+	defer out.Release()
+	return d.side.Write(out)
 }
 
 // Watermark merges an upstream watermark.
@@ -259,26 +326,30 @@ func (d *Dedup) expire() {
 		return
 	}
 	cut := limit - ttl.Microseconds()
-	var old []string
-	d.store.Range(func(k string, first int64) bool {
-		if first != noTime && first <= cut {
-			old = append(old, k)
-		}
-		return true
-	})
-	for _, k := range old {
-		d.store.Delete(k)
-	}
+	d.store.DeleteFunc(func(_ string, first int64) bool { return first != noTime && first <= cut })
 }
 
-// Barrier expires keys and checkpoints the state of the epoch.
+// Barrier expires keys, syncs the --dropped-output file and checkpoints the state of the
+// epoch (with the file's size, so a restart resumes it exactly there).
 func (d *Dedup) Barrier(_ context.Context, n uint64, _ stage.Emit) error {
 	d.expire()
 	d.env.Stats.StateKeys.Store(int64(d.store.Len()))
+	x := extra{Watermark: d.wm.Current()}
+	if d.side != nil {
+		if err := d.side.Sync(); err != nil {
+			return fmt.Errorf("dedup: --dropped-output: %w", err)
+		}
+		size, err := d.side.Size()
+		if err != nil {
+			return fmt.Errorf("dedup: --dropped-output: %w", err)
+		}
+		x.Dropped = &droppedFile{Path: d.sidePath, Size: size}
+	}
 	if d.env.Dir == nil {
+		d.store.Discard() // no changelog to write: free the deleted keys
 		return nil
 	}
-	return d.store.Checkpoint(d.env.Mem, d.env.Dir, n, extra{Watermark: d.wm.Current()})
+	return d.store.Checkpoint(d.env.Mem, d.env.Dir, n, x)
 }
 
 // End: nothing is buffered; state is kept (pause) or not needed any more (final).
@@ -287,10 +358,16 @@ func (d *Dedup) End(context.Context, codec.EndKind, stage.Emit) error {
 	return nil
 }
 
-// Close releases the mask builder.
+// Close releases the mask builders and closes the --dropped-output file.
 func (d *Dedup) Close() error {
 	if d.mask != nil {
 		d.mask.Release()
+	}
+	if d.dropMask != nil {
+		d.dropMask.Release()
+	}
+	if d.side != nil {
+		return d.side.Close()
 	}
 	return nil
 }
@@ -312,11 +389,18 @@ the upstream watermark and max event time − --watermark-delay. --ttl-processin
 the wall clock instead (not reproducible on replay). Without a TTL the state grows with the
 number of keys; the status line shows it.
 
+--dropped-output FILE keeps the dropped duplicates for audits: an Arrow IPC stream (.arrow) or
+JSON lines (.ndjson); a .ndjson file is appended to, an existing .arrow file is refused. With a
+checkpoint the file is synced at every barrier and a restart continues it from the committed
+epoch, so it holds every dropped row of the committed epochs exactly once. As a shard of keyby
+--shards, shard i writes FILE with .shard-i before the extension (dropped.shard-0.ndjson).
+
 State is checkpointed at every barrier (changelog + periodic snapshot); a restart resumes from
 the committed epoch, and a restart with another key or TTL is refused.`,
 		Example: cli.Examples(
 			"# Exactly-once dedup of Kafka records by a field of the JSON value\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format json --value-schema orders.json | streamkit dedup --key value.order_id | streamkit print",
 			"# Forget keys an hour (event time) after their first occurrence\nstreamkit read-files 'events/*.json' | streamkit dedup --key id --event-time ts --ttl 1h --watermark-delay 5m | streamkit print",
+			"# Keep the dropped duplicates as JSON lines for an audit\nstreamkit read-files 'events/*.json' | streamkit dedup --key id --dropped-output dropped.ndjson | streamkit print",
 		),
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -348,6 +432,7 @@ the committed epoch, and a restart with another key or TTL is refused.`,
 	f.DurationVar(&cfg.TTL, "ttl", 0, "forget a key once the watermark passes its first event time + TTL (0: never)")
 	f.DurationVar(&cfg.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
 	f.DurationVar(&cfg.TTLProcessing, "ttl-processing", 0, "forget a key this long after it was first seen, by the wall clock (0: never)")
+	f.StringVar(&cfg.DroppedOutput, "dropped-output", "", "file for the dropped duplicates: .arrow (Arrow IPC stream) or .ndjson (JSON lines)")
 	o.AddFlags(f)
 	return cmd
 }

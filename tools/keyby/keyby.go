@@ -66,7 +66,7 @@ window use them when no --key is given. Rows pass through unchanged.
 
 With --shards N -- CMD ARGS..., keyby runs N copies of CMD as child processes (CMD may be a
 streamkit tool name, e.g. dedup, or any program speaking the protocol), sends every row to
-child FNV-1a-64(encoded key) mod N — the same key always reaches the same child, across runs —,
+child XXH3-64(encoded key) mod N — the same key always reaches the same child, across runs —,
 and merges the children's outputs on stdout: epoch n's barrier is forwarded once every child
 emitted it, the watermark is the minimum over the children. Child i keeps its checkpoint in
 "<its directory>.shard-i" (STREAMKIT_SHARD=i is set for it). A failing child fails the whole

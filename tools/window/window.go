@@ -6,9 +6,6 @@ package window
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +15,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/tools/print"
+	"github.com/streamkit/streamkit/tools/sideoutput"
 	"github.com/streamkit/streamkit/tools/stage"
 	"github.com/streamkit/streamkit/window"
 	"github.com/streamkit/streamkit/window/checkpoint"
@@ -55,7 +52,7 @@ type Op struct {
 	m       *window.Manager
 	st      *checkpoint.Store
 	env     *stage.Env
-	late    *sideOutput
+	late    *sideoutput.File
 	lastOut int64
 	tick    time.Duration
 }
@@ -127,10 +124,8 @@ func New(s Spec) (*Op, error) {
 		return nil, stage.Usagef("window: --emit must be final or update, got %q", s.Emit)
 	}
 	if s.LateOutput != "" {
-		switch strings.ToLower(filepath.Ext(s.LateOutput)) {
-		case ".arrow", ".arrows", ".ipc", ".json", ".ndjson", ".jsonl":
-		default:
-			return nil, stage.Usagef("window: --late-output %s: use .arrow (Arrow IPC) or .ndjson/.json (JSON lines)", s.LateOutput)
+		if err := sideoutput.Check("window: --late-output", s.LateOutput); err != nil {
+			return nil, err
 		}
 	}
 	return o, nil
@@ -194,7 +189,7 @@ func (o *Op) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.S
 		}
 	}
 	if o.spec.LateOutput != "" {
-		if o.late, err = openSideOutput(o.spec.LateOutput, in); err != nil {
+		if o.late, err = sideoutput.Open("window: --late-output", sideoutput.Path(o.spec.LateOutput), in, env.Mem); err != nil {
 			return nil, err
 		}
 	}
@@ -248,7 +243,7 @@ func (o *Op) Process(_ context.Context, rec arrow.RecordBatch, emit stage.Emit) 
 				if err != nil {
 					return err
 				}
-				err = o.late.write(side)
+				err = o.late.Write(side)
 				side.Release()
 				if err != nil {
 					return err
@@ -289,7 +284,7 @@ func (o *Op) Tick(_ context.Context, _ time.Time, emit stage.Emit) error {
 // Barrier checkpoints the window state of epoch n and syncs the side output.
 func (o *Op) Barrier(_ context.Context, n uint64, _ stage.Emit) error {
 	if o.late != nil {
-		if err := o.late.sync(); err != nil {
+		if err := o.late.Sync(); err != nil {
 			return err
 		}
 	}
@@ -320,66 +315,9 @@ func (o *Op) Close() error {
 		o.m.Release()
 	}
 	if o.late != nil {
-		return o.late.close()
+		return o.late.Close()
 	}
 	return nil
-}
-
-// sideOutput writes late rows to a file: Arrow IPC stream (.arrow) or JSON lines (.ndjson).
-type sideOutput struct {
-	f   *os.File
-	ipc *codec.Writer
-	txt *print.Printer
-}
-
-func openSideOutput(path string, s *arrow.Schema) (*sideOutput, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("window: --late-output: %w", err)
-	}
-	so := &sideOutput{f: f}
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".json", ".ndjson", ".jsonl":
-		so.txt, err = print.New(print.Config{Format: print.FormatJSON}, f)
-		if err != nil {
-			return nil, err
-		}
-		so.txt.Start(s)
-	default:
-		if fi, _ := f.Stat(); fi != nil && fi.Size() > 0 {
-			f.Close()
-			return nil, fmt.Errorf("window: --late-output %s exists; an Arrow IPC stream cannot be appended to (remove it or use .ndjson)", path)
-		}
-		so.ipc = codec.NewWriter(f, s, stage.Mem)
-	}
-	return so, nil
-}
-
-func (s *sideOutput) write(rec arrow.RecordBatch) error {
-	if s.ipc != nil {
-		return s.ipc.Write(rec)
-	}
-	return s.txt.Process(context.Background(), rec, nil)
-}
-
-func (s *sideOutput) sync() error {
-	if s.txt != nil {
-		if err := s.txt.Close(); err != nil {
-			return err
-		}
-	}
-	return s.f.Sync()
-}
-
-func (s *sideOutput) close() error {
-	if s.ipc != nil {
-		s.ipc.WriteControl(codec.EndControl(codec.Final))
-		s.ipc.Close()
-	}
-	if s.txt != nil {
-		s.txt.Close()
-	}
-	return s.f.Close()
 }
 
 // Command returns the cobra command group `streamkit window KIND`.

@@ -1,0 +1,316 @@
+package keyby
+
+// The "Must be true" list of issue #6 for keyby --shards with dedup, through the binary.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/internal/peertest"
+	"github.com/streamkit/streamkit/state"
+)
+
+// rowsOf renders every data row of an IPC stream as text; sorted, they are the multiset.
+func rowsOf(t *testing.T, stream []byte) []string {
+	t.Helper()
+	r, err := codec.NewReader(bytes.NewReader(stream), memory.NewGoAllocator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	var rows []string
+	for {
+		m, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Batch != nil {
+			rows = append(rows, rowTexts(m.Batch)...)
+			m.Batch.Release()
+		}
+	}
+	slices.Sort(rows)
+	return rows
+}
+
+func rowTexts(rec arrow.RecordBatch) []string {
+	var out []string
+	for r := 0; r < int(rec.NumRows()); r++ {
+		var b strings.Builder
+		for c, col := range rec.Columns() {
+			v := "null"
+			if col.IsValid(r) {
+				v = fmt.Sprintf("%q", col.ValueStr(r))
+			}
+			fmt.Fprintf(&b, "%s=%s ", rec.Schema().Field(c).Name, v)
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// TestShardedDedupSameRows: keyby --shards 2 -- dedup outputs the same multiset of rows as one
+// dedup, on generated rows with duplicate keys, null ids and empty strings in a two-column key;
+// each shard writes its dropped rows to its own --dropped-output file, and kept plus dropped
+// rows are the input.
+func TestShardedDedupSameRows(t *testing.T) {
+	in, stderr, code := runBin(t, nil, nil, "generate", "--schema", "id bigint, s string, v bigint",
+		"--gen", "id=uniform(0, 3000) nulls=0.02", "--gen", "s=choice(x, '', y) nulls=0.05", "--gen", "v=sequence",
+		"--duplicates", "0.2", "--rows", "40000", "--batch-rows", "4096")
+	if code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, stderr)
+	}
+	one, stderr, code := runBin(t, nil, in, "dedup", "--key", "id,s")
+	if code != 0 {
+		t.Fatalf("dedup: exit %d: %s", code, stderr)
+	}
+	dropped := filepath.Join(t.TempDir(), "dropped.arrow")
+	sharded, stderr, code := runBin(t, nil, in, "keyby", "id,s", "--shards", "2", "--", "dedup", "--dropped-output", dropped)
+	if code != 0 {
+		t.Fatalf("keyby --shards 2 -- dedup: exit %d: %s", code, stderr)
+	}
+	all := rowsOf(t, sharded)
+	for i := 0; i < 2; i++ {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(dropped), fmt.Sprintf("dropped.shard-%d.arrow", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, rowsOf(t, b)...)
+	}
+	slices.Sort(all)
+	if input := rowsOf(t, in); !slices.Equal(all, input) {
+		t.Fatalf("kept and dropped rows: %d, input: %d rows; they differ", len(all), len(input))
+	}
+	want, got := rowsOf(t, one), rowsOf(t, sharded)
+	if len(want) < 5000 || len(want) > 20000 {
+		t.Fatalf("%d distinct keys: the input does not exercise dedup", len(want))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("sharded dedup: %d rows, one dedup: %d rows; they differ", len(got), len(want))
+	}
+}
+
+// exactlyOnceSink is a committing sink that checks exactly-once (docs/protocol.md §10): it
+// makes an epoch's rows durable (here: appends them to rows) on its barrier, skips replayed
+// epochs it already made durable, then writes the commit markers downstream-first.
+type exactlyOnceSink struct {
+	t       *testing.T
+	durable uint64   // last epoch made durable
+	rows    []string // rows of the durable epochs
+	epochs  []uint64 // durable epochs, in order
+	skipped int      // replayed epochs received again (and skipped)
+	// crashAt simulates a sink that dies after making epoch crashAt durable but before writing
+	// its markers: from that epoch on, it writes none (0: never).
+	crashAt uint64
+	commits chan uint64
+}
+
+// consume reads one run of the pipeline's output until its end or a broken stream.
+func (s *exactlyOnceSink) consume(r io.Reader) error {
+	rd, err := codec.NewReader(r, memory.NewGoAllocator())
+	if err != nil {
+		return err
+	}
+	defer rd.Release()
+	dirs := codec.Info(rd.Schema()).Checkpoints
+	var pending []string
+	for {
+		m, err := rd.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err // a truncated stream: the pending epoch is not committed
+		}
+		if m.Batch != nil {
+			pending = append(pending, rowTexts(m.Batch)...)
+			m.Batch.Release()
+			continue
+		}
+		if m.Control.Kind != codec.Barrier {
+			continue
+		}
+		n := m.Control.Epoch
+		if n > s.durable {
+			if n != s.durable+1 {
+				s.t.Errorf("epoch %d follows durable epoch %d", n, s.durable)
+			}
+			s.rows = append(s.rows, pending...)
+			s.durable = n
+			s.epochs = append(s.epochs, n)
+		} else {
+			s.skipped++
+		}
+		pending = nil
+		if s.crashAt > 0 && n >= s.crashAt {
+			select {
+			case s.commits <- n:
+			default:
+			}
+			continue
+		}
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := state.WriteCommit(dirs[i], n, "test-sink"); err != nil {
+				return err
+			}
+		}
+		select {
+		case s.commits <- n:
+		default:
+		}
+	}
+}
+
+// pipeline starts `generate … | keyby id --shards 2 -- dedup` with STREAMKIT_CHECKPOINT=root
+// and returns the keyby command (stdout piped) and the generate command.
+func pipeline(t *testing.T, root string, genArgs []string) (kb, gen *exec.Cmd, kbOut io.ReadCloser, kbErr *bytes.Buffer) {
+	t.Helper()
+	bin := peertest.Binary(t)
+	env := append(os.Environ(), "STREAMKIT_CHECKPOINT="+root)
+	gen = exec.Command(bin, genArgs...)
+	kb = exec.Command(bin, "keyby", "id", "--shards", "2", "--", "dedup")
+	gen.Env, kb.Env = env, env
+	var err error
+	if kb.Stdin, err = gen.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if kbOut, err = kb.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	kbErr = &bytes.Buffer{}
+	kb.Stderr, gen.Stderr = kbErr, io.Discard
+	if err := gen.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := kb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return kb, gen, kbOut, kbErr
+}
+
+// childPIDs lists the processes whose parent is pid.
+func childPIDs(t *testing.T, pid int) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	var out []int
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so cut after the last ')'.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestKillShardFailsThenRestartExactlyOnce: kill -9 of one dedup child fails `keyby --shards 2
+// -- dedup` with that child's exit code (137); restarting the pipeline (a replayable,
+// checkpointed source, and a sink that commits and checks exactly-once) recovers: every epoch
+// is made durable once, in order, and the committed rows are exactly those of one dedup over
+// the whole input.
+func TestKillShardFailsThenRestartExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a live pipeline for a few seconds")
+	}
+	gen := []string{"generate", "--schema", "id bigint, v bigint", "--gen", "id=uniform(0, 20000)", "--gen", "v=sequence",
+		"--rows", "60000", "--batch-rows", "500", "--epoch-interval", "150ms"}
+	live := append(slices.Clone(gen), "--rate", "20000/s")
+	in, stderr, code := runBin(t, nil, nil, gen...)
+	if code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, stderr)
+	}
+	wantOut, stderr, code := runBin(t, nil, in, "dedup", "--key", "id")
+	if code != 0 {
+		t.Fatalf("dedup: exit %d: %s", code, stderr)
+	}
+	want := rowsOf(t, wantOut)
+
+	root := t.TempDir()
+	sink := &exactlyOnceSink{t: t, commits: make(chan uint64, 1), crashAt: 4}
+	// Run 1: kill -9 one shard once the sink has committed epochs 1-3 and made epoch 4 durable
+	// without committing it (so the restart replays an epoch the sink already has).
+	kb, genCmd, out, kbErr := pipeline(t, root, live)
+	done := make(chan error, 1)
+	go func() { done <- sink.consume(out) }()
+	deadline := time.After(30 * time.Second)
+	for sink.durable < 4 {
+		select {
+		case <-sink.commits:
+		case err := <-done:
+			t.Fatalf("pipeline ended before the kill: %v; stderr: %s", err, kbErr)
+		case <-deadline:
+			t.Fatal("no commits")
+		}
+	}
+	kids := childPIDs(t, kb.Process.Pid)
+	if len(kids) != 2 {
+		t.Fatalf("keyby has children %v, want 2", kids)
+	}
+	if err := syscall.Kill(kids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, codec.ErrTruncated) && err != nil {
+		t.Logf("sink: %v", err)
+	}
+	err := kb.Wait()
+	genCmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 137 || !strings.Contains(kbErr.String(), "shard") {
+		t.Fatalf("keyby after kill -9 of a shard: %v (want exit 137), stderr: %s", err, kbErr)
+	}
+	killedAt := sink.durable
+	if killedAt >= 60000/500 {
+		t.Fatalf("the whole input was committed before the kill (epoch %d)", killedAt)
+	}
+
+	// Run 2: the same pipeline resumes after the committed epochs.
+	sink.crashAt = 0
+	kb, genCmd, out, kbErr = pipeline(t, root, live)
+	if err := sink.consume(out); err != nil {
+		t.Fatalf("sink, run 2: %v; stderr: %s", err, kbErr)
+	}
+	if err := kb.Wait(); err != nil {
+		t.Fatalf("keyby, run 2: %v: %s", err, kbErr)
+	}
+	if err := genCmd.Wait(); err != nil {
+		t.Fatalf("generate, run 2: %v", err)
+	}
+	if sink.skipped == 0 {
+		t.Error("the restart replayed no epoch the sink had made durable")
+	}
+	slices.Sort(sink.rows)
+	if !slices.Equal(sink.rows, want) {
+		t.Fatalf("committed %d rows over epochs %v, want the %d rows of one dedup", len(sink.rows), sink.epochs, len(want))
+	}
+	t.Logf("killed a shard after epoch %d; %d epochs committed exactly once (%d replayed epochs skipped), %d rows",
+		killedAt, sink.durable, sink.skipped, len(sink.rows))
+}
