@@ -651,22 +651,6 @@ func (r *run) loadKeys(ctx context.Context) error {
 	return nil
 }
 
-// insertKeys inserts the key of every row of rec; fn learns for each row whether it was new.
-func (r *run) insertKeys(ctx context.Context, rec arrow.RecordBatch, ours bool, fn func(row int, isNew bool)) error {
-	kr, enc, err := r.keyRecord(ctx, rec)
-	if err != nil {
-		return err
-	}
-	defer kr.Release()
-	cols := enc.Columns(kr)
-	n := int(kr.NumRows())
-	for i := 0; i < n; i++ {
-		r.keyBuf = codec.AppendRow(r.keyBuf[:0], cols, i)
-		fn(i, r.keys.Insert(r.keyBuf, ours))
-	}
-	return nil
-}
-
 func dropField(s *arrow.Schema, i int) *arrow.Schema {
 	fs := slices.Delete(slices.Clone(s.Fields()), i, i+1)
 	return arrow.NewSchema(fs, nil)
