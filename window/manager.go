@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // EmitMode selects which firings produce output (--emit).
@@ -68,6 +70,13 @@ type Config struct {
 	Mem memory.Allocator
 	// BatchRows caps the rows of an output batch; default 65536.
 	BatchRows int
+	// Partition lists the columns (dot paths) that identify the source partition of a row,
+	// e.g. read-kafka's "topic,partition". The generated watermark is then the minimum over
+	// partitions of max event time − Delay (DESIGN.md §4; Flink's per-split watermarks), so a
+	// backlog read unevenly across partitions does not make the others' rows late; with
+	// IdleTimeout a silent partition stops holding it back. Empty: one partition. Partitions
+	// count from their first row; state restores keep them.
+	Partition []string
 	// Changelog tracks changed and dropped entries for Changelog (set it when the stage
 	// checkpoints; it costs a little time per record and memory per changed entry until the
 	// next Changelog). Snapshot works either way.
@@ -139,6 +148,10 @@ type Manager struct {
 	kind     Kind
 	codec    *KeyCodec
 	tx       *TimeExtractor
+	parts    *codec.KeyEncoder // nil: one watermark partition
+	partIDs  map[string]int     // encoded partition → watermark partition index
+	partOf   []int              // per row of the current batch
+	partBuf  []byte
 	aggs     *Aggs
 	wm       *Watermarks
 	lateness int64
@@ -237,6 +250,12 @@ func New(in *arrow.Schema, cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m.wm = NewWatermarks(cfg.Watermark)
+	if len(cfg.Partition) > 0 && m.tx != nil {
+		if m.parts, err = codec.NewKeyEncoder(in, cfg.Partition); err != nil {
+			return nil, fmt.Errorf("%w: partition column: %v", ErrConfig, err)
+		}
+		m.partIDs = map[string]int{}
+	}
 	if m.kind == Count {
 		m.gran = gcd(m.asg.countSize, m.asg.countStp)
 		m.maxChunks = m.asg.countSize / m.gran
@@ -287,6 +306,34 @@ func (m *Manager) Release() { m.out.release() }
 
 func (m *Manager) procTime() bool { return m.tx == nil }
 
+// assignPartitions maps each row of rec to its watermark partition (partOf) and marks the
+// partitions present in the batch active at now.
+func (m *Manager) assignPartitions(rec arrow.RecordBatch, now time.Time) {
+	n := int(rec.NumRows())
+	m.partOf = grow(m.partOf, n)
+	if m.parts == nil {
+		clear(m.partOf)
+		m.wm.Active(0, now)
+		return
+	}
+	cols := m.parts.Columns(rec)
+	last := -1
+	for i := 0; i < n; i++ {
+		m.partBuf = codec.AppendRow(m.partBuf[:0], cols, i)
+		p, ok := m.partIDs[string(m.partBuf)]
+		if !ok {
+			p = len(m.partIDs)
+			m.partIDs[string(m.partBuf)] = p
+			m.wm.Register(p, now)
+		}
+		m.partOf[i] = p
+		if p != last {
+			m.wm.Active(p, now)
+			last = p
+		}
+	}
+}
+
 // Rejected lists the rows of a batch that go to the side output (--late-output), as row
 // indices in ascending order. The slices are reused by the next Process call.
 type Rejected struct {
@@ -318,12 +365,14 @@ func (m *Manager) Process(rec arrow.RecordBatch) (Rejected, error) {
 		for i := range m.ts {
 			m.ts[i], m.ok[i] = nowUS, true
 		}
+		m.partOf = grow(m.partOf, n)
+		clear(m.partOf)
 	} else {
 		var err error
 		if m.ts, m.ok, err = m.tx.Extract(rec, m.ts, m.ok); err != nil {
 			return Rejected{}, err
 		}
-		m.wm.Active(0, now)
+		m.assignPartitions(rec, now)
 	}
 	m.codec.Encode(rec, &m.enc)
 	m.aggs.Bind(rec)
@@ -630,7 +679,7 @@ func (m *Manager) processAligned(n int) {
 		if !accepted {
 			m.lateRow(i, kid)
 		}
-		m.wm.Observe(0, ts)
+		m.wm.Observe(m.partOf[i], ts)
 		wm = m.wm.Current()
 		if len(m.lateFire) > 0 {
 			m.flushLate()
@@ -791,7 +840,7 @@ func (m *Manager) processSessions(n int) {
 		}
 		if addSat(mEnd, m.lateness) <= wm {
 			m.lateRow(i, kid)
-			m.wm.Observe(0, ts)
+			m.wm.Observe(m.partOf[i], ts)
 			wm, next = m.wm.Current(), m.nextTimer()
 			continue
 		}
@@ -824,7 +873,7 @@ func (m *Manager) processSessions(n int) {
 			m.schedule(s, wm)
 		}
 		m.pair(i, s)
-		m.wm.Observe(0, ts)
+		m.wm.Observe(m.partOf[i], ts)
 		wm = m.wm.Current()
 		if len(m.lateFire) > 0 {
 			m.flushLate()

@@ -135,13 +135,23 @@ type Extra struct {
 	OnTime     int64          `json:"on_time"`     // Stats.OnTime
 	LateUpdate int64          `json:"late_update"` // Stats.LateUpdate
 	Early      int64          `json:"early"`       // Stats.Early
+	// Partitions lists the encoded watermark partitions (Config.Partition) in index order, so
+	// a restore maps each partition to the same watermark slot.
+	Partitions [][]byte `json:"partitions,omitempty"`
 }
 
 // Extra returns the scalar state to checkpoint with the state batches.
 func (m *Manager) Extra() Extra {
 	st := m.stats
-	return Extra{Spec: m.Spec(), Watermark: m.wm.State(), Created: m.created, Records: st.Records, Late: st.Late,
+	x := Extra{Spec: m.Spec(), Watermark: m.wm.State(), Created: m.created, Records: st.Records, Late: st.Late,
 		BadTime: st.BadTime, OnTime: st.OnTime, LateUpdate: st.LateUpdate, Early: st.Early}
+	if len(m.partIDs) > 0 {
+		x.Partitions = make([][]byte, len(m.partIDs))
+		for k, i := range m.partIDs {
+			x.Partitions[i] = []byte(k)
+		}
+	}
+	return x
 }
 
 // ErrSpec is returned by RestoreExtra for state written with another Spec.
@@ -154,6 +164,12 @@ func (m *Manager) RestoreExtra(x Extra) error {
 		return fmt.Errorf("%w: written for %q, now %q; restart with the same options or a fresh checkpoint", ErrSpec, x.Spec, m.Spec())
 	}
 	m.wm.Restore(x.Watermark, m.now())
+	if m.partIDs != nil {
+		clear(m.partIDs)
+		for i, k := range x.Partitions {
+			m.partIDs[string(k)] = i
+		}
+	}
 	m.created = max(m.created, x.Created)
 	m.stats.Records, m.stats.Late, m.stats.BadTime = x.Records, x.Late, x.BadTime
 	m.stats.OnTime, m.stats.LateUpdate, m.stats.Early = x.OnTime, x.LateUpdate, x.Early

@@ -41,6 +41,9 @@ type Spec struct {
 	Emit           string // final|update
 	Every          time.Duration
 	Trigger        string // global: interval:D
+	// PartitionCol names the source-partition columns for per-partition watermarks: "auto"
+	// (default: read-kafka's topic,partition when present), "none", or comma-separated paths.
+	PartitionCol string
 }
 
 // Op is the window operator.
@@ -131,6 +134,28 @@ func New(s Spec) (*Op, error) {
 	return o, nil
 }
 
+// partitionPaths resolves --partition-col against the input schema.
+func (o *Op) partitionPaths(in *arrow.Schema) []string {
+	switch pc := o.spec.PartitionCol; pc {
+	case "none":
+		return nil
+	case "", "auto":
+		t, p := in.FieldIndices("topic"), in.FieldIndices("partition")
+		if len(t) == 1 && len(p) == 1 && in.Field(p[0]).Type.ID() == arrow.INT32 && in.Field(t[0]).Type.ID() == arrow.STRING {
+			return []string{"topic", "partition"} // read-kafka's columns (Spark's Kafka source)
+		}
+		return nil
+	default:
+		var out []string
+		for _, c := range strings.Split(pc, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+}
+
 func (o *Op) keyPaths(in *arrow.Schema) []string {
 	if len(o.spec.Key) > 0 {
 		return o.spec.Key
@@ -148,6 +173,7 @@ func (o *Op) ResolveState(in *arrow.Schema) (map[string]string, error) {
 		"tz":               o.spec.TZ,
 		"agg":              o.spec.Agg,
 		"allowed-lateness": o.spec.Lateness.String(),
+		"partition":        strings.Join(o.partitionPaths(in), ","),
 	}, nil
 }
 
@@ -163,6 +189,7 @@ func (o *Op) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.S
 		Aggs:            o.aggs,
 		AllowedLateness: o.spec.Lateness,
 		Watermark:       window.WatermarkOptions{Generate: o.spec.Time != "", Delay: o.spec.WatermarkDelay, IdleTimeout: o.spec.IdleTimeout},
+		Partition:       o.partitionPaths(in),
 		Now:             env.Now,
 		Mem:             env.Mem,
 		Changelog:       env.Dir != nil,
@@ -403,7 +430,8 @@ func kindCommand(kind string) *cobra.Command {
 	f.StringVar(&s.TZ, "tz", "", "time zone for calendar alignment and zone-less times (e.g. America/Los_Angeles); never the machine's")
 	f.BoolVar(&s.ProcessingTime, "processing-time", false, "window on the wall clock instead of an event-time column")
 	f.DurationVar(&s.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
-	f.DurationVar(&s.IdleTimeout, "idle-timeout", 0, "an input silent this long stops holding the watermark back (0: never)")
+	f.DurationVar(&s.IdleTimeout, "idle-timeout", 0, "a source partition silent this long stops holding the watermark back (0: never)")
+	f.StringVar(&s.PartitionCol, "partition-col", "auto", "source-partition columns for per-partition watermarks (min over partitions of max event time − delay): auto (read-kafka's topic,partition when present), none, or dot paths")
 	f.StringVar(&s.Agg, "agg", "count", "aggregates: count, count(x), sum(x), min(x), max(x), avg(x), first(x), last(x), count_distinct(x) [as name]")
 	f.DurationVar(&s.Lateness, "allowed-lateness", 0, "keep fired windows this long past their end; late rows emit late_update rows")
 	f.StringVar(&s.LateOutput, "late-output", "", "file for rows later than the allowed lateness (.arrow or .ndjson)")

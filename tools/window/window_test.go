@@ -233,3 +233,62 @@ func TestGlobalEveryN(t *testing.T) {
 		t.Fatalf("got  %v\nwant %s", got, want)
 	}
 }
+
+// A backlog read unevenly across source partitions: partition 0 delivers its whole hour
+// before partition 1 starts. With per-partition watermarks (read-kafka's topic,partition,
+// detected automatically) partition 1's rows are on time; with one watermark they are late.
+func TestPerPartitionWatermarks(t *testing.T) {
+	ks := arrow.NewSchema([]arrow.Field{
+		{Name: "topic", Type: arrow.BinaryTypes.String},
+		{Name: "partition", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "k", Type: arrow.BinaryTypes.String},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	mem := memory.NewGoAllocator()
+	var buf bytes.Buffer
+	w := codec.NewWriter(&buf, ks, mem)
+	batch := func(part int32, mins ...int) {
+		b := array.NewRecordBuilder(mem, ks)
+		defer b.Release()
+		for _, m := range mins {
+			b.Field(0).(*array.StringBuilder).Append("flights")
+			b.Field(1).(*array.Int32Builder).Append(part)
+			b.Field(2).(*array.StringBuilder).Append("a")
+			b.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.Add(time.Duration(m) * time.Minute).UnixMicro()))
+			b.Field(4).(*array.Int64Builder).Append(1)
+		}
+		rec := b.NewRecordBatch()
+		w.Write(rec)
+		rec.Release()
+	}
+	// Both partitions deliver from the start (as a Kafka backlog does), then partition 0
+	// races ahead two hours while partition 1 is behind. (A partition first seen after the
+	// others moved on cannot hold back what already fired: partitions count from their first
+	// row.)
+	batch(0, 0)
+	batch(1, 5)
+	batch(0, 20, 70, 130)
+	batch(1, 10, 65)
+	w.WriteControl(codec.BarrierControl(1))
+	w.WriteControl(codec.EndControl(codec.Final))
+	w.Close()
+	in := buf.Bytes()
+	spec := Spec{Kind: "tumbling", Size: time.Hour, Time: "ts", Key: []string{"k"}, Agg: "count, sum(v) as sum"}
+	got, err := run(t, spec, "", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// All 7 rows count: the 10:00 window holds 4 (0, 20 from p0; 5, 10 from p1).
+	if fmt.Sprint(got) != "[0-3600 a 4 4 on_time |1 3600-7200 a 2 2 on_time 7200-10800 a 1 1 on_time]" {
+		t.Fatalf("per-partition: got %v", got)
+	}
+	spec.PartitionCol = "none"
+	got, err = run(t, spec, "", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) == "[0-3600 a 4 4 on_time |1 3600-7200 a 2 2 on_time 7200-10800 a 1 1 on_time]" {
+		t.Fatalf("one watermark for all partitions should have made partition 1's rows late: %v", got)
+	}
+}
