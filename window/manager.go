@@ -149,8 +149,8 @@ type Manager struct {
 	codec    *KeyCodec
 	tx       *TimeExtractor
 	parts    *codec.KeyEncoder // nil: one watermark partition
-	partIDs  map[string]int     // encoded partition → watermark partition index
-	partOf   []int              // per row of the current batch
+	partIDs  map[string]int    // encoded partition → watermark partition index
+	partOf   []int             // per row of the current batch
 	partBuf  []byte
 	aggs     *Aggs
 	wm       *Watermarks
