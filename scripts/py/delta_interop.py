@@ -251,5 +251,32 @@ def main():
     sys.exit("unknown command %r\n%s" % (cmd, __doc__))
 
 
-if __name__ == "__main__":
+
+def _hard_exit(run):
+    """Run run() and leave with its status through os._exit: delta-rs and pyarrow threads can
+    abort the interpreter's own shutdown ("terminate called without an active exception") after
+    the work is done, which would turn a passing check into a crash."""
+    import os as _os, traceback as _tb
+    code = 0
+    try:
+        run()
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            code = 1
+        else:
+            code = e.code or 0
+    except BaseException:
+        _tb.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _os._exit(code)
+
+
+def _run():
     main()
+
+
+if __name__ == "__main__":
+    _hard_exit(_run)

@@ -30,6 +30,9 @@ rows = [json.dumps({k: conv(v) for k, v in r.items()}, sort_keys=True) for r in 
 print(json.dumps({"columns": t.schema.names, "types": [str(f.type) for f in t.schema]}))
 for r in sorted(rows):
     print(r)
+sys.stdout.flush()
+import os
+os._exit(0)  # delta-rs threads can abort the interpreter's shutdown after the work is done
 `
 
 // TestExportWindowStateToDelta pipes `state-dump --stage window --format arrow` into

@@ -70,8 +70,35 @@ def check(bronze, silver):
     print("distinct %d silver %d dup %d missing %d extra %d" % (distinct, total, dup, missing, extra))
 
 
-if __name__ == "__main__":
+
+def _hard_exit(run):
+    """Run run() and leave with its status through os._exit: delta-rs and pyarrow threads can
+    abort the interpreter's own shutdown ("terminate called without an active exception") after
+    the work is done, which would turn a passing check into a crash."""
+    import os as _os, traceback as _tb
+    code = 0
+    try:
+        run()
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            code = 1
+        else:
+            code = e.code or 0
+    except BaseException:
+        _tb.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _os._exit(code)
+
+
+def _run():
     if sys.argv[1] == "append":
         append(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]))
     elif sys.argv[1] == "check":
         check(sys.argv[2], sys.argv[3])
+
+
+if __name__ == "__main__":
+    _hard_exit(_run)
