@@ -117,8 +117,13 @@ func (c Control) String() string {
 // BarrierControl returns the control for the end of epoch n.
 func BarrierControl(n uint64) Control { return Control{Kind: Barrier, Epoch: n} }
 
-// WatermarkControl returns the control for watermark t (truncated to µs, in UTC).
+// WatermarkControl returns the control for watermark t (truncated to µs, in UTC). Instants
+// after EndOfTime (year 9999, the last RFC 3339 can write: e.g. epoch integers read with the
+// wrong unit) are clamped to it.
 func WatermarkControl(t time.Time) Control {
+	if t.After(EndOfTime) {
+		t = EndOfTime
+	}
 	return Control{Kind: Watermark, Watermark: t.UTC().Truncate(time.Microsecond)}
 }
 

@@ -958,7 +958,6 @@ func (m *Manager) emitCountSlots(kid int32, slots []int32) {
 
 func (m *Manager) processGlobal(n int) {
 	every := m.asg.countStp // count trigger (NewGlobalEvery); 0: none
-	m.fireSlots = m.fireSlots[:0]
 	for i := 0; i < n; i++ {
 		if !m.ok[i] {
 			m.badTime(i)
@@ -977,14 +976,11 @@ func (m *Manager) processGlobal(n int) {
 		if every > 0 {
 			e.n++
 			if e.n%every == 0 {
-				m.fireSlots = append(m.fireSlots, s)
+				// Fire at exactly this row, whatever the batch boundaries: aggregate the rows
+				// paired so far (this one included), then emit.
+				m.flush()
+				m.emit(s, EmitEarly)
 			}
-		}
-	}
-	if len(m.fireSlots) > 0 {
-		m.flush() // aggregate the rows paired so far, then fire with them included
-		for _, s := range m.fireSlots {
-			m.emit(s, EmitEarly)
 		}
 	}
 }

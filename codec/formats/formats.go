@@ -196,6 +196,10 @@ func Open(path string, opts Options) (Reader, error) {
 		}
 		return r, nil
 	}
+	if c, _ := sniff(f); comp != NoCompression && c != comp {
+		f.Close()
+		return nil, compressionMismatch(path, comp)
+	}
 	r, err := newStreamReader(f, f, path, format, opts)
 	if err != nil {
 		f.Close()
@@ -209,7 +213,7 @@ func Open(path string, opts Options) (Reader, error) {
 // access and are refused; use Open. Compression is detected by magic bytes.
 func NewReader(r io.Reader, name string, opts Options) (Reader, error) {
 	opts.fill()
-	format, _ := DetectFormat(name)
+	format, comp := DetectFormat(name)
 	if opts.Format != "" {
 		format = opts.Format
 	}
@@ -219,7 +223,21 @@ func NewReader(r io.Reader, name string, opts Options) (Reader, error) {
 	case Parquet, ArrowFile:
 		return nil, fmt.Errorf("read %s: %s needs random access; open the file instead of a stream", name, format)
 	}
+	if comp != NoCompression {
+		br := bufio.NewReader(r)
+		magic, _ := br.Peek(4)
+		if magicCompression(magic) != comp {
+			return nil, compressionMismatch(name, comp)
+		}
+		r = br
+	}
 	return newStreamReader(r, nil, name, format, opts)
+}
+
+// compressionMismatch: the name promises compression the bytes do not have. Reading such a
+// file as plain text would turn damage into garbage rows, so it is an error naming the file.
+func compressionMismatch(name string, comp Compression) error {
+	return fmt.Errorf("read %s: named as %s but it does not start like %s (damaged, or not compressed: rename it)", name, comp, comp)
 }
 
 // sniff reports the compression of f from its magic bytes and rewinds it.

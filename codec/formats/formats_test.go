@@ -341,3 +341,23 @@ func bigRat(s string) *big.Rat {
 }
 
 func csvOpts(header bool) csvrow.Options { return csvrow.Options{Header: header} }
+
+// A file named .gz or .zst whose bytes are not compressed that way (a damaged header, a
+// misnamed file) is an error naming it, not a stream of garbage rows.
+func TestCompressionNameMismatch(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.csv.gz", "a.csv.zst"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("a,b\n1,2\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(p, Options{}); err == nil || !strings.Contains(err.Error(), "does not start like") {
+			t.Errorf("Open %s: got %v", name, err)
+		}
+		f, _ := os.Open(p)
+		if _, err := NewReader(f, p, Options{}); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("NewReader %s: got %v", name, err)
+		}
+		f.Close()
+	}
+}

@@ -292,3 +292,19 @@ func TestPerPartitionWatermarks(t *testing.T) {
 		t.Fatalf("one watermark for all partitions should have made partition 1's rows late: %v", got)
 	}
 }
+
+// every:N fires at exactly the N-th row of a key, however the input is cut into batches.
+func TestGlobalEveryNBatchIndependent(t *testing.T) {
+	spec := Spec{Kind: "global", Key: []string{"k"}, Agg: "count, sum(v) as sum", Trigger: "every:2", Time: "ts"}
+	one, err := run(t, spec, "", stream("a@1:1 a@2:2 b@3:3 a@4:4 a@5:5 b@6:6 b@7:7", "|1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	many, err := run(t, spec, "", stream("a@1:1", "a@2:2 b@3:3 a@4:4", "a@5:5 b@6:6", "b@7:7", "|1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(one) != fmt.Sprint(many) || !strings.Contains(fmt.Sprint(one), "1-2 a 2 3 early") {
+		t.Fatalf("one batch %v\nmany batches %v", one, many)
+	}
+}
