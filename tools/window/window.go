@@ -165,7 +165,7 @@ func (o *Op) keyPaths(in *arrow.Schema) []string {
 
 // ResolveState lists the options that shape window state; a restart with others is refused.
 func (o *Op) ResolveState(in *arrow.Schema) (map[string]string, error) {
-	return map[string]string{
+	opts := map[string]string{
 		"window":           o.asg.String(),
 		"key":              strings.Join(o.keyPaths(in), ","),
 		"time":             o.spec.Time,
@@ -173,8 +173,11 @@ func (o *Op) ResolveState(in *arrow.Schema) (map[string]string, error) {
 		"tz":               o.spec.TZ,
 		"agg":              o.spec.Agg,
 		"allowed-lateness": o.spec.Lateness.String(),
-		"partition":        strings.Join(o.partitionPaths(in), ","),
-	}, nil
+	}
+	if p := o.partitionPaths(in); len(p) > 0 { // recorded only when used: older checkpoints stay valid
+		opts["partition"] = strings.Join(p, ",")
+	}
+	return opts, nil
 }
 
 // Open builds the window manager for the input schema and restores its state.
