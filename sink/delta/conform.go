@@ -225,6 +225,21 @@ func (c *conformer) array(path string, arr arrow.Array, dst arrow.DataType) (arr
 	if !leafCastAllowed(src, dst) {
 		return nil, mismatch()
 	}
+	if fsb, ok := arr.(*array.FixedSizeBinary); ok && dst.ID() == arrow.BINARY {
+		// arrow-go's fixed_size_binary → binary cast dereferences a missing validity
+		// bitmap when the column has no nulls (nil-pointer panic): copy the values here.
+		b := array.NewBinaryBuilder(c.mem, arrow.BinaryTypes.Binary)
+		defer b.Release()
+		b.Reserve(fsb.Len())
+		for i := 0; i < fsb.Len(); i++ {
+			if fsb.IsNull(i) {
+				b.AppendNull()
+			} else {
+				b.Append(fsb.Value(i))
+			}
+		}
+		return b.NewArray(), nil
+	}
 	opts := compute.SafeCastOptions(dst)
 	opts.AllowTimeTruncate = c.truncate
 	out, err := compute.CastArray(context.Background(), arr, opts)

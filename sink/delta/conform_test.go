@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 func TestConformInputs(t *testing.T) {
@@ -76,6 +77,34 @@ func TestConformInputs(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), c2.want) {
 			t.Errorf("%s: err = %v, want %q", c2.js, err, c2.want)
+		}
+	}
+}
+
+// fixed_size_binary without nulls used to panic inside arrow-go's cast (a nil validity bitmap).
+func TestConformFixedSizeBinaryWithoutNulls(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	for _, vals := range [][][]byte{{[]byte("ab"), []byte("cd")}, {[]byte("ab"), nil}} {
+		b := array.NewFixedSizeBinaryBuilder(mem, &arrow.FixedSizeBinaryType{ByteWidth: 2})
+		for _, v := range vals {
+			if v == nil {
+				b.AppendNull()
+			} else {
+				b.Append(v)
+			}
+		}
+		col := b.NewArray()
+		b.Release()
+		s := arrow.NewSchema([]arrow.Field{{Name: "fb", Type: col.DataType(), Nullable: true}}, nil)
+		rec := array.NewRecordBatch(s, []arrow.Array{col}, int64(col.Len()))
+		col.Release()
+		dir := t.TempDir()
+		tbl := NewTable(dir, mem)
+		res := appendBatches(t, tbl, nil, &CreateOptions{}, s, WriterOptions{Allocator: mem}, nil, rec)
+		rec.Release()
+		if res.Snapshot.NumFiles() != 1 {
+			t.Fatalf("files %d", res.Snapshot.NumFiles())
 		}
 	}
 }
