@@ -229,7 +229,7 @@ type run struct {
 	create bool
 	target *arrow.Schema // canonical Arrow schema of the target
 
-	consts      []*constant
+	consts      []*codec.Constant
 	dropRescued int // index of the source's _rescued_data column to drop, -1: none
 	keyEnc      *codec.KeyEncoder
 	keys        *keySet
@@ -285,7 +285,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	defer func() {
 		for _, c := range r.consts {
-			c.release()
+			c.Release()
 		}
 	}()
 	r.prog = startProgress(cfg.Stderr, cfg.Progress, r.in.TotalRows())
@@ -455,7 +455,7 @@ func (r *run) prepareTarget() error {
 				typ = existing.Field(idx).Type
 			}
 		}
-		c, err := newConstant(r.cfg.Mem, kv.Key, kv.Value, typ)
+		c, err := codec.NewConstant(r.cfg.Mem, kv.Key, kv.Value, typ, "target's")
 		if err != nil {
 			return stage.Usagef("backfill: %v", err)
 		}
@@ -680,13 +680,13 @@ func (r *run) augment(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		}
 	}()
 	for _, c := range r.consts {
-		a, err := c.slice(r.cfg.Mem, n)
+		a, err := c.Slice(r.cfg.Mem, n)
 		if err != nil {
 			return nil, err
 		}
 		made = append(made, a)
 		cols = append(cols, a)
-		fields = append(fields, arrow.Field{Name: c.name, Type: c.typ, Nullable: true})
+		fields = append(fields, arrow.Field{Name: c.Name, Type: c.Type, Nullable: true})
 	}
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n)), nil
 }

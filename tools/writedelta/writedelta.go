@@ -122,7 +122,7 @@ type Writer struct {
 	flow  string
 
 	writeSchema *arrow.Schema // input columns + constants
-	consts      []*constant
+	consts      []*codec.Constant
 
 	createProto *delta.Protocol // protocol and metadata of a table this writer creates
 	createMeta  *delta.Metadata
@@ -340,7 +340,7 @@ func (w *Writer) buildWriteSchema(in *arrow.Schema, snap *delta.Snapshot) error 
 				}
 			}
 		}
-		k, err := newConstant(w.env.Mem, c.Name, c.Value, typ)
+		k, err := codec.NewConstant(w.env.Mem, c.Name, c.Value, typ, "table's")
 		if err != nil {
 			return stage.Usagef("write-delta: %v", err)
 		}
@@ -477,7 +477,7 @@ func (w *Writer) augment(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		}
 	}()
 	for _, c := range w.consts {
-		a, err := c.slice(w.env.Mem, n)
+		a, err := c.Slice(w.env.Mem, n)
 		if err != nil {
 			return nil, err
 		}
@@ -828,7 +828,7 @@ func (w *Writer) createEmpty(ctx context.Context) error {
 func (w *Writer) Close() error {
 	err := w.discardEpoch()
 	for _, c := range w.consts {
-		c.release()
+		c.Release()
 	}
 	return err
 }
