@@ -104,6 +104,13 @@ type Config struct {
 	// already committed one (DefaultHoldBytes when 0); beyond it they are written to data files
 	// that are deleted again if the epoch turns out to be committed.
 	HoldBytes int64
+	// AllowArbitraryProperties accepts delta.* table properties Delta does not define
+	// (--allow-arbitrary-properties, as Spark's
+	// spark.databricks.delta.allowArbitraryProperties.enabled); default: refused.
+	AllowArbitraryProperties bool
+	// FlowTakeover lets this run's checkpoint (or a run without one) take over a flow that is
+	// bound to another checkpoint (--flow-takeover); default: refused.
+	FlowTakeover bool
 }
 
 // flowRecord is the content of FlowFile.
@@ -111,6 +118,12 @@ type flowRecord struct {
 	Flow    string    `json:"flow"`
 	Table   string    `json:"table"`
 	Created time.Time `json:"created"`
+	// ID identifies the checkpoint directory (a UUID made on first use): the table's flow
+	// lock records which checkpoint owns the flow.
+	ID string `json:"id,omitempty"`
+	// TableID is the table's metaData.id once the flow committed to it: a table replaced
+	// under the same path is detected.
+	TableID string `json:"table_id,omitempty"`
 }
 
 // Writer is the write-delta operator (a stage.Operator sink).
@@ -120,6 +133,9 @@ type Writer struct {
 	table *delta.Table
 	snap  *delta.Snapshot // nil until the table exists
 	flow  string
+	lock  *delta.FlowLock // the flow's lock in the table, held from Open to Close
+	rec   flowRecord      // FlowFile of the checkpoint directory (zero without one)
+	fresh bool            // FlowFile was created by this run
 
 	writeSchema *arrow.Schema // input columns + constants
 	consts      []*codec.Constant
@@ -197,6 +213,17 @@ func New(cfg Config) (*Writer, error) {
 			return nil, stage.Usagef("write-delta: --partition-by has an empty column name")
 		}
 	}
+	if len(cfg.Properties) > 0 {
+		props, err := delta.ValidateProperties(cfg.Properties, cfg.AllowArbitraryProperties)
+		if err != nil {
+			hint := ""
+			if errors.Is(err, delta.ErrInvalidProperty) && strings.Contains(err.Error(), "unknown Delta property") {
+				hint = " (--allow-arbitrary-properties accepts it)"
+			}
+			return nil, stage.Usagef("write-delta: --table-property: %v%s", err, hint)
+		}
+		cfg.Properties = props
+	}
 	return &Writer{cfg: cfg, laneThreshold: DefaultLaneThreshold}, nil
 }
 
@@ -205,7 +232,7 @@ func (w *Writer) Flow() string { return w.flow }
 
 // Open resolves the flow id, loads the table (if it exists) and checks that the input fits it;
 // otherwise it prepares the metadata of the table to create at the first commit.
-func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*arrow.Schema, error) {
+func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (_ *arrow.Schema, err error) {
 	env.MarkSink()
 	w.env = env
 	root := w.cfg.Table
@@ -215,6 +242,24 @@ func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*a
 	if err := w.resolveFlow(env); err != nil {
 		return nil, err
 	}
+	holder := delta.FlowHolder{Tool: Tool}
+	if env.Dir != nil {
+		holder.Checkpoint = env.Dir.Path
+	}
+	_, statErr := os.Stat(root)
+	newDir := errors.Is(statErr, os.ErrNotExist)
+	if w.lock, err = delta.LockFlow(ctx, root, w.flow, 0, holder); err != nil {
+		return nil, fmt.Errorf("write-delta: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			if newDir { // leave no directory behind for a table that was not created
+				w.lock.Remove(root)
+			}
+			w.lock.Release()
+			w.lock = nil
+		}
+	}()
 	snap, err := w.table.Snapshot(ctx)
 	switch {
 	case errors.Is(err, delta.ErrNotATable):
@@ -232,7 +277,8 @@ func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*a
 	}
 	if snap == nil {
 		p, m, err := delta.NewTableMetadata(w.writeSchema, delta.CreateOptions{
-			PartitionColumns: w.cfg.PartitionBy, Configuration: w.cfg.Properties, Now: env.Now()})
+			PartitionColumns: w.cfg.PartitionBy, Configuration: w.cfg.Properties, Now: env.Now(),
+			AllowArbitraryProperties: w.cfg.AllowArbitraryProperties})
 		if err != nil {
 			return nil, fmt.Errorf("write-delta: table %s: %w", root, err)
 		}
@@ -242,6 +288,9 @@ func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*a
 	}
 	if w.snap != nil {
 		w.txn, w.haveTxn = w.snap.TxnVersion(w.flow)
+	}
+	if err := w.checkOwner(env); err != nil {
+		return nil, err
 	}
 	if env.Dir != nil {
 		if w.ownEpoch, err = env.Dir.Committed(); err != nil {
@@ -295,7 +344,11 @@ func (w *Writer) resolveFlow(env *stage.Env) error {
 			return stage.Usagef("write-delta: checkpoint %s belongs to table %s, not %s; use a new checkpoint directory",
 				env.Dir.Path, rec.Table, w.cfg.Table)
 		}
-		w.flow = rec.Flow
+		w.flow, w.rec = rec.Flow, rec
+		if rec.ID == "" { // written by an earlier streamkit: give the checkpoint its identity
+			w.rec.ID = uuid.NewString()
+			return state.WriteJSON(env.Dir.Path, FlowFile, w.rec)
+		}
 		return nil
 	case errors.Is(err, os.ErrNotExist):
 		c, err := env.Dir.Committed()
@@ -309,7 +362,9 @@ func (w *Writer) resolveFlow(env *stage.Env) error {
 		if w.flow == "" {
 			w.flow = uuid.NewString()
 		}
-		return state.WriteJSON(env.Dir.Path, FlowFile, flowRecord{Flow: w.flow, Table: w.cfg.Table, Created: time.Now().UTC()})
+		w.rec = flowRecord{Flow: w.flow, Table: w.cfg.Table, Created: time.Now().UTC(), ID: uuid.NewString()}
+		w.fresh = true
+		return state.WriteJSON(env.Dir.Path, FlowFile, w.rec)
 	default:
 		return err
 	}
@@ -721,12 +776,21 @@ func (w *Writer) committedAt(ctx context.Context, res *delta.CommitResult) error
 	if res.CheckpointErr != nil {
 		w.env.Log.Warn("could not write a Delta checkpoint (the commit itself is durable)", "version", res.Version, "err", res.CheckpointErr)
 	}
+	if res.LogCleanupErr != nil {
+		w.env.Log.Warn("could not clean up expired Delta log files", "version", res.Version, "err", res.LogCleanupErr)
+	} else if lc := res.LogCleanup; lc != nil && len(lc.Files) > 0 {
+		w.env.Log.Info("deleted expired Delta log files", "files", len(lc.Files), "before_checkpoint", lc.Checkpoint,
+			"cutoff", lc.Cutoff.Format(time.RFC3339))
+	}
 	s := res.Snapshot
 	if s == nil {
 		var err error
 		if s, err = w.table.Snapshot(ctx); err != nil {
 			return fmt.Errorf("write-delta: reload table after commit %d: %w", res.Version, err)
 		}
+	}
+	if err := w.bindTable(s.Metadata().ID); err != nil {
+		return err
 	}
 	w.snap = s
 	w.meta = s.Metadata()
@@ -827,6 +891,7 @@ func (w *Writer) createEmpty(ctx context.Context) error {
 // releases held batches.
 func (w *Writer) Close() error {
 	err := w.discardEpoch()
+	w.lock.Release()
 	for _, c := range w.consts {
 		c.Release()
 	}
