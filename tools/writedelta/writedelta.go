@@ -137,8 +137,10 @@ type Writer struct {
 	rec   flowRecord      // FlowFile of the checkpoint directory (zero without one)
 	fresh bool            // FlowFile was created by this run
 
-	writeSchema *arrow.Schema // input columns + constants
+	writeSchema *arrow.Schema // input columns + constants + promoted partition columns
 	consts      []*codec.Constant
+	promoted    []promoted // nested --partition-by fields copied into top-level columns
+	partitionBy []string   // --partition-by as top-level column names
 
 	createProto *delta.Protocol // protocol and metadata of a table this writer creates
 	createMeta  *delta.Metadata
@@ -276,8 +278,15 @@ func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (_ 
 		return nil, err
 	}
 	if snap == nil {
+		props := w.cfg.Properties
+		if len(w.promoted) > 0 {
+			props = w.promotedProperties()
+			for k, v := range w.cfg.Properties {
+				props[k] = v
+			}
+		}
 		p, m, err := delta.NewTableMetadata(w.writeSchema, delta.CreateOptions{
-			PartitionColumns: w.cfg.PartitionBy, Configuration: w.cfg.Properties, Now: env.Now(),
+			PartitionColumns: w.partitionBy, Configuration: props, Now: env.Now(),
 			AllowArbitraryProperties: w.cfg.AllowArbitraryProperties})
 		if err != nil {
 			return nil, fmt.Errorf("write-delta: table %s: %w", root, err)
@@ -402,6 +411,15 @@ func (w *Writer) buildWriteSchema(in *arrow.Schema, snap *delta.Snapshot) error 
 		w.consts = append(w.consts, k)
 		fields = append(fields, arrow.Field{Name: c.Name, Type: typ, Nullable: true})
 	}
+	var err error
+	var conf map[string]string
+	if snap != nil {
+		conf = snap.Metadata().Configuration
+	}
+	if w.partitionBy, err = w.resolvePartitionBy(in, fields, conf); err != nil {
+		return err
+	}
+	fields = append(fields, w.promotedFields()...)
 	w.writeSchema = arrow.NewSchema(fields, nil)
 	if _, err := delta.FromArrowSchema(w.writeSchema); err != nil {
 		return fmt.Errorf("write-delta: table %s: %w", w.cfg.Table, err)
@@ -428,9 +446,13 @@ var safeProperties = map[string]bool{
 func (w *Writer) adopt(s *delta.Snapshot) error {
 	root := w.cfg.Table
 	meta := s.Metadata()
-	if len(w.cfg.PartitionBy) > 0 && !slices.Equal(w.cfg.PartitionBy, meta.PartitionColumns) {
+	if len(w.partitionBy) > 0 && !slices.Equal(w.partitionBy, meta.PartitionColumns) {
+		given := strings.Join(w.cfg.PartitionBy, ",")
+		if len(w.promoted) > 0 {
+			given += " (" + w.describePromoted() + ")"
+		}
 		return stage.Usagef("write-delta: table %s is partitioned by [%s], not --partition-by %s (the partitioning of an existing table cannot change)",
-			root, strings.Join(meta.PartitionColumns, ","), strings.Join(w.cfg.PartitionBy, ","))
+			root, strings.Join(meta.PartitionColumns, ","), given)
 	}
 	if w.cfg.Mode == ModeOverwrite && strings.EqualFold(meta.Configuration["delta.appendOnly"], "true") {
 		return stage.Usagef("write-delta: table %s is append-only (delta.appendOnly=true): --mode overwrite is not allowed", root)
@@ -519,7 +541,7 @@ func (w *Writer) mayBeReplay() bool {
 
 // augment adds the constant columns to rec (a new reference).
 func (w *Writer) augment(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	if len(w.consts) == 0 {
+	if len(w.consts) == 0 && len(w.promoted) == 0 {
 		rec.Retain()
 		return rec, nil
 	}
@@ -536,6 +558,11 @@ func (w *Writer) augment(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		if err != nil {
 			return nil, err
 		}
+		extra = append(extra, a)
+		cols = append(cols, a)
+	}
+	for _, p := range w.promoted {
+		a := promotedColumn(w.env.Mem, p.path, rec)
 		extra = append(extra, a)
 		cols = append(cols, a)
 	}
