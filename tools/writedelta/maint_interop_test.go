@@ -176,7 +176,7 @@ func logCleanupTables(t *testing.T, mem memory.Allocator, dir string) []manifest
 	if h.Oldest != 10 || h.Version != 29 || len(h.Commits) != 20 || len(h.Flows) != 1 || h.Flows[0].Version != 30 {
 		t.Fatalf("history after cleanup: oldest %d version %d, %d commits, flows %+v", h.Oldest, h.Version, len(h.Commits), h.Flows)
 	}
-	runTool(t, "delta", "optimize", root)                          // version 30 (a checkpoint, cleanup again)
+	runTool(t, "delta", "optimize", root)                            // version 30 (a checkpoint, cleanup again)
 	runTool(t, "delta", "vacuum", root, "--retain", "0h", "--force") // versions 31, 32
 	h = readHistoryJSON(t, root)
 	ops := map[string]int{}
