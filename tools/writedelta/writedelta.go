@@ -76,8 +76,9 @@ type Config struct {
 	// contents with its rows, in one commit that removes every live file (Spark's complete
 	// output mode); epochs without rows only record progress.
 	Mode string
-	// PartitionBy lists top-level partition columns of a new table; for an existing table it
-	// must equal the table's partitioning (or be empty).
+	// PartitionBy lists partition columns of a new table: top-level columns, or dot paths into
+	// structs, which are copied into top-level columns (see promote.go); for an existing table
+	// it must resolve to the table's partitioning (or be empty).
 	PartitionBy []string
 	// MergeSchema adds input columns the table lacks (also nested struct fields) and relaxes
 	// NOT NULL columns the input lacks or declares nullable, in the first commit of the run.
