@@ -3,6 +3,7 @@ package writedelta
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -40,7 +41,9 @@ type promoted struct {
 func (w *Writer) resolvePartitionBy(in *arrow.Schema, fields []arrow.Field, conf map[string]string) ([]string, error) {
 	list := w.cfg.PartitionBy
 	if len(list) == 0 {
-		for k, path := range conf {
+		keys := slices.Sorted(maps.Keys(conf))
+		for _, k := range keys {
+			path := conf[k]
 			col, ok := strings.CutPrefix(k, PromotedProperty)
 			if !ok || in.FieldIndices(col) != nil {
 				continue
