@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -270,6 +271,11 @@ func flowLockTable(t *testing.T, mem memory.Allocator, dir string) manifestEntry
 	runTool(t, "delta", "vacuum", root, "--retain", "0h", "--force")
 	if !exists(lock) {
 		t.Fatal("vacuum deleted the flow lock")
+	}
+	// delta-rs' vacuum leaves it alone too.
+	py := fmt.Sprintf("from deltalake import DeltaTable\nprint(DeltaTable(%q).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False))", root)
+	if out, err := exec.Command(peertest.Python(t), "-c", py).CombinedOutput(); err != nil || !exists(lock) {
+		t.Fatalf("delta-rs vacuum: %v, lock kept: %v\n%s", err, exists(lock), out)
 	}
 	return manifestEntry{Name: "flow-lock", Table: root, Key: "id", Readers: allReaders,
 		Expected: []string{idsFile(t, mem, filepath.Join(dir, "locked.arrow"), 1, 6)}}
