@@ -67,4 +67,3 @@ func (a *avroReader) next() (arrow.RecordBatch, []int64, []int64, error) {
 }
 
 func (a *avroReader) release() { a.sb.Release() }
-
