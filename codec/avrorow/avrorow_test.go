@@ -289,3 +289,66 @@ func TestDefaultValue(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeRoundTrip: rows decoded from Avro are encoded again (schema derived from the Arrow
+// type, and the original schema) and decode to the same values.
+func TestEncodeRoundTrip(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s, err := ParseSchema(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder(s, nil)
+	d.Open(mem)
+	defer d.Release()
+	for _, st := range []string{"NEW", "GONE"} {
+		if why := d.Append(encode(t, v1, native(st, goavro.Union("string", st)))); why != "" {
+			t.Fatal(why)
+		}
+	}
+	a := d.NewArray()
+	defer a.Release()
+	derived, err := FromArrow(a.DataType(), "Order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{v1, derived} {
+		ws, err := ParseSchema(doc)
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		enc := NewEncoder(ws).WithID(42)
+		d2 := NewDecoder(ws, func(id uint32) (string, error) {
+			if id != 42 {
+				return "", fmt.Errorf("id %d", id)
+			}
+			return doc, nil
+		})
+		d2.Open(mem)
+		for i := 0; i < a.Len(); i++ {
+			b, err := enc.Append(nil, a, i)
+			if err != nil {
+				t.Fatalf("encode row %d with %s: %v", i, doc, err)
+			}
+			if why := d2.Append(b); why != "" {
+				t.Fatalf("decode row %d: %s", i, why)
+			}
+		}
+		b := d2.NewArray()
+		for i := 0; i < a.Len(); i++ {
+			if x, y := rowJSON(t, a, i), rowJSON(t, b, i); x != y {
+				t.Errorf("schema %.40s… row %d:\n got %s\nwant %s", doc, i, y, x)
+			}
+		}
+		b.Release()
+		d2.Release()
+	}
+	if _, err := FromArrow(arrow.PrimitiveTypes.Uint64, "x"); err == nil {
+		t.Error("uint64 got an Avro schema")
+	}
+	e := NewEncoder(s)
+	if _, err := e.Append(nil, a.(*array.Struct).Field(0), 0); err == nil || !strings.Contains(err.Error(), "for an Avro record") {
+		t.Errorf("an int column encoded as the record: %v", err)
+	}
+}

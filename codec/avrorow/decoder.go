@@ -15,6 +15,8 @@ package avrorow
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -34,6 +36,19 @@ const WireHeader = 5
 // Lookup returns the writer schema (Avro JSON) registered under a schema id; its error is the
 // reason records with that id cannot be decoded (unknown id, registry unreachable, not Avro).
 type Lookup func(id uint32) (string, error)
+
+// LoadSchema reads an Avro schema given on the command line: inline JSON (text with '{', '['
+// or '"'), "@path" or a plain file path (e.g. order.avsc).
+func LoadSchema(spec string) (string, error) {
+	if strings.HasPrefix(spec, "@") || !strings.ContainsAny(spec, "{[\"") {
+		b, err := os.ReadFile(strings.TrimPrefix(spec, "@"))
+		if err != nil {
+			return "", err
+		}
+		return string(b), nil
+	}
+	return spec, nil
+}
 
 // Schema is a compiled Avro schema: the goavro codec, the node tree and the Arrow type.
 type Schema struct {

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -41,19 +40,6 @@ type avroCodec struct {
 	dec    *avrorow.Decoder
 }
 
-// loadAvroSchema reads an Avro schema given as inline JSON, @file or a file path.
-func loadAvroSchema(spec string) (string, error) {
-	path := strings.TrimPrefix(spec, "@")
-	if strings.HasPrefix(spec, "@") || !strings.ContainsAny(spec, "{[\"") {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return "", err
-		}
-		return string(b), nil
-	}
-	return spec, nil
-}
-
 func newAvroCodec(which, spec string, reg *schemaregistry.Client) (*avroCodec, error) {
 	c := &avroCodec{which: which, reg: reg, meta: map[string]string{}}
 	if spec == "" {
@@ -62,7 +48,7 @@ func newAvroCodec(which, spec string, reg *schemaregistry.Client) (*avroCodec, e
 		}
 		return c, nil
 	}
-	doc, err := loadAvroSchema(spec)
+	doc, err := avrorow.LoadSchema(spec)
 	if err != nil {
 		return nil, fmt.Errorf("--%s-schema: %w", which, err)
 	}
