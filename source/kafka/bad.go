@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -28,11 +27,8 @@ import (
 // written again by its replay), lines of other partitions stay; the file is synced before
 // each batch is handed on, so before any epoch's offsets are written.
 type badFile struct {
-	path  string
-	f     *os.File
-	w     *bufio.Writer
-	dirty bool
-	buf   []byte
+	out *rescue.LineFile
+	buf []byte
 }
 
 type badLine struct {
@@ -79,11 +75,11 @@ func openBadFile(path string, start map[TP]int64) (*badFile, error) {
 			}
 		}
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	out, err := rescue.OpenLineFile("--bad-records", path)
 	if err != nil {
-		return nil, fmt.Errorf("--bad-records: %w", err)
+		return nil, err
 	}
-	return &badFile{path: path, f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
+	return &badFile{out: out}, nil
 }
 
 func (b *badFile) write(r *kgo.Record, reason string, badKey, badVal bool) error {
@@ -116,36 +112,20 @@ func (b *badFile) write(r *kgo.Record, reason string, badKey, badVal bool) error
 	}
 	s = append(s, "}\n"...)
 	b.buf = s
-	b.dirty = true
-	if _, err := b.w.Write(s); err != nil {
-		return fmt.Errorf("--bad-records %s: %w", b.path, err)
-	}
-	return nil
+	return b.out.Write(s)
 }
 
 // sync makes the lines written so far durable.
 func (b *badFile) sync() error {
-	if b == nil || !b.dirty {
+	if b == nil {
 		return nil
 	}
-	if err := b.w.Flush(); err != nil {
-		return fmt.Errorf("--bad-records %s: %w", b.path, err)
-	}
-	if err := b.f.Sync(); err != nil {
-		return fmt.Errorf("--bad-records %s: %w", b.path, err)
-	}
-	b.dirty = false
-	return nil
+	return b.out.Sync()
 }
 
 func (b *badFile) close() error {
-	if b == nil || b.f == nil {
+	if b == nil {
 		return nil
 	}
-	err := b.sync()
-	if cerr := b.f.Close(); err == nil {
-		err = cerr
-	}
-	b.f = nil
-	return err
+	return b.out.Close()
 }

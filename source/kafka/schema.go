@@ -359,7 +359,7 @@ func (b *builder) badRecord(r *kgo.Record, src, badKey, badVal string) error {
 		b.badLogged++
 		dest := "_rescued_data (--bad-records PATH also keeps them in a file)"
 		if b.badFile != nil {
-			dest = "_rescued_data and " + b.badFile.path
+			dest = "_rescued_data and " + b.badFile.out.Path()
 		}
 		b.log("bad record", "at", src, "reason", reason, "to", dest)
 		if b.badLogged == logBad {

@@ -165,6 +165,22 @@ func TestAvroConfluent(t *testing.T) {
 	}
 	checkRows(out.Rows, false)
 
+	// An unreachable registry: every record is rescued with the reason, none dropped.
+	stdout, stderr, err = streamkit(t, nil, "read-kafka", "-b", brokers, "-t", topic, "--until", "now",
+		"--value-format", "avro", "--schema-registry", "http://127.0.0.1:1", "--value-schema", testdata("order-v2.avsc"))
+	if err != nil {
+		t.Fatalf("read-kafka: %v\n%s", err, stderr)
+	}
+	out = kafkatest.Decode(t, bytes.NewReader(stdout))
+	if len(out.Rows) != total {
+		t.Fatalf("unreachable registry: %d rows", len(out.Rows))
+	}
+	for i, r := range out.Rows {
+		if r.Value != nil || r.Rescued == nil || (i != good && !strings.Contains(*r.Rescued, "unreachable")) {
+			t.Errorf("unreachable registry, row %d: value %s rescued %v", i, r.Value, r.Rescued)
+		}
+	}
+
 	// Downstream dot paths work on the decoded struct.
 	res, err := pipeline(t, []string{"read-kafka", "-b", brokers, "-t", topic, "--until", "now", "--value-format", "avro", "--schema-registry", reg},
 		[]string{"print", "--format", "json"})
