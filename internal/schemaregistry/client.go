@@ -271,6 +271,17 @@ func (c *Client) Latest(ctx context.Context, subject string) (Version, error) {
 	return Version{Subject: r.Subject, Version: r.Version, ID: r.ID, Schema: r.Schema}, nil
 }
 
+// Lookup finds schema among the versions of subject (POST /subjects/{subject}): its id and
+// version, or a *NotFoundError when the subject does not hold it.
+func (c *Client) Lookup(ctx context.Context, subject, schema string) (Version, error) {
+	var r schemaResp
+	body := map[string]string{"schema": schema, "schemaType": "AVRO"}
+	if err := c.do(ctx, http.MethodPost, "/subjects/"+url.PathEscape(subject), body, &r); err != nil {
+		return Version{}, err
+	}
+	return Version{Subject: subject, Version: r.Version, ID: r.ID, Schema: schema}, nil
+}
+
 // Register registers an Avro schema under subject (POST /subjects/{subject}/versions) and
 // returns its id; registering a schema the subject already has returns the existing id. The
 // registry's compatibility rules apply (HTTP 409 when incompatible).

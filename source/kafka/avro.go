@@ -73,9 +73,16 @@ func (c *avroCodec) setReader(doc string) error {
 }
 
 // resolveReader fetches the latest schema of subject <topic>-<which> when no reader schema
-// was given.
+// was given. A reader schema file that subject <topic>-<which> holds gets its id and version
+// in the metadata too.
 func (c *avroCodec) resolveReader(ctx context.Context, topics []string) error {
 	if c.reader != nil {
+		if c.reg != nil && len(topics) == 1 {
+			subject := topics[0] + "-" + c.which
+			if v, err := c.reg.Lookup(ctx, subject, c.reader.Doc); err == nil {
+				c.setRegistered(v)
+			}
+		}
 		return nil
 	}
 	if len(topics) != 1 {
@@ -90,10 +97,14 @@ func (c *avroCodec) resolveReader(ctx context.Context, topics []string) error {
 	if err := c.setReader(v.Schema); err != nil {
 		return fmt.Errorf("--%s-format avro: subject %s version %d (id %d): %w", c.which, subject, v.Version, v.ID, err)
 	}
-	c.meta[MetaSchemaID] = strconv.FormatUint(uint64(v.ID), 10)
-	c.meta[MetaSchemaSubject] = subject
-	c.meta[MetaSchemaVersion] = strconv.Itoa(v.Version)
+	c.setRegistered(v)
 	return nil
+}
+
+func (c *avroCodec) setRegistered(v schemaregistry.Version) {
+	c.meta[MetaSchemaID] = strconv.FormatUint(uint64(v.ID), 10)
+	c.meta[MetaSchemaSubject] = v.Subject
+	c.meta[MetaSchemaVersion] = strconv.Itoa(v.Version)
 }
 
 func (c *avroCodec) field(name string) arrow.Field {

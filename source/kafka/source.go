@@ -350,7 +350,8 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 }
 
 // resolveAvro takes the reader schema of avro keys and values without a schema file from the
-// registry (subject <topic>-key / <topic>-value) and fixes the output schema.
+// registry (subject <topic>-key / <topic>-value), finds the registry id of a reader schema
+// file, and fixes the output schema.
 func (s *Source) resolveAvro(ctx context.Context, tps []TP) error {
 	var topics []string
 	if s.pattern == nil && s.assign == nil {
@@ -360,7 +361,7 @@ func (s *Source) resolveAvro(ctx context.Context, tps []TP) error {
 	}
 	changed := false
 	for _, c := range []fieldCodec{s.keyC, s.valC} {
-		if a, ok := c.(*avroCodec); ok && a.reader == nil {
+		if a, ok := c.(*avroCodec); ok {
 			if err := a.resolveReader(ctx, topics); err != nil {
 				return err
 			}

@@ -163,6 +163,11 @@ func TestAvroConfluent(t *testing.T) {
 	if len(out.Rows) != total {
 		t.Fatalf("v1 reader: %d rows", len(out.Rows))
 	}
+	if vf, _ := out.Schema.FieldsByName("value"); len(vf) == 1 {
+		if id, _ := vf[0].Metadata.GetValue(kafka.MetaSchemaID); id != strconv.Itoa(int(ids[0])) {
+			t.Errorf("v1 reader file: metadata schema id %q, want v1's id %d", id, ids[0])
+		}
+	}
 	checkRows(out.Rows, false)
 
 	// An unreachable registry: every record is rescued with the reason, none dropped.
