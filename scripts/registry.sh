@@ -28,7 +28,7 @@ die() { printf '[registry] ERROR: %s\n' "$*" >&2; exit 1; }
 
 port() {
   local p="${STREAMKIT_REGISTRY_PORT:-$(( ${STREAMKIT_KAFKA_PORT:-9092} + 8 ))}"
-  [[ "$p" =~ ^[0-9]+$ ]] && (( p > 0 && p < 65536 )) || die "bad registry port $p"
+  if ! [[ "$p" =~ ^[0-9]+$ ]] || (( p <= 0 || p >= 65536 )); then die "bad registry port $p"; fi
   echo "$p"
 }
 
