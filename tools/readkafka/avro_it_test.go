@@ -254,8 +254,8 @@ func TestAvroWriteKafka(t *testing.T) {
 	outRow := c.Topic(t, "avro-w-row", 1, nil)
 	avroPeer(t, "produce", brokers, reg, in, testdata("order-v2.avsc"), testdata("orders-v2.json"))
 	read := []string{"read-kafka", "-b", brokers, "-t", in, "--until", "now", "--value-format", "avro", "--schema-registry", reg}
-	if _, err := pipeline(t, read, []string{"write-kafka", "-b", brokers, "-t", outCol, "--key", "none", "--value", "value",
-		"--value-format", "avro", "--schema-registry", reg}); err != nil {
+	if _, err := pipeline(t, read, []string{"write-kafka", "-b", brokers, "-t", outCol, "--key", "value.user.name", "--key-format", "avro",
+		"--value", "value", "--value-format", "avro", "--schema-registry", reg}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pipeline(t, read, []string{"write-kafka", "-b", brokers, "-t", outRow, "--key", "none", "--value-format", "avro",
@@ -292,6 +292,23 @@ func TestAvroWriteKafka(t *testing.T) {
 		v, _ := json.Marshal(r["value"])
 		if !bytes.Equal(v, o) || r["topic"] != in || r["offset"] != float64(i) || r["partition"] != 0.0 || r["key"] != nil {
 			t.Errorf("row record %d: %v (value %s)", i, r, v)
+		}
+	}
+	// Keys and values both Avro, read back by read-kafka with reader schemas from the subjects.
+	stdout, stderr, err := streamkit(t, nil, "read-kafka", "-b", brokers, "-t", outCol, "--until", "now",
+		"--key-format", "avro", "--value-format", "avro", "--schema-registry", reg)
+	if err != nil {
+		t.Fatalf("read-kafka: %v\n%s", err, stderr)
+	}
+	back := kafkatest.Decode(t, bytes.NewReader(stdout))
+	kf, _ := back.Schema.FieldsByName("key")
+	if len(kf) != 1 || kf[0].Type.String() != "utf8" || len(back.Rows) != 2 {
+		t.Fatalf("key column %v, %d rows", kf, len(back.Rows))
+	}
+	for i, r := range back.Rows {
+		name, _ := orig[i].Value["user"].(map[string]any)["name"].(string)
+		if string(r.Key) != name || r.Rescued != nil {
+			t.Errorf("row %d key %q rescued %v, want %q", i, r.Key, r.Rescued, name)
 		}
 	}
 	if col[0].ID == orig[0].ID || col[0].ID == row[0].ID {
