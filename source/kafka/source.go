@@ -245,6 +245,9 @@ func New(cfg Config) (*Source, error) {
 		return nil, stage.Usagef("--max-records-per-epoch must be ≥ 0, got %d", cfg.MaxRecordsPerEpoch)
 	}
 	if cfg.Registry.URL != "" {
+		if cfg.KeyFormat != FormatAvro && cfg.ValueFormat != FormatAvro {
+			return nil, stage.Usagef("--schema-registry needs --value-format avro or --key-format avro")
+		}
 		if s.reg, err = schemaregistry.New(cfg.Registry); err != nil {
 			return nil, stage.Usagef("%v", err)
 		}
