@@ -110,50 +110,65 @@ func (d *Decoder) Open(mem memory.Allocator) { d.b = array.NewBuilder(mem, d.rea
 func (d *Decoder) AppendNull() { d.b.AppendNull() }
 
 // Append decodes one value and appends it; on failure it appends a null and returns the
-// reason ("" when the value decoded).
+// reason ("" when the value decoded). Data written with the reader schema itself takes the
+// direct path (direct.go); data of another writer schema is decoded by goavro and resolved.
 func (d *Decoder) Append(b []byte) string {
-	v, why := d.decode(b)
-	if why != "" {
-		d.b.AppendNull()
-		return why
+	data, w := b, (*writer)(nil)
+	if d.lookup != nil {
+		if len(b) < WireHeader {
+			return d.bad(fmt.Sprintf("not Confluent wire format: %d bytes, shorter than the 5-byte header", len(b)))
+		}
+		if b[0] != Magic {
+			return d.bad(fmt.Sprintf("not Confluent wire format: magic byte 0x%02x (want 0x00)", b[0]))
+		}
+		id := binary.BigEndian.Uint32(b[1:5])
+		w = d.writer(id)
+		if w.err != nil {
+			return d.bad(fmt.Sprintf("schema id %d: %v", id, w.err))
+		}
+		data = b[WireHeader:]
 	}
-	// Appending can fail half-way into nested builders only on values the codec produced for
-	// this very schema, which the checks below rule out; still, report instead of panicking.
+	if w == nil || w.res == nil {
+		r := rd{buf: data}
+		if err := d.reader.Node.check(&r); err != nil {
+			return d.bad("bad avro data: " + err.Error())
+		}
+		if r.pos != len(data) {
+			return d.bad(fmt.Sprintf("bad avro data: %d bytes left after the datum", len(data)-r.pos))
+		}
+		r.pos = 0
+		d.reader.Node.fill(&r, d.b)
+		return ""
+	}
+	return d.appendResolved(w.codec, w.res, data)
+}
+
+func (d *Decoder) bad(why string) string {
+	d.b.AppendNull()
+	return why
+}
+
+// appendResolved decodes data with codec (goavro), resolves it with res (nil: none) and
+// appends it.
+func (d *Decoder) appendResolved(codec *goavro.Codec, res Resolver, data []byte) string {
+	v, rest, err := codec.NativeFromBinary(data)
+	if err != nil {
+		return d.bad("bad avro data: " + err.Error())
+	}
+	if len(rest) > 0 {
+		return d.bad(fmt.Sprintf("bad avro data: %d bytes left after the datum", len(rest)))
+	}
+	if res != nil {
+		if v, err = res(v); err != nil {
+			return d.bad("avro schema resolution: " + err.Error())
+		}
+	}
+	// The codec produced v for this very schema (or the resolver for the reader's), so
+	// appending cannot fail short of a mapping bug; still, report instead of panicking.
 	if err := d.reader.Node.AppendTo(d.b, v); err != nil {
 		return "avro value does not fit the reader schema: " + err.Error()
 	}
 	return ""
-}
-
-func (d *Decoder) decode(b []byte) (any, string) {
-	codec, res, data := d.reader.Codec, Resolver(nil), b
-	if d.lookup != nil {
-		if len(b) < WireHeader {
-			return nil, fmt.Sprintf("not Confluent wire format: %d bytes, shorter than the 5-byte header", len(b))
-		}
-		if b[0] != Magic {
-			return nil, fmt.Sprintf("not Confluent wire format: magic byte 0x%02x (want 0x00)", b[0])
-		}
-		id := binary.BigEndian.Uint32(b[1:5])
-		w := d.writer(id)
-		if w.err != nil {
-			return nil, fmt.Sprintf("schema id %d: %v", id, w.err)
-		}
-		codec, res, data = w.codec, w.res, b[WireHeader:]
-	}
-	v, rest, err := codec.NativeFromBinary(data)
-	if err != nil {
-		return nil, "bad avro data: " + err.Error()
-	}
-	if len(rest) > 0 {
-		return nil, fmt.Sprintf("bad avro data: %d bytes left after the datum", len(rest))
-	}
-	if res != nil {
-		if v, err = res(v); err != nil {
-			return nil, "avro schema resolution: " + err.Error()
-		}
-	}
-	return v, ""
 }
 
 // writer returns the cached writer schema of id (looked up once; a lookup error is kept for

@@ -35,10 +35,12 @@ type Node struct {
 	// Null reports that the union has a null branch; NullFirst that it is the first (a field
 	// default of such a union is null).
 	Null, NullFirst bool
-	Symbols         []string // enum symbols
-	EnumDefault     string   // enum "default" symbol, "" when none
-	Size            int      // fixed size
-	names           map[string]int
+	// Branch maps a union's branch index on the wire to its member index, -1 for null.
+	Branch      []int
+	Symbols     []string // enum symbols
+	EnumDefault string   // enum "default" symbol, "" when none
+	Size        int      // fixed size
+	names       map[string]int
 }
 
 // Field is a record field.
@@ -118,6 +120,7 @@ func (c *compiler) compile(t any, ns string) (*Node, string, error) {
 		for i, m := range t {
 			if s, ok := m.(string); ok && s == "null" {
 				u.Null, u.NullFirst = true, i == 0
+				u.Branch = append(u.Branch, -1)
 				continue
 			}
 			mn, _, err := c.compile(m, ns)
@@ -130,6 +133,7 @@ func (c *compiler) compile(t any, ns string) (*Node, string, error) {
 					u.names[k] = len(u.Members)
 				}
 			}
+			u.Branch = append(u.Branch, len(u.Members))
 			u.Members = append(u.Members, mn)
 			u.Keys = append(u.Keys, key)
 		}
