@@ -52,11 +52,11 @@ func LoadSchema(spec string) (string, error) {
 
 // Schema is a compiled Avro schema: the goavro codec, the node tree and the Arrow type.
 type Schema struct {
-	Doc      string
-	Codec    *goavro.Codec
-	Node     *Node
-	Type     arrow.DataType
-	Nullable bool
+	Doc      string         // the schema document as given
+	Codec    *goavro.Codec  // goavro's codec (resolution path, encoding)
+	Node     *Node          // the compiled node tree
+	Type     arrow.DataType // schema.AvroType of Doc: the column type values decode to
+	Nullable bool           // the schema admits null (a union with null)
 }
 
 // ParseSchema compiles an Avro schema document (JSON). Errors name what is wrong with it.
