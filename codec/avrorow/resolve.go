@@ -377,11 +377,7 @@ func DefaultValue(n *Node, j any) (any, error) {
 			b = append(b, byte(c))
 		}
 		if n.Logical == "decimal" {
-			x := new(big.Int).SetBytes(b)
-			if len(b) > 0 && b[0]&0x80 != 0 {
-				x.Sub(x, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
-			}
-			return new(big.Rat).SetFrac(x, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n.Scale)), nil)), nil
+			return new(big.Rat).SetFrac(twosComplement(b), pow10(n.Scale)), nil
 		}
 		return b, nil
 	case "array":
