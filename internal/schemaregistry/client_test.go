@@ -2,6 +2,7 @@ package schemaregistry
 
 import (
 	"context"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -79,6 +80,34 @@ func TestFake(t *testing.T) {
 	}
 	if _, err := New(Config{URL: "localhost:8081"}); err == nil {
 		t.Error("a URL without scheme was accepted")
+	}
+}
+
+// TestTLS: --schema-registry-ca verifies an https registry; without it the system roots
+// reject the test certificate.
+func TestTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"schema":"\"string\""}`))
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(ca, pemBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{URL: srv.URL, CA: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.SchemaByID(context.Background(), 1); err != nil || s != `"string"` {
+		t.Fatalf("with the CA: %q, %v", s, err)
+	}
+	plain, _ := New(Config{URL: srv.URL})
+	if _, err := plain.SchemaByID(context.Background(), 1); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("without the CA: %v", err)
+	}
+	if _, err := New(Config{URL: srv.URL, CA: filepath.Join(t.TempDir(), "none.pem")}); err == nil {
+		t.Fatal("a missing CA file was accepted")
 	}
 }
 
