@@ -36,7 +36,8 @@ Confluent's serializers do; basic auth: --schema-registry-user with the password
 --schema-registry-password-file or the variable --schema-registry-password-env names. A row
 that does not fit the schema stops the stage naming the row and the field.
 
-The topic is -t, or each row's "topic" column. Records are partitioned by key (murmur2, as the Java client), with an idempotent producer and acks=all.
+The topic is -t, or each row's "topic" column. Records are partitioned by key (murmur2, as
+the Java client), with an idempotent producer and acks=all.
 
 On every barrier it flushes the epoch and fails unless every record was acknowledged; then it
 writes commit markers (at-least-once). With --transactional-id ID every epoch is one Kafka
