@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -110,9 +111,7 @@ func (w *DataWriter) writeFlatColumn(cw file.ColumnChunkWriter, f arrow.Field, c
 			return fmt.Errorf("dictionary of %d values became %d entries", dict.Len(), enc.NumEntries())
 		}
 		if st := cw.PageStatistics(); st != nil {
-			st.IncNulls(int64(d.NullN()))
-			st.IncNumValues(int64(d.Len() - d.NullN()))
-			if err := st.UpdateFromArrow(dict, false); err != nil {
+			if err := dictionaryStats(st, d); err != nil {
 				return err
 			}
 		}
@@ -128,6 +127,34 @@ func (w *DataWriter) writeFlatColumn(cw file.ColumnChunkWriter, f arrow.Field, c
 			return err
 		}
 		pos += c.Len()
+	}
+	return nil
+}
+
+// dictionaryStats folds the dictionary-encoded column d into Parquet statistics st: counts
+// from d, min/max from its dictionary (every value of which occurs in d). Byte arrays go
+// through Update, not UpdateFromArrow, which skips empty values (arrow-go v18.8.0) and
+// would record a min above "".
+func dictionaryStats(st metadata.TypedStatistics, d *array.Dictionary) error {
+	dict := d.Dictionary()
+	st.IncNulls(int64(d.NullN()))
+	st.IncNumValues(int64(d.Len()-d.NullN()) - int64(dict.Len())) // Update counts dict's values
+	switch s := st.(type) {
+	case *metadata.ByteArrayStatistics:
+		offs := dict.(interface{ ValueOffsets() []int32 }).ValueOffsets()
+		var data []byte
+		if b := dict.Data().Buffers()[2]; b != nil {
+			data = b.Bytes()
+		}
+		vals := make([]parquet.ByteArray, dict.Len())
+		for i := range vals {
+			vals[i] = data[offs[i]:offs[i+1]]
+		}
+		s.Update(vals, 0)
+	case *metadata.Int64Statistics:
+		s.Update(dict.(*array.Int64).Int64Values(), 0)
+	default:
+		return fmt.Errorf("dictionary statistics of %s columns", dict.DataType())
 	}
 	return nil
 }

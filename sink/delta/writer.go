@@ -368,9 +368,22 @@ func (w *DataWriter) writeTo(relDir string, values map[string]*string, data arro
 		// Cut the batch where the row group reaches MaxRowGroupRows. The slices share (and
 		// retain) data's buffers until the row group is written.
 		take := min(n-off, MaxRowGroupRows-of.rgRows)
-		of.pending = append(of.pending, data.NewSlice(off, off+take))
+		part := data.NewSlice(off, off+take)
+		share := arrowBytes * take / n
+		if held := recordBytes(part); held > 2*share+64<<10 {
+			// A small slice of large buffers (a partition's rows, the head of a batch cut at
+			// a row group): keep a copy, so a file that gets few rows from each batch does
+			// not hold on to all of them.
+			c, err := w.compact(part)
+			part.Release()
+			if err != nil {
+				return fmt.Errorf("write data %s: %w", of.relPath, err)
+			}
+			part = c
+		}
+		of.pending = append(of.pending, part)
 		of.rgRows += take
-		of.rgBytes += arrowBytes * take / n
+		of.rgBytes += share
 		off += take
 		if of.rgBytes >= w.opts.RowGroupSize || of.rgRows >= MaxRowGroupRows {
 			if err := w.flushRowGroup(of); err != nil {
@@ -382,6 +395,41 @@ func (w *DataWriter) writeTo(relDir string, values map[string]*string, data arro
 		return w.closeFile(relDir)
 	}
 	return nil
+}
+
+// hasEmptyValue reports whether dict, a string or binary array without nulls, holds "".
+func hasEmptyValue(dict arrow.Array) bool {
+	o, ok := dict.(interface{ ValueOffsets() []int32 })
+	if !ok {
+		return false
+	}
+	offs := o.ValueOffsets()
+	for i := 1; i < len(offs); i++ {
+		if offs[i] == offs[i-1] {
+			return true
+		}
+	}
+	return false
+}
+
+// compact copies rec into buffers of its own size.
+func (w *DataWriter) compact(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, rec.NumCols())
+	for i := range cols {
+		c, err := array.Concatenate([]arrow.Array{rec.Column(i)}, w.mem)
+		if err != nil {
+			for _, p := range cols[:i] {
+				p.Release()
+			}
+			return nil, err
+		}
+		cols[i] = c
+	}
+	out := array.NewRecordBatch(rec.Schema(), cols, rec.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	return out, nil
 }
 
 // flushRowGroup writes the collected batches of of as one row group, column by column; the
@@ -436,7 +484,10 @@ func (w *DataWriter) column(of *openFile, j int) ([]arrow.Array, *array.Dictiona
 	return chunks, nil
 }
 
-// flushArrow writes the pending row group through pqarrow (any schema).
+// flushArrow writes the pending row group through pqarrow (any schema). A dictionary holding
+// an empty string or binary goes in dense: pqarrow computes the statistics of dictionary
+// arrays with UpdateFromArrow, which skips empty values (arrow-go v18.8.0), so the chunk's min
+// would be above "".
 func (w *DataWriter) flushArrow(of *openFile) error {
 	if err := of.fw.NewRowGroupChecked(); err != nil {
 		return err
@@ -444,10 +495,13 @@ func (w *DataWriter) flushArrow(of *openFile) error {
 	for j, f := range w.dataSch.Fields() {
 		chunks, dict := w.column(of, j)
 		var col *arrow.Chunked
-		if dict != nil {
+		if dict != nil && !hasEmptyValue(dict.Dictionary()) {
 			col = arrow.NewChunked(dict.DataType(), []arrow.Array{dict})
+		}
+		if dict != nil {
 			dict.Release()
-		} else {
+		}
+		if col == nil {
 			col = arrow.NewChunked(f.Type, chunks)
 		}
 		err := of.fw.WriteColumnChunked(col, 0, of.rgRows)
