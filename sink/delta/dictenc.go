@@ -43,10 +43,15 @@ func dictEligible(dt arrow.DataType) bool {
 // dictEncode returns one dictionary array (int32 indices) holding the rows of chunks (all of
 // one eligible type, rows in total) in order, or nil when the dictionary's PLAIN encoding
 // would exceed limit bytes. Its dictionary holds each distinct non-null value once, in order
-// of first occurrence; nulls stay null (index slots of null rows are 0).
-func dictEncode(chunks []arrow.Array, rows int, limit int64) arrow.Array {
+// of first occurrence; nulls stay null (index slots of null rows are 0). The indices live in
+// *scratch (grown as needed): they are valid until the next call with the same scratch, which
+// is enough for arrow-go's column writers (they copy indices as they encode them).
+func dictEncode(chunks []arrow.Array, rows int, limit int64, scratch *[]int32) arrow.Array {
 	dt := chunks[0].DataType()
-	idx := make([]int32, rows)
+	if cap(*scratch) < rows {
+		*scratch = make([]int32, rows)
+	}
+	idx := (*scratch)[:rows]
 	var dict arrow.ArrayData
 	switch dt.ID() {
 	case arrow.INT64, arrow.TIMESTAMP:

@@ -66,7 +66,8 @@ func TestDictEncode(t *testing.T) {
 			for _, c := range chunks {
 				rows += c.Len()
 			}
-			enc := dictEncode(chunks, rows, 1<<20)
+			var scratch []int32
+			enc := dictEncode(chunks, rows, 1<<20, &scratch)
 			if enc == nil {
 				t.Fatal("dictEncode gave nil under the limit")
 			}
@@ -94,7 +95,7 @@ func TestDictEncode(t *testing.T) {
 					pos++
 				}
 			}
-			if got := dictEncode(chunks, rows, 16); got != nil {
+			if got := dictEncode(chunks, rows, 16, new([]int32)); got != nil {
 				got.Release()
 				t.Fatal("dictEncode ignored a 16-byte limit")
 			}

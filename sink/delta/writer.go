@@ -76,6 +76,7 @@ type DataWriter struct {
 	flat      *schema.Schema  // the Parquet schema when every data column is flat, else nil
 	arrCtx    context.Context // pqarrow write context (arrProps) of the flat path
 	defLevels []int16         // scratch definition levels of the flat path
+	indices   []int32         // scratch dictionary indices (dictEncode)
 	codecName string
 	numIdx    int
 	prefix    string
@@ -472,7 +473,7 @@ func (w *DataWriter) column(of *openFile, j int) ([]arrow.Array, *array.Dictiona
 	}
 	f := w.dataSch.Field(j)
 	if dictEligible(f.Type) && w.props.DictionaryEnabledFor(f.Name) {
-		if enc := dictEncode(chunks, int(of.rgRows), w.props.DictionaryPageSizeLimit()); enc != nil {
+		if enc := dictEncode(chunks, int(of.rgRows), w.props.DictionaryPageSizeLimit(), &w.indices); enc != nil {
 			d := enc.(*array.Dictionary)
 			of.stats.updateDictionary(j, d.Dictionary(), int64(d.NullN()))
 			return chunks, d
