@@ -135,6 +135,8 @@ func TestWriterDictionaryColumns(t *testing.T) {
 				{Name: "uniq", Type: arrow.BinaryTypes.String, Nullable: false},
 				{Name: "bin", Type: arrow.BinaryTypes.Binary, Nullable: true},
 				{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+				{Name: "nulls", Type: arrow.BinaryTypes.String, Nullable: true},
+				{Name: "inulls", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 			}
 			if nested {
 				fields = append(fields, arrow.Field{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true}), Nullable: true})
@@ -157,7 +159,7 @@ func TestWriterDictionaryColumns(t *testing.T) {
 					if r%17 == 0 {
 						bin = "null"
 					}
-					row := fmt.Sprintf(`{"id":%s,"ts":"2024-01-%02dT%02d:00:00Z","code":%s,"uniq":"unique-value-%08d-%s","bin":%s,"f":%d.25`,
+					row := fmt.Sprintf(`{"nulls":null,"inulls":null,"id":%s,"ts":"2024-01-%02dT%02d:00:00Z","code":%s,"uniq":"unique-value-%08d-%s","bin":%s,"f":%d.25`,
 						id, 1+r%28, r%24, code, r, strings.Repeat("z", 40), bin, r)
 					if nested {
 						row += fmt.Sprintf(`,"s":{"x":%d}`, r%5)
@@ -200,8 +202,12 @@ func TestWriterDictionaryColumns(t *testing.T) {
 						t.Errorf("row group %d column %s: no dictionary page", rg, name)
 					}
 					st, err := cc.Statistics()
-					if err != nil || st == nil || !st.HasMinMax() {
-						t.Errorf("row group %d column %s: no min/max statistics (%v)", rg, name, err)
+					allNull := name == "nulls" || name == "inulls"
+					if err != nil || st == nil || st.HasMinMax() == allNull {
+						t.Errorf("row group %d column %s: min/max statistics %v (%v)", rg, name, st != nil && st.HasMinMax(), err)
+					}
+					if allNull && (st == nil || st.NullCount() != md.NumRows()) {
+						t.Errorf("row group %d column %s: null count %v, want %d", rg, name, st, md.NumRows())
 					}
 				}
 			}

@@ -77,6 +77,7 @@ type DataWriter struct {
 	arrCtx    context.Context // pqarrow write context (arrProps) of the flat path
 	defLevels []int16         // scratch definition levels of the flat path
 	indices   []int32         // scratch dictionary indices (dictEncode)
+	ratio     float64         // Parquet bytes per Arrow byte of the last row group; 0 = none yet
 	codecName string
 	numIdx    int
 	prefix    string
@@ -102,7 +103,6 @@ type openFile struct {
 	pending []arrow.RecordBatch // the batches of the row group being collected (retained)
 	rgRows  int64               // rows in pending
 	rgBytes int64               // Arrow bytes in pending
-	ratio   float64             // encoded bytes per Arrow byte, measured at row group flushes
 }
 
 // NewDataWriter prepares a writer of data files for a table with metadata meta (from a
@@ -392,7 +392,15 @@ func (w *DataWriter) writeTo(relDir string, values map[string]*string, data arro
 			}
 		}
 	}
-	if of.bytesWritten()+int64(float64(of.rgBytes)*of.ratio) >= w.opts.TargetFileSize {
+	if w.ratio == 0 && of.bytesWritten()+of.rgBytes >= w.opts.TargetFileSize {
+		// The encoded size of the collected rows is not known before a row group was
+		// written (flights: 1/7 of the Arrow size): write one to measure it rather than
+		// close a file far below the target.
+		if err := w.flushRowGroup(of); err != nil {
+			return err
+		}
+	}
+	if of.bytesWritten()+int64(float64(of.rgBytes)*w.ratio) >= w.opts.TargetFileSize {
 		return w.closeFile(relDir)
 	}
 	return nil
@@ -457,7 +465,7 @@ func (w *DataWriter) flushRowGroup(of *openFile) error {
 		return fmt.Errorf("write data %s: %w", of.relPath, err)
 	}
 	if of.rgBytes > 0 {
-		of.ratio = float64(of.bytesWritten()-before) / float64(of.rgBytes)
+		w.ratio = float64(of.bytesWritten()-before) / float64(of.rgBytes)
 	}
 	return nil
 }
@@ -542,7 +550,7 @@ func (w *DataWriter) openFile(relDir string, values map[string]*string) (*openFi
 	w.written = append(w.written, abs)
 	bw := bufio.NewWriterSize(f, 1<<20)
 	of := &openFile{relDir: relDir, relPath: rel, values: values, f: f, bw: bw,
-		stats: newStatsCollector(w.dataSch, w.numIdx), ratio: 1}
+		stats: newStatsCollector(w.dataSch, w.numIdx)}
 	if w.flat != nil {
 		of.pw, err = file.NewParquetWriterWithError(bw, w.flat.Root(), file.WithWriterProps(w.props))
 	} else {
