@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -21,8 +22,10 @@ func main() {
 	// A closed stdout (EPIPE) must come back as a write error, not kill us with SIGPIPE, so
 	// stages can stop quietly when a downstream reader (e.g. `| head`) goes away.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	stopProfile := startCPUProfile()
 	root := newRoot()
 	cmd, err := root.ExecuteContextC(context.Background())
+	stopProfile()
 	if err != nil && isCobraUsage(err) {
 		err = stage.Usagef("%v; see 'streamkit --help'", err)
 	}
@@ -31,6 +34,31 @@ func main() {
 		fmt.Fprintf(os.Stderr, "streamkit: %s\n", withTool(cmd, root, err))
 	}
 	os.Exit(code)
+}
+
+// startCPUProfile writes a Go CPU profile (go tool pprof) of the whole run to the file named by
+// $STREAMKIT_CPUPROFILE, when set (a diagnostic aid for benchmarks; not a documented flag). The
+// returned function stops the profile and closes the file; a profile that cannot be started is
+// reported on stderr and the run goes on.
+func startCPUProfile() func() {
+	path := os.Getenv("STREAMKIT_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "streamkit: STREAMKIT_CPUPROFILE: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // withTool prefixes err with the tool that failed (in a pipeline several stages share stderr),

@@ -3,12 +3,19 @@ package delta
 import (
 	"context"
 	"fmt"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/streamkit/streamkit/internal/peertest"
 )
 
 var flightsSchema = arrow.NewSchema([]arrow.Field{
@@ -92,6 +99,123 @@ func BenchmarkWriteFlights(b *testing.B) {
 			b.ReportMetric(float64(size)/float64(b.N*rows), "bytes/row")
 		})
 	}
+}
+
+// BenchmarkWriteFlights3M measures the data writer alone (conform, Delta stats, Parquet with
+// snappy, fsync; no commit) on the real rows of vega-datasets' flights-3m.parquet (3M rows:
+// date timestamp, delay, distance, origin, destination; fetched once by peertest.VegaFile,
+// or $STREAMKIT_FLIGHTS) read into 64Ki-row batches beforehand. One op writes all 3M rows into
+// one table directory (one writer: the tool spreads large epochs over parallel writers).
+// Reported: rows/s, rows per CPU-second of the process (load-independent on a shared
+// machine), bytes of Parquet per row.
+//
+//	go test -run '^$' -bench WriteFlights3M -benchtime 5x ./sink/delta
+func BenchmarkWriteFlights3M(b *testing.B) {
+	path := os.Getenv("STREAMKIT_FLIGHTS")
+	if path == "" {
+		path = peertest.VegaFile(b, "flights-3m.parquet")
+	}
+	mem := memory.DefaultAllocator
+	batches, sc := readFlights(b, mem, path)
+	defer func() {
+		for _, r := range batches {
+			r.Release()
+		}
+	}()
+	var rows int64
+	for _, r := range batches {
+		rows += r.NumRows()
+	}
+	_, m, err := NewTableMetadata(sc, CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size int64
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w, err := NewDataWriter(b.TempDir(), m, WriterOptions{Allocator: mem})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range batches {
+			if err := w.Write(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		adds, err := w.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = 0
+		for _, a := range adds {
+			size += a.Size
+		}
+	}
+	b.StopTimer()
+	n := float64(rows) * float64(b.N)
+	b.ReportMetric(n/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(n/(cpuTime()-cpu0).Seconds(), "rows/cpu-s")
+	b.ReportMetric(float64(size)/float64(rows), "bytes/row")
+}
+
+// readFlights reads a flights Parquet file into 64Ki-row batches with the benchmark schema
+// of scripts/py/delta_bench.py (timestamp[us] without zone, int64, strings).
+func readFlights(b *testing.B, mem memory.Allocator, path string) ([]arrow.RecordBatch, *arrow.Schema) {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, mem)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rr.Release()
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "date", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
+		{Name: "delay", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "distance", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "origin", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "destination", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	ctx := compute.WithAllocator(context.Background(), mem)
+	var out []arrow.RecordBatch
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		cols := make([]arrow.Array, len(sc.Fields()))
+		for i, fd := range sc.Fields() {
+			c, err := compute.CastArray(ctx, rec.Column(rec.Schema().FieldIndices(fd.Name)[0]), compute.SafeCastOptions(fd.Type))
+			if err != nil {
+				b.Fatalf("%s: %v", fd.Name, err)
+			}
+			cols[i] = c
+		}
+		out = append(out, array.NewRecordBatch(sc, cols, rec.NumRows()))
+		for _, c := range cols {
+			c.Release()
+		}
+	}
+	if err := rr.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return out, sc
+}
+
+// cpuTime is the user + system CPU time of this process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkCommitEpoch measures the per-epoch overhead of an exactly-once sink: one small

@@ -134,6 +134,23 @@ func (c *statsCollector) update(rec arrow.RecordBatch) {
 	}
 }
 
+// updateColumn folds arr, column i of a batch (canonical data schema), into the statistics;
+// the caller counts the rows (numRecords).
+func (c *statsCollector) updateColumn(i int, arr arrow.Array) {
+	if cs := c.cols[i]; cs != nil {
+		cs.update(arr, nil)
+	}
+}
+
+// updateDictionary folds a flat column i given as its distinct values dict (no nulls) and
+// its count of nulls into the statistics: min/max depend only on the set of values.
+func (c *statsCollector) updateDictionary(i int, dict arrow.Array, nulls int64) {
+	if cs := c.cols[i]; cs != nil {
+		cs.nullCount += nulls
+		cs.update(dict, nil)
+	}
+}
+
 // update folds arr into cs. parentValid, when non-nil, marks the rows whose enclosing
 // structs are all non-null.
 func (cs *colStats) update(arr arrow.Array, parentValid []bool) {

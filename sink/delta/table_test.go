@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"sort"
@@ -167,6 +168,48 @@ func TestRollsFilesAtTargetSize(t *testing.T) {
 		if !strings.HasSuffix(a.Path, ".zstd.parquet") {
 			t.Errorf("file name %s", a.Path)
 		}
+	}
+}
+
+// TestRollsFilesNearTargetSize: with the default row group size (far above the target), files
+// still come out close to the target size (the encoded size of collected rows is measured
+// before a file is closed), not at the target's Arrow size.
+func TestRollsFilesNearTargetSize(t *testing.T) {
+	mem := newMem(t)
+	tbl := newTestTable(t, mem)
+	var recs []arrow.RecordBatch
+	rng := rand.New(rand.NewSource(5))
+	for i := 0; i < 40; i++ {
+		// Few ids and parts (dictionary-encoded: ~1 byte a row), random doubles (8 bytes):
+		// about 10 bytes of Parquet per ~22 bytes of Arrow.
+		var rows []string
+		for j := 0; j < 2000; j++ {
+			rows = append(rows, fmt.Sprintf(`{"id":%d,"part":"p%d","v":%v}`, j%50, j%3, rng.Float64()))
+		}
+		recs = append(recs, recFromJSON(t, mem, simpleSchema, "["+strings.Join(rows, ",")+"]"))
+	}
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	const target = 32 << 10
+	res := appendBatches(t, tbl, nil, &CreateOptions{}, simpleSchema, WriterOptions{Allocator: mem, TargetFileSize: target}, nil, recs...)
+	files := res.Snapshot.Files()
+	if len(files) < 2 {
+		t.Fatalf("%d files, want several", len(files))
+	}
+	small := 0
+	for _, a := range files {
+		if a.Size < target/2 {
+			small++
+		}
+	}
+	if small > 1 { // the last file may be small
+		t.Errorf("%d of %d files below half the target size", small, len(files))
+	}
+	if got := readAllRows(t, res.Snapshot, mem); got != 80000 {
+		t.Errorf("rows = %d", got)
 	}
 }
 

@@ -17,14 +17,18 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/google/uuid"
 )
 
 // Default sizes of the data writer.
 const (
 	DefaultTargetFileSize = 128 << 20 // bytes of Parquet per data file before rolling
-	DefaultRowGroupSize   = 32 << 20  // bytes of encoded data buffered per row group
+	DefaultRowGroupSize   = 32 << 20  // bytes of Arrow data collected per row group
+	// MaxRowGroupRows caps the rows of a Parquet row group (as arrow-rs/delta-rs: 1Mi).
+	MaxRowGroupRows = 1 << 20
 )
 
 // WriterOptions configure a DataWriter. Zero values give the defaults.
@@ -32,9 +36,9 @@ type WriterOptions struct {
 	// TargetFileSize is the approximate size in bytes at which a data file is closed and the
 	// next one started (per partition); default DefaultTargetFileSize (128 MiB).
 	TargetFileSize int64
-	// RowGroupSize bounds the encoded bytes buffered in memory per open file before a Parquet
-	// row group is flushed; default DefaultRowGroupSize (32 MiB). Memory use is about
-	// RowGroupSize × open partitions.
+	// RowGroupSize bounds the Arrow bytes collected in memory per open file before they are
+	// written as one Parquet row group (also cut at MaxRowGroupRows rows); default
+	// DefaultRowGroupSize (32 MiB). Memory use is about RowGroupSize × open partitions.
 	RowGroupSize int64
 	// Compression is "snappy" (default), "zstd", "gzip" or "uncompressed".
 	Compression string
@@ -52,9 +56,11 @@ type WriterOptions struct {
 //
 // Input batches are conformed to the table schema (columns by name; see [FromArrowSchema] for
 // the accepted types), split by partition values into Hive-style directories (partition
-// columns are not stored in data files), and written through pqarrow's buffered row groups
-// (timestamps as INT64 TIMESTAMP(MICROS), 3-level lists) so memory stays bounded by
-// RowGroupSize per open file. Statistics are exact and computed from the written values.
+// columns are not stored in data files), collected per open file into row groups of at most
+// RowGroupSize Arrow bytes and MaxRowGroupRows rows, and written through pqarrow column by
+// column (timestamps as INT64 TIMESTAMP(MICROS), 3-level lists; int64, timestamp, string and
+// binary columns dictionary-encoded by the writer itself, see dictEncode). Statistics are
+// exact and computed from the written values.
 type DataWriter struct {
 	root      string
 	partCols  []string
@@ -67,6 +73,11 @@ type DataWriter struct {
 	opts      WriterOptions
 	props     *parquet.WriterProperties
 	arrProps  pqarrow.ArrowWriterProperties
+	flat      *schema.Schema  // the Parquet schema when every data column is flat, else nil
+	arrCtx    context.Context // pqarrow write context (arrProps) of the flat path
+	defLevels []int16         // scratch definition levels of the flat path
+	indices   []int32         // scratch dictionary indices (dictEncode)
+	ratio     float64         // Parquet bytes per Arrow byte of the last row group; 0 = none yet
 	codecName string
 	numIdx    int
 	prefix    string
@@ -85,11 +96,13 @@ type openFile struct {
 	values  map[string]*string
 	f       *os.File
 	bw      *bufio.Writer
-	fw      *pqarrow.FileWriter
+	fw      *pqarrow.FileWriter // nested data columns: pqarrow writes the file
+	pw      *file.Writer        // flat data columns: column chunks are written by flushFlat
 	stats   *statsCollector
 	rows    int64
-	rgBytes int64   // Arrow bytes written into the current (buffered) row group
-	ratio   float64 // encoded bytes per Arrow byte, measured at row group flushes
+	pending []arrow.RecordBatch // the batches of the row group being collected (retained)
+	rgRows  int64               // rows in pending
+	rgBytes int64               // Arrow bytes in pending
 }
 
 // NewDataWriter prepares a writer of data files for a table with metadata meta (from a
@@ -157,7 +170,7 @@ func NewDataWriter(root string, meta *Metadata, opts WriterOptions) (*DataWriter
 		parquet.WithCompression(codec),
 		parquet.WithAllocator(opts.Allocator),
 		parquet.WithCreatedBy("streamkit"),
-		parquet.WithMaxRowGroupLength(1<<20),
+		parquet.WithMaxRowGroupLength(MaxRowGroupRows),
 		parquet.WithDataPageVersion(parquet.DataPageV1),
 		// Encode 64Ki values per call instead of 1Ki: about 10% less CPU per row; a data page
 		// may then exceed the 1 MiB page size by up to one batch.
@@ -168,11 +181,18 @@ func NewDataWriter(root string, meta *Metadata, opts WriterOptions) (*DataWriter
 		pqarrow.WithCoerceTimestamps(arrow.Microsecond),
 		pqarrow.WithTruncatedTimestamps(opts.TruncateTimestamps),
 	)
+	if isFlat(w.dataSch) {
+		if w.flat, err = pqarrow.ToParquet(w.dataSch, w.props, w.arrProps); err != nil {
+			return nil, fmt.Errorf("new data writer %s: %w", root, err)
+		}
+		w.arrCtx = pqarrow.NewArrowWriteContext(context.Background(), &w.arrProps)
+	}
 	return w, nil
 }
 
-// Write appends the rows of rec (borrowed: not retained after return). On error the writer
-// should be aborted.
+// Write appends the rows of rec. rec's buffers are referenced (retained, never modified) until
+// the row group they belong to is written; the caller may release rec at once. On error the
+// writer should be aborted.
 func (w *DataWriter) Write(rec arrow.RecordBatch) error {
 	if w.closed {
 		return errors.New("write data: writer is closed")
@@ -343,25 +363,161 @@ func (w *DataWriter) writeTo(relDir string, values map[string]*string, data arro
 			return fmt.Errorf("write data %s: %w", w.root, err)
 		}
 	}
-	of.stats.update(data)
 	of.rows += data.NumRows()
-	if err := of.fw.WriteBuffered(data); err != nil {
+	n := data.NumRows()
+	for off := int64(0); off < n; {
+		// Cut the batch where the row group reaches MaxRowGroupRows. The slices share (and
+		// retain) data's buffers until the row group is written.
+		take := min(n-off, MaxRowGroupRows-of.rgRows)
+		part := data.NewSlice(off, off+take)
+		share := arrowBytes * take / n
+		if held := recordBytes(part); held > 2*share+64<<10 {
+			// A small slice of large buffers (a partition's rows, the head of a batch cut at
+			// a row group): keep a copy, so a file that gets few rows from each batch does
+			// not hold on to all of them.
+			c, err := w.compact(part)
+			part.Release()
+			if err != nil {
+				return fmt.Errorf("write data %s: %w", of.relPath, err)
+			}
+			part = c
+		}
+		of.pending = append(of.pending, part)
+		of.rgRows += take
+		of.rgBytes += share
+		off += take
+		if of.rgBytes >= w.opts.RowGroupSize || of.rgRows >= MaxRowGroupRows {
+			if err := w.flushRowGroup(of); err != nil {
+				return err
+			}
+		}
+	}
+	if w.ratio == 0 && of.bytesWritten()+of.rgBytes >= w.opts.TargetFileSize {
+		// The encoded size of the collected rows is not known before a row group was
+		// written (flights: 1/7 of the Arrow size): write one to measure it rather than
+		// close a file far below the target.
+		if err := w.flushRowGroup(of); err != nil {
+			return err
+		}
+	}
+	if of.bytesWritten()+int64(float64(of.rgBytes)*w.ratio) >= w.opts.TargetFileSize {
+		return w.closeFile(relDir)
+	}
+	return nil
+}
+
+// hasEmptyValue reports whether dict, a string or binary array without nulls, holds "".
+func hasEmptyValue(dict arrow.Array) bool {
+	o, ok := dict.(interface{ ValueOffsets() []int32 })
+	if !ok {
+		return false
+	}
+	offs := o.ValueOffsets()
+	for i := 1; i < len(offs); i++ {
+		if offs[i] == offs[i-1] {
+			return true
+		}
+	}
+	return false
+}
+
+// compact copies rec into buffers of its own size.
+func (w *DataWriter) compact(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, rec.NumCols())
+	for i := range cols {
+		c, err := array.Concatenate([]arrow.Array{rec.Column(i)}, w.mem)
+		if err != nil {
+			for _, p := range cols[:i] {
+				p.Release()
+			}
+			return nil, err
+		}
+		cols[i] = c
+	}
+	out := array.NewRecordBatch(rec.Schema(), cols, rec.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	return out, nil
+}
+
+// flushRowGroup writes the collected batches of of as one row group, column by column; the
+// eligible columns (dictEligible) go in as one dictionary array each (dictEncode).
+func (w *DataWriter) flushRowGroup(of *openFile) error {
+	if len(of.pending) == 0 {
+		return nil
+	}
+	defer func() {
+		for _, b := range of.pending {
+			b.Release()
+		}
+		of.pending, of.rgRows, of.rgBytes = of.pending[:0], 0, 0
+	}()
+	before := of.bytesWritten()
+	of.stats.numRecords += of.rgRows
+	var err error
+	if of.pw != nil {
+		err = w.flushFlat(of)
+	} else {
+		err = w.flushArrow(of)
+	}
+	if err != nil {
 		return fmt.Errorf("write data %s: %w", of.relPath, err)
 	}
-	of.rgBytes += arrowBytes
-	if of.rgBytes >= w.opts.RowGroupSize {
-		before := of.fw.TotalBytesWritten()
-		if err := of.fw.NewBufferedRowGroupChecked(); err != nil {
-			return fmt.Errorf("write data %s: %w", of.relPath, err)
-		}
-		if of.rgBytes > 0 {
-			of.ratio = float64(of.fw.TotalBytesWritten()-before) / float64(of.rgBytes)
-		}
-		of.rgBytes = 0
+	if of.rgBytes > 0 {
+		w.ratio = float64(of.bytesWritten()-before) / float64(of.rgBytes)
 	}
-	pending := max(of.fw.RowGroupTotalBytesWritten(), int64(float64(of.rgBytes)*of.ratio))
-	if of.fw.TotalBytesWritten()+pending >= w.opts.TargetFileSize {
-		return w.closeFile(relDir)
+	return nil
+}
+
+// column returns column j of the pending row group of of: its chunks, and when the column is
+// dictionary-encoded (dictEligible, dictionary enabled, small enough) also the whole column
+// as one dictionary array (the caller releases it). The column is folded into the file's
+// statistics, from the dictionary when there is one (the same values, each once).
+func (w *DataWriter) column(of *openFile, j int) ([]arrow.Array, *array.Dictionary) {
+	chunks := make([]arrow.Array, len(of.pending))
+	for i, b := range of.pending {
+		chunks[i] = b.Column(j)
+	}
+	f := w.dataSch.Field(j)
+	if dictEligible(f.Type) && w.props.DictionaryEnabledFor(f.Name) {
+		if enc := dictEncode(chunks, int(of.rgRows), w.props.DictionaryPageSizeLimit(), &w.indices); enc != nil {
+			d := enc.(*array.Dictionary)
+			of.stats.updateDictionary(j, d.Dictionary(), int64(d.NullN()))
+			return chunks, d
+		}
+	}
+	for _, c := range chunks {
+		of.stats.updateColumn(j, c)
+	}
+	return chunks, nil
+}
+
+// flushArrow writes the pending row group through pqarrow (any schema). A dictionary holding
+// an empty string or binary goes in dense: pqarrow computes the statistics of dictionary
+// arrays with UpdateFromArrow, which skips empty values (arrow-go v18.8.0), so the chunk's min
+// would be above "".
+func (w *DataWriter) flushArrow(of *openFile) error {
+	if err := of.fw.NewRowGroupChecked(); err != nil {
+		return err
+	}
+	for j, f := range w.dataSch.Fields() {
+		chunks, dict := w.column(of, j)
+		var col *arrow.Chunked
+		if dict != nil && !hasEmptyValue(dict.Dictionary()) {
+			col = arrow.NewChunked(dict.DataType(), []arrow.Array{dict})
+		}
+		if dict != nil {
+			dict.Release()
+		}
+		if col == nil {
+			col = arrow.NewChunked(f.Type, chunks)
+		}
+		err := of.fw.WriteColumnChunked(col, 0, of.rgRows)
+		col.Release()
+		if err != nil {
+			return fmt.Errorf("column %s: %w", f.Name, err)
+		}
 	}
 	return nil
 }
@@ -393,17 +549,17 @@ func (w *DataWriter) openFile(relDir string, values map[string]*string) (*openFi
 	}
 	w.written = append(w.written, abs)
 	bw := bufio.NewWriterSize(f, 1<<20)
-	fw, err := pqarrow.NewFileWriter(w.dataSch, bw, w.props, w.arrProps)
+	of := &openFile{relDir: relDir, relPath: rel, values: values, f: f, bw: bw,
+		stats: newStatsCollector(w.dataSch, w.numIdx)}
+	if w.flat != nil {
+		of.pw, err = file.NewParquetWriterWithError(bw, w.flat.Root(), file.WithWriterProps(w.props))
+	} else {
+		of.fw, err = pqarrow.NewFileWriter(w.dataSch, bw, w.props, w.arrProps)
+	}
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	if err := fw.NewBufferedRowGroupChecked(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	of := &openFile{relDir: relDir, relPath: rel, values: values, f: f, bw: bw, fw: fw,
-		stats: newStatsCollector(w.dataSch, w.numIdx), ratio: 1}
 	w.open[relDir] = of
 	w.order = append(w.order, relDir)
 	return of, nil
@@ -440,7 +596,10 @@ func (w *DataWriter) closeFile(relDir string) error {
 			break
 		}
 	}
-	err := of.fw.Close()
+	err := w.flushRowGroup(of)
+	if cerr := of.closeParquet(); err == nil {
+		err = cerr
+	}
 	if err == nil {
 		err = of.bw.Flush()
 	}
@@ -515,7 +674,11 @@ func (w *DataWriter) Close() ([]Add, error) {
 func (w *DataWriter) Abort() error {
 	w.closed = true
 	for _, of := range w.open {
-		of.fw.Close()
+		for _, b := range of.pending {
+			b.Release()
+		}
+		of.pending = nil
+		of.closeParquet()
 		of.f.Close()
 	}
 	w.open = map[string]*openFile{}
@@ -550,4 +713,20 @@ func recordBytes(rec arrow.RecordBatch) int64 {
 		walk(c.Data())
 	}
 	return n
+}
+
+// bytesWritten is the size of the Parquet data written so far (completed row groups).
+func (of *openFile) bytesWritten() int64 {
+	if of.pw != nil {
+		return of.pw.TotalBytesWritten()
+	}
+	return of.fw.TotalBytesWritten()
+}
+
+// closeParquet writes the Parquet footer (into the buffered writer).
+func (of *openFile) closeParquet() error {
+	if of.pw != nil {
+		return of.pw.Close()
+	}
+	return of.fw.Close()
 }

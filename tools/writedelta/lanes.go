@@ -122,20 +122,31 @@ func (e *epochWriter) drain() error {
 	return first
 }
 
-// close finishes every lane and returns the add actions of all data files.
+// close finishes every lane and returns the add actions of all data files (in lane order).
+// The lanes' writers close in parallel: closing encodes each file's last row group.
 func (e *epochWriter) close() ([]delta.Add, error) {
 	if err := e.drain(); err != nil {
 		return nil, err
 	}
-	var adds []delta.Add
-	for _, l := range e.lanes {
-		a, err := l.dw.Close()
-		if err != nil {
-			return nil, err
-		}
-		adds = append(adds, a...)
+	adds := make([][]delta.Add, len(e.lanes))
+	errs := make([]error, len(e.lanes))
+	var wg sync.WaitGroup
+	for i, l := range e.lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			adds[i], errs[i] = l.dw.Close()
+		}()
 	}
-	return adds, nil
+	wg.Wait()
+	var all []delta.Add
+	for i := range e.lanes {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		all = append(all, adds[i]...)
+	}
+	return all, nil
 }
 
 // abort stops the lanes and deletes every data file they wrote; it returns how many files
