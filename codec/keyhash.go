@@ -1,9 +1,6 @@
 package codec
 
 import (
-	"encoding/binary"
-	"unsafe"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/zeebo/xxh3"
@@ -33,42 +30,17 @@ func HashRows(dst []uint64, cols []KeyColumn, n int) []uint64 {
 func hashColumn(dst []uint64, a arrow.Array) bool {
 	null := xxh3.Hash([]byte{tagNull})
 	var buf [64]byte
-	hashBytes := func(tag byte, v []byte) uint64 {
-		if len(v) > len(buf)-binary.MaxVarintLen64-1 {
-			return xxh3.Hash(appendBytes(nil, tag, v))
-		}
-		b := binary.AppendUvarint(append(buf[:0], tag), uint64(len(v)))
-		return xxh3.Hash(append(b, v...))
-	}
 	hashInt := func(tag byte, v uint64) uint64 {
 		return xxh3.Hash(appendU64(buf[:0], tag, v))
 	}
 	nulls := a.NullN() > 0
 	switch a := a.(type) {
 	case *array.Binary:
-		for r := range dst {
-			if nulls && a.IsNull(r) {
-				dst[r] = null
-			} else {
-				dst[r] = hashBytes(tagBinary, a.Value(r))
-			}
-		}
+		hashVarBinary(dst, tagBinary, a, a.ValueOffsets(), a.ValueBytes(), nulls, null)
 	case *array.String:
-		for r := range dst {
-			if nulls && a.IsNull(r) {
-				dst[r] = null
-			} else {
-				dst[r] = hashBytes(tagString, unsafe.Slice(unsafe.StringData(a.Value(r)), len(a.Value(r))))
-			}
-		}
+		hashVarBinary(dst, tagString, a, a.ValueOffsets(), a.ValueBytes(), nulls, null)
 	case *array.LargeString:
-		for r := range dst {
-			if nulls && a.IsNull(r) {
-				dst[r] = null
-			} else {
-				dst[r] = hashBytes(tagString, unsafe.Slice(unsafe.StringData(a.Value(r)), len(a.Value(r))))
-			}
-		}
+		hashVarBinary(dst, tagString, a, a.ValueOffsets(), a.ValueBytes(), nulls, null)
 	case *array.Int64:
 		for r := range dst {
 			if nulls && a.IsNull(r) {
@@ -89,4 +61,27 @@ func hashColumn(dst []uint64, a arrow.Array) bool {
 		return false
 	}
 	return true
+}
+
+// hashVarBinary is hashColumn for (large) binary and string arrays: offs and data are the
+// array's ValueOffsets and ValueBytes. A value shorter than 63 bytes is encoded (tag, one-byte
+// length, bytes) in a stack buffer; longer ones as appendBytes does.
+func hashVarBinary[O int32 | int64](dst []uint64, tag byte, a arrow.Array, offs []O, data []byte, nulls bool, null uint64) {
+	var buf [64]byte
+	buf[0] = tag
+	base := offs[0]
+	for r := range dst {
+		if nulls && a.IsNull(r) {
+			dst[r] = null
+			continue
+		}
+		v := data[offs[r]-base : offs[r+1]-base]
+		if len(v) < len(buf)-2 { // a uvarint below 128 is one byte
+			buf[1] = byte(len(v))
+			n := copy(buf[2:], v)
+			dst[r] = xxh3.Hash(buf[:2+n])
+		} else {
+			dst[r] = xxh3.Hash(appendBytes(nil, tag, v))
+		}
+	}
 }

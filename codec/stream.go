@@ -40,6 +40,7 @@ type Reader struct {
 	eos  *messageReader
 	r    *ipc.Reader
 	done bool
+	raw  []byte // NextRaw's message buffer
 }
 
 // NewReader starts reading an IPC stream from r (buffered) and reads its schema. Errors:
@@ -60,6 +61,11 @@ func NewReader(r io.Reader, mem memory.Allocator) (*Reader, error) {
 	rd := &Reader{eos: mr, r: ir}
 	return rd, nil
 }
+
+// SetBodyAllocator makes the reader allocate the bodies of later messages (the buffers of the
+// batches it returns) from a, e.g. a Recycler when the caller releases every batch before it
+// reads the next few and keeps none of its bytes.
+func (r *Reader) SetBodyAllocator(a memory.Allocator) { r.eos.bodies = a }
 
 // Schema is the stream's schema (with its metadata).
 func (r *Reader) Schema() *arrow.Schema { return r.r.Schema() }
@@ -123,17 +129,20 @@ func (r *Reader) Release() {
 // Writer writes an Arrow IPC stream with control batches; every Write and WriteControl is
 // flushed to the underlying writer so downstream stages see batches without delay.
 type Writer struct {
-	bw     *bufio.Writer
-	w      *ipc.Writer
-	schema *arrow.Schema
-	mem    memory.Allocator
-	closed bool
+	bw      *bufio.Writer
+	pw      *payloadWriter
+	w       *ipc.Writer
+	schema  *arrow.Schema
+	mem     memory.Allocator
+	closed  bool
+	started bool // the schema was written
 }
 
 // NewWriter returns a writer of schema s (its metadata is written as the stream schema).
 func NewWriter(w io.Writer, s *arrow.Schema, mem memory.Allocator) *Writer {
 	bw := bufio.NewWriterSize(w, BufferSize)
-	return &Writer{bw: bw, w: ipc.NewWriter(bw, ipc.WithSchema(s), ipc.WithAllocator(mem)), schema: s, mem: mem}
+	pw := &payloadWriter{w: bw}
+	return &Writer{bw: bw, pw: pw, w: ipc.NewWriterWithPayloadWriter(pw, ipc.WithSchema(s), ipc.WithAllocator(mem)), schema: s, mem: mem}
 }
 
 // Schema is the stream's schema.
@@ -142,6 +151,7 @@ func (w *Writer) Schema() *arrow.Schema { return w.schema }
 // Write writes a data batch (borrowed; the caller keeps its reference). Its schema must equal
 // the stream's schema.
 func (w *Writer) Write(rec arrow.RecordBatch) error {
+	w.started = true
 	if err := w.w.Write(rec); err != nil {
 		return err
 	}

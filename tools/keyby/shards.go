@@ -56,10 +56,16 @@ type child struct {
 
 type childMsg struct {
 	i   int
-	m   codec.Message
+	c   *codec.Control
 	err error
 	eof bool
 }
+
+// writeError is a failure to write the merged stream (not a child's fault).
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
 
 // Run runs the sharded stage. Errors: a child's failure as *stage.ChildExitError with the
 // child's exit code; a restart with another shard count as *state.IncompatibleError.
@@ -91,6 +97,11 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 		return fmt.Errorf("keyby: stdin: %w", err)
 	}
 	defer rd.Release()
+	// Batches are split and written before the next one is read: their buffers, and those of
+	// the split parts, are recycled rather than allocated (and zeroed, and collected) anew.
+	bufs := codec.NewRecycler(mem)
+	defer bufs.Release()
+	rd.SetBodyAllocator(bufs)
 	in := rd.Schema()
 	enc, err := codec.NewKeyEncoder(in, s.Key)
 	if err != nil {
@@ -181,7 +192,7 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 				}
 				continue
 			}
-			err = s.routeBatch(ctx, mem, enc, m.Batch, children, idx, &hashes)
+			err = s.routeBatch(ctx, mem, bufs, enc, m.Batch, children, idx, &hashes)
 			m.Batch.Release()
 			if err != nil {
 				return err
@@ -333,8 +344,9 @@ func (s *Sharded) start(o stage.Options, schema *arrow.Schema, mem memory.Alloca
 	return out, nil
 }
 
-// routeBatch splits rec by shard and writes each part to its child.
-func (s *Sharded) routeBatch(ctx context.Context, mem memory.Allocator, enc *codec.KeyEncoder, rec arrow.RecordBatch,
+// routeBatch splits rec by shard and writes each part to its child; the parts' flat columns
+// are allocated from bufs.
+func (s *Sharded) routeBatch(ctx context.Context, mem, bufs memory.Allocator, enc *codec.KeyEncoder, rec arrow.RecordBatch,
 	children []*child, idx [][]int32, hashes *[]uint64) error {
 	n := int(rec.NumRows())
 	if n == 0 {
@@ -359,7 +371,7 @@ func (s *Sharded) routeBatch(ctx context.Context, mem memory.Allocator, enc *cod
 			}
 			continue
 		}
-		prec, err := takeRows(ctx, mem, rec, rows)
+		prec, err := takeRows(ctx, mem, bufs, rec, rows)
 		if err != nil {
 			return err
 		}
@@ -408,6 +420,49 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 	info.Checkpoints = dirs
 	w := codec.NewWriter(o.Stdout, codec.WithInfo(first, info), mem)
 
+	// Data goes to stdout from each child's reader goroutine, under mu, as it comes; controls
+	// go to the loop below, which aligns them. A child that sent barrier n reads nothing more
+	// until every child sent it, so no data of epoch n+1 precedes barrier n. Data batches are
+	// passed on as the bytes of their IPC message when the children's streams allow it (no
+	// dictionaries): no decoding and re-encoding in the parent (the next reader validates them).
+	var mu sync.Mutex
+	raw := true
+	for _, r := range readers {
+		raw = raw && r.Forwardable()
+	}
+	// write runs one write of the merged stream under mu; its failure is a *writeError.
+	write := func(f func() error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := f(); err != nil {
+			return &writeError{err}
+		}
+		return nil
+	}
+	// next reads the next control of child i's output, writing the data batches before it.
+	next := func(r *codec.Reader) (*codec.Control, error) {
+		for {
+			if raw {
+				m, err := r.NextRaw()
+				if err != nil || m.Control != nil {
+					return m.Control, err
+				}
+				if err := write(func() error { return w.WriteRaw(m.Data) }); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			m, err := r.Next()
+			if err != nil || m.Control != nil {
+				return m.Control, err
+			}
+			err = write(func() error { return w.Write(m.Batch) })
+			m.Batch.Release()
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
 	msgs := make(chan childMsg, 16)
 	var wg sync.WaitGroup
 	ctx, stop := context.WithCancel(ctx)
@@ -425,7 +480,7 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 		go func(i int, r *codec.Reader) {
 			defer wg.Done()
 			for {
-				m, err := r.Next()
+				c, err := next(r)
 				if err == io.EOF {
 					select {
 					case msgs <- childMsg{i: i, eof: true}:
@@ -434,17 +489,14 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 					return
 				}
 				select {
-				case msgs <- childMsg{i: i, m: m, err: err}:
+				case msgs <- childMsg{i: i, c: c, err: err}:
 				case <-ctx.Done():
-					if m.Batch != nil {
-						m.Batch.Release()
-					}
 					return
 				}
 				if err != nil {
 					return
 				}
-				if m.Control != nil && m.Control.Kind == codec.Barrier {
+				if c.Kind == codec.Barrier {
 					select {
 					case <-children[i].resume:
 					case <-ctx.Done():
@@ -472,24 +524,21 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 			eofs++
 			continue
 		}
+		var we *writeError
+		if errors.As(cm.err, &we) {
+			return we.err
+		}
 		if cm.err != nil {
 			return fmt.Errorf("keyby: shard %d output: %w", cm.i, cm.err)
 		}
-		if cm.m.Batch != nil {
-			err := w.Write(cm.m.Batch)
-			cm.m.Batch.Release()
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		c := *cm.m.Control
+		c := *cm.c
+		writeControl := func(c codec.Control) error { return write(func() error { return w.WriteControl(c) }) }
 		switch c.Kind {
 		case codec.Barrier:
 			barriers[c.Epoch]++
 			if barriers[c.Epoch] == n {
 				delete(barriers, c.Epoch)
-				if err := w.WriteControl(c); err != nil {
+				if err := writeControl(c); err != nil {
 					return err
 				}
 				for _, ch := range children {
@@ -510,7 +559,7 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 			}
 			if !min.IsZero() && min.After(lastWM) {
 				lastWM = min
-				if err := w.WriteControl(codec.WatermarkControl(min)); err != nil {
+				if err := writeControl(codec.WatermarkControl(min)); err != nil {
 					return err
 				}
 			}

@@ -16,8 +16,9 @@ import (
 // buffers of flat columns directly: fixed-width types of whole bytes, and (large) binary and
 // string, with or without nulls — compute.Take's per-row kernels cost the sharding parent
 // more than its hashing. Other columns (booleans, nested, dictionaries, views) go through
-// compute.TakeArray.
-func takeRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, rows []int32) (arrow.RecordBatch, error) {
+// compute.TakeArray. The buffers of flat columns come from bufs (they are written in full: a
+// Recycler will do), the others from mem.
+func takeRows(ctx context.Context, mem, bufs memory.Allocator, rec arrow.RecordBatch, rows []int32) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, rec.NumCols())
 	defer func() {
 		for _, c := range cols {
@@ -33,7 +34,7 @@ func takeRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, 
 		}
 	}()
 	for i, a := range rec.Columns() {
-		if cols[i] = takeFlat(mem, a, rows); cols[i] != nil {
+		if cols[i] = takeFlat(bufs, a, rows); cols[i] != nil {
 			continue
 		}
 		if idx == nil {
