@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -198,11 +199,16 @@ func hasDictionaryType(t arrow.DataType) bool {
 	return false
 }
 
-// payloadWriter writes IPC payloads to w; it drops the next skip payloads (the schema that
-// ipc.Writer writes when it starts, after WriteRaw wrote it already).
+// payloadWriter writes IPC payloads to w (buffered over out); it drops the next skip payloads
+// (the schema that ipc.Writer writes when it starts, after WriteRaw wrote it already). A
+// message with large column buffers goes past the buffer, in one vectored write when out is a
+// file descriptor.
 type payloadWriter struct {
-	w    io.Writer
-	skip int
+	w      *bufio.Writer
+	out    io.Writer
+	skip   int
+	g      gather
+	pieces [][]byte
 }
 
 func (p *payloadWriter) Start() error { return nil }
@@ -212,8 +218,21 @@ func (p *payloadWriter) WritePayload(pl ipc.Payload) error {
 		p.skip--
 		return nil
 	}
-	_, err := pl.WritePayload(p.w)
-	return err
+	p.g.reset()
+	if _, err := pl.WritePayload(&p.g); err != nil {
+		return err
+	}
+	p.pieces = p.g.pieces(p.pieces[:0])
+	defer clear(p.pieces) // drop the references to the payload's buffers
+	if p.g.ext >= gatherDirectMin {
+		if err := p.w.Flush(); err != nil {
+			return err
+		}
+		if ok, err := writev(p.out, p.pieces); ok {
+			return err
+		}
+	}
+	return writePieces(p.w, p.pieces)
 }
 
 // Close writes the end-of-stream marker (continuation token, zero length).
@@ -239,8 +258,10 @@ func (w *Writer) WriteRaw(msg []byte) error {
 		w.pw.skip = 1
 		w.started = true
 	}
-	if _, err := w.bw.Write(msg); err != nil {
+	// Past the buffer: a message is written as it is, not copied into it first.
+	if err := w.bw.Flush(); err != nil {
 		return err
 	}
-	return w.bw.Flush()
+	_, err := w.out.Write(msg)
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -228,5 +229,75 @@ func TestForwardableDictionary(t *testing.T) {
 	defer rd.Release()
 	if rd.Forwardable() {
 		t.Fatal("stream with a dictionary inside a list is forwardable")
+	}
+}
+
+// Batches with large columns go to a pipe in vectored writes that fill the pipe many times
+// over (partial writes, waits for the reader) and read back equal, between small controls.
+func TestWriterPipeLargeBatches(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s := testSchema()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	big := testBatch(mem, s, 300000) // 2.4 MB of ids, 0.8 MB of offsets
+	defer big.Release()
+	small := testBatch(mem, s, 3)
+	defer small.Release()
+	werr := make(chan error, 1)
+	go func() {
+		defer pw.Close()
+		w := NewWriter(pw, s, mem)
+		for _, step := range []func() error{
+			func() error { return w.Write(big) },
+			func() error { return w.WriteControl(BarrierControl(1)) },
+			func() error { return w.Write(small) },
+			func() error { return w.Write(big) },
+			func() error { return w.WriteControl(EndControl(Final)) },
+			w.Close,
+		} {
+			if err := step(); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- nil
+	}()
+	rd, err := NewReader(pr, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	var got []string
+	for {
+		m, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Control != nil {
+			got = append(got, m.Control.String())
+			continue
+		}
+		want := small
+		if m.Batch.NumRows() == big.NumRows() {
+			want = big
+		}
+		if !array.RecordEqual(m.Batch, want) {
+			t.Errorf("batch of %d rows differs from the one written", m.Batch.NumRows())
+		}
+		got = append(got, fmt.Sprint("data ", m.Batch.NumRows()))
+		m.Batch.Release()
+	}
+	if err := <-werr; err != nil {
+		t.Fatal(err)
+	}
+	if want := "data 300000,barrier epoch=1,data 3,data 300000,end final"; strings.Join(got, ",") != want {
+		t.Fatalf("got %s, want %s", strings.Join(got, ","), want)
 	}
 }

@@ -129,6 +129,7 @@ func (r *Reader) Release() {
 // Writer writes an Arrow IPC stream with control batches; every Write and WriteControl is
 // flushed to the underlying writer so downstream stages see batches without delay.
 type Writer struct {
+	out     io.Writer // under bw
 	bw      *bufio.Writer
 	pw      *payloadWriter
 	w       *ipc.Writer
@@ -141,8 +142,8 @@ type Writer struct {
 // NewWriter returns a writer of schema s (its metadata is written as the stream schema).
 func NewWriter(w io.Writer, s *arrow.Schema, mem memory.Allocator) *Writer {
 	bw := bufio.NewWriterSize(w, BufferSize)
-	pw := &payloadWriter{w: bw}
-	return &Writer{bw: bw, pw: pw, w: ipc.NewWriterWithPayloadWriter(pw, ipc.WithSchema(s), ipc.WithAllocator(mem)), schema: s, mem: mem}
+	pw := &payloadWriter{w: bw, out: w}
+	return &Writer{out: w, bw: bw, pw: pw, w: ipc.NewWriterWithPayloadWriter(pw, ipc.WithSchema(s), ipc.WithAllocator(mem)), schema: s, mem: mem}
 }
 
 // Schema is the stream's schema.

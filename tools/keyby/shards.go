@@ -352,14 +352,8 @@ func (s *Sharded) routeBatch(ctx context.Context, mem, bufs memory.Allocator, en
 	if n == 0 {
 		return nil
 	}
-	for i := range idx {
-		idx[i] = idx[i][:0]
-	}
 	*hashes = codec.HashRows(*hashes, enc.Columns(rec), n)
-	for r, h := range *hashes {
-		sh := h % uint64(s.N)
-		idx[sh] = append(idx[sh], int32(r))
-	}
+	shardRows(idx, *hashes, s.N)
 	ctx = compute.WithAllocator(ctx, mem)
 	for i, rows := range idx {
 		if len(rows) == 0 {
@@ -382,6 +376,34 @@ func (s *Sharded) routeBatch(ctx context.Context, mem, bufs memory.Allocator, en
 		}
 	}
 	return nil
+}
+
+// shardRows sets idx[i] to the rows r whose hash h[r] % n == i, ascending (n = len(idx)).
+func shardRows(idx [][]int32, hashes []uint64, n int) {
+	counts := make([]int, n)
+	for i := range idx {
+		if cap(idx[i]) < len(hashes) {
+			idx[i] = make([]int32, len(hashes))
+		}
+		idx[i] = idx[i][:len(hashes)]
+	}
+	if n&(n-1) == 0 { // a power of two: h % n == h & (n-1), without a division per row
+		mask := uint64(n - 1)
+		for r, h := range hashes {
+			sh := h & mask
+			idx[sh][counts[sh]] = int32(r)
+			counts[sh]++
+		}
+	} else {
+		for r, h := range hashes {
+			sh := h % uint64(n)
+			idx[sh][counts[sh]] = int32(r)
+			counts[sh]++
+		}
+	}
+	for i := range idx {
+		idx[i] = idx[i][:counts[i]]
+	}
 }
 
 // merge reads every child's output and writes one stream: data as it comes, barrier n once

@@ -2,6 +2,7 @@ package keyby
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -125,6 +126,31 @@ func TestTakeRowsMatchesTake(t *testing.T) {
 		idx.Release()
 		if rec != full {
 			rec.Release()
+		}
+	}
+}
+
+// shardRows puts row r in shard hash % n, in row order, for powers of two and other n, with
+// index slices reused from a larger earlier batch.
+func TestShardRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 3, 4, 5, 8} {
+		idx := make([][]int32, n)
+		for _, rows := range []int{1000, 17, 0} {
+			hashes := make([]uint64, rows)
+			for r := range hashes {
+				hashes[r] = rng.Uint64()
+			}
+			shardRows(idx, hashes, n)
+			want := make([][]int32, n)
+			for r, h := range hashes {
+				want[h%uint64(n)] = append(want[h%uint64(n)], int32(r))
+			}
+			for i := range idx {
+				if fmt.Sprint(idx[i]) != fmt.Sprint(want[i]) && !(len(idx[i]) == 0 && len(want[i]) == 0) {
+					t.Fatalf("n=%d rows=%d shard %d: got %v, want %v", n, rows, i, idx[i], want[i])
+				}
+			}
 		}
 	}
 }
