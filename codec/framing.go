@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,7 +25,8 @@ const (
 // (2) read bodies without trusting their claimed length, and (3) tell an end-of-stream marker
 // from input that just stops (a killed producer).
 type messageReader struct {
-	r   io.Reader
+	r   io.Reader // buffered over src
+	src io.Reader
 	mem memory.Allocator
 	// bodies allocates message bodies (mem when nil).
 	bodies memory.Allocator
@@ -69,7 +71,7 @@ func (m *messageReader) Message() (*ipc.Message, error) {
 	for read < bodyLen {
 		step := min(bodyLen-read, bodyChunk)
 		body.Resize(int(read + step))
-		if _, err := io.ReadFull(m.r, body.Bytes()[read:read+step]); err != nil {
+		if err := m.readBody(body.Bytes()[read : read+step]); err != nil {
 			return nil, fmt.Errorf("arrow/ipc: could not read message body: %w", noEOF(err))
 		}
 		read += step
@@ -129,6 +131,24 @@ func (m *messageReader) frame(dst []byte) (meta []byte, bodyLen int64, err error
 		return nil, 0, fmt.Errorf("arrow/ipc: invalid message body length %d", bodyLen)
 	}
 	return dst, bodyLen, nil
+}
+
+// readBody fills p with the next bytes of the stream. A large p takes what the buffer holds
+// and reads the rest straight from the source, not through the buffer (one copy less).
+func (m *messageReader) readBody(p []byte) error {
+	br, ok := m.r.(*bufio.Reader)
+	if !ok || m.src == nil || len(p) < gatherDirectMin {
+		_, err := io.ReadFull(m.r, p)
+		return err
+	}
+	k := min(br.Buffered(), len(p))
+	if k > 0 {
+		b, _ := br.Peek(k)
+		copy(p, b)
+		br.Discard(k)
+	}
+	_, err := io.ReadFull(m.src, p[k:])
+	return err
 }
 
 // noEOF turns io.EOF inside a message into io.ErrUnexpectedEOF, so a cut message is never

@@ -67,7 +67,7 @@ func (r *Reader) NextRaw() (RawMessage, error) {
 	at := len(buf)
 	buf = append(buf, make([]byte, bodyLen)...)
 	r.raw = buf
-	if _, err := io.ReadFull(r.eos.r, buf[at:]); err != nil {
+	if err := r.eos.readBody(buf[at:]); err != nil {
 		return RawMessage{}, fmt.Errorf("%w: arrow/ipc: could not read message body: %v", ErrTruncated, noEOF(err))
 	}
 	rows, md, err := batchHeader(meta, bodyLen)

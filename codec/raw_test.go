@@ -301,3 +301,60 @@ func TestWriterPipeLargeBatches(t *testing.T) {
 		t.Fatalf("got %s, want %s", strings.Join(got, ","), want)
 	}
 }
+
+// A large body (read past the buffer, straight from the source) cut short is a truncation
+// for Next and NextRaw alike, and a whole one reads back equal.
+func TestLargeBodyReadPastBuffer(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s := testSchema()
+	var in bytes.Buffer
+	w := NewWriter(&in, s, mem)
+	big := testBatch(mem, s, 200000)
+	defer big.Release()
+	for i := 0; i < 3; i++ {
+		if err := w.Write(big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	full := in.Bytes()
+	for _, raw := range []bool{false, true} {
+		for _, cut := range []int{len(full), len(full) - 100000, len(full)/2 + 5} {
+			rd, err := NewReader(bytes.NewReader(full[:cut]), mem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for {
+				if raw {
+					var m RawMessage
+					if m, err = rd.NextRaw(); err == nil && m.Data != nil {
+						n++
+					}
+				} else {
+					var m Message
+					if m, err = rd.Next(); err == nil && m.Batch != nil {
+						if !array.RecordEqual(m.Batch, big) {
+							t.Errorf("batch %d differs", n)
+						}
+						m.Batch.Release()
+						n++
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
+			rd.Release()
+			switch {
+			case cut == len(full) && (err != io.EOF || n != 3):
+				t.Errorf("raw %v, whole stream: %d batches, %v", raw, n, err)
+			case cut < len(full) && !errors.Is(err, ErrTruncated):
+				t.Errorf("raw %v, cut at %d of %d: %v, want ErrTruncated", raw, cut, len(full), err)
+			}
+		}
+	}
+}

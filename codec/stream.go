@@ -46,7 +46,7 @@ type Reader struct {
 // NewReader starts reading an IPC stream from r (buffered) and reads its schema. Errors:
 // ErrNoStream for empty input; otherwise a wrapped IPC error.
 func NewReader(r io.Reader, mem memory.Allocator) (*Reader, error) {
-	mr := &messageReader{r: bufio.NewReaderSize(r, BufferSize), mem: mem, refs: 1}
+	mr := &messageReader{r: bufio.NewReaderSize(r, BufferSize), src: r, mem: mem, refs: 1}
 	ir, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(mem))
 	if err != nil {
 		mr.Release()
