@@ -12,8 +12,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// BufferSize is the size of the read and write buffers around stdin/stdout (1 MiB).
+// BufferSize is the size of the write buffer around stdout (1 MiB); messages with large column
+// buffers go past it (one vectored write).
 const BufferSize = 1 << 20
+
+// ReadBufferSize is the size of the read buffer around stdin (64 KiB): it gathers the small
+// reads of message framing, metadata and small batches; larger bodies are read past it,
+// straight from the input, so a large buffer would only add a copy.
+const ReadBufferSize = 64 << 10
 
 // ErrNoStream is returned by NewReader when the input ends before an Arrow IPC schema message.
 var ErrNoStream = errors.New("the input is empty: no Arrow IPC stream arrived (if an upstream stage failed, its error is above)")
@@ -46,7 +52,7 @@ type Reader struct {
 // NewReader starts reading an IPC stream from r (buffered) and reads its schema. Errors:
 // ErrNoStream for empty input; otherwise a wrapped IPC error.
 func NewReader(r io.Reader, mem memory.Allocator) (*Reader, error) {
-	mr := &messageReader{r: bufio.NewReaderSize(r, BufferSize), src: r, mem: mem, refs: 1}
+	mr := &messageReader{r: bufio.NewReaderSize(r, ReadBufferSize), src: r, mem: mem, refs: 1}
 	ir, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(mem))
 	if err != nil {
 		mr.Release()
