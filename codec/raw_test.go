@@ -52,10 +52,11 @@ func forward(t *testing.T, in []byte, out *arrow.Schema, mem memory.Allocator) (
 	return buf.Bytes(), nil
 }
 
-// describe reads a whole stream with Next: its schema metadata and one line per message.
-func describe(t *testing.T, b []byte, mem memory.Allocator) []string {
+// describe reads a whole stream with Next: its schema metadata, then one line per message,
+// data batches as data renders them (and releases them).
+func describe(t *testing.T, r io.Reader, mem memory.Allocator, data func(arrow.RecordBatch) string) []string {
 	t.Helper()
-	rd, err := NewReader(bytes.NewReader(b), mem)
+	rd, err := NewReader(r, mem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,13 +74,28 @@ func describe(t *testing.T, b []byte, mem memory.Allocator) []string {
 			out = append(out, m.Control.String())
 			continue
 		}
-		var sb strings.Builder
-		for i, c := range m.Batch.Columns() {
-			fmt.Fprintf(&sb, "%s=%v ", m.Batch.ColumnName(i), c)
-		}
-		out = append(out, sb.String())
+		out = append(out, data(m.Batch))
 		m.Batch.Release()
 	}
+}
+
+// columns renders a batch's columns.
+func columns(rec arrow.RecordBatch) string {
+	var sb strings.Builder
+	for i, c := range rec.Columns() {
+		fmt.Fprintf(&sb, "%s=%v ", rec.ColumnName(i), c)
+	}
+	return sb.String()
+}
+
+// run runs steps until one fails.
+func run(steps ...func() error) error {
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Data batches forwarded raw (first data, before any control, and between controls) read back
@@ -96,17 +112,15 @@ func TestForwardRaw(t *testing.T) {
 	defer sliced.Release()
 	barrier := NewControlBatch(mem, s, BarrierControl(2))
 	defer barrier.Release()
-	for _, step := range []func() error{
+	if err := run(
 		func() error { return w.Write(rec) },
 		func() error { return w.WriteControl(BarrierControl(1)) },
 		func() error { return w.Write(sliced) },
 		func() error { return w.Write(barrier) },
 		func() error { return w.WriteControl(EndControl(Pause)) },
 		w.Close,
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
+	); err != nil {
+		t.Fatal(err)
 	}
 	md := arrow.NewMetadata([]string{SchemaKey}, []string{"s"})
 	out := arrow.NewSchema(s.Fields(), &md)
@@ -114,8 +128,8 @@ func TestForwardRaw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := describe(t, in.Bytes(), mem)
-	got := describe(t, fwd, mem)
+	want := describe(t, bytes.NewReader(in.Bytes()), mem, columns)
+	got := describe(t, bytes.NewReader(fwd), mem, columns)
 	want[0] = md.String()
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("forwarded stream:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -251,49 +265,25 @@ func TestWriterPipeLargeBatches(t *testing.T) {
 	go func() {
 		defer pw.Close()
 		w := NewWriter(pw, s, mem)
-		for _, step := range []func() error{
+		werr <- run(
 			func() error { return w.Write(big) },
 			func() error { return w.WriteControl(BarrierControl(1)) },
 			func() error { return w.Write(small) },
 			func() error { return w.Write(big) },
 			func() error { return w.WriteControl(EndControl(Final)) },
 			w.Close,
-		} {
-			if err := step(); err != nil {
-				werr <- err
-				return
-			}
-		}
-		werr <- nil
+		)
 	}()
-	rd, err := NewReader(pr, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Release()
-	var got []string
-	for {
-		m, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.Control != nil {
-			got = append(got, m.Control.String())
-			continue
-		}
+	got := describe(t, pr, mem, func(rec arrow.RecordBatch) string {
 		want := small
-		if m.Batch.NumRows() == big.NumRows() {
+		if rec.NumRows() == big.NumRows() {
 			want = big
 		}
-		if !array.RecordEqual(m.Batch, want) {
-			t.Errorf("batch of %d rows differs from the one written", m.Batch.NumRows())
+		if !array.RecordEqual(rec, want) {
+			t.Errorf("batch of %d rows differs from the one written", rec.NumRows())
 		}
-		got = append(got, fmt.Sprint("data ", m.Batch.NumRows()))
-		m.Batch.Release()
-	}
+		return fmt.Sprint("data ", rec.NumRows())
+	})[1:]
 	if err := <-werr; err != nil {
 		t.Fatal(err)
 	}
