@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,6 +37,41 @@ type Sharded struct {
 	Cmd []string
 	// Tools are the streamkit subcommand names (to recognise Cmd[0]).
 	Tools map[string]bool
+}
+
+// ShardGOGC is the GOGC that streamkit children of keyby --shards run with when the
+// environment does not set one (the default is 100).
+const ShardGOGC = 400
+
+// childEnv is the environment of child i: environ with STREAMKIT_SHARD=i and, for a streamkit
+// tool, the Go runtime settings of a shard where environ has none: GOGC=ShardGOGC and
+// GOMAXPROCS=cpus/N (at least 1).
+func (s *Sharded) childEnv(environ []string, cpus, i int) []string {
+	env := append(append([]string(nil), environ...), stage.EnvShard+"="+strconv.Itoa(i))
+	if !s.Tools[s.Cmd[0]] {
+		return env
+	}
+	set := func(name string) bool {
+		for _, kv := range environ {
+			if strings.HasPrefix(kv, name+"=") {
+				return true
+			}
+		}
+		return false
+	}
+	if !set("GOGC") {
+		// A shard holds 1/N of the batches of one process and its keyed state lives off the
+		// Go heap: with the default heap goal, N shards collect about N times as often as one
+		// process in all (measured: 2.7% of their CPU, 1% with GOGC=400). A larger goal costs
+		// a few MB each.
+		env = append(env, "GOGC="+strconv.Itoa(ShardGOGC))
+	}
+	if !set("GOMAXPROCS") {
+		// N shards share the machine's cores (and the parent): each gets its share, so its
+		// idle processors do not spin looking for work the other shards are doing.
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(max(1, cpus/s.N)))
+	}
+	return env
 }
 
 // RouteHash names the routing function in keyby's metadata.json: a checkpoint whose shards
@@ -317,7 +354,7 @@ func (s *Sharded) start(o stage.Options, schema *arrow.Schema, mem memory.Alloca
 	var out []*child
 	for i := 0; i < s.N; i++ {
 		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Env = append(os.Environ(), stage.EnvShard+"="+strconv.Itoa(i))
+		cmd.Env = s.childEnv(os.Environ(), runtime.NumCPU(), i)
 		cmd.Stderr = o.Stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
