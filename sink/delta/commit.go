@@ -115,6 +115,12 @@ type CommitResult struct {
 	Checkpointed bool
 	// CheckpointErr is a failure to write the checkpoint; the commit itself is durable.
 	CheckpointErr error
+	// LogCleanup reports the expired log files deleted after the checkpoint (when
+	// delta.enableExpiredLogCleanup is true, the default; see [Table.CleanupLog]); nil when no
+	// checkpoint was written.
+	LogCleanup *LogCleanup
+	// LogCleanupErr is a failure of that cleanup; the commit and checkpoint are durable.
+	LogCleanupErr error
 }
 
 func (t *Table) now() time.Time {
@@ -143,7 +149,9 @@ func (t *Table) sleep(d time.Duration) {
 //
 // The table's write protocol is checked first (errors wrap ErrUnsupportedProtocol), and
 // delta.appendOnly tables refuse removes with dataChange. After the commit a classic
-// checkpoint is written when version % delta.checkpointInterval == 0 (default 10).
+// checkpoint is written when version % delta.checkpointInterval == 0 (default 10), followed
+// by the cleanup of expired log files ([Table.CleanupLog]) unless
+// delta.enableExpiredLogCleanup is false.
 func (t *Table) Commit(ctx context.Context, req CommitRequest) (*CommitResult, error) {
 	proto, meta := req.Protocol, req.Metadata
 	if req.Read != nil {
@@ -360,6 +368,9 @@ func (t *Table) finishCommit(req CommitRequest, ours []Action, newer [][]Action,
 	if !req.NoCheckpoint && version > 0 && version%configOf(s.metadata).checkpointInterval == 0 {
 		res.CheckpointErr = t.writeCheckpoint(s)
 		res.Checkpointed = res.CheckpointErr == nil
+		if cfg := configOf(s.metadata); res.Checkpointed && cfg.expiredLogCleanup {
+			res.LogCleanup, res.LogCleanupErr = t.CleanupLog(context.Background(), cfg.logRetention, false)
+		}
 	}
 	return res
 }

@@ -18,7 +18,11 @@
 //     (--merge-schema), upgrading the protocol when a timestamp_ntz column appears.
 //   - [Table.Commit] writes one commit (commitInfo, protocol/metaData, txn, adds, removes) with
 //     put-if-absent semantics and optimistic-concurrency retries, and writes a classic Parquet
-//     checkpoint every delta.checkpointInterval commits.
+//     checkpoint every delta.checkpointInterval commits, after which expired log files are
+//     deleted ([Table.CleanupLog], delta.logRetentionDuration).
+//   - [ValidateProperties] checks delta.* table properties as delta-spark does.
+//   - [LockFlow] takes the per-flow lock file `_streamkit/flows/<flow>.lock` in the table
+//     (not part of the Delta protocol) that keeps two writers from committing one txn appId.
 //
 // Only local POSIX file systems are supported: put-if-absent is a hard link of an fsynced
 // temporary file, which is atomic and never replaces an existing commit.

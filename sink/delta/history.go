@@ -50,3 +50,12 @@ func (s *Snapshot) CheckpointInterval() int64 { return configOf(s.metadata).chec
 func (s *Snapshot) DeletedFileRetention() time.Duration {
 	return configOf(s.metadata).tombstoneRetention
 }
+
+// LogRetention is delta.logRetentionDuration of the table (default 30 days): how long log
+// files (commits, checkpoints) are kept for history and time travel before the cleanup after
+// a checkpoint deletes them.
+func (s *Snapshot) LogRetention() time.Duration { return configOf(s.metadata).logRetention }
+
+// ExpiredLogCleanup is delta.enableExpiredLogCleanup of the table (default true): whether
+// expired log files are deleted after each checkpoint.
+func (s *Snapshot) ExpiredLogCleanup() bool { return configOf(s.metadata).expiredLogCleanup }

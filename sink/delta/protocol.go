@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -197,8 +196,12 @@ type CreateOptions struct {
 	// boolean, date, timestamp(_ntz), decimal, float, double. Default: none.
 	PartitionColumns []string
 	// Configuration holds table properties (string→string), e.g.
-	// "delta.checkpointInterval": "10". Properties that need unsupported features are refused.
+	// "delta.checkpointInterval": "10", validated by [ValidateProperties]. Properties that need
+	// unsupported features are refused.
 	Configuration map[string]string
+	// AllowArbitraryProperties accepts delta.* keys that Delta does not define (as Spark's
+	// spark.databricks.delta.allowArbitraryProperties.enabled); default: refused.
+	AllowArbitraryProperties bool
 	// Name and Description are optional user-facing labels (metaData.name/description).
 	Name, Description string
 	// ID is the table id (metaData.id); default: a random UUID.
@@ -223,17 +226,12 @@ func NewTableMetadata(sc *arrow.Schema, opts CreateOptions) (*Protocol, *Metadat
 }
 
 func newTableMetadata(schema *StructType, opts CreateOptions) (*Protocol, *Metadata, error) {
-	conf := map[string]string{}
-	for k, v := range opts.Configuration {
-		conf[k] = v
+	conf, err := ValidateProperties(opts.Configuration, opts.AllowArbitraryProperties)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create table: %w", err)
 	}
 	if err := checkProperties(conf); err != nil {
 		return nil, nil, fmt.Errorf("create table: %w", err)
-	}
-	if v, ok := conf["delta.checkpointInterval"]; ok {
-		if n, err := strconv.Atoi(v); err != nil || n < 1 {
-			return nil, nil, fmt.Errorf("create table: delta.checkpointInterval=%q: want a positive integer", v)
-		}
 	}
 	seen := map[string]bool{}
 	for _, pc := range opts.PartitionColumns {
@@ -304,69 +302,4 @@ func partitionable(t DataType) bool {
 		return true
 	}
 	return false
-}
-
-// tableConfig holds the table properties this package acts on, with their defaults.
-type tableConfig struct {
-	checkpointInterval int64         // delta.checkpointInterval, default 10
-	numIndexedCols     int           // delta.dataSkippingNumIndexedCols, default 32, -1 = all
-	tombstoneRetention time.Duration // delta.deletedFileRetentionDuration, default 1 week
-	appendOnly         bool          // delta.appendOnly
-}
-
-func configOf(m *Metadata) tableConfig {
-	c := tableConfig{checkpointInterval: 10, numIndexedCols: 32, tombstoneRetention: 7 * 24 * time.Hour}
-	if m == nil {
-		return c
-	}
-	if v, err := strconv.ParseInt(m.Configuration["delta.checkpointInterval"], 10, 64); err == nil && v > 0 {
-		c.checkpointInterval = v
-	}
-	if v, err := strconv.Atoi(m.Configuration["delta.dataSkippingNumIndexedCols"]); err == nil && v >= -1 {
-		c.numIndexedCols = v
-	}
-	if d, ok := parseInterval(m.Configuration["delta.deletedFileRetentionDuration"]); ok {
-		c.tombstoneRetention = d
-	}
-	c.appendOnly = strings.EqualFold(m.Configuration["delta.appendOnly"], "true")
-	return c
-}
-
-// parseInterval parses Spark's calendar interval strings as used in table properties,
-// e.g. "interval 1 week", "interval 7 days", "interval 168 hours".
-func parseInterval(s string) (time.Duration, bool) {
-	f := strings.Fields(strings.ToLower(strings.TrimSpace(s)))
-	if len(f) >= 1 && f[0] == "interval" {
-		f = f[1:]
-	}
-	if len(f) == 0 || len(f)%2 != 0 {
-		return 0, false
-	}
-	var total time.Duration
-	for i := 0; i < len(f); i += 2 {
-		n, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		unit := strings.TrimSuffix(f[i+1], "s")
-		var d time.Duration
-		switch unit {
-		case "week":
-			d = 7 * 24 * time.Hour
-		case "day":
-			d = 24 * time.Hour
-		case "hour":
-			d = time.Hour
-		case "minute":
-			d = time.Minute
-		case "second":
-			d = time.Second
-		case "millisecond":
-			d = time.Millisecond
-		default:
-			return 0, false
-		}
-		total += time.Duration(n) * d
-	}
-	return total, true
 }

@@ -41,6 +41,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/internal/kafkaconn"
+	"github.com/streamkit/streamkit/internal/schemaregistry"
 	"github.com/streamkit/streamkit/tools/stage"
 )
 
@@ -62,8 +63,17 @@ type Config struct {
 	// value, headers (list<struct<key, value>>) and timestamp from. "" picks the column of
 	// that name ("key", …) when the input has one; None disables it.
 	Key, Value, Headers, Timestamp string
-	// ValueFormat is "" (the value column) or json (the whole row as a JSON object).
+	// ValueFormat is "" (the value column), json (the whole row as a JSON object) or avro (the
+	// value column, or without --value the whole row, as Avro; see FormatAvro).
 	ValueFormat string
+	// KeyFormat is "" (the key column's bytes) or avro (the key column as Avro).
+	KeyFormat string
+	// KeySchema and ValueSchema are the Avro writer schemas (inline JSON, @file or a file
+	// path); "" derives them from the Arrow types.
+	KeySchema, ValueSchema string
+	// Registry, when its URL is set, registers the Avro schemas under <topic>-key and
+	// <topic>-value and writes the Confluent wire format.
+	Registry schemaregistry.Config
 	// TransactionalID makes every epoch one Kafka transaction (see the package doc).
 	TransactionalID string
 	// TransactionTimeout is the broker-side timeout of a transaction (default 60 s); an epoch
@@ -96,6 +106,9 @@ type Sink struct {
 	err        error
 	produced   atomic.Int64
 	stats      *stage.Stats
+	reg        *schemaregistry.Client
+	keyAvro    *avroOut
+	valAvro    *avroOut
 }
 
 var _ stage.Operator = (*Sink)(nil)
@@ -103,11 +116,30 @@ var _ stage.Operator = (*Sink)(nil)
 // New validates cfg; nothing connects before Open.
 func New(cfg Config) (*Sink, error) {
 	switch cfg.ValueFormat {
-	case FormatColumn, FormatJSON:
-	case "avro":
-		return nil, stage.Usagef("--value-format avro: not available yet in this build (use json, or a binary value column)")
+	case FormatColumn, FormatJSON, FormatAvro:
 	default:
-		return nil, stage.Usagef("--value-format must be json (or omitted: the value column), got %q", cfg.ValueFormat)
+		return nil, stage.Usagef("--value-format must be json or avro (or omitted: the value column), got %q", cfg.ValueFormat)
+	}
+	switch cfg.KeyFormat {
+	case FormatColumn, FormatAvro:
+	default:
+		return nil, stage.Usagef("--key-format must be avro (or omitted: the key column), got %q", cfg.KeyFormat)
+	}
+	if cfg.ValueSchema != "" && cfg.ValueFormat != FormatAvro || cfg.KeySchema != "" && cfg.KeyFormat != FormatAvro {
+		return nil, stage.Usagef("--key-schema/--value-schema are Avro writer schemas: they need --key-format/--value-format avro")
+	}
+	var reg *schemaregistry.Client
+	if cfg.Registry.URL != "" {
+		if cfg.ValueFormat != FormatAvro && cfg.KeyFormat != FormatAvro {
+			return nil, stage.Usagef("--schema-registry needs --value-format avro or --key-format avro")
+		}
+		if cfg.Topic == "" {
+			return nil, stage.Usagef("--schema-registry needs -t: schemas are registered under the subject <topic>-value")
+		}
+		var err error
+		if reg, err = schemaregistry.New(cfg.Registry); err != nil {
+			return nil, stage.Usagef("write-kafka: %v", err)
+		}
 	}
 	if cfg.TransactionalID != "" && cfg.Topic == "" {
 		return nil, stage.Usagef("--transactional-id needs -t: the last epoch written is recorded under the topic's partition 0")
@@ -121,13 +153,14 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.MaxBufferedRecords <= 0 {
 		cfg.MaxBufferedRecords = 1_000_000
 	}
-	return &Sink{cfg: cfg}, nil
+	return &Sink{cfg: cfg, reg: reg}, nil
 }
 
 // columns are the resolved input columns (nil paths: absent).
 type columns struct {
 	key, value, headers, ts, topic *codec.Path
 	row                            bool // value = JSON of the row
+	avroRow                        bool // value = Avro of the row
 	names                          [][]byte
 }
 
@@ -161,7 +194,12 @@ func (s *Sink) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*arr
 	if c.key, err = resolve(in, "--key", s.cfg.Key, "key"); err != nil {
 		return nil, err
 	}
-	if s.cfg.ValueFormat == FormatJSON {
+	if s.cfg.ValueFormat == FormatAvro && s.cfg.Value == "" {
+		c.avroRow = true
+		if s.valAvro, err = newAvroOut(ctx, "value", s.cfg.ValueSchema, arrow.StructOf(in.Fields()...), s.cfg.Topic, s.reg); err != nil {
+			return nil, err
+		}
+	} else if s.cfg.ValueFormat == FormatJSON {
 		c.row = true
 		for _, f := range in.Fields() {
 			b, _ := json.Marshal(f.Name)
@@ -173,6 +211,19 @@ func (s *Sink) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*arr
 		}
 		if c.value == nil {
 			return nil, stage.Usagef("write-kafka: the input has no value column: give --value COL, or --value-format json to write whole rows")
+		}
+		if s.cfg.ValueFormat == FormatAvro {
+			if s.valAvro, err = newAvroOut(ctx, "value", s.cfg.ValueSchema, c.value.Field.Type, s.cfg.Topic, s.reg); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.cfg.KeyFormat == FormatAvro {
+		if c.key == nil {
+			return nil, stage.Usagef("write-kafka: --key-format avro needs a key column (--key COL)")
+		}
+		if s.keyAvro, err = newAvroOut(ctx, "key", s.cfg.KeySchema, c.key.Field.Type, s.cfg.Topic, s.reg); err != nil {
+			return nil, err
 		}
 	}
 	if c.headers, err = resolve(in, "--headers", s.cfg.Headers, "headers"); err != nil {
@@ -390,6 +441,24 @@ func (s *Sink) Process(ctx context.Context, rec arrow.RecordBatch, _ stage.Emit)
 	if err != nil {
 		return err
 	}
+	var keys, vals [][]byte // Avro encodings
+	if s.keyAvro != nil {
+		if keys, err = s.keyAvro.encodeAll(key, n, keyCol.IsNull); err != nil {
+			return err
+		}
+	}
+	if s.valAvro != nil {
+		if c.avroRow {
+			sa := array.RecordToStructArray(rec)
+			vals, err = s.valAvro.encodeAll(sa, n, nil)
+			sa.Release()
+		} else {
+			vals, err = s.valAvro.encodeAll(val, n, valCol.IsNull)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	var pending atomic.Int64
 	pending.Store(int64(n))
 	rec.Retain()
@@ -404,10 +473,14 @@ func (s *Sink) Process(ctx context.Context, rec arrow.RecordBatch, _ stage.Emit)
 	recs := make([]kgo.Record, n)
 	for i := 0; i < n; i++ {
 		r := &recs[i]
-		if key != nil && !keyCol.IsNull(i) {
+		if keys != nil {
+			r.Key = keys[i]
+		} else if key != nil && !keyCol.IsNull(i) {
 			r.Key = s.bytesOf(key, i)
 		}
-		if c.row {
+		if vals != nil {
+			r.Value = vals[i]
+		} else if c.row {
 			r.Value = s.rowJSON(rec, i)
 		} else if !valCol.IsNull(i) {
 			r.Value = s.bytesOf(val, i)

@@ -1,10 +1,7 @@
 package files
 
 import (
-	"bufio"
-	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 
 	"github.com/streamkit/streamkit/codec/rescue"
@@ -24,9 +21,7 @@ const logBad = 10
 // synced before each epoch's offsets are written.
 type badRecords struct {
 	path  string
-	f     *os.File
-	w     *bufio.Writer
-	dirty bool
+	out   *rescue.LineFile
 	n     int64
 	log   *slog.Logger
 	onBad func()
@@ -36,11 +31,11 @@ type badRecords struct {
 func openBadRecords(path string, log *slog.Logger, onBad func()) (*badRecords, error) {
 	b := &badRecords{path: path, log: log, onBad: onBad}
 	if path != "" {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		out, err := rescue.OpenLineFile("--bad-records", path)
 		if err != nil {
-			return nil, fmt.Errorf("--bad-records: %w", err)
+			return nil, err
 		}
-		b.f, b.w = f, bufio.NewWriterSize(f, 64<<10)
+		b.out = out
 	}
 	return b, nil
 }
@@ -57,7 +52,7 @@ func (b *badRecords) handle(r rescue.BadRecord) error {
 			raw = raw[:200] + "…"
 		}
 		args := []any{"file", r.Source, "line", r.Line, "byte", r.Offset, "reason", r.Reason}
-		if b.w == nil {
+		if b.out == nil {
 			args = append(args, "raw", raw)
 		}
 		b.log.Warn("bad record", args...)
@@ -65,7 +60,7 @@ func (b *badRecords) handle(r rescue.BadRecord) error {
 			b.log.Warn("further bad records are only counted", "to", b.dest())
 		}
 	}
-	if b.w == nil {
+	if b.out == nil {
 		return nil
 	}
 	buf := append(b.buf[:0], `{"file":`...)
@@ -80,11 +75,7 @@ func (b *badRecords) handle(r rescue.BadRecord) error {
 	buf = rescue.AppendQuoted(buf, string(r.Raw))
 	buf = append(buf, "}\n"...)
 	b.buf = buf
-	b.dirty = true
-	if _, err := b.w.Write(buf); err != nil {
-		return fmt.Errorf("--bad-records %s: %w", b.path, err)
-	}
-	return nil
+	return b.out.Write(buf)
 }
 
 func (b *badRecords) dest() string {
@@ -95,28 +86,10 @@ func (b *badRecords) dest() string {
 }
 
 // sync makes the bad records written so far durable.
-func (b *badRecords) sync() error {
-	if b.w == nil || !b.dirty {
-		return nil
-	}
-	if err := b.w.Flush(); err != nil {
-		return fmt.Errorf("--bad-records %s: %w", b.path, err)
-	}
-	if err := b.f.Sync(); err != nil {
-		return fmt.Errorf("--bad-records %s: %w", b.path, err)
-	}
-	b.dirty = false
-	return nil
-}
+func (b *badRecords) sync() error { return b.out.Sync() }
 
 func (b *badRecords) close() error {
-	if b.f == nil {
-		return nil
-	}
-	err := b.sync()
-	if cerr := b.f.Close(); err == nil {
-		err = cerr
-	}
-	b.f, b.w = nil, nil
+	err := b.out.Close()
+	b.out = nil
 	return err
 }

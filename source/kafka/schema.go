@@ -14,6 +14,7 @@ import (
 	"github.com/streamkit/streamkit/codec/jsonrow"
 	"github.com/streamkit/streamkit/codec/rescue"
 	"github.com/streamkit/streamkit/codec/schema"
+	"github.com/streamkit/streamkit/internal/schemaregistry"
 )
 
 // Output columns, named and typed as Spark's Kafka source (Structured Streaming + Kafka
@@ -167,7 +168,7 @@ func (c *jsonCodec) finish() arrow.Array { return c.d.NewStruct() }
 func (c *jsonCodec) release()            { c.d.Release() }
 func (*jsonCodec) decodes() bool         { return true }
 
-func codecFor(format, schemaSpec, flag string) (fieldCodec, error) {
+func codecFor(format, schemaSpec, flag string, reg *schemaregistry.Client) (fieldCodec, error) {
 	switch format {
 	case "", FormatBinary:
 		return &binaryCodec{}, nil
@@ -190,7 +191,7 @@ func codecFor(format, schemaSpec, flag string) (fieldCodec, error) {
 		c.release()
 		return c, nil
 	case FormatAvro:
-		return nil, fmt.Errorf("%s avro: not available yet in this build (binary, string or json; decode downstream)", flag)
+		return newAvroCodec(strings.TrimSuffix(strings.TrimPrefix(flag, "--"), "-format"), schemaSpec, reg)
 	}
 	return nil, fmt.Errorf("%s must be binary, string, json or avro, got %q", flag, format)
 }
@@ -228,7 +229,10 @@ type builder struct {
 	hv         *array.BinaryBuilder
 	rescued    *array.StringBuilder
 	rows       int
-	bad        int64 // records whose key or value did not decode
+	bad        int64    // records whose key or value did not decode
+	badFile    *badFile // --bad-records, nil when not given
+	badLogged  int
+	log        func(msg string, args ...any)
 	scratch    []byte
 }
 
@@ -292,6 +296,9 @@ func (b *builder) add(r *kgo.Record) error {
 		if bk != "" || bv != "" {
 			b.bad++
 			b.rescued.BinaryBuilder.Append(b.rescue(r, src, bk, bv))
+			if err := b.badRecord(r, src, bk, bv); err != nil {
+				return err
+			}
 		} else {
 			b.rescued.AppendNull()
 		}
@@ -333,6 +340,36 @@ func (b *builder) rescue(r *kgo.Record, src, badKey, badVal string) []byte {
 	s = append(s, '}')
 	b.scratch = s
 	return s
+}
+
+// logBad is how many bad records are logged one by one (the rest are counted).
+const logBad = 10
+
+// badRecord logs the first few bad records and writes each to --bad-records.
+func (b *builder) badRecord(r *kgo.Record, src, badKey, badVal string) error {
+	var why []string
+	if badKey != "" {
+		why = append(why, "key: "+badKey)
+	}
+	if badVal != "" {
+		why = append(why, "value: "+badVal)
+	}
+	reason := strings.Join(why, "; ")
+	if b.badLogged < logBad && b.log != nil {
+		b.badLogged++
+		dest := "_rescued_data (--bad-records PATH also keeps them in a file)"
+		if b.badFile != nil {
+			dest = "_rescued_data and " + b.badFile.out.Path()
+		}
+		b.log("bad record", "at", src, "reason", reason, "to", dest)
+		if b.badLogged == logBad {
+			b.log("further bad records are only counted (bad_records in the progress line)")
+		}
+	}
+	if b.badFile == nil {
+		return nil
+	}
+	return b.badFile.write(r, reason, badKey != "", badVal != "")
 }
 
 // finish returns the rows added so far as a batch (nil when none) and resets the builder.

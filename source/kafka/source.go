@@ -40,6 +40,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamkit/streamkit/internal/kafkaconn"
+	"github.com/streamkit/streamkit/internal/schemaregistry"
 	"github.com/streamkit/streamkit/tools/stage"
 )
 
@@ -83,11 +84,19 @@ type Config struct {
 	GroupCommitWait time.Duration
 	// MaxRecordsPerEpoch caps the records of one epoch (0: no cap); Spark's maxOffsetsPerTrigger.
 	MaxRecordsPerEpoch int64
-	// KeyFormat and ValueFormat decode key and value: binary (default), string or json.
+	// KeyFormat and ValueFormat decode key and value: binary (default), string, json or avro.
 	KeyFormat, ValueFormat string
 	// KeySchema and ValueSchema are the schemas of json keys and values (codec/schema.Load:
-	// Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file).
+	// Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file), or the Avro reader schemas
+	// of avro keys and values (inline JSON, @file or a file path).
 	KeySchema, ValueSchema string
+	// Registry is the schema registry of --key-format/--value-format avro in the Confluent wire
+	// format (--schema-registry); URL "" means plain Avro binary with the given schema.
+	Registry schemaregistry.Config
+	// BadRecords is the --bad-records file (JSON lines: topic, partition, offset, timestamp,
+	// reason, raw key and value) that receives every record whose key or value did not decode,
+	// besides its _rescued_data; "" keeps them in _rescued_data only.
+	BadRecords string
 	// DiscoveryInterval is how often live reading looks for new partitions and topics
 	// (default 10 s).
 	DiscoveryInterval time.Duration
@@ -163,6 +172,7 @@ type Source struct {
 	iso      kgo.IsolationLevel
 	keyC     fieldCodec
 	valC     fieldCodec
+	reg      *schemaregistry.Client
 	env      *stage.Env
 	log      *slog.Logger
 	cl       *kgo.Client
@@ -234,10 +244,18 @@ func New(cfg Config) (*Source, error) {
 	if cfg.MaxRecordsPerEpoch < 0 {
 		return nil, stage.Usagef("--max-records-per-epoch must be ≥ 0, got %d", cfg.MaxRecordsPerEpoch)
 	}
-	if s.keyC, err = codecFor(cfg.KeyFormat, cfg.KeySchema, "--key-format"); err != nil {
+	if cfg.Registry.URL != "" {
+		if cfg.KeyFormat != FormatAvro && cfg.ValueFormat != FormatAvro {
+			return nil, stage.Usagef("--schema-registry needs --value-format avro or --key-format avro")
+		}
+		if s.reg, err = schemaregistry.New(cfg.Registry); err != nil {
+			return nil, stage.Usagef("%v", err)
+		}
+	}
+	if s.keyC, err = codecFor(cfg.KeyFormat, cfg.KeySchema, "--key-format", s.reg); err != nil {
 		return nil, stage.Usagef("%v", err)
 	}
-	if s.valC, err = codecFor(cfg.ValueFormat, cfg.ValueSchema, "--value-format"); err != nil {
+	if s.valC, err = codecFor(cfg.ValueFormat, cfg.ValueSchema, "--value-format", s.reg); err != nil {
 		return nil, stage.Usagef("%v", err)
 	}
 	if s.cfg.DiscoveryInterval <= 0 {
@@ -309,13 +327,54 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 	if err := s.resolveEnds(octx); err != nil {
 		return nil, err
 	}
+	if err := s.resolveAvro(octx, tps); err != nil {
+		return nil, err
+	}
 	if s.b, err = newBuilder(env.Mem, s.schema, s.keyC, s.valC); err != nil {
 		return nil, err
+	}
+	s.b.log = s.log.Warn
+	if s.cfg.BadRecords != "" {
+		if !s.schema.HasField(ColRescued) {
+			return nil, stage.Usagef("--bad-records needs a decoding --key-format or --value-format (string, json or avro)")
+		}
+		start := map[TP]int64{}
+		for _, p := range s.order {
+			start[p.tp] = p.pos
+		}
+		if s.b.badFile, err = openBadFile(s.cfg.BadRecords, start); err != nil {
+			return nil, err
+		}
 	}
 	s.consume(s.order...)
 	s.lastDisc = time.Now()
 	s.updateLag()
 	return s.schema, nil
+}
+
+// resolveAvro takes the reader schema of avro keys and values without a schema file from the
+// registry (subject <topic>-key / <topic>-value), finds the registry id of a reader schema
+// file, and fixes the output schema.
+func (s *Source) resolveAvro(ctx context.Context, tps []TP) error {
+	var topics []string
+	if s.pattern == nil && s.assign == nil {
+		topics = append(topics, s.cfg.Topics...)
+	} else {
+		topics = topicsOf(tps)
+	}
+	changed := false
+	for _, c := range []fieldCodec{s.keyC, s.valC} {
+		if a, ok := c.(*avroCodec); ok {
+			if err := a.resolveReader(ctx, topics); err != nil {
+				return err
+			}
+			changed = true
+		}
+	}
+	if changed {
+		s.schema = schemaFor(s.keyC, s.valC, true)
+	}
+	return nil
 }
 
 func usage(err error) error {
@@ -689,7 +748,9 @@ func (s *Source) Committed(ctx context.Context, epoch uint64, pos stage.Position
 
 // Close stops fetching and closes the connections.
 func (s *Source) Close() error {
+	var err error
 	if s.b != nil {
+		err = s.b.badFile.close()
 		s.b.release()
 		s.b = nil
 	}
@@ -697,7 +758,7 @@ func (s *Source) Close() error {
 		s.cl.Close()
 		s.cl = nil
 	}
-	return nil
+	return err
 }
 
 // target is the offset p must reach in the current Read: the limit's, the bounded end, or -1
@@ -738,17 +799,17 @@ func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 			return nil, err
 		}
 		if s.b.rows >= maxRows {
-			return s.flush(limit), nil
+			return s.flush(limit)
 		}
 		if s.done() {
-			if rec := s.flush(limit); rec != nil {
-				return rec, nil
+			if rec, err := s.flush(limit); rec != nil || err != nil {
+				return rec, err
 			}
 			return nil, io.EOF
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
-			return s.flush(limit), nil
+			return s.flush(limit)
 		}
 		if err := s.maybeDiscover(ctx); err != nil {
 			return nil, err
@@ -762,7 +823,11 @@ func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 	}
 }
 
-func (s *Source) flush(limit stage.Position) arrow.RecordBatch {
+// flush returns the batch built so far, after making its --bad-records lines durable.
+func (s *Source) flush(limit stage.Position) (arrow.RecordBatch, error) {
+	if err := s.b.badFile.sync(); err != nil {
+		return nil, err
+	}
 	rec := s.b.finish()
 	if rec != nil && limit == nil {
 		s.inEpoch += rec.NumRows()
@@ -772,7 +837,7 @@ func (s *Source) flush(limit stage.Position) arrow.RecordBatch {
 		s.b.bad = 0
 	}
 	s.updateLag()
-	return rec
+	return rec, nil
 }
 
 func (s *Source) updateLag() {

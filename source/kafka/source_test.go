@@ -23,6 +23,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/internal/kafkatest"
+	"github.com/streamkit/streamkit/internal/schemaregistry"
 	"github.com/streamkit/streamkit/source/kafka"
 	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/tools/stage"
@@ -686,6 +687,10 @@ func TestFlagValidation(t *testing.T) {
 		{Topics: []string{"a"}, OnDataLoss: "ignore"},
 		{Assign: []string{"a"}},
 		{Topics: []string{"a"}, KeyFormat: "xml"},
+		{Topics: []string{"a"}, ValueFormat: "avro"},
+		{Topics: []string{"a"}, ValueFormat: "avro", ValueSchema: `{"type":"record","name":"R","fields":[{"name":"x","type":"nope"}]}`},
+		{Topics: []string{"a"}, ValueFormat: "json", ValueSchema: "x INT", Registry: schemaregistry.Config{URL: "http://127.0.0.1:1"}},
+		{Topics: []string{"a"}, ValueFormat: "avro", Registry: schemaregistry.Config{URL: "127.0.0.1:8081"}},
 	} {
 		var ue *stage.UsageError
 		if _, err := kafka.New(cfg); !errors.As(err, &ue) {

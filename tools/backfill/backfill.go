@@ -261,7 +261,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		if err != nil {
 			return err
 		}
-		defer lock.release()
+		defer lock.Release()
 	}
 	if err := r.loadTarget(ctx); err != nil {
 		return err

@@ -438,11 +438,11 @@ func TestBackfillLockAndUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := baseCfg(t, mem, src, dst, "hist")
-	if err := Run(ctx, cfg); err == nil || !strings.Contains(err.Error(), `flow "hist" is already running (process `) {
+	if err := Run(ctx, cfg); err == nil || !strings.Contains(err.Error(), `flow "hist" is already running (flow "hist" of table`) {
 		t.Fatalf("second run while locked: %v", err)
 	}
 	cfg.LockWait = 300 * time.Millisecond
-	go func() { time.Sleep(100 * time.Millisecond); l.release() }()
+	go func() { time.Sleep(100 * time.Millisecond); l.Release() }()
 	if err := Run(ctx, cfg); err != nil {
 		t.Fatalf("--lock-wait: %v", err)
 	}

@@ -69,7 +69,7 @@ the first live commit) it runs anyway and says so.
 
 --with col=value adds constant columns (typed as the target's column when it has one).
 --plan prints what would be read (files, rows), the overlap figures and the dedup key hits
-as JSON, and writes nothing. A lock file in <target>/_streamkit/locks keeps two cron runs of
+as JSON, and writes nothing. A lock file in <target>/_streamkit/flows keeps two cron runs of
 the same flow from overlapping. Exit codes: 0 done (or nothing to do), 1 error, 2 usage,
 3 overlap not reached yet.`,
 		Example: cli.Examples(

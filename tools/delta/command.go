@@ -27,13 +27,13 @@ func usagef(format string, args ...any) error { return stage.Usagef(format, args
 func Command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "delta",
-		Short: "Maintain Delta tables: history, optimize, vacuum",
+		Short: "Maintain Delta tables: history, optimize, vacuum, cleanup-log",
 		Long: `The delta commands inspect and maintain Delta Lake tables (local directories or file://
 URIs), such as the ones write-delta produces. They commit like any other writer, so they are
 safe to run while write-delta processes append to the table.`,
 		Args: cli.NoArgs,
 	}
-	cmd.AddCommand(historyCommand(), optimizeCommand(), vacuumCommand())
+	cmd.AddCommand(historyCommand(), optimizeCommand(), vacuumCommand(), cleanupLogCommand())
 	return cmd
 }
 

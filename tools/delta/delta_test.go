@@ -428,3 +428,46 @@ func TestParseRetention(t *testing.T) {
 		}
 	}
 }
+
+// cleanup-log deletes the log files before the newest checkpoint older than the cut-off; a
+// retention below the table's needs --force.
+func TestCleanupLogCommand(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "t")
+	makeTable(t, root, 14, 2) // versions 0..13, checkpoint 10
+	files := snap(t, root).NumFiles()
+	old := time.Now().Add(-5 * 24 * time.Hour)
+	for v := 0; v <= 11; v++ {
+		for _, n := range []string{fmt.Sprintf("%020d.json", v), fmt.Sprintf("%020d.checkpoint.parquet", v)} {
+			os.Chtimes(filepath.Join(root, delta.LogDir, n), old, old)
+		}
+	}
+	run := func(args ...string) (string, error) {
+		cmd := Command()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetArgs(append([]string{"cleanup-log", root}, args...))
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	// The default retention (30 days) keeps everything.
+	if out, err := run(); err != nil || !strings.Contains(out, "nothing to delete: no checkpoint older than the cut-off") {
+		t.Fatalf("default retention: %q %v", out, err)
+	}
+	if _, err := run("--retain", "2d"); err == nil || !strings.Contains(err.Error(), "below the table's delta.logRetentionDuration (720h0m0s)") {
+		t.Fatalf("short retention without --force: %v", err)
+	}
+	out, err := run("--retain", "2d", "--force", "--dry-run")
+	if err != nil || !strings.Contains(out, "dry run: 10 log files before checkpoint 10") || !strings.HasPrefix(out, "00000000000000000000.json\n") {
+		t.Fatalf("dry run: %q %v", out, err)
+	}
+	if out, err := run("--retain", "2d", "--force"); err != nil || !strings.Contains(out, "deleted 10 log files before checkpoint 10") {
+		t.Fatalf("cleanup: %q %v", out, err)
+	}
+	h, err := ReadHistory(context.Background(), root, 0)
+	if err != nil || h.Oldest != 10 || len(h.Commits) != 4 || h.Version != 13 {
+		t.Fatalf("history after cleanup: %+v %v", h, err)
+	}
+	if s := snap(t, root); s.NumFiles() != files {
+		t.Fatalf("%d live files after cleanup, %d before", s.NumFiles(), files)
+	}
+}

@@ -54,6 +54,30 @@ not fit go to the struct's _rescued_data member; a key or value that is not a JS
 leaves the struct null and lands, raw, in the top-level _rescued_data column with the reason
 and its topic/partition@offset. Nothing is dropped silently.
 
+Avro: --value-format avro (or --key-format) with --value-schema FILE.avsc reads plain Avro
+binary written with that schema. With --schema-registry URL values are in the Confluent wire
+format (magic byte 0, 4-byte big-endian schema id, Avro binary): each writer schema is fetched
+once per id (GET /schemas/ids/{id}) and resolved into the reader schema by the Avro
+specification's schema resolution (fields added with defaults, removed fields, promotions,
+enum defaults, union branches). The reader schema is --value-schema when given, else the
+latest version of subject <topic>-value at start-up (one topic only). Types: records →
+struct (value.user.id works downstream), arrays → list, maps → map<string,V>, [null,T] →
+nullable T, other unions → struct with one member per branch, enums → string, bytes →
+binary, fixed → fixed_size_binary, decimal → decimal128, date → date32, timestamp-millis/
+-micros → timestamp[us, UTC], local-timestamp-* → timestamp[us], uuid → string. The column's
+field metadata holds streamkit.avro_schema and, from the registry, streamkit.schema_id,
+streamkit.schema_subject and streamkit.schema_version. A bad magic byte, truncated or
+corrupt Avro, an unknown schema id, an unreachable registry or a writer schema that does not
+resolve leave the column null and rescue the raw record with the reason. Registry basic auth:
+--schema-registry-user with the password from --schema-registry-password-file or the
+variable named by --schema-registry-password-env (never on the command line);
+--schema-registry-ca verifies https.
+
+--bad-records PATH also writes every record that did not decode as a JSON line (topic,
+partition, offset, timestamp, reason, key and value as text or *_base64). With the checkpoint
+it is exactly once: a restart cuts the lines of uncommitted epochs, which their replay writes
+again.
+
 Security: --tls-ca, --tls-cert/--tls-key (mTLS), --sasl-mechanism PLAIN|SCRAM-SHA-256|
 SCRAM-SHA-512 with --sasl-user and the password from --sasl-password-file or the environment
 variable named by --sasl-password-env (default STREAMKIT_KAFKA_PASSWORD); it is never taken
@@ -61,6 +85,7 @@ from the command line and never logged.`,
 		Example: cli.Examples(
 			"# Everything in a topic now, then stop (cron-friendly, resumes next time)\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --until now --checkpoint ckpt/orders | streamkit print --checkpoint ckpt/print",
 			"# Live, two topics, string values, at most 100k records per epoch\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders -t refunds --value-format string --max-records-per-epoch 100000 | streamkit print --format json",
+			"# Avro values in the Confluent wire format, writer schemas from a schema registry\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format avro --schema-registry http://127.0.0.1:8081 --bad-records bad.ndjson | streamkit keyby value.user_id",
 			"# SCRAM over TLS, password from a file\nstreamkit read-kafka -b kafka:9094 -t orders --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user app --sasl-password-file /run/secrets/kafka | streamkit print",
 		),
 		Args: cli.NoArgs,
@@ -89,10 +114,12 @@ from the command line and never logged.`,
 	f.StringVar(&cfg.Group, "group", "", "commit each committed epoch's offsets to this consumer group (monitoring only)")
 	f.DurationVar(&cfg.GroupCommitWait, "group-commit-wait", 0, "at the end of a run, wait this long for the sink's last commit before committing --group (default 10s)")
 	f.Int64Var(&cfg.MaxRecordsPerEpoch, "max-records-per-epoch", 0, "at most this many records per epoch (0: no limit); Spark's maxOffsetsPerTrigger")
-	f.StringVar(&cfg.KeyFormat, "key-format", kafka.FormatBinary, "decode keys as binary, string or json (with --key-schema)")
-	f.StringVar(&cfg.ValueFormat, "value-format", kafka.FormatBinary, "decode values as binary, string or json (with --value-schema)")
-	f.StringVar(&cfg.KeySchema, "key-schema", "", "schema of json keys: Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file")
-	f.StringVar(&cfg.ValueSchema, "value-schema", "", "schema of json values: Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file")
+	f.StringVar(&cfg.KeyFormat, "key-format", kafka.FormatBinary, "decode keys as binary, string, json (with --key-schema) or avro (--key-schema and/or --schema-registry)")
+	f.StringVar(&cfg.ValueFormat, "value-format", kafka.FormatBinary, "decode values as binary, string, json (with --value-schema) or avro (--value-schema and/or --schema-registry)")
+	f.StringVar(&cfg.KeySchema, "key-schema", "", "schema of json keys (Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file), or the Avro reader schema of avro keys")
+	f.StringVar(&cfg.ValueSchema, "value-schema", "", "schema of json values (Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file), or the Avro reader schema of avro values")
+	cfg.Registry.AddFlags(f)
+	f.StringVar(&cfg.BadRecords, "bad-records", "", "also write records whose key or value did not decode to this JSON-lines file (topic, partition, offset, reason, raw bytes)")
 	f.DurationVar(&cfg.DiscoveryInterval, "discovery-interval", 0, "how often live reading looks for new partitions and topics (default 10s)")
 	so.AddFlags(f)
 	return cmd

@@ -31,8 +31,15 @@ new flow id and a restart cannot be exactly-once (a warning says so).
 Several write-delta processes with different flows may append to one table at the same time
 (append flows): commits are put-if-absent and lost races are retried without rewriting data.
 A concurrent change of the table's schema, properties or protocol stops the writer with an
-error; restarting it replays the epoch. Classic Parquet checkpoints are written every
-delta.checkpointInterval (10) commits.
+error; restarting it replays the epoch. Only one writer may run per flow: a lock file in
+TABLE/_streamkit/flows names the holder, and binds the flow to its checkpoint directory (another
+checkpoint for the flow is refused unless --flow-takeover). Classic Parquet checkpoints are
+written every delta.checkpointInterval (10) commits, and then log files older than
+delta.logRetentionDuration (30 days) that precede a checkpoint are deleted, as Spark does.
+
+--partition-by value.region partitions by a struct field: it is copied into a top-level
+column named region (value_region when region is taken). --table-property values are checked
+as Delta checks them; unknown delta.* keys are refused unless --allow-arbitrary-properties.
 
 Rows after the last barrier: with end=final (e.g. a foreign producer that sends a plain IPC
 stream without barriers) they are committed as a final epoch; with end=pause they are an error.
@@ -98,6 +105,8 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 	f.StringArrayVar(&with, "with", nil, "add a constant column COL=VALUE to every row (repeatable), e.g. record_source=stream")
 	f.StringVar(&target, "target-file-size", "", "roll data files at about this size, e.g. 64MiB (default: delta.targetFileSize, else 128MiB)")
 	f.IntVar(&cfg.Writers, "writers", 0, "parallel Parquet writers for epochs above 8 MiB, each with its own files (default: CPUs, at most 4)")
+	f.BoolVar(&cfg.AllowArbitraryProperties, "allow-arbitrary-properties", false, "accept delta.* table properties Delta does not define (default: refused, as Spark does)")
+	f.BoolVar(&cfg.FlowTakeover, "flow-takeover", false, "let this checkpoint take over a flow bound to another checkpoint (its epochs up to the table's txn version are skipped)")
 	f.BoolVar(&cfg.TruncateTimestamps, "truncate-timestamps", false, "drop sub-microsecond digits of timestamps instead of failing")
 	o.AddFlags(f)
 	return cmd

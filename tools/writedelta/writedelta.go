@@ -76,8 +76,9 @@ type Config struct {
 	// contents with its rows, in one commit that removes every live file (Spark's complete
 	// output mode); epochs without rows only record progress.
 	Mode string
-	// PartitionBy lists top-level partition columns of a new table; for an existing table it
-	// must equal the table's partitioning (or be empty).
+	// PartitionBy lists partition columns of a new table: top-level columns, or dot paths into
+	// structs, which are copied into top-level columns (see promote.go); for an existing table
+	// it must resolve to the table's partitioning (or be empty).
 	PartitionBy []string
 	// MergeSchema adds input columns the table lacks (also nested struct fields) and relaxes
 	// NOT NULL columns the input lacks or declares nullable, in the first commit of the run.
@@ -104,6 +105,13 @@ type Config struct {
 	// already committed one (DefaultHoldBytes when 0); beyond it they are written to data files
 	// that are deleted again if the epoch turns out to be committed.
 	HoldBytes int64
+	// AllowArbitraryProperties accepts delta.* table properties Delta does not define
+	// (--allow-arbitrary-properties, as Spark's
+	// spark.databricks.delta.allowArbitraryProperties.enabled); default: refused.
+	AllowArbitraryProperties bool
+	// FlowTakeover lets this run's checkpoint (or a run without one) take over a flow that is
+	// bound to another checkpoint (--flow-takeover); default: refused.
+	FlowTakeover bool
 }
 
 // flowRecord is the content of FlowFile.
@@ -111,6 +119,12 @@ type flowRecord struct {
 	Flow    string    `json:"flow"`
 	Table   string    `json:"table"`
 	Created time.Time `json:"created"`
+	// ID identifies the checkpoint directory (a UUID made on first use): the table's flow
+	// lock records which checkpoint owns the flow.
+	ID string `json:"id,omitempty"`
+	// TableID is the table's metaData.id once the flow committed to it: a table replaced
+	// under the same path is detected.
+	TableID string `json:"table_id,omitempty"`
 }
 
 // Writer is the write-delta operator (a stage.Operator sink).
@@ -120,9 +134,14 @@ type Writer struct {
 	table *delta.Table
 	snap  *delta.Snapshot // nil until the table exists
 	flow  string
+	lock  *delta.FlowLock // the flow's lock in the table, held from Open to Close
+	rec   flowRecord      // FlowFile of the checkpoint directory (zero without one)
+	fresh bool            // FlowFile was created by this run
 
-	writeSchema *arrow.Schema // input columns + constants
+	writeSchema *arrow.Schema // input columns + constants + promoted partition columns
 	consts      []*codec.Constant
+	promoted    []promoted // nested --partition-by fields copied into top-level columns
+	partitionBy []string   // --partition-by as top-level column names
 
 	createProto *delta.Protocol // protocol and metadata of a table this writer creates
 	createMeta  *delta.Metadata
@@ -197,6 +216,17 @@ func New(cfg Config) (*Writer, error) {
 			return nil, stage.Usagef("write-delta: --partition-by has an empty column name")
 		}
 	}
+	if len(cfg.Properties) > 0 {
+		props, err := delta.ValidateProperties(cfg.Properties, cfg.AllowArbitraryProperties)
+		if err != nil {
+			hint := ""
+			if errors.Is(err, delta.ErrInvalidProperty) && strings.Contains(err.Error(), "unknown Delta property") {
+				hint = " (--allow-arbitrary-properties accepts it)"
+			}
+			return nil, stage.Usagef("write-delta: --table-property: %v%s", err, hint)
+		}
+		cfg.Properties = props
+	}
 	return &Writer{cfg: cfg, laneThreshold: DefaultLaneThreshold}, nil
 }
 
@@ -205,7 +235,7 @@ func (w *Writer) Flow() string { return w.flow }
 
 // Open resolves the flow id, loads the table (if it exists) and checks that the input fits it;
 // otherwise it prepares the metadata of the table to create at the first commit.
-func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*arrow.Schema, error) {
+func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (_ *arrow.Schema, err error) {
 	env.MarkSink()
 	w.env = env
 	root := w.cfg.Table
@@ -215,6 +245,24 @@ func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*a
 	if err := w.resolveFlow(env); err != nil {
 		return nil, err
 	}
+	holder := delta.FlowHolder{Tool: Tool}
+	if env.Dir != nil {
+		holder.Checkpoint = env.Dir.Path
+	}
+	_, statErr := os.Stat(root)
+	newDir := errors.Is(statErr, os.ErrNotExist)
+	if w.lock, err = delta.LockFlow(ctx, root, w.flow, 0, holder); err != nil {
+		return nil, fmt.Errorf("write-delta: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			if newDir { // leave no directory behind for a table that was not created
+				w.lock.Remove(root)
+			}
+			w.lock.Release()
+			w.lock = nil
+		}
+	}()
 	snap, err := w.table.Snapshot(ctx)
 	switch {
 	case errors.Is(err, delta.ErrNotATable):
@@ -231,8 +279,16 @@ func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*a
 		return nil, err
 	}
 	if snap == nil {
+		props := w.cfg.Properties
+		if len(w.promoted) > 0 {
+			props = w.promotedProperties()
+			for k, v := range w.cfg.Properties {
+				props[k] = v
+			}
+		}
 		p, m, err := delta.NewTableMetadata(w.writeSchema, delta.CreateOptions{
-			PartitionColumns: w.cfg.PartitionBy, Configuration: w.cfg.Properties, Now: env.Now()})
+			PartitionColumns: w.partitionBy, Configuration: props, Now: env.Now(),
+			AllowArbitraryProperties: w.cfg.AllowArbitraryProperties})
 		if err != nil {
 			return nil, fmt.Errorf("write-delta: table %s: %w", root, err)
 		}
@@ -242,6 +298,9 @@ func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*a
 	}
 	if w.snap != nil {
 		w.txn, w.haveTxn = w.snap.TxnVersion(w.flow)
+	}
+	if err := w.checkOwner(env); err != nil {
+		return nil, err
 	}
 	if env.Dir != nil {
 		if w.ownEpoch, err = env.Dir.Committed(); err != nil {
@@ -295,7 +354,11 @@ func (w *Writer) resolveFlow(env *stage.Env) error {
 			return stage.Usagef("write-delta: checkpoint %s belongs to table %s, not %s; use a new checkpoint directory",
 				env.Dir.Path, rec.Table, w.cfg.Table)
 		}
-		w.flow = rec.Flow
+		w.flow, w.rec = rec.Flow, rec
+		if rec.ID == "" { // written by an earlier streamkit: give the checkpoint its identity
+			w.rec.ID = uuid.NewString()
+			return state.WriteJSON(env.Dir.Path, FlowFile, w.rec)
+		}
 		return nil
 	case errors.Is(err, os.ErrNotExist):
 		c, err := env.Dir.Committed()
@@ -309,7 +372,9 @@ func (w *Writer) resolveFlow(env *stage.Env) error {
 		if w.flow == "" {
 			w.flow = uuid.NewString()
 		}
-		return state.WriteJSON(env.Dir.Path, FlowFile, flowRecord{Flow: w.flow, Table: w.cfg.Table, Created: time.Now().UTC()})
+		w.rec = flowRecord{Flow: w.flow, Table: w.cfg.Table, Created: time.Now().UTC(), ID: uuid.NewString()}
+		w.fresh = true
+		return state.WriteJSON(env.Dir.Path, FlowFile, w.rec)
 	default:
 		return err
 	}
@@ -347,6 +412,15 @@ func (w *Writer) buildWriteSchema(in *arrow.Schema, snap *delta.Snapshot) error 
 		w.consts = append(w.consts, k)
 		fields = append(fields, arrow.Field{Name: c.Name, Type: typ, Nullable: true})
 	}
+	var err error
+	var conf map[string]string
+	if snap != nil {
+		conf = snap.Metadata().Configuration
+	}
+	if w.partitionBy, err = w.resolvePartitionBy(in, fields, conf); err != nil {
+		return err
+	}
+	fields = append(fields, w.promotedFields()...)
 	w.writeSchema = arrow.NewSchema(fields, nil)
 	if _, err := delta.FromArrowSchema(w.writeSchema); err != nil {
 		return fmt.Errorf("write-delta: table %s: %w", w.cfg.Table, err)
@@ -373,9 +447,13 @@ var safeProperties = map[string]bool{
 func (w *Writer) adopt(s *delta.Snapshot) error {
 	root := w.cfg.Table
 	meta := s.Metadata()
-	if len(w.cfg.PartitionBy) > 0 && !slices.Equal(w.cfg.PartitionBy, meta.PartitionColumns) {
+	if len(w.partitionBy) > 0 && !slices.Equal(w.partitionBy, meta.PartitionColumns) {
+		given := strings.Join(w.cfg.PartitionBy, ",")
+		if len(w.promoted) > 0 {
+			given += " (" + w.describePromoted() + ")"
+		}
 		return stage.Usagef("write-delta: table %s is partitioned by [%s], not --partition-by %s (the partitioning of an existing table cannot change)",
-			root, strings.Join(meta.PartitionColumns, ","), strings.Join(w.cfg.PartitionBy, ","))
+			root, strings.Join(meta.PartitionColumns, ","), given)
 	}
 	if w.cfg.Mode == ModeOverwrite && strings.EqualFold(meta.Configuration["delta.appendOnly"], "true") {
 		return stage.Usagef("write-delta: table %s is append-only (delta.appendOnly=true): --mode overwrite is not allowed", root)
@@ -464,7 +542,7 @@ func (w *Writer) mayBeReplay() bool {
 
 // augment adds the constant columns to rec (a new reference).
 func (w *Writer) augment(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	if len(w.consts) == 0 {
+	if len(w.consts) == 0 && len(w.promoted) == 0 {
 		rec.Retain()
 		return rec, nil
 	}
@@ -481,6 +559,11 @@ func (w *Writer) augment(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		if err != nil {
 			return nil, err
 		}
+		extra = append(extra, a)
+		cols = append(cols, a)
+	}
+	for _, p := range w.promoted {
+		a := promotedColumn(w.env.Mem, p.path, rec)
 		extra = append(extra, a)
 		cols = append(cols, a)
 	}
@@ -721,12 +804,21 @@ func (w *Writer) committedAt(ctx context.Context, res *delta.CommitResult) error
 	if res.CheckpointErr != nil {
 		w.env.Log.Warn("could not write a Delta checkpoint (the commit itself is durable)", "version", res.Version, "err", res.CheckpointErr)
 	}
+	if res.LogCleanupErr != nil {
+		w.env.Log.Warn("could not clean up expired Delta log files", "version", res.Version, "err", res.LogCleanupErr)
+	} else if lc := res.LogCleanup; lc != nil && len(lc.Files) > 0 {
+		w.env.Log.Info("deleted expired Delta log files", "files", len(lc.Files), "before_checkpoint", lc.Checkpoint,
+			"cutoff", lc.Cutoff.Format(time.RFC3339))
+	}
 	s := res.Snapshot
 	if s == nil {
 		var err error
 		if s, err = w.table.Snapshot(ctx); err != nil {
 			return fmt.Errorf("write-delta: reload table after commit %d: %w", res.Version, err)
 		}
+	}
+	if err := w.bindTable(s.Metadata().ID); err != nil {
+		return err
 	}
 	w.snap = s
 	w.meta = s.Metadata()
@@ -827,6 +919,7 @@ func (w *Writer) createEmpty(ctx context.Context) error {
 // releases held batches.
 func (w *Writer) Close() error {
 	err := w.discardEpoch()
+	w.lock.Release()
 	for _, c := range w.consts {
 		c.Release()
 	}

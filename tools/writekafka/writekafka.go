@@ -22,8 +22,22 @@ headers and timestamp come from the columns "key", "value", "headers"
 (list<struct<key, value>>) and "timestamp" when the input has them (read-kafka's columns), or
 from the columns named by --key, --value, --headers, --timestamp ("none" disables one). Binary
 and string columns are written as their bytes, other types as JSON; --value-format json writes
-the whole row as a JSON object. The topic is -t, or each row's "topic" column. Records are
-partitioned by key (murmur2, as the Java client), with an idempotent producer and acks=all.
+the whole row as a JSON object.
+
+--value-format avro writes the --value column, or without --value the whole row as a record,
+as Avro binary; --key-format avro does so for the key column. The writer schema is
+--value-schema/--key-schema (inline JSON, @file or FILE.avsc; columns are matched to fields by
+name, missing ones take the field default) or derived from the Arrow types (struct → record,
+list → array, map → map, nullable → ["null", T], decimal → bytes decimal, date32 → date,
+timestamp with a zone → timestamp-millis/-micros, without → local-timestamp-*). With
+--schema-registry URL the schema is registered under subject <topic>-value (<topic>-key) and
+records are written in the Confluent wire format (magic byte 0, 4-byte schema id, Avro), as
+Confluent's serializers do; basic auth: --schema-registry-user with the password from
+--schema-registry-password-file or the variable --schema-registry-password-env names. A row
+that does not fit the schema stops the stage naming the row and the field.
+
+The topic is -t, or each row's "topic" column. Records are partitioned by key (murmur2, as
+the Java client), with an idempotent producer and acks=all.
 
 On every barrier it flushes the epoch and fails unless every record was acknowledged; then it
 writes commit markers (at-least-once). With --transactional-id ID every epoch is one Kafka
@@ -33,6 +47,7 @@ consumers see each record exactly once.`,
 		Example: cli.Examples(
 			"# Copy a topic (keys, values, headers and timestamps preserved)\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --until now | streamkit write-kafka -b 127.0.0.1:9092 -t orders-copy",
 			"# Exactly once into Kafka\nexport STREAMKIT_CHECKPOINT=ckpt\nstreamkit read-kafka -b 127.0.0.1:9092 -t in | streamkit write-kafka -b 127.0.0.1:9092 -t out --transactional-id copy-in-out",
+			"# Rows as Avro in the Confluent wire format, schema registered under orders-value\nstreamkit read-files 'orders/*.parquet' | streamkit write-kafka -b 127.0.0.1:9092 -t orders --value-format avro --schema-registry http://127.0.0.1:8081",
 			"# Rows as JSON values keyed by a column\nstreamkit read-files 'orders/*.csv' | streamkit write-kafka -b 127.0.0.1:9092 -t orders --key order_id --value-format json",
 		),
 		Args: cli.NoArgs,
@@ -51,7 +66,11 @@ consumers see each record exactly once.`,
 	f.StringVarP(&cfg.Topic, "topic", "t", "", "topic to write (default: each row's \"topic\" column)")
 	f.StringVar(&cfg.Key, "key", "", "key column (default: \"key\" when present; none: no key)")
 	f.StringVar(&cfg.Value, "value", "", "value column (default: \"value\")")
-	f.StringVar(&cfg.ValueFormat, "value-format", "", "json: the value is the whole row as a JSON object (default: the value column)")
+	f.StringVar(&cfg.ValueFormat, "value-format", "", "json: the whole row as a JSON object; avro: the --value column, or the whole row, as Avro (default: the value column's bytes)")
+	f.StringVar(&cfg.KeyFormat, "key-format", "", "avro: the key column as Avro (default: the key column's bytes)")
+	f.StringVar(&cfg.ValueSchema, "value-schema", "", "Avro writer schema of --value-format avro (inline, @file or FILE.avsc; default: derived from the columns)")
+	f.StringVar(&cfg.KeySchema, "key-schema", "", "Avro writer schema of --key-format avro (default: derived from the key column)")
+	cfg.Registry.AddFlags(f)
 	f.StringVar(&cfg.Headers, "headers", "", "headers column, list<struct<key, value>> (default: \"headers\" when present; none: no headers)")
 	f.StringVar(&cfg.Timestamp, "timestamp", "", "timestamp column (default: \"timestamp\" when present; none: the producer's clock)")
 	f.StringVar(&cfg.TransactionalID, "transactional-id", "", "one Kafka transaction per epoch under this id (exactly-once to read_committed consumers)")

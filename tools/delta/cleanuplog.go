@@ -1,0 +1,109 @@
+package deltacmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/tools/cli"
+	"github.com/streamkit/streamkit/tools/writedelta"
+)
+
+// CleanupLogOptions configure CleanupLog.
+type CleanupLogOptions struct {
+	// Retain keeps log files younger than this; < 0: the table's delta.logRetentionDuration
+	// (30 days by default).
+	Retain time.Duration
+	// DryRun lists the files that would be deleted without deleting anything.
+	DryRun bool
+	// Force allows a retention below the table's setting.
+	Force bool
+}
+
+// CleanupLog deletes the expired files of the transaction log of the table at root
+// ([delta.Table.CleanupLog]) — what every writer does after a checkpoint — for tables whose
+// retention was shortened or whose writers do not clean up. A retention below the table's
+// delta.logRetentionDuration is refused unless Force is set: time travel to versions within
+// the table's retention would break.
+func CleanupLog(ctx context.Context, root string, opts CleanupLogOptions) (*delta.LogCleanup, error) {
+	tbl := delta.NewTable(root, nil)
+	s, err := tbl.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cleanup-log: %w", err)
+	}
+	retain := opts.Retain
+	if retain < 0 {
+		retain = s.LogRetention()
+	}
+	if retain < s.LogRetention() && !opts.Force {
+		return nil, usagef("cleanup-log: --retain %s is below the table's delta.logRetentionDuration (%s): time travel to versions within the table's retention would break; pass --force to clean up anyway",
+			retain, s.LogRetention())
+	}
+	res, err := tbl.CleanupLog(ctx, retain, opts.DryRun)
+	if err != nil {
+		return nil, fmt.Errorf("cleanup-log: %w", err)
+	}
+	return res, nil
+}
+
+func cleanupLogCommand() *cobra.Command {
+	var opts CleanupLogOptions
+	var retain string
+	cmd := &cobra.Command{
+		Use:   "cleanup-log TABLE",
+		Short: "Delete expired files of a Delta table's transaction log",
+		Long: `cleanup-log deletes the commit files, checkpoints, .crc and log compaction files of TABLE's
+_delta_log that are older than the log retention and precede the newest checkpoint that is
+itself older than it — as Delta writers (Spark, write-delta, delta optimize/vacuum) do after
+every checkpoint unless delta.enableExpiredLogCleanup is false. Every version committed within
+the retention stays loadable (time travel), and so does the version current at the cut-off.
+The cut-off is now minus the retention, truncated to the previous midnight UTC, as in Spark;
+the retention defaults to the table's delta.logRetentionDuration (30 days unless set), and a
+shorter --retain needs --force. Data files are not touched (that is vacuum).`,
+		Example: cli.Examples(
+			"# Which log files have expired?\nstreamkit delta cleanup-log ./lake/orders --dry-run",
+			"# Keep one week of history only (shorter than the table's setting)\nstreamkit delta cleanup-log ./lake/orders --retain 7d --force",
+		),
+		Args: cli.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root, err := writedelta.TableRoot(args[0])
+			if err != nil {
+				return err
+			}
+			opts.Retain = -1
+			if retain != "" {
+				if opts.Retain, err = parseRetention(retain); err != nil {
+					return usagef("delta cleanup-log: --retain: %v", err)
+				}
+			}
+			res, err := CleanupLog(cmd.Context(), root, opts)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			for _, f := range res.Files {
+				if opts.DryRun {
+					fmt.Fprintln(out, f)
+				}
+			}
+			cut := res.Cutoff.Format(time.RFC3339)
+			switch {
+			case res.Checkpoint < 0:
+				fmt.Fprintf(out, "nothing to delete: no checkpoint older than the cut-off %s\n", cut)
+			case opts.DryRun:
+				fmt.Fprintf(out, "dry run: %d log files before checkpoint %d (cut-off %s) would be deleted\n", len(res.Files), res.Checkpoint, cut)
+			default:
+				fmt.Fprintf(out, "deleted %d log files before checkpoint %d (cut-off %s)\n", len(res.Files), res.Checkpoint, cut)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&retain, "retain", "", "keep log files younger than this, e.g. 720h or 30d (default: the table's delta.logRetentionDuration)")
+	f.BoolVar(&opts.DryRun, "dry-run", false, "list the files that would be deleted, delete nothing")
+	f.BoolVar(&opts.Force, "force", false, "allow a retention below the table's delta.logRetentionDuration")
+	return cmd
+}

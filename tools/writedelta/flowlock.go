@@ -1,0 +1,101 @@
+package writedelta
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/state"
+	"github.com/streamkit/streamkit/tools/stage"
+)
+
+// One writer per flow. Open takes the flow's lock in the table (delta.LockFlow:
+// <table>/_streamkit/flows/<flow>.lock, an flock held until Close or process exit), so a second
+// write-delta (or backfill) of the same flow fails at once naming the holder. The lock file also
+// records which checkpoint directory owns the flow (its FlowFile id): a second checkpoint
+// directory — or a run without one — using the same flow would skip the owner's epochs (or
+// have its own skipped), so it is refused unless --flow-takeover moves the flow to it. The
+// table's metaData.id is kept in both the lock file and the checkpoint: a table replaced under
+// the same path is not mistaken for the one the checkpoint wrote.
+
+// checkOwner refuses a run whose checkpoint does not own the flow (see above) and binds the
+// flow to this run's checkpoint when it is free.
+func (w *Writer) checkOwner(env *stage.Env) error {
+	root := w.cfg.Table
+	tableID := ""
+	if w.snap != nil {
+		tableID = w.snap.Metadata().ID
+	}
+	if w.rec.TableID != "" && tableID != "" && w.rec.TableID != tableID {
+		return fmt.Errorf("write-delta: checkpoint %s wrote to table %s with id %s, but the table there now has id %s: "+
+			"the table was replaced; use a new checkpoint directory (and restart the pipeline's sources) to write the new table",
+			env.Dir.Path, root, w.rec.TableID, tableID)
+	}
+	prev := w.lock.Prev
+	owner := prev.Owner
+	if owner != nil && prev.TableID != "" && prev.TableID != tableID {
+		owner = nil // bound for a table that is gone
+	}
+	mine := w.rec.ID
+	if owner != nil && env.Dir != nil && w.fresh && owner.Checkpoint == env.Dir.Path {
+		// The owning directory lost its FlowFile and the flow was given again with --flow
+		// (resolveFlow requires it when the directory has committed epochs): same checkpoint.
+		if c, err := env.Dir.Committed(); err == nil && c > 0 {
+			owner = &delta.FlowOwner{Checkpoint: env.Dir.Path, CheckpointID: mine, Since: time.Now().UTC()}
+			if err := w.lock.Bind("", owner); err != nil {
+				return fmt.Errorf("write-delta: %w", err)
+			}
+		}
+	}
+	here := "a run without a checkpoint directory"
+	if env.Dir != nil {
+		here = "checkpoint " + env.Dir.Path
+	}
+	committed := "no epoch yet"
+	if w.haveTxn {
+		committed = fmt.Sprintf("epochs up to %d", w.txn)
+	}
+	switch {
+	case owner != nil && owner.CheckpointID != mine && !w.cfg.FlowTakeover:
+		return stage.Usagef("write-delta: flow %q of table %s belongs to checkpoint %s (bound %s; the table holds %s for it), not to %s: "+
+			"two checkpoints of one flow skip each other's epochs. Use the original checkpoint, another --flow, "+
+			"or --flow-takeover to move the flow to %s (its epochs up to the table's txn version are then skipped)",
+			w.flow, root, owner.Checkpoint, owner.Since.UTC().Format(time.RFC3339), committed, here, here)
+	case owner == nil && w.fresh && w.haveTxn && !w.cfg.FlowTakeover:
+		return stage.Usagef("write-delta: table %s already holds %s for flow %q, committed by another checkpoint or run, but %s is new: "+
+			"its epochs would be skipped up to %d. Use the flow's original checkpoint, another --flow, or --flow-takeover to continue the flow from this checkpoint",
+			root, committed, w.flow, here, w.txn)
+	}
+	if owner != nil && owner.CheckpointID != mine {
+		env.Log.Warn("--flow-takeover: the flow moves to this run", "flow", w.flow, "from_checkpoint", owner.Checkpoint, "to", here)
+	}
+	var bind *delta.FlowOwner
+	if mine != "" && (owner == nil || owner.CheckpointID != mine) {
+		bind = &delta.FlowOwner{Checkpoint: env.Dir.Path, CheckpointID: mine, Since: time.Now().UTC()}
+	} else if mine == "" && owner != nil {
+		bind = &delta.FlowOwner{} // taken over by a run without checkpoint: the flow is unowned
+	}
+	if bind != nil || prev.TableID != tableID {
+		if err := w.lock.Bind(tableID, bind); err != nil {
+			return fmt.Errorf("write-delta: %w", err)
+		}
+	}
+	return nil
+}
+
+// bindTable records the table's metaData.id in the checkpoint's FlowFile and in the flow's lock
+// file after the first commit of a run that created the table or ran before the id was kept.
+func (w *Writer) bindTable(tableID string) error {
+	if w.env.Dir != nil && w.rec.ID != "" && w.rec.TableID != tableID {
+		w.rec.TableID = tableID
+		if err := state.WriteJSON(w.env.Dir.Path, FlowFile, w.rec); err != nil {
+			return fmt.Errorf("write-delta: record the table id in %s: %w", w.env.Dir.Path, err)
+		}
+	}
+	if w.lock != nil && w.lock.Record().TableID != tableID {
+		if err := w.lock.Bind(tableID, nil); err != nil {
+			return fmt.Errorf("write-delta: %w", err)
+		}
+	}
+	return nil
+}

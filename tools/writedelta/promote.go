@@ -1,0 +1,171 @@
+package writedelta
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/tools/stage"
+)
+
+// Nested partition columns. Delta partition columns are top-level columns (PROTOCOL.md
+// "Partition Columns"), so `--partition-by value.region` promotes the struct field to a
+// top-level column of its own, which the table is partitioned by; the struct keeps its field.
+// The new column is named after the leaf ("region"); when that name is taken (case-insensitive)
+// by an input column, a --with column or another promoted field, the dot path with '_' for '.'
+// ("value_region") — the naming keyby and window use for key columns. A row whose struct (or
+// an enclosing one) is null has a null partition value. The table remembers the promotion in
+// the property streamkit.partitionColumn.<column> = <dot path>, so later runs without
+// --partition-by fill the column the same way.
+
+// PromotedProperty prefixes the table property recording a promoted partition column.
+const PromotedProperty = "streamkit.partitionColumn."
+
+// promoted is one nested --partition-by field copied into a top-level column.
+type promoted struct {
+	path codec.Path
+	name string
+}
+
+// resolvePartitionBy maps the --partition-by entries (or, without any, the promoted columns
+// an existing table records) onto top-level column names of the written schema (fields: input
+// + --with columns), promoting dot paths into struct fields.
+func (w *Writer) resolvePartitionBy(in *arrow.Schema, fields []arrow.Field, conf map[string]string) ([]string, error) {
+	list := w.cfg.PartitionBy
+	if len(list) == 0 {
+		keys := slices.Sorted(maps.Keys(conf))
+		for _, k := range keys {
+			path := conf[k]
+			col, ok := strings.CutPrefix(k, PromotedProperty)
+			if !ok || in.FieldIndices(col) != nil {
+				continue
+			}
+			if _, err := codec.ResolvePath(in, path); err != nil {
+				return nil, fmt.Errorf("write-delta: table %s has partition column %s, filled from the nested field %s (table property %s), which the input lacks: %w",
+					w.cfg.Table, col, path, k, err)
+			}
+			list = append(list, path)
+		}
+		if len(list) == 0 {
+			return nil, nil
+		}
+	}
+	taken := func(name string) bool {
+		for _, f := range fields {
+			if strings.EqualFold(f.Name, name) {
+				return true
+			}
+		}
+		for _, p := range w.promoted {
+			if strings.EqualFold(p.name, name) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for _, pb := range list {
+		if slices.ContainsFunc(fields, func(f arrow.Field) bool { return f.Name == pb }) || !strings.Contains(pb, ".") {
+			out = append(out, pb) // a top-level column (or none: NewTableMetadata names it)
+			continue
+		}
+		p, err := codec.ResolvePath(in, pb)
+		if errors.Is(err, codec.ErrPath) {
+			return nil, stage.Usagef("write-delta: --partition-by %s: %v", pb, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		name := p.Leaf()
+		if taken(name) {
+			name = strings.ReplaceAll(pb, ".", "_")
+			if taken(name) {
+				return nil, stage.Usagef("write-delta: --partition-by %s: the nested field becomes a top-level partition column, but both %s and %s are taken by other columns; rename one of them",
+					pb, p.Leaf(), name)
+			}
+		}
+		w.promoted = append(w.promoted, promoted{path: p, name: name})
+		out = append(out, name)
+	}
+	for _, p := range w.promoted {
+		w.env.Log.Info("partitioning by a nested field: it is copied into a top-level column", "field", p.path.Name, "column", p.name)
+	}
+	if len(w.cfg.PartitionBy) == 0 {
+		return nil, nil // the table's partitioning; the promoted columns are filled
+	}
+	return out, nil
+}
+
+// promotedProperties are the table properties recording the promoted columns.
+func (w *Writer) promotedProperties() map[string]string {
+	m := map[string]string{}
+	for _, p := range w.promoted {
+		m[PromotedProperty+p.name] = p.path.Name
+	}
+	return m
+}
+
+// promotedFields are the top-level fields of the promoted partition columns.
+func (w *Writer) promotedFields() []arrow.Field {
+	var out []arrow.Field
+	for _, p := range w.promoted {
+		out = append(out, arrow.Field{Name: p.name, Type: p.path.Field.Type, Nullable: true})
+	}
+	return out
+}
+
+// promotedColumn returns the values of p in rec as a new array, null where the field or an
+// enclosing struct is null (Arrow does not propagate a struct's nulls into its children).
+func promotedColumn(mem memory.Allocator, p codec.Path, rec arrow.RecordBatch) arrow.Array {
+	c := p.Column(rec)
+	leaf := c.Arr
+	n := leaf.Len()
+	if !c.HasNulls() || leaf.NullN() == n {
+		leaf.Retain()
+		return leaf
+	}
+	d := leaf.Data()
+	off := d.Offset()
+	bm := memory.NewResizableBuffer(mem)
+	bm.Resize(int(bitutil.BytesForBits(int64(off + n))))
+	bits := bm.Bytes()
+	for i := range bits {
+		bits[i] = 0
+	}
+	nulls := 0
+	for i := 0; i < n; i++ {
+		if c.IsNull(i) {
+			nulls++
+		} else {
+			bitutil.SetBit(bits, off+i)
+		}
+	}
+	bufs := append([]*memory.Buffer{bm}, d.Buffers()[1:]...)
+	var nd arrow.ArrayData
+	if dict := d.Dictionary(); dict != nil {
+		nd = array.NewDataWithDictionary(d.DataType(), n, bufs, nulls, off, dict.(*array.Data))
+	} else {
+		nd = array.NewData(d.DataType(), n, bufs, d.Children(), nulls, off)
+	}
+	bm.Release()
+	defer nd.Release()
+	return array.MakeFromData(nd)
+}
+
+// describePromoted is the log/usage description of the promoted columns ("value.region →
+// region").
+func (w *Writer) describePromoted() string {
+	var parts []string
+	for _, p := range w.promoted {
+		parts = append(parts, fmt.Sprintf("%s → %s", p.path.Name, p.name))
+	}
+	return strings.Join(parts, ", ")
+}
