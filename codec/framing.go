@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,13 +25,18 @@ const (
 // (2) read bodies without trusting their claimed length, and (3) tell an end-of-stream marker
 // from input that just stops (a killed producer).
 type messageReader struct {
-	r      io.Reader
-	mem    memory.Allocator
+	r   io.Reader // buffered over src
+	src io.Reader
+	mem memory.Allocator
+	// bodies allocates message bodies (mem when nil).
+	bodies memory.Allocator
 	msg    *ipc.Message
 	sawEOS bool
 	refs   int64
 	hdr    [4]byte
 	seen   bool // a message was read (the first one tells Arrow IPC from other input)
+	// first is the metadata of the first message (the schema's).
+	first []byte
 }
 
 func (m *messageReader) Retain() { m.refs++ }
@@ -50,53 +56,22 @@ func (m *messageReader) Message() (*ipc.Message, error) {
 		m.msg.Release()
 		m.msg = nil
 	}
-	if _, err := io.ReadFull(m.r, m.hdr[:]); err != nil {
-		if err == io.EOF {
-			return nil, io.EOF // no marker: the caller reports truncation
-		}
-		return nil, fmt.Errorf("arrow/ipc: could not read continuation indicator: %w", noEOF(err))
-	}
-	n := binary.LittleEndian.Uint32(m.hdr[:])
-	switch n {
-	case 0: // legacy end-of-stream
-		m.sawEOS = true
-		return nil, io.EOF
-	case 0xFFFFFFFF:
-		if _, err := io.ReadFull(m.r, m.hdr[:]); err != nil {
-			return nil, fmt.Errorf("arrow/ipc: could not read message length: %w", noEOF(err))
-		}
-		n = binary.LittleEndian.Uint32(m.hdr[:])
-		if n == 0 {
-			m.sawEOS = true
-			return nil, io.EOF
-		}
-	}
-	if n < 4 || n > MaxMetadataSize {
-		if !m.seen {
-			return nil, fmt.Errorf("%w (it begins with %q)", ErrNotArrow, m.hdr[:])
-		}
-		return nil, fmt.Errorf("arrow/ipc: invalid message metadata length %d", n)
-	}
-	m.seen = true
-	meta := make([]byte, n)
-	if _, err := io.ReadFull(m.r, meta); err != nil {
-		return nil, fmt.Errorf("arrow/ipc: could not read message metadata: %w", noEOF(err))
-	}
-	bodyLen, err := verifyMessage(meta)
+	meta, bodyLen, err := m.frame(nil)
 	if err != nil {
-		return nil, fmt.Errorf("arrow/ipc: invalid message metadata: %w", err)
+		return nil, err
 	}
-	if bodyLen < 0 || bodyLen > MaxBodySize {
-		return nil, fmt.Errorf("arrow/ipc: invalid message body length %d", bodyLen)
+	mem := m.mem
+	if m.bodies != nil {
+		mem = m.bodies
 	}
-	body := memory.NewResizableBuffer(m.mem)
+	body := memory.NewResizableBuffer(mem)
 	defer body.Release()
 	// Grow in chunks: a truncated stream fails before a huge claimed length is allocated.
 	var read int64
 	for read < bodyLen {
 		step := min(bodyLen-read, bodyChunk)
 		body.Resize(int(read + step))
-		if _, err := io.ReadFull(m.r, body.Bytes()[read:read+step]); err != nil {
+		if err := m.readBody(body.Bytes()[read : read+step]); err != nil {
 			return nil, fmt.Errorf("arrow/ipc: could not read message body: %w", noEOF(err))
 		}
 		read += step
@@ -105,6 +80,75 @@ func (m *messageReader) Message() (*ipc.Message, error) {
 	defer mb.Release()
 	m.msg = ipc.NewMessage(mb, body)
 	return m.msg, nil
+}
+
+// frame reads the framing and the flatbuffer metadata of the next message, verifies the
+// metadata and returns it appended to dst, with the body length the metadata claims (the body
+// is the next thing to read). io.EOF (possibly wrapped) ends the stream; sawEOS tells whether
+// it ended with the marker.
+func (m *messageReader) frame(dst []byte) (meta []byte, bodyLen int64, err error) {
+	if _, err := io.ReadFull(m.r, m.hdr[:]); err != nil {
+		if err == io.EOF {
+			return nil, 0, io.EOF // no marker: the caller reports truncation
+		}
+		return nil, 0, fmt.Errorf("arrow/ipc: could not read continuation indicator: %w", noEOF(err))
+	}
+	n := binary.LittleEndian.Uint32(m.hdr[:])
+	switch n {
+	case 0: // legacy end-of-stream
+		m.sawEOS = true
+		return nil, 0, io.EOF
+	case 0xFFFFFFFF:
+		if _, err := io.ReadFull(m.r, m.hdr[:]); err != nil {
+			return nil, 0, fmt.Errorf("arrow/ipc: could not read message length: %w", noEOF(err))
+		}
+		n = binary.LittleEndian.Uint32(m.hdr[:])
+		if n == 0 {
+			m.sawEOS = true
+			return nil, 0, io.EOF
+		}
+	}
+	if n < 4 || n > MaxMetadataSize {
+		if !m.seen {
+			return nil, 0, fmt.Errorf("%w (it begins with %q)", ErrNotArrow, m.hdr[:])
+		}
+		return nil, 0, fmt.Errorf("arrow/ipc: invalid message metadata length %d", n)
+	}
+	m.seen = true
+	at := len(dst)
+	dst = append(dst, make([]byte, n)...)
+	meta = dst[at:]
+	if _, err := io.ReadFull(m.r, meta); err != nil {
+		return nil, 0, fmt.Errorf("arrow/ipc: could not read message metadata: %w", noEOF(err))
+	}
+	if bodyLen, err = verifyMessage(meta); err != nil {
+		return nil, 0, fmt.Errorf("arrow/ipc: invalid message metadata: %w", err)
+	}
+	if m.first == nil {
+		m.first = meta
+	}
+	if bodyLen < 0 || bodyLen > MaxBodySize {
+		return nil, 0, fmt.Errorf("arrow/ipc: invalid message body length %d", bodyLen)
+	}
+	return dst, bodyLen, nil
+}
+
+// readBody fills p with the next bytes of the stream. A large p takes what the buffer holds
+// and reads the rest straight from the source, not through the buffer (one copy less).
+func (m *messageReader) readBody(p []byte) error {
+	br, ok := m.r.(*bufio.Reader)
+	if !ok || m.src == nil || len(p) < gatherDirectMin {
+		_, err := io.ReadFull(m.r, p)
+		return err
+	}
+	k := min(br.Buffered(), len(p))
+	if k > 0 {
+		b, _ := br.Peek(k)
+		copy(p, b)
+		br.Discard(k)
+	}
+	_, err := io.ReadFull(m.src, p[k:])
+	return err
 }
 
 // noEOF turns io.EOF inside a message into io.ErrUnexpectedEOF, so a cut message is never

@@ -2,11 +2,13 @@ package codec
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/zeebo/xxh3"
 )
 
 func TestKeyEncoding(t *testing.T) {
@@ -144,6 +146,9 @@ func TestHashRowsMatchesAppendRow(t *testing.T) {
 		if r%50 == 0 {
 			v = long + v
 		}
+		if r%5 == 1 { // 16 to 30 bytes: HashRows' inlined XXH3 case
+			v = fmt.Sprintf("%0*d", 16+r%15, r)
+		}
 		if r == 10 {
 			v = ""
 		}
@@ -215,4 +220,22 @@ func BenchmarkHashRowsBinary16(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/65536, "ns/row")
 	})
+}
+
+// hashEncoded16to30 equals XXH3-64 of the encoded key for every value length it takes.
+func TestHashEncoded16to30(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for m := 16; m <= 30; m++ {
+		for i := 0; i < 200; i++ {
+			v := make([]byte, m)
+			for j := range v {
+				v[j] = byte(rng.Uint32())
+			}
+			for _, tag := range []byte{tagBinary, tagString} {
+				if got, want := hashEncoded16to30(tag, v), xxh3.Hash(appendBytes(nil, tag, v)); got != want {
+					t.Fatalf("len %d tag %d: %x, want %x", m, tag, got, want)
+				}
+			}
+		}
+	}
 }

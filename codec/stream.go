@@ -12,8 +12,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// BufferSize is the size of the read and write buffers around stdin/stdout (1 MiB).
+// BufferSize is the size of the write buffer around stdout (1 MiB); messages with large column
+// buffers go past it (one vectored write).
 const BufferSize = 1 << 20
+
+// ReadBufferSize is the size of the read buffer around stdin (64 KiB): it gathers the small
+// reads of message framing, metadata and small batches; larger bodies are read past it,
+// straight from the input, so a large buffer would only add a copy.
+const ReadBufferSize = 64 << 10
 
 // ErrNoStream is returned by NewReader when the input ends before an Arrow IPC schema message.
 var ErrNoStream = errors.New("the input is empty: no Arrow IPC stream arrived (if an upstream stage failed, its error is above)")
@@ -40,12 +46,13 @@ type Reader struct {
 	eos  *messageReader
 	r    *ipc.Reader
 	done bool
+	raw  []byte // NextRaw's message buffer
 }
 
 // NewReader starts reading an IPC stream from r (buffered) and reads its schema. Errors:
 // ErrNoStream for empty input; otherwise a wrapped IPC error.
 func NewReader(r io.Reader, mem memory.Allocator) (*Reader, error) {
-	mr := &messageReader{r: bufio.NewReaderSize(r, BufferSize), mem: mem, refs: 1}
+	mr := &messageReader{r: bufio.NewReaderSize(r, ReadBufferSize), src: r, mem: mem, refs: 1}
 	ir, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(mem))
 	if err != nil {
 		mr.Release()
@@ -60,6 +67,11 @@ func NewReader(r io.Reader, mem memory.Allocator) (*Reader, error) {
 	rd := &Reader{eos: mr, r: ir}
 	return rd, nil
 }
+
+// SetBodyAllocator makes the reader allocate the bodies of later messages (the buffers of the
+// batches it returns) from a, e.g. a Recycler when the caller releases every batch before it
+// reads the next few and keeps none of its bytes.
+func (r *Reader) SetBodyAllocator(a memory.Allocator) { r.eos.bodies = a }
 
 // Schema is the stream's schema (with its metadata).
 func (r *Reader) Schema() *arrow.Schema { return r.r.Schema() }
@@ -123,17 +135,21 @@ func (r *Reader) Release() {
 // Writer writes an Arrow IPC stream with control batches; every Write and WriteControl is
 // flushed to the underlying writer so downstream stages see batches without delay.
 type Writer struct {
-	bw     *bufio.Writer
-	w      *ipc.Writer
-	schema *arrow.Schema
-	mem    memory.Allocator
-	closed bool
+	out     io.Writer // under bw
+	bw      *bufio.Writer
+	pw      *payloadWriter
+	w       *ipc.Writer
+	schema  *arrow.Schema
+	mem     memory.Allocator
+	closed  bool
+	started bool // the schema was written
 }
 
 // NewWriter returns a writer of schema s (its metadata is written as the stream schema).
 func NewWriter(w io.Writer, s *arrow.Schema, mem memory.Allocator) *Writer {
 	bw := bufio.NewWriterSize(w, BufferSize)
-	return &Writer{bw: bw, w: ipc.NewWriter(bw, ipc.WithSchema(s), ipc.WithAllocator(mem)), schema: s, mem: mem}
+	pw := &payloadWriter{w: bw, out: w}
+	return &Writer{out: w, bw: bw, pw: pw, w: ipc.NewWriterWithPayloadWriter(pw, ipc.WithSchema(s), ipc.WithAllocator(mem)), schema: s, mem: mem}
 }
 
 // Schema is the stream's schema.
@@ -142,6 +158,7 @@ func (w *Writer) Schema() *arrow.Schema { return w.schema }
 // Write writes a data batch (borrowed; the caller keeps its reference). Its schema must equal
 // the stream's schema.
 func (w *Writer) Write(rec arrow.RecordBatch) error {
+	w.started = true
 	if err := w.w.Write(rec); err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func main() {
 	// A closed stdout (EPIPE) must come back as a write error, not kill us with SIGPIPE, so
 	// stages can stop quietly when a downstream reader (e.g. `| head`) goes away.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	stopProfile := startCPUProfile()
+	stopProfile := startProfile()
 	root := newRoot()
 	cmd, err := root.ExecuteContextC(context.Background())
 	stopProfile()
@@ -36,14 +36,17 @@ func main() {
 	os.Exit(code)
 }
 
-// startCPUProfile writes a Go CPU profile (go tool pprof) of the whole run to the file named by
-// $STREAMKIT_CPUPROFILE, when set (a diagnostic aid for benchmarks; not a documented flag). The
-// returned function stops the profile and closes the file; a profile that cannot be started is
-// reported on stderr and the run goes on.
-func startCPUProfile() func() {
+// startProfile writes a CPU profile (runtime/pprof) to the file named by the hidden, undocumented
+// STREAMKIT_CPUPROFILE variable, for benchmarking; a shard of keyby --shards (STREAMKIT_SHARD=i)
+// writes FILE.shard-i. It returns the function that ends the profile and logs the CPU time of
+// the process and of its reaped children (user and system seconds) to stderr.
+func startProfile() func() {
 	path := os.Getenv("STREAMKIT_CPUPROFILE")
 	if path == "" {
 		return func() {}
+	}
+	if i := os.Getenv(stage.EnvShard); i != "" {
+		path += ".shard-" + i
 	}
 	f, err := os.Create(path)
 	if err == nil {
@@ -58,8 +61,15 @@ func startCPUProfile() func() {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		var self, children syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+		fmt.Fprintf(os.Stderr, "streamkit: cpu profile %s: user %.2f s, system %.2f s (child processes: user %.2f s, system %.2f s)\n",
+			path, seconds(self.Utime), seconds(self.Stime), seconds(children.Utime), seconds(children.Stime))
 	}
 }
+
+func seconds(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
 // withTool prefixes err with the tool that failed (in a pipeline several stages share stderr),
 // unless the message already names it.

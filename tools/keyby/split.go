@@ -16,8 +16,9 @@ import (
 // buffers of flat columns directly: fixed-width types of whole bytes, and (large) binary and
 // string, with or without nulls — compute.Take's per-row kernels cost the sharding parent
 // more than its hashing. Other columns (booleans, nested, dictionaries, views) go through
-// compute.TakeArray.
-func takeRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, rows []int32) (arrow.RecordBatch, error) {
+// compute.TakeArray. The buffers of flat columns come from bufs (they are written in full: a
+// Recycler will do), the others from mem.
+func takeRows(ctx context.Context, mem, bufs memory.Allocator, rec arrow.RecordBatch, rows []int32) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, rec.NumCols())
 	defer func() {
 		for _, c := range cols {
@@ -33,7 +34,7 @@ func takeRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, 
 		}
 	}()
 	for i, a := range rec.Columns() {
-		if cols[i] = takeFlat(mem, a, rows); cols[i] != nil {
+		if cols[i] = takeFlat(bufs, a, rows); cols[i] != nil {
 			continue
 		}
 		if idx == nil {
@@ -154,7 +155,15 @@ func takeVarBinary[O int32 | int64](mem memory.Allocator, d arrow.ArrayData, row
 	var at O
 	for i, r := range rows {
 		outOffs[i] = at
-		at += O(copy(out[at:], data[offs[r]:offs[r+1]]))
+		from, n := offs[r], offs[r+1]-offs[r]
+		if n <= 16 && int(at)+16 <= len(out) && int(from)+16 <= len(data) {
+			// Short values (ids) as one 16-byte move instead of a call to memmove; the bytes
+			// past the value are overwritten by the next ones.
+			*(*[16]byte)(out[at:]) = *(*[16]byte)(data[from:])
+			at += n
+			continue
+		}
+		at += O(copy(out[at:], data[from:from+n]))
 	}
 	outOffs[len(rows)] = at
 	return []*memory.Buffer{nil, ob, db}

@@ -2,6 +2,7 @@ package keyby
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // takeRows equals compute.Take on every kind of column — its own fast paths (fixed widths of
@@ -78,7 +81,10 @@ func TestTakeRowsMatchesTake(t *testing.T) {
 	full := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, 300)
 	defer full.Release()
 	ctx := compute.WithAllocator(context.Background(), mem)
-	for _, rec := range []arrow.RecordBatch{full, full.NewSlice(37, 251)} {
+	// Flat columns come from a Recycler: the later rounds get the dirty buffers of the earlier.
+	bufs := codec.NewRecycler(mem)
+	defer bufs.Release()
+	for _, rec := range []arrow.RecordBatch{full, full.NewSlice(37, 251), full, full.NewSlice(5, 290)} {
 		n := int(rec.NumRows())
 		var rows []int32
 		for r := 0; r < n; r++ {
@@ -86,7 +92,7 @@ func TestTakeRowsMatchesTake(t *testing.T) {
 				rows = append(rows, int32(r))
 			}
 		}
-		got, err := takeRows(ctx, mem, rec, rows)
+		got, err := takeRows(ctx, mem, bufs, rec, rows)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,5 +127,46 @@ func TestTakeRowsMatchesTake(t *testing.T) {
 		if rec != full {
 			rec.Release()
 		}
+	}
+}
+
+// shardRows puts row r in shard hash % n, in row order, for powers of two and other n, with
+// index slices reused from a larger earlier batch.
+func TestShardRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 3, 4, 5, 8} {
+		idx := make([][]int32, n)
+		for _, rows := range []int{1000, 17, 0} {
+			hashes := make([]uint64, rows)
+			for r := range hashes {
+				hashes[r] = rng.Uint64()
+			}
+			shardRows(idx, hashes, n)
+			want := make([][]int32, n)
+			for r, h := range hashes {
+				want[h%uint64(n)] = append(want[h%uint64(n)], int32(r))
+			}
+			for i := range idx {
+				if fmt.Sprint(idx[i]) != fmt.Sprint(want[i]) && !(len(idx[i]) == 0 && len(want[i]) == 0) {
+					t.Fatalf("n=%d rows=%d shard %d: got %v, want %v", n, rows, i, idx[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// A streamkit child gets STREAMKIT_SHARD and GOGC=ShardGOGC unless the environment sets GOGC;
+// another command only STREAMKIT_SHARD.
+func TestChildEnv(t *testing.T) {
+	s := &Sharded{N: 2, Cmd: []string{"dedup"}, Tools: map[string]bool{"dedup": true}}
+	if got, want := strings.Join(s.childEnv([]string{"A=1"}, 1), " "), "A=1 STREAMKIT_SHARD=1 GOGC=200"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := strings.Join(s.childEnv([]string{"GOGC=50"}, 0), " "), "GOGC=50 STREAMKIT_SHARD=0"; got != want {
+		t.Errorf("user setting: got %q, want %q", got, want)
+	}
+	s.Cmd = []string{"./my-operator"}
+	if got, want := strings.Join(s.childEnv([]string{"A=1"}, 0), " "), "A=1 STREAMKIT_SHARD=0"; got != want {
+		t.Errorf("foreign command: got %q, want %q", got, want)
 	}
 }
