@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bufio"
 	"fmt"
 	"math/rand"
 	"os"
@@ -53,6 +54,7 @@ func crashChild(dir string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(4)
 	}
+	fmt.Println("ready") // the parent times most kills from here (start-up is slow on a loaded machine)
 	for e := c + 1; ; e++ {
 		mutate(s.Put, s.Delete, e)
 		if err := s.Checkpoint(mem, d, e, map[string]uint64{"epoch": e}); err != nil {
@@ -92,12 +94,28 @@ func TestCrashKill9(t *testing.T) {
 	for i := 0; i < iterations; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashKill9$")
 		cmd.Env = append(os.Environ(), "STATE_CRASH_CHILD="+dir)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// Three kills in four land while epochs are written, timed from the child's "ready";
+		// the others anywhere from process start (during open, discard and restore).
+		if i%4 != 0 {
+			ready := make(chan struct{})
+			go func() { bufio.NewReader(out).ReadString('\n'); close(ready) }()
+			select {
+			case <-ready:
+			case <-time.After(time.Minute):
+				cmd.Process.Kill()
+				t.Fatalf("iteration %d: child not ready within a minute", i)
+			}
+		}
 		time.Sleep(time.Duration(rng.Intn(25000)) * time.Microsecond)
 		cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
+		err = cmd.Wait()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Exited() {
 			t.Fatalf("iteration %d: child exited by itself (%v), not killed", i, err)
 		}
