@@ -21,8 +21,10 @@ func main() {
 	// A closed stdout (EPIPE) must come back as a write error, not kill us with SIGPIPE, so
 	// stages can stop quietly when a downstream reader (e.g. `| head`) goes away.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	stopProfile := startCPUProfile()
 	root := newRoot()
 	cmd, err := root.ExecuteContextC(context.Background())
+	stopProfile()
 	if err != nil && isCobraUsage(err) {
 		err = stage.Usagef("%v; see 'streamkit --help'", err)
 	}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/pprof"
+)
+
+// startCPUProfile starts a CPU profile into the file named by the hidden environment variable
+// STREAMKIT_CPUPROFILE (for benchmarks: `go tool pprof bin/streamkit FILE`; in a pipeline give
+// each stage its own file, `STREAMKIT_CPUPROFILE=dedup.prof streamkit dedup …`). It returns the
+// function that stops the profile and closes the file; without the variable it does nothing.
+// In a keyby --shards child (STREAMKIT_SHARD=i) the file name gets ".shard-i" appended, so
+// the shards of one command do not overwrite each other's profile.
+// A file that cannot be created is reported on stderr and the run goes on unprofiled.
+func startCPUProfile() (stop func()) {
+	path := os.Getenv("STREAMKIT_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	if shard := os.Getenv("STREAMKIT_SHARD"); shard != "" {
+		path += ".shard-" + shard
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "streamkit: STREAMKIT_CPUPROFILE: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
