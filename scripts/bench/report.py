@@ -47,6 +47,13 @@ def jar(dirname, prefix):
     return os.path.basename(js[0])[:-4] if js else "?"
 
 
+def kcat_version():
+    txt = out_err(os.path.join(ROOT, ".it", "bin", "kcat"), "-V")
+    v = re.search(r"Version (\S+)", txt)
+    lib = re.search(r"librdkafka (\S+)", txt)
+    return (v.group(1) if v else "?") + (f" with librdkafka {lib.group(1).rstrip(')')}" if lib else "")
+
+
 def versions():
     py = os.path.join(ROOT, ".venv", "bin", "python")
     commit = out_err("git", "-C", ROOT, "rev-parse", "--short", "HEAD")
@@ -57,7 +64,7 @@ def versions():
         ("Spark", f"pyspark {pyver(py, 'pyspark')[0]}, delta-spark {pyver(py, 'delta-spark')[0]} "
                   f"({jar('spark-jars', 'delta-spark_')}), {jar('spark-kafka-jars', 'spark-sql-kafka-0-10_')} with "
                   f"{jar('spark-kafka-jars', 'kafka-clients-')}; {out_err('java', '-version').splitlines()[0]}"),
-        ("kcat | deltalake", f"{out_err(os.path.join(ROOT, '.it', 'bin', 'kcat'), '-V').splitlines()[0] if os.path.exists(os.path.join(ROOT, '.it', 'bin', 'kcat')) else '?'}; "
+        ("kcat \\| deltalake", f"kcat {kcat_version()}; "
                              f"deltalake {pyver(py, 'deltalake')[0]}, pyarrow {pyver(py, 'pyarrow')[0]}, "
                              f"{out_err(py, '--version')}"),
         ("checks", f"duckdb {pyver(py, 'duckdb')[0]} with duckdb-extension-delta {pyver(py, 'duckdb-extension-delta')[0]}"),
@@ -135,7 +142,7 @@ def main():
     L.append("| component | version |")
     L.append("|---|---|")
     for k, v in versions():
-        L.append(f"| {k} | {v.replace('|', '/')} |")
+        L.append(f"| {k} | {v} |")
     L.append("")
     L.append("## Results")
     L.append("")
@@ -150,7 +157,9 @@ def main():
     L.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
     for w in ("w1", "w2", "w3"):
         base = by.get((w, "streamkit"))
-        for r in [r for r in rows if r["w"] == w]:
+        order = list(ENGINE_NAMES)
+        for r in sorted([r for r in rows if r["w"] == w],
+                        key=lambda r: order.index(r["engine"]) if r["engine"] in order else len(order)):
             name = ENGINE_NAMES.get(r["engine"], r["engine"])
             if r.get("status") == "n/a":
                 L.append(f"| {NAMES[w]} | {name} | | | | | | | not available: {r['detail']} |")
@@ -235,9 +244,9 @@ def main():
     L.append("|---|---:|---:|---:|---:|")
     for r in [r for r in rows if r["w"] == "w0"]:
         m = r["measure"]
-        rate = r["records"] / m["cpu_s"] if m["cpu_s"] else 0
-        L.append(f"| {r['engine']}{'' if r.get('rc', 0) == 0 else ' (exit %d)' % r['rc']} | {r['records']:,} | "
-                 f"{m['wall_s']:.1f} | {m['cpu_s']:.1f} | {rate / 1e6:.2f} M |")
+        rate = f"{r['records'] / m['cpu_s'] / 1e6:.2f} M" if r["records"] and m["cpu_s"] else "—"
+        L.append(f"| {r['engine']}{'' if r.get('rc', 0) == 0 else ' (exit %d)' % r['rc']} | {r['records'] or '—':,} | "
+                 f"{m['wall_s']:.1f} | {m['cpu_s']:.1f} | {rate} |")
     for name, f in (("codec: Arrow IPC through an OS pipe between two processes (codec BenchmarkPipeTwoProcesses)", "w0-gobench-codec.txt"),
                     ("pqarrow write alone: Arrow → Delta data files, snappy (sink/delta BenchmarkWriteFlights/snappy)", "w0-gobench-pqarrow.txt")):
         p = os.path.join(res, f)
