@@ -173,6 +173,19 @@ def main():
                 wratio = f"{m['wall_s'] / base['measure']['wall_s']:.2f}×"
             L.append(f"| {NAMES[w]} | {name} | {m['wall_s']:.1f} | {m['cpu_s']:.1f} | "
                      f"{m['cpu_s'] / (r['records'] / 1e6):.2f} | {mib(m['peak_rss_bytes'])} | {ratio} | {wratio} | {out} |")
+    # CPU accounting cross-check: rusage of the reaped tree vs /proc samples vs /usr/bin/time.
+    checks = []
+    for r in rows:
+        m, t = r.get("measure"), r.get("time")
+        if not m or not t or r["w"] == "w0":
+            continue
+        wall, user, sys_, _ = (float(x) for x in t.split())
+        checks.append(f"{r['w']} {r['engine']}: {m['cpu_s']:.1f} / {m['proc_cpu_s']:.1f} / {user + sys_:.1f}")
+    if checks:
+        L.append("")
+        L.append("CPU accounting, CPU-s by three counts (reaped-tree rusage, the figure above / sum of the "
+                 "last /proc samples of every process / `/usr/bin/time` user+sys of the wrapper, which counts "
+                 "only waited-for children, plus the sampler itself): " + "; ".join(checks) + ". Spark's JVM is counted by all three.")
     L.append("")
 
     # Targets
