@@ -17,7 +17,7 @@ After the command's main process exits, descendants still running get --linger s
 
 RESULT.json: {"rc", "wall_s", "user_s", "sys_s", "cpu_s", "proc_cpu_s" (sampled),
 "peak_rss_bytes" (summed over the tree), "max_single_rss_bytes", "processes" (count seen),
-"killed_leftovers"}. The exit code is the command's.
+"killed_leftovers", "process_peaks" (the 8 largest processes: pid, name, own peak RSS)}. The exit code is the command's.
 """
 import ctypes
 import json
@@ -46,6 +46,19 @@ def children_map():
         rest = s[s.rfind(b")") + 2:].split()
         m[int(d)] = (int(rest[1]), rest)
     return m
+
+
+def label(pid, fallback):
+    """A short name of a process: its command line's program and first two arguments."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return fallback
+    if not argv:
+        return fallback
+    args = [a for a in argv[1:] if not a.startswith("--progress")][:2]
+    return " ".join([os.path.basename(argv[0])] + args)[:80]
 
 
 def tree(root, m):
@@ -91,7 +104,7 @@ def main():
     # ours, so a Ctrl-C of the runner reaches it directly. Just do not die before reaping.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     rc, main_done, wall = None, False, None
-    peak_rss, max_single, seen = 0, 0, {}
+    peak_rss, max_single, seen, peaks = 0, 0, {}, {}
     deadline, killed, sent = None, 0, None
     while True:
         # reap whatever finished
@@ -122,6 +135,8 @@ def main():
             rss += r
             max_single = max(max_single, r)
             seen[p] = cpu
+            if r > peaks.get(p, (0, ""))[0]:
+                peaks[p] = (r, label(p, str(p)))
         peak_rss = max(peak_rss, rss)
         if main_done and deadline is not None and time.monotonic() > deadline:
             sig = signal.SIGTERM if sent is None else signal.SIGKILL
@@ -146,6 +161,8 @@ def main():
         "max_single_rss_bytes": max(max_single, ru.ru_maxrss * 1024),
         "processes": len(seen),
         "killed_leftovers": killed,
+        "process_peaks": [{"pid": p, "name": n, "peak_rss_bytes": r}
+                          for p, (r, n) in sorted(peaks.items(), key=lambda x: -x[1][0])[:8]],
         "cmd": cmd,
     }
     with open(result_path, "w") as f:

@@ -54,12 +54,11 @@ def kcat_version():
     return (v.group(1) if v else "?") + (f" with librdkafka {lib.group(1).rstrip(')')}" if lib else "")
 
 
-def versions():
+def versions(meta):
     py = os.path.join(ROOT, ".venv", "bin", "python")
-    commit = out_err("git", "-C", ROOT, "rev-parse", "--short", "HEAD")
-    dirty = out_err("git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no")
     v = [
-        ("streamkit", f"{commit}{' (uncommitted changes)' if dirty else ''}, {out_err('go', 'version')}"),
+        ("streamkit", f"{meta.get('commit') or out_err('git', '-C', ROOT, 'rev-parse', '--short', 'HEAD')}, "
+                      f"{out_err('go', 'version')}"),
         ("Apache Kafka broker", jar("kafka/libs", "kafka_2.13-") + " (KRaft, single node, scripts/kafka.sh)"),
         ("Spark", f"pyspark {pyver(py, 'pyspark')[0]}, delta-spark {pyver(py, 'delta-spark')[0]} "
                   f"({jar('spark-jars', 'delta-spark_')}), {jar('spark-kafka-jars', 'spark-sql-kafka-0-10_')} with "
@@ -141,7 +140,7 @@ def main():
     L.append("")
     L.append("| component | version |")
     L.append("|---|---|")
-    for k, v in versions():
+    for k, v in versions(meta):
         L.append(f"| {k} | {v} |")
     L.append("")
     L.append("## Results")
@@ -221,7 +220,11 @@ def main():
             label = f"{NAMES[w]}: {ENGINE_NAMES[e]} pipeline RSS ≤ 1 GiB (sum over its processes)"
             L.append(f"| {label} | {mib(rss)} | {'yes' if ok else 'no'} |")
             if not ok:
-                missed.append((w, f"{label}: {mib(rss)}, {rss / RSS_TARGET:.2f}× the target"))
+                procs = s["measure"].get("process_peaks") or []
+                where = ("; the processes' own peaks: " + ", ".join(
+                    f"`{p['name']}` {mib(p['peak_rss_bytes'])}" for p in procs[:5])) if procs else \
+                    f"; the largest process peaked at {mib(s['measure']['max_single_rss_bytes'])}"
+                missed.append((w, f"{label}: {mib(rss)}, {rss / RSS_TARGET:.2f}× the target{where}"))
     L.append("")
     if missed:
         L.append("### Missed targets: by how much and where the time goes")
@@ -272,7 +275,7 @@ def main():
     for r in [r for r in rows if r["w"] == "w0"]:
         m = r["measure"]
         rate = f"{r['records'] / m['cpu_s'] / 1e6:.2f} M" if r["records"] and m["cpu_s"] else "—"
-        L.append(f"| {r['engine']}{'' if r.get('rc', 0) == 0 else ' (exit %d)' % r['rc']} | {r['records'] or '—':,} | "
+        L.append(f"| {r['engine']}{'' if r.get('rc', 0) == 0 else ' (exit %d)' % r['rc']} | {format(r['records'], ',') if r['records'] else '—'} | "
                  f"{m['wall_s']:.1f} | {m['cpu_s']:.1f} | {rate} |")
     for name, f in (("codec: Arrow IPC through an OS pipe between two processes (codec BenchmarkPipeTwoProcesses)", "w0-gobench-codec.txt"),
                     ("pqarrow write alone: Arrow → Delta data files, snappy (sink/delta BenchmarkWriteFlights/snappy)", "w0-gobench-pqarrow.txt")):

@@ -70,6 +70,10 @@ command -v taskset >/dev/null || die "taskset not found (util-linux)"
 # --- peers, binary, broker -------------------------------------------------------------------
 log "peers"
 scripts/peers.sh python spark spark-kafka kafka kcat
+COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [[ -n "$(git status --porcelain --untracked-files=no -- . ':!docs/benchmarks.md' 2>/dev/null)" ]]; then
+  COMMIT="$COMMIT (uncommitted changes)"
+fi
 log "go build -o bin/streamkit ./cmd/streamkit"
 go build -o "$SK" ./cmd/streamkit
 
@@ -215,9 +219,9 @@ run_engine() {
 
 engine_on() { [[ " $ENGINES " == *" $1 "* ]]; }
 
-if engine_on flink && [[ -x "$HERE/flink_setup.sh" ]]; then
+if engine_on flink && [[ -f "$HERE/flink_setup.sh" ]]; then
   log "flink: installing before the timed runs (scripts/bench/flink_setup.sh)"
-  "$HERE/flink_setup.sh" >"$RES/flink-setup.log" 2>&1 || log "flink_setup.sh: exit $? ($(tail -1 "$RES/flink-setup.log"))"
+  bash "$HERE/flink_setup.sh" >"$RES/flink-setup.log" 2>&1 || log "flink_setup.sh: exit $? ($(tail -1 "$RES/flink-setup.log"))"
 fi
 
 if want w0; then
@@ -250,7 +254,7 @@ done
 
 # --- report ----------------------------------------------------------------------------------
 LOAD_END="$(cat /proc/loadavg)"
-put_row "$RES/meta.json" scale="$(js "$SCALE")" seed="$SEED" load_start="$(js "$LOAD_START")" load_end="$(js "$LOAD_END")" \
+put_row "$RES/meta.json" commit="$(js "$COMMIT")" scale="$(js "$SCALE")" seed="$SEED" load_start="$(js "$LOAD_START")" load_end="$(js "$LOAD_END")" \
   port="$STREAMKIT_KAFKA_PORT" watermark_delay="$(js "$WM_DELAY")" data="$(js "${DATA#"$ROOT"/}")" \
   w2="$(cat "$DATA/w2.json")" w3="$(cat "$DATA/w3.json")" results="$(js "${RES#"$ROOT"/}")"
 "$PY" "$HERE/report.py" "$RES" "$REPORT"
