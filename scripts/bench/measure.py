@@ -57,7 +57,8 @@ def label(pid, fallback):
         return fallback
     if not argv:
         return fallback
-    args = [a for a in argv[1:] if not a.startswith("--progress")][:2]
+    args = [os.path.basename(a) if a.startswith("/") else a
+            for a in argv[1:] if not a.startswith("--progress")][:2]
     return " ".join([os.path.basename(argv[0])] + args)[:80]
 
 

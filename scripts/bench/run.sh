@@ -254,7 +254,7 @@ done
 
 # --- report ----------------------------------------------------------------------------------
 LOAD_END="$(cat /proc/loadavg)"
-put_row "$RES/meta.json" commit="$(js "$COMMIT")" scale="$(js "$SCALE")" seed="$SEED" load_start="$(js "$LOAD_START")" load_end="$(js "$LOAD_END")" \
+put_row "$RES/meta.json" commit="$(js "$COMMIT")" scale="$(js "$SCALE")" w1_records="$N1" seed="$SEED" load_start="$(js "$LOAD_START")" load_end="$(js "$LOAD_END")" \
   port="$STREAMKIT_KAFKA_PORT" watermark_delay="$(js "$WM_DELAY")" data="$(js "${DATA#"$ROOT"/}")" \
   w2="$(cat "$DATA/w2.json")" w3="$(cat "$DATA/w3.json")" results="$(js "${RES#"$ROOT"/}")"
 "$PY" "$HERE/report.py" "$RES" "$REPORT"
