@@ -11,7 +11,7 @@ E2E_ROWS      ?= 3000000
 E2E_KILLS     ?= 30
 TEST_E2E_ROWS ?= 1000000
 
-.PHONY: build test unit e2e peers fuzz lint demo clean
+.PHONY: build test unit e2e peers fuzz lint demo bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/streamkit
@@ -44,6 +44,13 @@ e2e:
 	  STREAMKIT_E2E_REPORT=$(CURDIR)/bin/e2e-report.json STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python \
 	  $(GO) test -count=1 -timeout 45m -v -run '^TestFlights$$' ./e2e; \
 	  rc=$$?; [ -z "$$started" ] || scripts/kafka.sh stop; exit $$rc
+
+# Side-by-side benchmarks (issue #11): streamkit vs Spark Structured Streaming, kcat | delta-rs
+# and Flink on the same data and cores, written to docs/benchmarks.md; installs its peers, starts
+# the broker when it is not running (and stops it again). BENCH_SCALE=0.01 for a quick smoke
+# run; see scripts/bench/run.sh. Not part of make test (the full run takes an hour or more).
+bench:
+	scripts/bench/run.sh
 
 # Quick Go-only run; tests that need a peer skip when it is missing.
 unit:

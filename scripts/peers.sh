@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the real test peers, idempotently, from package registries only.
 #
-#   scripts/peers.sh [--force] [python|spark|kafka|kcat|registry|all]...   (default: all)
+#   scripts/peers.sh [--force] [python|spark|spark-kafka|kafka|kcat|registry|all]...   (default: all)
 #
 #   python  .venv with scripts/requirements-peers.txt (pyarrow, deltalake, duckdb +
 #           duckdb-extension-delta, fastavro); checked by scripts/py/peers_smoke.py
 #   spark   pyspark + delta-spark (scripts/requirements-spark.txt) into the same .venv,
 #           Delta jars via Maven (scripts/maven/delta-spark/pom.xml) into .it/spark-jars;
 #           checked by scripts/py/spark_smoke.py (starts a local Spark, ~15 s)
+#   spark-kafka  Spark's Kafka source (spark-sql-kafka-0-10 matching pyspark) via Maven
+#           (scripts/maven/spark-kafka/pom.xml) into .it/spark-kafka-jars, for make bench
 #   kafka   Apache Kafka broker jars via Maven (scripts/maven/kafka/pom.xml) into
 #           .it/kafka/libs (run it with scripts/kafka.sh)
 #   kcat    Debian package kcat (apt-get), and .it/bin/kcat: a wrapper running it with the
@@ -163,6 +165,18 @@ $(stamp_want "$SCRIPTS/requirements-spark.txt" "$SCRIPTS/maven/delta-spark/pom.x
   log "spark: installed in $(elapsed "$t0") (jars $(du -sh "$IT/spark-jars" | cut -f1), venv now $(du -sh "$VENV" | cut -f1))"
 }
 
+install_spark-kafka() {
+  local stamp="$IT/spark-kafka-jars/.streamkit-peers-spark-kafka.stamp" want t0
+  install_spark
+  want="$(stamp_want "$SCRIPTS/maven/spark-kafka/pom.xml" "$SCRIPTS/requirements-spark.txt")"
+  if up_to_date "$stamp" "$want"; then log "spark-kafka: up to date ($IT/spark-kafka-jars)"; return; fi
+  t0="$(now)"
+  log "spark-kafka: mvn copy-dependencies scripts/maven/spark-kafka -> .it/spark-kafka-jars"
+  mvn_copy "$SCRIPTS/maven/spark-kafka/pom.xml" "$IT/spark-kafka-jars"
+  printf '%s' "$want" >"$stamp"
+  log "spark-kafka: installed in $(elapsed "$t0")"
+}
+
 install_kafka() {
   local stamp="$IT/kafka/libs/.streamkit-peers-kafka.stamp" want t0
   want="$(stamp_want "$SCRIPTS/maven/kafka/pom.xml")"
@@ -254,9 +268,9 @@ main() {
     case "$w" in
       --force|-f) FORCE=1 ;;
       -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-      python|spark|kafka|kcat|registry) what+=("$w") ;;
+      python|spark|spark-kafka|kafka|kcat|registry) what+=("$w") ;;
       all) what+=(python spark kafka kcat registry) ;;
-      *) die "unknown component '$w' (want python|spark|kafka|kcat|registry|all)" ;;
+      *) die "unknown component '$w' (want python|spark|spark-kafka|kafka|kcat|registry|all)" ;;
     esac
   done
   [[ ${#what[@]} -gt 0 ]] || what=(python spark kafka kcat registry)

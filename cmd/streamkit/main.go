@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -22,7 +21,7 @@ func main() {
 	// A closed stdout (EPIPE) must come back as a write error, not kill us with SIGPIPE, so
 	// stages can stop quietly when a downstream reader (e.g. `| head`) goes away.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	stopProfile := startProfile()
+	stopProfile := startCPUProfile()
 	root := newRoot()
 	cmd, err := root.ExecuteContextC(context.Background())
 	stopProfile()
@@ -35,41 +34,6 @@ func main() {
 	}
 	os.Exit(code)
 }
-
-// startProfile writes a CPU profile (runtime/pprof) to the file named by the hidden, undocumented
-// STREAMKIT_CPUPROFILE variable, for benchmarking; a shard of keyby --shards (STREAMKIT_SHARD=i)
-// writes FILE.shard-i. It returns the function that ends the profile and logs the CPU time of
-// the process and of its reaped children (user and system seconds) to stderr.
-func startProfile() func() {
-	path := os.Getenv("STREAMKIT_CPUPROFILE")
-	if path == "" {
-		return func() {}
-	}
-	if i := os.Getenv(stage.EnvShard); i != "" {
-		path += ".shard-" + i
-	}
-	f, err := os.Create(path)
-	if err == nil {
-		if err = pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "streamkit: STREAMKIT_CPUPROFILE: %v\n", err)
-		return func() {}
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-		var self, children syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &self)
-		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
-		fmt.Fprintf(os.Stderr, "streamkit: cpu profile %s: user %.2f s, system %.2f s (child processes: user %.2f s, system %.2f s)\n",
-			path, seconds(self.Utime), seconds(self.Stime), seconds(children.Utime), seconds(children.Stime))
-	}
-}
-
-func seconds(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
 // withTool prefixes err with the tool that failed (in a pipeline several stages share stderr),
 // unless the message already names it.

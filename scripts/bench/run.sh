@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# make bench (issue #11): streamkit side by side with Spark Structured Streaming, kcat | delta-rs
+# and (where it installs) Flink on the same data, machine and cores; writes docs/benchmarks.md.
+#
+#   scripts/bench/run.sh                         (make bench)
+#   BENCH_SCALE=0.01 scripts/bench/run.sh        smoke test: 1% of the rows
+#
+# Steps: install the peers (scripts/peers.sh python spark spark-kafka kafka kcat), build
+# bin/streamkit, start the Kafka broker unless it runs (and stop it at the end if this script
+# started it), prepare the data once (cached under .it/bench/data-<scale>-seed<seed>/; topics
+# are refilled when the broker was restarted), then run every engine on every workload one after
+# the other, each pinned with taskset -c 0,1 and measured by measure.py, check every output with
+# DuckDB (check.py) and write the report (report.py).
+#
+# Workloads (BENCH_SPEC; row counts × BENCH_SCALE):
+#   W0  calibration: kcat -C -e → /dev/null and streamkit read-kafka (JSON values) → /dev/null
+#       over bench-w1; a Spark session's start and stop alone (its fixed cost); go test -bench of the codec pipe (BenchmarkPipeTwoProcesses) and of the
+#       Parquet/Delta data-file writer alone (sink/delta BenchmarkWriteFlights/snappy)
+#   W1  bench-w1 (2 partitions): 20M nexmark bids, `streamkit generate --preset nexmark-bids
+#       --seed SEED | streamkit write-kafka --value-format json`, ingested into Delta
+#   W2  bench-w2 (1 partition): the 3M flights of vega-datasets flights-3m.parquet in file order
+#       plus a sentinel row (prep.py), `streamkit write-kafka --value-format json`; 1-hour
+#       tumbling windows per origin into Delta
+#   W3  bench-w3 (2 partitions): 20M events, 10% re-sends within 5 minutes (prep.py documents
+#       exactly how), deduplicated by id within a 10-minute watermark into Delta
+#
+# Engine interface: scripts/bench/<engine>.sh <w1|w2|w3> <OUTDIR> with BENCH_KAFKA,
+# BENCH_TOPIC, BENCH_W2_ARROW (Arrow IPC stream file of the W2 input, sentinel included),
+# BENCH_WATERMARK_DELAY (W2: whole seconds, e.g. "60s"), BENCH_PARTITIONS; output under
+# OUTDIR (a Delta table, OUTDIR/table, or Parquet files); exit 3 with one line on stderr = not
+# available here. Engines: streamkit, spark, kcat-deltalake (W1), flink (when
+# scripts/bench/flink.sh exists; scripts/bench/flink_setup.sh, if present, installs it before
+# the timed runs); W3 also runs streamkit with keyby value.id --shards 2.
+#
+# Measured per run: wall seconds, CPU-seconds (user+sys of every process of the run — the
+# broker is a separate process and excluded — via a subreaper that reaps them all, so pyspark's
+# JVM counts) per 1M input records, peak RSS summed over the process tree (sampled every
+# 0.25 s), and the ratios to streamkit. streamkit stages write CPU profiles
+# (STREAMKIT_CPUPROFILE) that the report uses to say where the time goes.
+#
+# Environment: BENCH_SCALE (1.0), BENCH_SEED (1), BENCH_WORKLOADS ("w0 w1 w2 w3"),
+# BENCH_ENGINES ("streamkit spark kcat-deltalake flink"), BENCH_REPORT (docs/benchmarks.md),
+# BENCH_KEEP=1 keeps the engines' output tables (default: removed once checked, they are large),
+# STREAMKIT_KAFKA_PORT (broker base port, 9092 as scripts/kafka.sh).
+# Results of each run: .it/bench/results/<UTC time>/ (logs, measurements, checks, profiles).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+HERE="$ROOT/scripts/bench"
+SCALE="${BENCH_SCALE:-1.0}"
+SEED="${BENCH_SEED:-1}"
+WORKLOADS="${BENCH_WORKLOADS:-w0 w1 w2 w3}"
+ENGINES="${BENCH_ENGINES:-streamkit spark kcat-deltalake flink}"
+REPORT="${BENCH_REPORT:-docs/benchmarks.md}"
+export STREAMKIT_KAFKA_PORT="${STREAMKIT_KAFKA_PORT:-9092}"
+PY="$ROOT/.venv/bin/python"
+SK="$ROOT/bin/streamkit"
+KCAT="$ROOT/.it/bin/kcat"
+PIN=(taskset -c 0,1)
+
+log() { printf '[bench %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+die() { printf '[bench] ERROR: %s\n' "$*" >&2; exit 1; }
+
+[[ "$SCALE" =~ ^[0-9]*\.?[0-9]+$ ]] || die "BENCH_SCALE=$SCALE is not a number"
+[[ "$SEED" =~ ^[0-9]+$ ]] || die "BENCH_SEED=$SEED is not an integer"
+command -v taskset >/dev/null || die "taskset not found (util-linux)"
+[[ -x /usr/bin/time ]] || die "/usr/bin/time not found (Debian package time)"
+
+# --- peers, binary, broker -------------------------------------------------------------------
+log "peers"
+scripts/peers.sh python spark spark-kafka kafka kcat
+COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [[ -n "$(git status --porcelain --untracked-files=no -- . ':!docs/benchmarks.md' 2>/dev/null)" ]]; then
+  COMMIT="$COMMIT (uncommitted changes)"
+fi
+log "go build -o bin/streamkit ./cmd/streamkit"
+go build -o "$SK" ./cmd/streamkit
+
+STARTED=
+cleanup() {
+  if [[ -n "$STARTED" ]]; then log "stopping the broker this run started"; scripts/kafka.sh stop || true; fi
+}
+trap cleanup EXIT
+if ! scripts/kafka.sh status >/dev/null 2>&1; then
+  scripts/kafka.sh start >/dev/null
+  STARTED=1
+fi
+eval "$(scripts/kafka.sh env)"
+B="$STREAMKIT_KAFKA_PLAINTEXT"
+
+# --- data ------------------------------------------------------------------------------------
+DATA="$ROOT/.it/bench/data-$SCALE-seed$SEED"
+mkdir -p "$DATA"
+rows() { awk -v n="$1" -v s="$SCALE" 'BEGIN { printf "%d", n * s + 0.5 }'; }
+N1="$(rows 20000000)"
+VEGA="$ROOT/.cache/vega-datasets-3.2.1/data/flights-3m.parquet"
+if [[ ! -s "$VEGA" ]]; then
+  log "fetching vega-datasets 3.2.1 (npm pack) for flights-3m.parquet"
+  command -v npm >/dev/null || die "npm not found: needed once to fetch vega-datasets@3.2.1"
+  mkdir -p "$ROOT/.cache/vega-datasets-3.2.1"
+  (cd "$ROOT/.cache/vega-datasets-3.2.1" && npm pack vega-datasets@3.2.1 --silent >/dev/null \
+    && tar -xzf vega-datasets-3.2.1.tgz --strip-components=1 package/data/flights-3m.parquet)
+  [[ -s "$VEGA" ]] || die "flights-3m.parquet not in vega-datasets@3.2.1"
+fi
+if [[ ! -s "$DATA/w2.json" ]]; then log "preparing W2 input (flights)"; "$PY" "$HERE/prep.py" w2 "$VEGA" "$SCALE" "$DATA"; fi
+if [[ ! -s "$DATA/w3.json" ]]; then log "preparing W3 input ($(rows 20000000) events)"; "$PY" "$HERE/prep.py" w3 "$SCALE" "$SEED" "$DATA"; fi
+gen_w1() { "$SK" --progress=off generate --preset nexmark-bids --seed "$SEED" --rows "$N1"; }
+if [[ ! -s "$DATA/w1.expected.json" ]]; then
+  log "computing W1 expected figures from the generator"
+  gen_w1 | "$PY" "$HERE/prep.py" w1-expected >"$DATA/w1.expected.json.tmp"
+  mv "$DATA/w1.expected.json.tmp" "$DATA/w1.expected.json"
+fi
+jq_py() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+N2="$(jq_py "$DATA/w2.json" records)"
+N3="$(jq_py "$DATA/w3.json" records)"
+WM_DELAY="$(jq_py "$DATA/w2.json" watermark_delay_s)s"
+
+# fill_topic TOPIC PARTITIONS RECORDS PRODUCER...: (re)create and fill TOPIC unless it already
+# holds RECORDS records from this data set on this broker (the marker names the cluster id).
+fill_topic() {
+  local t="$1" parts="$2" n="$3" state marker; shift 3
+  state="$("$PY" "$HERE/prep.py" topic "$B" "$t")"
+  marker="$DATA/$t.$STREAMKIT_KAFKA_PORT.marker"
+  if [[ -f "$marker" && "$(cat "$marker")" == "$state" ]] \
+     && "$PY" -c "import json,sys; s=json.loads(sys.argv[1]); sys.exit(not (s['partitions']==$parts and s['records']==$n))" "$state"; then
+    log "topic $t: $n records in $parts partitions, already there"
+    return
+  fi
+  log "topic $t: producing $n records into $parts partitions"
+  rm -f "$marker"
+  "$PY" "$HERE/prep.py" create-topic "$B" "$t" "$parts"
+  "$@" | "$SK" --progress=off write-kafka -b "$B" -t "$t" --value-format json 2>"$DATA/$t.produce.log" \
+    || { tail -5 "$DATA/$t.produce.log" >&2; die "producing $t failed"; }
+  state="$("$PY" "$HERE/prep.py" topic "$B" "$t")"
+  "$PY" -c "import json,sys; s=json.loads(sys.argv[1]); sys.exit(not (s['partitions']==$parts and s['records']==$n))" "$state" \
+    || die "topic $t holds $state after producing, want $n records in $parts partitions"
+  printf '%s' "$state" >"$marker"
+}
+want() { [[ " $WORKLOADS " == *" $1 "* ]]; }
+if want w0 || want w1; then fill_topic bench-w1 2 "$N1" gen_w1; fi
+if want w2; then fill_topic bench-w2 1 "$N2" cat "$DATA/w2.arrows"; fi
+if want w3; then fill_topic bench-w3 2 "$N3" cat "$DATA/w3.arrows"; fi
+
+# --- runs ------------------------------------------------------------------------------------
+RES="$ROOT/.it/bench/results/$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$RES"
+log "results in $RES"
+LOAD_START="$(cat /proc/loadavg)"
+
+# row JSON fields for report.py
+put_row() { # FILE key=value... (values are JSON)
+  local f="$1"; shift
+  "$PY" - "$f" "$@" <<'PY'
+import json, sys
+row = {}
+for kv in sys.argv[2:]:
+    k, v = kv.split("=", 1)
+    row[k] = json.loads(v)
+json.dump(row, open(sys.argv[1], "w"), indent=1)
+PY
+}
+js() { "$PY" -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1"; }
+
+# measured LABEL CMD...: run CMD pinned and measured; $RES/LABEL.{log,measure.json,time}.
+measured() {
+  local label="$1"; shift
+  set +e
+  /usr/bin/time -f '%e %U %S %M' -o "$RES/$label.time" \
+    "$PY" "$HERE/measure.py" "$RES/$label.measure.json" -- "${PIN[@]}" "$@" >"$RES/$label.log" 2>&1
+  local rc=$?
+  set -e
+  return $rc
+}
+
+# run_engine W ENGINE LABEL RECORDS [VAR=VALUE...]: one engine on one workload.
+run_engine() {
+  local w="$1" engine="$2" label="$3" records="$4" script rc reason; shift 4
+  local id="$w-$label" out="$RES/$w-$label.out"
+  script="$HERE/$engine.sh"
+  if [[ ! -f "$script" ]]; then
+    put_row "$RES/$id.row.json" w="$(js "$w")" engine="$(js "$label")" records="$records" \
+      status='"n/a"' detail="$(js "scripts/bench/$engine.sh is not in this checkout")"
+    log "$id: not available (no $engine.sh)"
+    return
+  fi
+  rm -rf "$out"
+  local prof=""
+  [[ "$engine" != streamkit ]] || { prof="$RES/$id.prof"; mkdir -p "$prof"; }
+  log "$id: running"
+  rc=0
+  measured "$id" env "$@" BENCH_KAFKA="$B" BENCH_TOPIC="bench-$w" BENCH_W2_ARROW="$DATA/w2.arrows" \
+    BENCH_WATERMARK_DELAY="$WM_DELAY" BENCH_PARTITIONS="$(case $w in w2) echo 1 ;; *) echo 2 ;; esac)" \
+    BENCH_BIN="$SK" BENCH_PYTHON="$PY" BENCH_KCAT="$KCAT" BENCH_PROFILE_DIR="$prof" \
+    bash "$script" "$w" "$out" || rc=$?
+  reason="$(grep -v '^[[:space:]]*$' "$RES/$id.log" | tail -1 || true)"
+  if [[ "$rc" == 3 ]]; then
+    put_row "$RES/$id.row.json" w="$(js "$w")" engine="$(js "$label")" records="$records" \
+      status='"n/a"' detail="$(js "$reason")"
+    log "$id: not available: $reason"
+    return
+  fi
+  local check='{"status": "FAILED", "detail": "not checked"}'
+  if [[ "$rc" != 0 ]]; then
+    check="{\"status\": \"FAILED\", \"detail\": $(js "exit $rc: $reason")}"
+  else
+    local ref
+    case "$w" in w1) ref="$DATA/w1.expected.json" ;; w2) ref="$DATA/w2.parquet" ;; w3) ref="$DATA/w3.parquet" ;; esac
+    check="$("$PY" "$HERE/check.py" "$w" "$out" "$ref" 2>>"$RES/$id.log" | tail -1)" \
+      || check="{\"status\": \"FAILED\", \"detail\": \"check.py failed (see $id.log)\"}"
+    [[ -n "$check" ]] || check='{"status": "FAILED", "detail": "check.py printed nothing"}'
+  fi
+  put_row "$RES/$id.row.json" w="$(js "$w")" engine="$(js "$label")" records="$records" \
+    measure="$(cat "$RES/$id.measure.json")" time="$(js "$(cat "$RES/$id.time" | tail -1)")" \
+    check="$check" profiles="$(js "$prof")"
+  log "$id: $(cat "$RES/$id.time" | tail -1) (wall user sys maxrss-KB) → $("$PY" -c 'import json,sys; c=json.loads(sys.argv[1]); print(c["status"], c.get("detail",""))' "$check")"
+  [[ "${BENCH_KEEP:-0}" == 1 ]] || rm -rf "$out"
+}
+
+engine_on() { [[ " $ENGINES " == *" $1 "* ]]; }
+
+if engine_on flink && [[ -f "$HERE/flink_setup.sh" ]]; then
+  log "flink: installing before the timed runs (scripts/bench/flink_setup.sh)"
+  bash "$HERE/flink_setup.sh" >"$RES/flink-setup.log" 2>&1 || log "flink_setup.sh: exit $? ($(tail -1 "$RES/flink-setup.log"))"
+fi
+
+if want w0; then
+  log "W0 calibration"
+  rc=0; measured w0-kcat sh -c "'$KCAT' -C -b '$B' -t bench-w1 -o beginning -e -q -X log_level=0 -f '%s\n' >/dev/null" || rc=$?
+  put_row "$RES/w0-kcat.row.json" w='"w0"' engine='"kcat -C -e → /dev/null"' records="$N1" rc="$rc" measure="$(cat "$RES/w0-kcat.measure.json")"
+  rc=0; measured w0-readkafka sh -c "'$SK' --progress=off read-kafka -b '$B' -t bench-w1 --until now --value-format json --value-schema 'auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING, date_time TIMESTAMP, extra STRING' >/dev/null" || rc=$?
+  put_row "$RES/w0-readkafka.row.json" w='"w0"' engine='"streamkit read-kafka (JSON values) → /dev/null"' records="$N1" rc="$rc" measure="$(cat "$RES/w0-readkafka.measure.json")"
+  if engine_on spark; then
+    rc=0; measured w0-spark-startup "$PY" "$HERE/spark_job.py" startup - || rc=$?
+    put_row "$RES/w0-spark-startup.row.json" w='"w0"' engine='"Spark session start and stop alone (local[2], Kafka and Delta jars)"' records=0 rc="$rc" measure="$(cat "$RES/w0-spark-startup.measure.json")"
+  fi
+  "${PIN[@]}" go test -run '^$' -bench '^BenchmarkPipeTwoProcesses$' -benchtime 300x -count 1 ./codec >"$RES/w0-gobench-codec.txt" 2>&1 || log "codec benchmark failed (see $RES/w0-gobench-codec.txt)"
+  "${PIN[@]}" go test -run '^$' -bench '^BenchmarkWriteFlights$/^snappy$' -benchtime 150x -count 1 ./sink/delta >"$RES/w0-gobench-pqarrow.txt" 2>&1 || log "pqarrow benchmark failed (see $RES/w0-gobench-pqarrow.txt)"
+fi
+
+for w in w1 w2 w3; do
+  want "$w" || continue
+  case "$w" in w1) n="$N1" ;; w2) n="$N2" ;; w3) n="$N3" ;; esac
+  for e in $ENGINES; do
+    case "$e:$w" in
+      kcat-deltalake:w2|kcat-deltalake:w3) continue ;;
+    esac
+    run_engine "$w" "$e" "$e" "$n"
+    if [[ "$e:$w" == streamkit:w3 ]]; then
+      run_engine w3 streamkit "streamkit-shards2" "$n" BENCH_STREAMKIT_SHARDS=2
+    fi
+  done
+done
+
+# --- report ----------------------------------------------------------------------------------
+LOAD_END="$(cat /proc/loadavg)"
+put_row "$RES/meta.json" commit="$(js "$COMMIT")" scale="$(js "$SCALE")" w1_records="$N1" seed="$SEED" load_start="$(js "$LOAD_START")" load_end="$(js "$LOAD_END")" \
+  port="$STREAMKIT_KAFKA_PORT" watermark_delay="$(js "$WM_DELAY")" data="$(js "${DATA#"$ROOT"/}")" \
+  w2="$(cat "$DATA/w2.json")" w3="$(cat "$DATA/w3.json")" results="$(js "${RES#"$ROOT"/}")"
+"$PY" "$HERE/report.py" "$RES" "$REPORT"
+log "wrote $REPORT"

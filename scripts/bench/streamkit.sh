@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# make bench engine: streamkit pipelines with checkpoints (STREAMKIT_CHECKPOINT=OUTDIR/ckpt),
+# read-kafka --until now ("available now") into write-delta OUTDIR/table. Interface: BENCH_SPEC
+# in run.sh.
+#   scripts/bench/streamkit.sh w1|w2|w3 OUTDIR
+# Environment besides the common BENCH_*: BENCH_BIN (streamkit binary, default bin/streamkit),
+# BENCH_STREAMKIT_SHARDS (W3: N > 1 runs keyby value.id --shards N -- dedup …),
+# BENCH_PROFILE_DIR (each stage writes a CPU profile <stage>.prof there, STREAMKIT_CPUPROFILE;
+# keyby shards add .shard-i).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+SK="${BENCH_BIN:-$ROOT/bin/streamkit}"
+W="${1:-}"; OUT="${2:-}"
+case "$W" in w1|w2|w3) ;; *) echo "usage: streamkit.sh w1|w2|w3 OUTDIR" >&2; exit 2 ;; esac
+[[ -n "$OUT" ]] || { echo "usage: streamkit.sh w1|w2|w3 OUTDIR" >&2; exit 2; }
+[[ -x "$SK" ]] || { echo "no streamkit binary at $SK (make build)" >&2; exit 3; }
+mkdir -p "$OUT"
+export STREAMKIT_CHECKPOINT="$OUT/ckpt"
+
+# sk STAGE ARGS...: one streamkit stage, profiled into $BENCH_PROFILE_DIR/STAGE.prof when set.
+sk() {
+  local stage="$1"; shift
+  if [[ -n "${BENCH_PROFILE_DIR:-}" ]]; then
+    STREAMKIT_CPUPROFILE="$BENCH_PROFILE_DIR/$stage.prof" "$SK" --progress=off "$@"
+  else
+    "$SK" --progress=off "$@"
+  fi
+}
+
+read_kafka() { sk read-kafka read-kafka -b "$BENCH_KAFKA" -t "$BENCH_TOPIC" --until now --value-format json --value-schema "$1"; }
+
+case "$W" in
+w1)
+  read_kafka 'auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING, date_time TIMESTAMP, extra STRING' \
+    | sk write-delta write-delta "$OUT/table"
+  ;;
+w2)
+  read_kafka 'date TIMESTAMP, delay INT, distance INT, origin STRING, destination STRING' \
+    | sk window window tumbling --size 1h --time value.date --key value.origin \
+        --watermark-delay "$BENCH_WATERMARK_DELAY" \
+        --agg 'count as flights, sum(value.delay) as total_delay, max(value.distance) as max_distance' \
+    | sk write-delta write-delta "$OUT/table"
+  ;;
+w3)
+  dedup=(dedup --key value.id --ttl 10m --event-time value.ts)
+  if (( ${BENCH_STREAMKIT_SHARDS:-1} > 1 )); then
+    read_kafka 'id STRING, ts TIMESTAMP, payload STRING' \
+      | sk keyby keyby value.id --shards "$BENCH_STREAMKIT_SHARDS" -- "${dedup[@]}" \
+      | sk write-delta write-delta "$OUT/table"
+  else
+    read_kafka 'id STRING, ts TIMESTAMP, payload STRING' \
+      | sk dedup "${dedup[@]}" \
+      | sk write-delta write-delta "$OUT/table"
+  fi
+  ;;
+esac
