@@ -17,6 +17,8 @@ Environment (as scripts/bench/flink.sh passes it):
   FLINK_PARALLELISM       default 2
   FLINK_CHECKPOINT_INTERVAL  default "10 s" (files are committed on each checkpoint)
   FLINK_STATE_TTL         W3 state TTL, default "10 min" (table.exec.state.ttl)
+  FLINK_W3_ORDER          W3 deduplication order: rowtime (default, event time ts with a
+                          10-minute watermark) or proctime (arrival order)
 
 Output columns (Parquet types written, timestamps as INT64 TIMESTAMP(MICROS) UTC):
   w1: auction, bidder, price (int64), channel, url (string), date_time (timestamp µs UTC),
@@ -48,6 +50,8 @@ def die(msg, code=1):
 def parse_duration(text):
     """Go-style duration ("3h", "90m", "1h30m", "45s", "500ms") -> seconds (float)."""
     units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6}
+    if text.strip() == "0":
+        return 0.0
     parts = re.findall(r"(\d+(?:\.\d+)?)(ms|us|µs|h|m|s)", text.strip())
     if not parts or "".join(n + u for n, u in parts) != text.strip():
         die(f"BENCH_WATERMARK_DELAY={text!r}: not a duration like 3h, 90m, 1h30m, 45s")
@@ -135,7 +139,10 @@ SELECT auction, bidder, price, channel, url, date_time, extra, `partition`, `off
         delay = os.environ.get("BENCH_WATERMARK_DELAY")
         if not delay:
             die("BENCH_WATERMARK_DELAY is not set (the W2 watermark delay, e.g. 3h)")
-        interval = day_to_second(parse_duration(delay))
+        # Flink counts a row late when its time is <= the watermark (Spark: < the watermark);
+        # one more millisecond keeps a row exactly `delay` behind the maximum on time, so a
+        # delay equal to the measured out-of-orderness drops no row, as in the other engines.
+        interval = day_to_second(parse_duration(delay) + 0.001)
         # A rowtime attribute has at most millisecond precision (Flink: TIMESTAMP(p) or
         # TIMESTAMP_LTZ(p), p <= 3); the flights' dates are whole minutes.
         src = kafka_source("bench_src", topic, bootstrap, """  `date` TIMESTAMP_LTZ(3),
@@ -166,20 +173,34 @@ GROUP BY window_start, window_end, origin"""
         sink = parquet_sink("bench_out", outdir, "  id STRING,\n  ts TIMESTAMP_LTZ(6)")
         return [src, sink], ("INSERT INTO bench_out SELECT * FROM bench_src", SMOKE_INSERT)
 
-    # w3: deduplication keeping the first row per id. Ordered by processing time (arrival
-    # order), which is Flink's append-only deduplication; keep-first on a rowtime attribute
-    # emits updates when an earlier ts arrives later, which the filesystem sink cannot take.
-    # Re-sends are exact copies (same ts), so the first arrival is also the first in ts.
-    src = kafka_source("bench_src", topic, bootstrap, """  id STRING,
+    # w3: deduplication keeping the first row per id (Flink's "Deduplication" query pattern).
+    # rowtime (default): ORDER BY the event time ts (as a millisecond rowtime attribute, Flink's
+    # limit) with a 10-minute watermark: Flink 2.3 plans it as an insert-only
+    # Deduplicate(keep=FirstRow, order=ROWTIME) that emits each id's first event once the
+    # watermark passes it and drops events later than the watermark, as Spark's
+    # dropDuplicatesWithinWatermark does. proctime: ORDER BY PROCTIME(), first arrival, emitted
+    # at once. Either way the "seen" state of an id lives table.exec.state.ttl (processing time),
+    # not 10 minutes of event time: Flink has no event-time TTL for this state.
+    order = os.environ.get("FLINK_W3_ORDER", "rowtime")
+    if order == "rowtime":
+        extra_col, watermark, order_by = (
+            "  rt AS CAST(ts AS TIMESTAMP_LTZ(3))",
+            ",\n  WATERMARK FOR rt AS rt - INTERVAL '10' MINUTE", "rt")
+    elif order == "proctime":
+        extra_col, watermark, order_by = "  pt AS PROCTIME()", "", "pt"
+    else:
+        die(f"FLINK_W3_ORDER={order!r}: want rowtime or proctime")
+    src = kafka_source("bench_src", topic, bootstrap, f"""  id STRING,
   ts TIMESTAMP_LTZ(6),
   payload STRING,
-  pt AS PROCTIME()""")
+{extra_col}""", watermark)
     sink = parquet_sink("bench_out", outdir, """  id STRING,
   ts TIMESTAMP_LTZ(6),
   payload STRING""")
-    insert = """INSERT INTO bench_out
+    insert = f"""INSERT INTO bench_out
 SELECT id, ts, payload FROM (
-  SELECT id, ts, payload, ROW_NUMBER() OVER (PARTITION BY id ORDER BY pt ASC) AS rn FROM bench_src
+  SELECT id, ts, payload, ROW_NUMBER() OVER (PARTITION BY id ORDER BY {order_by} ASC) AS rn
+  FROM bench_src
 ) WHERE rn = 1"""
     return [src, sink], insert
 
