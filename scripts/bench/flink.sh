@@ -36,9 +36,10 @@ fi
 
 jars=""
 for j in "$IT"/flink-jars/*.jar; do jars+="$j;"; done
-mkdir -p "$outdir" "$IT/flink-logs"
+mkdir -p "$outdir" "$IT/flink-logs" "$IT/flink-checkpoints"
 export FLINK_JARS="${jars%;}"
 export FLINK_LOG_DIR="$IT/flink-logs"
+export FLINK_CHECKPOINT_ROOT="$IT/flink-checkpoints"
 export JVM_ARGS="-Duser.timezone=UTC ${FLINK_JVM_ARGS:-}"
 export BENCH_TOPIC="${BENCH_TOPIC:-bench-$workload}"
 exec "$IT/flink-venv/bin/python" "$ROOT/scripts/bench/flink_job.py" "$workload" "$outdir"

@@ -16,6 +16,9 @@ Environment (as scripts/bench/flink.sh passes it):
                           format, Hadoop client; flink.sh lists .it/flink-jars)
   FLINK_PARALLELISM       default 2
   FLINK_CHECKPOINT_INTERVAL  default "10 s" (files are committed on each checkpoint)
+  FLINK_STATE_BACKEND     hashmap (default: state on the JVM heap) or rocksdb (incremental
+                          checkpoints)
+  FLINK_CHECKPOINT_ROOT   where the run's checkpoint directory is made (default: $TMPDIR)
   FLINK_STATE_TTL         W3 state TTL, default "10 min" (table.exec.state.ttl)
   FLINK_W3_ORDER          W3 deduplication order: rowtime (default, event time ts with a
                           10-minute watermark) or proctime (arrival order)
@@ -33,6 +36,8 @@ import re
 import sys
 import time
 
+import shutil
+import tempfile
 import threading
 import traceback
 
@@ -277,6 +282,7 @@ def main(argv):
     jars = [j for j in os.environ.get("FLINK_JARS", "").split(";") if j]
 
     jvm = GatewayProcess()
+    ckpt = None
     try:
         env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
         conf = env.get_config()
@@ -286,6 +292,17 @@ def main(argv):
         conf.set("table.local-time-zone", "UTC")
         conf.set("execution.checkpointing.interval",
                  os.environ.get("FLINK_CHECKPOINT_INTERVAL", "10 s"))
+        # Checkpoints go to files (the default JobManager storage refuses state over 5 MB),
+        # in a directory of this run removed at the end; a failure fails the job (the default
+        # restart strategy would retry forever).
+        ckpt = tempfile.mkdtemp(prefix="flink-ckpt-", dir=os.environ.get("FLINK_CHECKPOINT_ROOT"))
+        conf.set("execution.checkpointing.storage", "filesystem")
+        conf.set("execution.checkpointing.dir", "file://" + os.path.abspath(ckpt))
+        conf.set("restart-strategy.type", "disable")
+        backend = os.environ.get("FLINK_STATE_BACKEND", "hashmap")
+        conf.set("state.backend.type", backend)
+        if backend != "hashmap":
+            conf.set("execution.checkpointing.incremental", "true")
         if workload == "w3":
             conf.set("table.exec.state.ttl", os.environ.get("FLINK_STATE_TTL", "10 min"))
 
@@ -306,8 +323,11 @@ def main(argv):
         # Format the error while the JVM is still there (py4j asks it for the Java stack).
         traceback.print_exc()
         jvm.stop()
+        if ckpt:
+            shutil.rmtree(ckpt, ignore_errors=True)
         die(f"{workload}: the Flink job failed (error above)")
     jvm.stop()
+    shutil.rmtree(ckpt, ignore_errors=True)
 
 
 if __name__ == "__main__":
