@@ -4,14 +4,15 @@
 #   scripts/bench/flink.sh <w1|w2|w3> <OUTDIR>
 #
 # Runs scripts/bench/flink_job.py with PyFlink 2.3 in a local mini-cluster (parallelism 2,
-# streaming mode, checkpoint every 10 s): bounded Kafka source (earliest to the latest offsets
+# streaming mode, checkpoint every 10 s to files): bounded Kafka source (earliest to the latest offsets
 # at start, JSON values) -> Parquet files in OUTDIR (filesystem connector). See
 # scripts/bench/README-flink.md for what each workload runs and how it differs.
 #
 # Environment: BENCH_KAFKA (required), BENCH_TOPIC (default bench-<workload>),
 # BENCH_WATERMARK_DELAY (w2, required), BENCH_PARTITIONS (unused: the Kafka source reads every
 # partition; parallelism stays 2). Tuning: FLINK_PARALLELISM (2), FLINK_CHECKPOINT_INTERVAL
-# ("10 s"), FLINK_STATE_TTL (w3, "10 min"), FLINK_JVM_ARGS (extra JVM options).
+# ("10 s"), FLINK_STATE_TTL (w3, "10 min"), FLINK_STATE_BACKEND (hashmap for w1/w2, rocksdb
+# for w3), FLINK_W3_ORDER (rowtime or proctime), FLINK_JVM_ARGS (extra JVM options).
 #
 # Installs on first use with scripts/bench/flink_setup.sh (milliseconds once installed; run it
 # before timing). Exit 3 with one line on stderr: Flink is not available on this machine.

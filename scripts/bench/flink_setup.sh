@@ -122,7 +122,13 @@ $(cat "$REQ" "$POM")"
   fi
   rm -rf "$smoke"
   printf '%s' "$want" >"$STAMP"
-  log "installed in $(elapsed "$t0"): $("$VENV/bin/python" -c 'import importlib.metadata as m; print("apache-flink", m.version("apache-flink"))'), $(cd "$JARS" && ls ./*.jar | sed 's|^\./||; s|\.jar$||' | tr '\n' ' ')"
+  log "installed in $(elapsed "$t0"): $("$VENV/bin/python" -c 'import importlib.metadata as m; print("apache-flink", m.version("apache-flink"))'), $(jar_names)"
+}
+
+# jar_names: the jars of .it/flink-jars without directory and .jar, space-separated.
+jar_names() {
+  local j
+  for j in "$JARS"/*.jar; do j="${j##*/}"; printf '%s ' "${j%.jar}"; done
 }
 
 # flink_jars: the jars of .it/flink-jars, ';'-separated (FLINK_JARS of flink_job.py).
