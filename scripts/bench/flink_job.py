@@ -20,8 +20,8 @@ Environment (as scripts/bench/flink.sh passes it):
                           (incremental checkpoints; default for w3)
   FLINK_CHECKPOINT_ROOT   where the run's checkpoint directory is made (default: $TMPDIR)
   FLINK_STATE_TTL         W3 state TTL, default "10 min" (table.exec.state.ttl)
-  FLINK_W3_ORDER          W3 deduplication order: rowtime (default, event time ts with a
-                          10-minute watermark) or proctime (arrival order)
+  FLINK_W3_ORDER          W3 deduplication order: proctime (default, first arrival) or
+                          rowtime (event time ts with a 10-minute watermark)
 
 Output columns (Parquet types written, timestamps as INT64 TIMESTAMP(MICROS) UTC):
   w1: auction, bidder, price (int64), channel, url (string), date_time (timestamp µs UTC),
@@ -179,14 +179,15 @@ GROUP BY window_start, window_end, origin"""
         return [src, sink], ("INSERT INTO bench_out SELECT * FROM bench_src", SMOKE_INSERT)
 
     # w3: deduplication keeping the first row per id (Flink's "Deduplication" query pattern).
-    # rowtime (default): ORDER BY the event time ts (as a millisecond rowtime attribute, Flink's
-    # limit) with a 10-minute watermark: Flink 2.3 plans it as an insert-only
-    # Deduplicate(keep=FirstRow, order=ROWTIME) that emits each id's first event once the
-    # watermark passes it and drops events later than the watermark, as Spark's
-    # dropDuplicatesWithinWatermark does. proctime: ORDER BY PROCTIME(), first arrival, emitted
-    # at once. Either way the "seen" state of an id lives table.exec.state.ttl (processing time),
-    # not 10 minutes of event time: Flink has no event-time TTL for this state.
-    order = os.environ.get("FLINK_W3_ORDER", "rowtime")
+    # proctime (default): ORDER BY PROCTIME(), the first arrival of each id, emitted at once
+    # (insert-only Deduplicate(keep=FirstRow, order=PROCTIME)); the first arrival is what
+    # Spark's dropDuplicatesWithinWatermark keeps too. rowtime: ORDER BY the event time ts (as
+    # a millisecond rowtime attribute, Flink's limit) with a 10-minute watermark; Flink 2.3
+    # plans it insert-only too, buffers each row until the watermark passes it and drops
+    # events later than the watermark, at about twice the CPU (timers per row). Either way an
+    # id's "seen" state lives table.exec.state.ttl of processing time, not 10 minutes of event
+    # time: Flink has no event-time TTL for this state.
+    order = os.environ.get("FLINK_W3_ORDER", "proctime")
     if order == "rowtime":
         extra_col, watermark, order_by = (
             "  rt AS CAST(ts AS TIMESTAMP_LTZ(3))",
@@ -300,7 +301,8 @@ def main(argv):
         conf.set("execution.checkpointing.dir", "file://" + os.path.abspath(ckpt))
         conf.set("restart-strategy.type", "disable")
         # W3 keeps one entry per id (10-20M): RocksDB with incremental checkpoints; on the heap
-        # (hashmap) 5M events took 6 GB of RSS and every checkpoint rewrote the whole state.
+        # (hashmap) 5M events took 6 GB of RSS and every checkpoint rewrote the whole state,
+        # for about the same CPU as RocksDB with proctime order.
         backend = os.environ.get("FLINK_STATE_BACKEND") or ("rocksdb" if workload == "w3" else "hashmap")
         conf.set("state.backend.type", backend)
         if backend != "hashmap":
