@@ -24,6 +24,7 @@ import datetime as dt
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -210,7 +211,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="flink-e2e-") as tmp:
         for w in todo:
             outdir = os.path.join(tmp, w)
-            t0 = time.monotonic()
+            t0, r0 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
             log = os.path.join(tmp, f"{w}.log")
             with open(log, "w") as err:
                 rc = subprocess.run([os.path.join(ROOT, "scripts", "bench", "flink.sh"), w, outdir],
@@ -219,7 +220,11 @@ def main():
                 with open(log) as err:
                     sys.stderr.write("".join(err.readlines()[-30:]))
                 fail(f"scripts/bench/flink.sh {w} exited {rc}")
-            print(f"{w}: flink.sh took {time.monotonic() - t0:.1f}s")
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+            print(f"{w}: flink.sh took {time.monotonic() - t0:.1f}s wall, {cpu:.1f} CPU-s "
+                  f"(user+sys of it and its JVM), max RSS {r1.ru_maxrss / 1e6:.2f} GB "
+                  f"(largest child so far)")
             inputs[w] = read_topic(args.kafka, f"bench-{w}")
             check(con, w, outdir, inputs[w])
     print("flink_e2e: all OK")
