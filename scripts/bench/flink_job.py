@@ -23,7 +23,8 @@ Environment (as scripts/bench/flink.sh passes it):
   FLINK_W3_ORDER          W3 deduplication order: proctime (default, first arrival) or
                           rowtime (event time ts with a 10-minute watermark)
 
-Output columns (Parquet types written, timestamps as INT64 TIMESTAMP(MICROS) UTC):
+Output columns (Parquet types written; timestamps INT64 TIMESTAMP(MICROS, isAdjustedToUTC=false)
+holding UTC wall-clock values, so readers see a zone-less timestamp to read as UTC):
   w1: auction, bidder, price (int64), channel, url (string), date_time (timestamp µs UTC),
       extra (string), partition (int32), offset (int64)
   w2: window_start, window_end (timestamp µs UTC), origin (string), flights, total_delay,
@@ -33,12 +34,11 @@ Output columns (Parquet types written, timestamps as INT64 TIMESTAMP(MICROS) UTC
 
 import os
 import re
-import sys
-import time
-
 import shutil
+import sys
 import tempfile
 import threading
+import time
 import traceback
 
 import pyflink.java_gateway
