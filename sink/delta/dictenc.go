@@ -2,6 +2,7 @@ package delta
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -92,7 +93,14 @@ func dictEncode(chunks []arrow.Array, rows int, limit int64, scratch *[]int32) a
 			hasNulls := c.NullN() > 0
 			for i := range out {
 				if !hasNulls || c.IsValid(i) {
-					out[i] = d.index(data[offs[i]:offs[i+1]])
+					s, e := int(offs[i]), int(offs[i+1])
+					if e-s <= 7 && s+8 <= len(data) {
+						// Short value with 8 readable bytes: one load, masked to its length.
+						key := binary.LittleEndian.Uint64(data[s:]) & (1<<(8*uint(e-s)) - 1)
+						out[i] = d.indexShort(key|uint64(e-s)<<56, data[s:e])
+					} else {
+						out[i] = d.index(data[s:e])
+					}
 					if d.size > limit { // checked per value: keeps the int32 offsets in range
 						return nil
 					}
@@ -204,51 +212,82 @@ type bytesDict struct {
 	data  []byte
 	shift uint
 	size  int64
+	// The previous short value's key and index (lastIdx -1: none yet).
+	lastKey uint64
+	lastIdx int32
 }
 
 func (d *bytesDict) init() {
 	d.slots = make([]int32, 1<<10)
 	d.shift = 64 - 10
 	d.offs = []int32{0}
+	d.lastIdx = -1
 }
 
 func (d *bytesDict) index(b []byte) int32 {
-	var key uint64
-	short := len(b) <= 7
-	if short {
+	if len(b) <= 7 {
+		var key uint64
 		for i, c := range b {
 			key |= uint64(c) << (8 * i)
 		}
-		key |= uint64(len(b)) << 56
-	} else {
-		key = maphash.Bytes(dictSeed, b)
+		return d.indexShort(key|uint64(len(b))<<56, b)
+	}
+	key := maphash.Bytes(dictSeed, b)
+	mask := uint64(len(d.slots) - 1)
+	i := (key * 0x9E3779B97F4A7C15) >> d.shift
+	for {
+		s := d.slots[i]
+		if s == 0 {
+			return d.insert(key, b, i)
+		}
+		if k := s - 1; d.keys[k] == key {
+			// A long string's hash may equal a short key, so lengths are compared too.
+			if v := d.data[d.offs[k]:d.offs[k+1]]; len(v) == len(b) && bytes.Equal(v, b) {
+				return k
+			}
+		}
+		i = (i + 1) & mask
+	}
+}
+
+// indexShort is index for a value b of at most 7 bytes whose packed key (its bytes, little
+// endian, and its length in the top byte) is key. The previous short value's index is
+// remembered: runs of one value skip the probe.
+func (d *bytesDict) indexShort(key uint64, b []byte) int32 {
+	if key == d.lastKey && d.lastIdx >= 0 {
+		return d.lastIdx
 	}
 	mask := uint64(len(d.slots) - 1)
 	i := (key * 0x9E3779B97F4A7C15) >> d.shift
 	for {
 		s := d.slots[i]
 		if s == 0 {
-			k := int32(len(d.keys))
-			d.keys = append(d.keys, key)
-			d.data = append(d.data, b...)
-			d.offs = append(d.offs, int32(len(d.data)))
-			d.size += int64(len(b)) + 4
-			d.slots[i] = k + 1
-			if 2*len(d.keys) > len(d.slots) {
-				d.grow()
-			}
+			k := d.insert(key, b, i)
+			d.lastKey, d.lastIdx = key, k
 			return k
 		}
-		if k := s - 1; d.keys[k] == key {
-			v := d.data[d.offs[k]:d.offs[k+1]]
-			// A short key holds the length and every byte; a long string's hash may equal
-			// a short key, so lengths are compared too.
-			if len(v) == len(b) && (short || bytes.Equal(v, b)) {
-				return k
-			}
+		// A short key holds the length and every byte; a long string's hash may equal a
+		// short key, so the length is compared too.
+		if k := s - 1; d.keys[k] == key && d.offs[k+1]-d.offs[k] == int32(len(b)) {
+			d.lastKey, d.lastIdx = key, k
+			return k
 		}
 		i = (i + 1) & mask
 	}
+}
+
+// insert adds b (key: its packed or hashed key) as a new entry in empty slot i.
+func (d *bytesDict) insert(key uint64, b []byte, i uint64) int32 {
+	k := int32(len(d.keys))
+	d.keys = append(d.keys, key)
+	d.data = append(d.data, b...)
+	d.offs = append(d.offs, int32(len(d.data)))
+	d.size += int64(len(b)) + 4
+	d.slots[i] = k + 1
+	if 2*len(d.keys) > len(d.slots) {
+		d.grow()
+	}
+	return k
 }
 
 func (d *bytesDict) grow() {
