@@ -145,6 +145,18 @@ func TestDecodeTypes(t *testing.T) {
 			want:  `{"_rescued_data":"{\"a\":1,\"_file\":\"x.json\"}","a":2}`,
 		},
 		{
+			name:  "members in any order; a record's own _rescued_data member is rescued, not taken",
+			ddl:   "a long, b long, c long",
+			input: `{"c":3,"b":2,"_rescued_data":"x","a":1,"b":5}`,
+			want:  `{"_rescued_data":"{\"_rescued_data\":\"x\",\"b\":2,\"_file\":\"x.json\"}","a":1,"b":5,"c":3}`,
+		},
+		{
+			name:  "member after the last matched one is the rescued column's place",
+			ddl:   "a long",
+			input: `{"a":1,"_rescued_data":2}`,
+			want:  `{"_rescued_data":"{\"_rescued_data\":2,\"_file\":\"x.json\"}","a":1}`,
+		},
+		{
 			name:  "escaped keys match",
 			ddl:   "`a\"b` long, `é` long",
 			input: `{"a\"b":1,"\u00e9":2}`,
