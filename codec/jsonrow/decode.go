@@ -120,6 +120,7 @@ type field struct {
 	index    map[string]int // struct members by name
 	slots    []int32        // struct: tape index of each member's value, -1 when absent
 	hasNN    bool           // some descendant (or self) is NOT NULL
+	lastData int            // string/binary bytes of the last batch (root members only)
 }
 
 // Decoder decodes JSON values into rows of an Arrow schema. It is not safe for concurrent use.
@@ -143,7 +144,8 @@ type Decoder struct {
 	problem string
 	check   bool // run a dry pass before appending (NOT NULL columns or non-permissive mode)
 
-	rows int
+	rows     int
+	lastRows int // rows of the last batch: the next one is reserved at this size
 }
 
 type pathSeg struct {
@@ -243,18 +245,46 @@ func (d *Decoder) Release() { d.root.st.Release() }
 // NewRecordBatch returns the rows appended so far as a record batch of Schema() and resets the
 // decoder for the next batch. The caller must Release the batch.
 func (d *Decoder) NewRecordBatch() arrow.RecordBatch {
+	d.measure()
 	sa := d.root.st.NewStructArray()
 	defer sa.Release()
-	d.rows = 0
+	d.presize()
 	return array.RecordFromStructArray(sa, d.schema)
+}
+
+// measure remembers the size of the batch about to be finished (rows, bytes of each top-level
+// string/binary member) and resets the row count.
+func (d *Decoder) measure() {
+	d.lastRows, d.rows = d.rows, 0
+	for _, c := range d.root.children {
+		if c.Bin != nil {
+			c.lastData = c.Bin.DataLen()
+		}
+	}
+}
+
+// presize reserves the builders at the last batch's size: batches are mostly alike, and
+// growing by doubling reallocates (and clears) every buffer several times per batch.
+func (d *Decoder) presize() {
+	if d.lastRows == 0 {
+		return
+	}
+	d.root.st.Reserve(d.lastRows)
+	for _, c := range d.root.children {
+		if c.Bin != nil && c.lastData > 0 {
+			c.Bin.ReserveData(c.lastData)
+		}
+	}
 }
 
 // NewStruct returns the rows appended so far as a struct array whose fields are Schema()'s,
 // and resets the decoder; rows added with AppendNull are null structs. read-kafka uses it as
 // the "value" column. The caller must Release it.
 func (d *Decoder) NewStruct() *array.Struct {
-	d.rows = 0
-	return d.root.st.NewStructArray()
+	d.measure()
+	sa := d.root.st.NewStructArray()
+	d.presize()
+	return sa
 }
 
 // AppendNull appends a null row (for example a Kafka tombstone). Member columns get nulls, even

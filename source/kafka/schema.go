@@ -237,6 +237,7 @@ type builder struct {
 	log        func(msg string, args ...any)
 	scratch    []byte
 	cur        *kgo.Record   // the record add is decoding
+	lastTopic  string        // topic of the last record (to reserve the next batch's topic bytes)
 	srcFn      func() string // b.srcName, bound once (a method value per record would allocate)
 }
 
@@ -288,6 +289,7 @@ func (b *builder) add(r *kgo.Record) error {
 		return err
 	}
 	b.topic.Append(r.Topic)
+	b.lastTopic = r.Topic
 	b.part.Append(r.Partition)
 	b.off.Append(r.Offset)
 	b.ts.Append(arrow.Timestamp(r.Timestamp.UnixMicro()))
@@ -401,6 +403,11 @@ func (b *builder) finish() arrow.RecordBatch {
 	for _, c := range cols {
 		c.Release()
 	}
+	// Reserve the next batch at this one's size rather than growing by doubling.
+	for _, x := range []array.Builder{b.topic, b.part, b.off, b.ts, b.tsType} {
+		x.Reserve(b.rows)
+	}
+	b.topic.ReserveData(b.rows * len(b.lastTopic))
 	b.rows = 0
 	return rec
 }
