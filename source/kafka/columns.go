@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-
 // projection is read-kafka's --columns: the output columns, in order, chosen from the full
 // schema (schemaFor), like Spark's select("v.*", "partition", "offset"). "key.*" and "value.*"
 // flatten a struct key or value (json, avro) into its members; members are nullable (a null
