@@ -2,6 +2,7 @@ package jsonrow
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"strings"
@@ -419,5 +420,20 @@ func TestInfer(t *testing.T) {
 	wantSchema := "a double, b string, c array<double>, d struct<x:bigint,y:string>, e string, f boolean, g timestamp"
 	if got := schema.DDL(in.Schema()); got != wantSchema {
 		t.Errorf("schema %s\nwant   %s", got, wantSchema)
+	}
+}
+
+// TestSwarStop: the word scan flags every byte strClass stops at, in every lane, and no word
+// of plain bytes.
+func TestSwarStop(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for lane := 0; lane < 8; lane++ {
+			w := []byte("aZ ~09!}")
+			w[lane] = byte(c)
+			x := binary.LittleEndian.Uint64(w)
+			if got := swarStop(x); got != strClass[c] {
+				t.Fatalf("byte %#x in lane %d: swarStop %v, strClass %v", c, lane, got, strClass[c])
+			}
+		}
 	}
 }
