@@ -120,6 +120,7 @@ type field struct {
 	index    map[string]int // struct members by name
 	slots    []int32        // struct: tape index of each member's value, -1 when absent
 	hasNN    bool           // some descendant (or self) is NOT NULL
+	lastData int            // string/binary bytes of the last batch (root members only)
 }
 
 // Decoder decodes JSON values into rows of an Arrow schema. It is not safe for concurrent use.
@@ -143,7 +144,8 @@ type Decoder struct {
 	problem string
 	check   bool // run a dry pass before appending (NOT NULL columns or non-permissive mode)
 
-	rows int
+	rows     int
+	lastRows int // rows of the last batch: the next one is reserved at this size
 }
 
 type pathSeg struct {
@@ -243,18 +245,46 @@ func (d *Decoder) Release() { d.root.st.Release() }
 // NewRecordBatch returns the rows appended so far as a record batch of Schema() and resets the
 // decoder for the next batch. The caller must Release the batch.
 func (d *Decoder) NewRecordBatch() arrow.RecordBatch {
+	d.measure()
 	sa := d.root.st.NewStructArray()
 	defer sa.Release()
-	d.rows = 0
+	d.presize()
 	return array.RecordFromStructArray(sa, d.schema)
+}
+
+// measure remembers the size of the batch about to be finished (rows, bytes of each top-level
+// string/binary member) and resets the row count.
+func (d *Decoder) measure() {
+	d.lastRows, d.rows = d.rows, 0
+	for _, c := range d.root.children {
+		if c.Bin != nil {
+			c.lastData = c.Bin.DataLen()
+		}
+	}
+}
+
+// presize reserves the builders at the last batch's size: batches are mostly alike, and
+// growing by doubling reallocates (and clears) every buffer several times per batch.
+func (d *Decoder) presize() {
+	if d.lastRows == 0 {
+		return
+	}
+	d.root.st.Reserve(d.lastRows)
+	for _, c := range d.root.children {
+		if c.Bin != nil && c.lastData > 0 {
+			c.Bin.ReserveData(c.lastData)
+		}
+	}
 }
 
 // NewStruct returns the rows appended so far as a struct array whose fields are Schema()'s,
 // and resets the decoder; rows added with AppendNull are null structs. read-kafka uses it as
 // the "value" column. The caller must Release it.
 func (d *Decoder) NewStruct() *array.Struct {
-	d.rows = 0
-	return d.root.st.NewStructArray()
+	d.measure()
+	sa := d.root.st.NewStructArray()
+	d.presize()
+	return sa
 }
 
 // AppendNull appends a null row (for example a Kafka tombstone). Member columns get nulls, even
@@ -268,6 +298,10 @@ func (d *Decoder) AppendNull() {
 type Source struct {
 	// Name is the file path or Kafka topic/partition@offset; "" leaves "_file" out.
 	Name string
+	// NameFunc, when set and Name is "", returns the name; it is called only when the name is
+	// needed (a record with rescued data or a bad record), so a caller whose name is costly to
+	// render per record (read-kafka's topic/partition@offset) pays for it on those records only.
+	NameFunc func() string
 	// Line is the 1-based line where the record starts (0 if not line-based).
 	Line int64
 	// Offset is the byte offset of the record in the source.
@@ -301,14 +335,22 @@ func (d *Decoder) Append(data []byte, src Source) (bool, error) {
 	d.path = d.path[:0]
 	d.decodeStruct(d.root, 0, true)
 	if d.rescued != nil {
-		if out := d.res.Finish(src.Name); out != nil {
-			d.rescued.BinaryBuilder.Append(out)
+		if d.res.Len() > 0 {
+			d.rescued.BinaryBuilder.Append(d.res.Finish(src.name()))
 		} else {
 			d.rescued.AppendNull()
 		}
 	}
 	d.rows++
 	return true, nil
+}
+
+// name returns Name, or NameFunc's result when Name is "".
+func (s Source) name() string {
+	if s.Name == "" && s.NameFunc != nil {
+		return s.NameFunc()
+	}
+	return s.Name
 }
 
 func kindName(k uint8) string {
@@ -328,7 +370,7 @@ func kindName(k uint8) string {
 }
 
 func (d *Decoder) bad(data []byte, src Source, reason string) error {
-	br := rescue.BadRecord{Source: src.Name, Line: src.Line, Offset: src.Offset, Reason: reason, Raw: append([]byte(nil), data...)}
+	br := rescue.BadRecord{Source: src.name(), Line: src.Line, Offset: src.Offset, Reason: reason, Raw: append([]byte(nil), data...)}
 	return rescue.Report(d.opts.Mode, d.opts.OnBadRecord, br)
 }
 
@@ -410,6 +452,7 @@ func (d *Decoder) decodeStruct(f *field, ti int32, top bool) {
 		slots[i] = -1
 	}
 	// Walk key/value pairs.
+	hint := 0
 	for k := ti + 1; k < t.next; {
 		kt := &d.tz.toks[k]
 		vi := k + 1
@@ -420,7 +463,17 @@ func (d *Decoder) decodeStruct(f *field, ti int32, top bool) {
 			d.keyBuf = unescape(d.keyBuf[:0], d.data[kt.start:kt.end])
 			key = d.keyBuf
 		}
-		idx, ok := f.index[b2s(key)]
+		// Records mostly list their members in schema order: try the member after the last
+		// one matched before hashing the name.
+		idx, ok := hint, false
+		if idx < len(f.children) && f.children[idx].name == b2s(key) && !(top && idx == d.resIdx) {
+			ok = true
+		} else {
+			idx, ok = f.index[b2s(key)]
+		}
+		if ok {
+			hint = idx + 1
+		}
 		if !ok || slots[idx] >= 0 {
 			// Unknown field, or an earlier duplicate: rescue the raw value.
 			var rescueIdx int32 = vi

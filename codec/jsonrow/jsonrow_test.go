@@ -2,6 +2,7 @@ package jsonrow
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"strings"
@@ -143,6 +144,18 @@ func TestDecodeTypes(t *testing.T) {
 			ddl:   "a long",
 			input: `{"a":1,"a":2}`,
 			want:  `{"_rescued_data":"{\"a\":1,\"_file\":\"x.json\"}","a":2}`,
+		},
+		{
+			name:  "members in any order; a record's own _rescued_data member is rescued, not taken",
+			ddl:   "a long, b long, c long",
+			input: `{"c":3,"b":2,"_rescued_data":"x","a":1,"b":5}`,
+			want:  `{"_rescued_data":"{\"_rescued_data\":\"x\",\"b\":2,\"_file\":\"x.json\"}","a":1,"b":5,"c":3}`,
+		},
+		{
+			name:  "member after the last matched one is the rescued column's place",
+			ddl:   "a long",
+			input: `{"a":1,"_rescued_data":2}`,
+			want:  `{"_rescued_data":"{\"_rescued_data\":2,\"_file\":\"x.json\"}","a":1}`,
 		},
 		{
 			name:  "escaped keys match",
@@ -407,5 +420,20 @@ func TestInfer(t *testing.T) {
 	wantSchema := "a double, b string, c array<double>, d struct<x:bigint,y:string>, e string, f boolean, g timestamp"
 	if got := schema.DDL(in.Schema()); got != wantSchema {
 		t.Errorf("schema %s\nwant   %s", got, wantSchema)
+	}
+}
+
+// TestSwarStop: the word scan flags every byte strClass stops at, in every lane, and no word
+// of plain bytes.
+func TestSwarStop(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for lane := 0; lane < 8; lane++ {
+			w := []byte("aZ ~09!}")
+			w[lane] = byte(c)
+			x := binary.LittleEndian.Uint64(w)
+			if got := swarStop(x); got != strClass[c] {
+				t.Fatalf("byte %#x in lane %d: swarStop %v, strClass %v", c, lane, got, strClass[c])
+			}
+		}
 	}
 }

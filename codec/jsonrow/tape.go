@@ -1,6 +1,7 @@
 package jsonrow
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"unicode/utf16"
@@ -53,6 +54,16 @@ var strClass = func() (t [256]bool) {
 	}
 	return
 }()
+
+// swarStop reports whether one of the eight bytes of x (SWAR: a word as eight byte lanes) may
+// end the fast scan of a string body: '"', '\\', a control character or a non-ASCII byte (the
+// strClass bytes). A false positive only sends the scan to the byte loop.
+func swarStop(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	quote := x ^ (lo * '"')
+	back := x ^ (lo * '\\')
+	return ((quote-lo)&^quote|(back-lo)&^back|(x-lo*0x20)|x)&hi != 0
+}
 
 // tokenizer validates a JSON value (RFC 8259) and records it on the tape.
 type tokenizer struct {
@@ -260,6 +271,10 @@ func scanString(data []byte, i int) (int, bool, error) {
 	esc := false
 	n := len(data)
 	for {
+		// Eight bytes at a time while none can end the fast scan, then byte by byte.
+		for i+8 <= n && !swarStop(binary.LittleEndian.Uint64(data[i:])) {
+			i += 8
+		}
 		for i < n && !strClass[data[i]] {
 			i++
 		}
@@ -359,6 +374,15 @@ func scanNumber(data []byte, i int) (int, bool, error) {
 func unescape(dst, raw []byte) []byte {
 	body := raw[1 : len(raw)-1]
 	for i := 0; i < len(body); {
+		// Copy the run of plain ASCII up to the next escape or multi-byte rune at once.
+		j := i
+		for j < len(body) && body[j] != '\\' && body[j] < utf8.RuneSelf {
+			j++
+		}
+		dst = append(dst, body[i:j]...)
+		if i = j; i == len(body) {
+			break
+		}
 		c := body[i]
 		if c == '\\' {
 			switch body[i+1] {

@@ -299,9 +299,10 @@ def main():
              "time after their original (scripts/bench/prep.py documents the construction), 2 partitions.")
     L.append("")
     L.append("- streamkit (scripts/bench/streamkit.sh, checkpoints on, `STREAMKIT_CHECKPOINT`):")
-    L.append("  - W1 `read-kafka -t bench-w1 --until now --value-format json --value-schema '…7 columns…' | write-delta T`")
-    L.append("    (the table keeps read-kafka's columns: the decoded `value` struct plus key, topic, partition, "
-             "offset, timestamp, timestampType, headers — more than the other engines write)")
+    L.append("  - W1 `read-kafka -t bench-w1 --until now --value-format json --value-schema '…7 columns…' "
+             "--columns 'value.*,partition,offset' | write-delta T`")
+    L.append("    (the table has Spark's columns, `select(\"v.*\", \"partition\", \"offset\")`, plus `_rescued_data`, "
+             "null unless a value did not fit)")
     L.append("  - W2 `read-kafka … | window tumbling --size 1h --time value.date --key value.origin "
              "--watermark-delay D --agg 'count as flights, sum(value.delay) as total_delay, max(value.distance) "
              "as max_distance' | write-delta T`")

@@ -28,11 +28,15 @@ sk() {
   fi
 }
 
-read_kafka() { sk read-kafka read-kafka -b "$BENCH_KAFKA" -t "$BENCH_TOPIC" --until now --value-format json --value-schema "$1"; }
+# read_kafka SCHEMA [READ-KAFKA ARGS...]
+read_kafka() { local s="$1"; shift; sk read-kafka read-kafka -b "$BENCH_KAFKA" -t "$BENCH_TOPIC" --until now --value-format json --value-schema "$s" "$@"; }
 
 case "$W" in
 w1)
+  # The table's columns are Spark's select("v.*", "partition", "offset") (spark_job.py), plus
+  # _rescued_data (null unless a value did not fit).
   read_kafka 'auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING, date_time TIMESTAMP, extra STRING' \
+      --columns 'value.*,partition,offset' \
     | sk write-delta write-delta "$OUT/table"
   ;;
 w2)

@@ -133,7 +133,7 @@ func (c *avroCodec) open(mem memory.Allocator) error {
 	return nil
 }
 
-func (c *avroCodec) append(b []byte, _ string) (string, error) {
+func (c *avroCodec) append(b []byte, _ func() string) (string, error) {
 	if b == nil {
 		c.dec.AppendNull()
 		return "", nil

@@ -3,6 +3,7 @@ package kafka
 import (
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -59,8 +60,9 @@ type fieldCodec interface {
 	// open creates the builder.
 	open(mem memory.Allocator) error
 	// append appends b (nil = null). When b does not decode, the row gets a null and the
-	// reason is returned (the caller rescues the raw bytes); err stops the stage.
-	append(b []byte, src string) (bad string, err error)
+	// reason is returned (the caller rescues the raw bytes); err stops the stage. src renders
+	// the record's topic/partition@offset when a codec needs it (rescued data).
+	append(b []byte, src func() string) (bad string, err error)
 	finish() arrow.Array
 	release()
 	// decodes reports whether the codec decodes (string, json): its failures need a rescued
@@ -77,7 +79,7 @@ func (c *binaryCodec) open(mem memory.Allocator) error {
 	c.b = array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
 	return nil
 }
-func (c *binaryCodec) append(b []byte, _ string) (string, error) {
+func (c *binaryCodec) append(b []byte, _ func() string) (string, error) {
 	if b == nil {
 		c.b.AppendNull()
 	} else {
@@ -100,7 +102,7 @@ func (c *stringCodec) open(mem memory.Allocator) error {
 	c.b = array.NewStringBuilder(mem)
 	return nil
 }
-func (c *stringCodec) append(b []byte, _ string) (string, error) {
+func (c *stringCodec) append(b []byte, _ func() string) (string, error) {
 	switch {
 	case b == nil:
 		c.b.AppendNull()
@@ -148,13 +150,13 @@ func (c *jsonCodec) open(mem memory.Allocator) error {
 	c.d = d
 	return nil
 }
-func (c *jsonCodec) append(b []byte, src string) (string, error) {
+func (c *jsonCodec) append(b []byte, src func() string) (string, error) {
 	if b == nil {
 		c.d.AppendNull()
 		return "", nil
 	}
 	c.reason = ""
-	ok, err := c.d.Append(b, jsonrow.Source{Name: src})
+	ok, err := c.d.Append(b, jsonrow.Source{NameFunc: src})
 	if err != nil {
 		return "", err
 	}
@@ -234,10 +236,14 @@ type builder struct {
 	badLogged  int
 	log        func(msg string, args ...any)
 	scratch    []byte
+	cur        *kgo.Record   // the record add is decoding
+	lastTopic  string        // topic of the last record (to reserve the next batch's topic bytes)
+	srcFn      func() string // b.srcName, bound once (a method value per record would allocate)
 }
 
 func newBuilder(mem memory.Allocator, schema *arrow.Schema, keyC, valC fieldCodec) (*builder, error) {
 	b := &builder{schema: schema, keyC: keyC, valC: valC}
+	b.srcFn = b.srcName
 	if err := keyC.open(mem); err != nil {
 		return nil, err
 	}
@@ -260,20 +266,30 @@ func newBuilder(mem memory.Allocator, schema *arrow.Schema, keyC, valC fieldCode
 	return b, nil
 }
 
+// srcName renders the current record's topic/partition@offset, the "_file" of its rescued
+// data; only records with rescued data or bad ones pay for it.
+func (b *builder) srcName() string {
+	r := b.cur
+	s := append(b.scratch[:0], r.Topic...)
+	s = append(s, '/')
+	s = strconv.AppendInt(s, int64(r.Partition), 10)
+	s = append(s, '@')
+	s = strconv.AppendInt(s, r.Offset, 10)
+	return string(s)
+}
+
 func (b *builder) add(r *kgo.Record) error {
-	var src string
-	if b.rescued != nil {
-		src = fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset)
-	}
-	bk, err := b.keyC.append(r.Key, src)
+	b.cur = r
+	bk, err := b.keyC.append(r.Key, b.srcFn)
 	if err != nil {
 		return err
 	}
-	bv, err := b.valC.append(r.Value, src)
+	bv, err := b.valC.append(r.Value, b.srcFn)
 	if err != nil {
 		return err
 	}
 	b.topic.Append(r.Topic)
+	b.lastTopic = r.Topic
 	b.part.Append(r.Partition)
 	b.off.Append(r.Offset)
 	b.ts.Append(arrow.Timestamp(r.Timestamp.UnixMicro()))
@@ -294,6 +310,7 @@ func (b *builder) add(r *kgo.Record) error {
 	}
 	if b.rescued != nil {
 		if bk != "" || bv != "" {
+			src := b.srcName()
 			b.bad++
 			b.rescued.BinaryBuilder.Append(b.rescue(r, src, bk, bv))
 			if err := b.badRecord(r, src, bk, bv); err != nil {
@@ -386,6 +403,11 @@ func (b *builder) finish() arrow.RecordBatch {
 	for _, c := range cols {
 		c.Release()
 	}
+	// Reserve the next batch at this one's size rather than growing by doubling.
+	for _, x := range []array.Builder{b.topic, b.part, b.off, b.ts, b.tsType} {
+		x.Reserve(b.rows)
+	}
+	b.topic.ReserveData(b.rows * len(b.lastTopic))
 	b.rows = 0
 	return rec
 }

@@ -97,6 +97,11 @@ type Config struct {
 	// reason, raw key and value) that receives every record whose key or value did not decode,
 	// besides its _rescued_data; "" keeps them in _rescued_data only.
 	BadRecords string
+	// Columns, when set (--columns), are the output columns in order, like Spark's
+	// select("v.*", "partition", "offset"): names of the full schema (key, value, topic,
+	// partition, offset, timestamp, timestampType, headers) or key.* / value.* to flatten a json
+	// or avro key or value into its members. _rescued_data is always kept (see projection).
+	Columns []string
 	// DiscoveryInterval is how often live reading looks for new partitions and topics
 	// (default 10 s).
 	DiscoveryInterval time.Duration
@@ -181,6 +186,8 @@ type Source struct {
 	order    []*part
 	rr       int
 	schema   *arrow.Schema
+	full     *arrow.Schema // every column (schemaFor); schema is its --columns projection
+	proj     *projection   // nil without --columns
 	b        *builder
 	inEpoch  int64
 	limitRaw []byte
@@ -273,8 +280,24 @@ func New(cfg Config) (*Source, error) {
 	if s.cfg.GroupCommitWait <= 0 {
 		s.cfg.GroupCommitWait = 10 * time.Second
 	}
-	s.schema = schemaFor(s.keyC, s.valC, s.keyC.decodes() || s.valC.decodes())
+	if err := s.setSchema(schemaFor(s.keyC, s.valC, s.keyC.decodes() || s.valC.decodes())); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// setSchema sets the full schema and the output schema (its --columns projection).
+func (s *Source) setSchema(full *arrow.Schema) error {
+	s.full, s.schema = full, full
+	if len(s.cfg.Columns) == 0 {
+		return nil
+	}
+	p, err := newProjection(full, s.cfg.Columns)
+	if err != nil {
+		return stage.Usagef("%v", err)
+	}
+	s.proj, s.schema = p, p.schema
+	return nil
 }
 
 // Schema is the output schema.
@@ -330,12 +353,12 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 	if err := s.resolveAvro(octx, tps); err != nil {
 		return nil, err
 	}
-	if s.b, err = newBuilder(env.Mem, s.schema, s.keyC, s.valC); err != nil {
+	if s.b, err = newBuilder(env.Mem, s.full, s.keyC, s.valC); err != nil {
 		return nil, err
 	}
 	s.b.log = s.log.Warn
 	if s.cfg.BadRecords != "" {
-		if !s.schema.HasField(ColRescued) {
+		if !s.full.HasField(ColRescued) {
 			return nil, stage.Usagef("--bad-records needs a decoding --key-format or --value-format (string, json or avro)")
 		}
 		start := map[TP]int64{}
@@ -372,7 +395,7 @@ func (s *Source) resolveAvro(ctx context.Context, tps []TP) error {
 		}
 	}
 	if changed {
-		s.schema = schemaFor(s.keyC, s.valC, true)
+		return s.setSchema(schemaFor(s.keyC, s.valC, true))
 	}
 	return nil
 }
@@ -829,6 +852,11 @@ func (s *Source) flush(limit stage.Position) (arrow.RecordBatch, error) {
 		return nil, err
 	}
 	rec := s.b.finish()
+	if rec != nil && s.proj != nil {
+		out := s.proj.apply(s.env.Mem, rec)
+		rec.Release()
+		rec = out
+	}
 	if rec != nil && limit == nil {
 		s.inEpoch += rec.NumRows()
 	}

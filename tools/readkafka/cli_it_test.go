@@ -455,3 +455,33 @@ func lastLine(s string) string {
 	}
 	return s
 }
+
+// TestColumnsFlatten: kcat produces JSON values (one fits, one is not JSON, one has a mistyped
+// and an extra field, one tombstone); read-kafka --columns 'value.*,partition,offset' writes
+// Spark's select("v.*", "partition", "offset") plus _rescued_data, losing nothing.
+func TestColumnsFlatten(t *testing.T) {
+	c := kafkatest.NewReal(t)
+	kcat := c.Real.KcatPath(t)
+	brokers := strings.Join(c.Brokers, ",")
+	topic := c.Topic(t, "columns", 1, nil)
+	kcatRun(t, kcat, "k:{\"a\":1,\"b\":\"x\\u0026y\"}\nk:notjson\nk:{\"b\":\"y\",\"a\":\"bad\",\"z\":[1]}\nk:\n",
+		"-P", "-b", brokers, "-t", topic, "-p", "0", "-K:", "-Z")
+	out, err := pipeline(t,
+		[]string{"read-kafka", "-b", brokers, "-t", topic, "--until", "now", "--value-format", "json",
+			"--value-schema", "a BIGINT, b STRING", "--columns", "value.*,partition,offset"},
+		[]string{"print", "--format", "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`{"a":1,"b":"x\u0026y","partition":0,"offset":0,"_rescued_data":null}
+{"a":null,"b":null,"partition":0,"offset":1,"_rescued_data":"{\"value\":\"notjson\",\"_error\":\"value: invalid literal at byte 0\",\"_file\":\"%[1]s/0@1\"}"}
+{"a":null,"b":"y","partition":0,"offset":2,"_rescued_data":"{\"z\":[1],\"a\":\"bad\",\"_file\":\"%[1]s/0@2\"}"}
+{"a":null,"b":null,"partition":0,"offset":3,"_rescued_data":null}`, topic)
+	if got := strings.TrimSpace(string(out)); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	_, stderr, err := streamkit(t, nil, "read-kafka", "-b", brokers, "-t", topic, "--until", "now", "--columns", "value.*")
+	if err == nil || !strings.Contains(stderr, "value.* needs --value-format json or avro") {
+		t.Errorf("--columns value.* of binary values: err %v, stderr %s", err, stderr)
+	}
+}

@@ -1,0 +1,187 @@
+package kafka
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// projection is read-kafka's --columns: the output columns, in order, chosen from the full
+// schema (schemaFor), like Spark's select("v.*", "partition", "offset"). "key.*" and "value.*"
+// flatten a struct key or value (json, avro) into its members; members are nullable (a null
+// struct — tombstone, undecodable record — makes them null). The top-level _rescued_data
+// column is always kept, last, so nothing is dropped: when value.* (or key.*) brings its own
+// _rescued_data member, both become one column — the row's member, or the top-level object,
+// or, when a row has both, the top-level object with the member's object under
+// "value._rescued_data" (or "key._rescued_data").
+type projection struct {
+	schema *arrow.Schema
+	// outs, one per output column: a full-schema column (child < 0), a member of one, or the
+	// merged rescued column.
+	outs []projOut
+}
+
+type projOut struct {
+	col, child int // full-schema column, and member of it (-1: the column itself)
+	// rescued merge: the top-level column (col) and the struct members (parents/children).
+	merge       bool
+	mergeFrom   [][2]int // struct column, member index
+	mergePrefix []string
+}
+
+// newProjection compiles --columns (names as above, each once) against the full schema.
+// An unknown name, a .* of a non-struct column, or two output columns of one name are usage
+// errors.
+func newProjection(full *arrow.Schema, cols []string) (*projection, error) {
+	p := &projection{}
+	var fields []arrow.Field
+	seen := map[string]string{}
+	add := func(f arrow.Field, from string, o projOut) error {
+		if prev, dup := seen[f.Name]; dup {
+			return fmt.Errorf("--columns: %s and %s both give a column %q", prev, from, f.Name)
+		}
+		seen[f.Name] = from
+		fields = append(fields, f)
+		p.outs = append(p.outs, o)
+		return nil
+	}
+	rescuedCol := -1
+	if ix := full.FieldIndices(ColRescued); len(ix) == 1 {
+		rescuedCol = ix[0]
+	}
+	var merge projOut
+	for _, c := range cols {
+		name := strings.TrimSpace(c)
+		star := strings.HasSuffix(name, ".*")
+		base := strings.TrimSuffix(name, ".*")
+		ix := full.FieldIndices(base)
+		if len(ix) != 1 || ix[0] == rescuedCol {
+			return nil, fmt.Errorf("--columns: no column %q (columns: key, value, topic, partition, offset, timestamp, timestampType, headers; key.* and value.* flatten a json or avro key or value)", name)
+		}
+		f := full.Field(ix[0])
+		if !star {
+			if err := add(f, name, projOut{col: ix[0], child: -1}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		st, ok := f.Type.(*arrow.StructType)
+		if !ok {
+			return nil, fmt.Errorf("--columns: %s needs --%s-format json or avro (%s is %s)", name, base, base, f.Type)
+		}
+		for i, m := range st.Fields() {
+			if m.Name == ColRescued && rescuedCol >= 0 {
+				merge.mergeFrom = append(merge.mergeFrom, [2]int{ix[0], i})
+				merge.mergePrefix = append(merge.mergePrefix, base+"."+ColRescued)
+				continue
+			}
+			m.Nullable = true
+			if err := add(m, name, projOut{col: ix[0], child: i}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if rescuedCol >= 0 {
+		merge.col, merge.child, merge.merge = rescuedCol, -1, len(merge.mergeFrom) > 0
+		if err := add(full.Field(rescuedCol), ColRescued, merge); err != nil {
+			return nil, err
+		}
+	}
+	p.schema = arrow.NewSchema(fields, nil)
+	return p, nil
+}
+
+// apply returns rec's projection (a new batch; rec is not released).
+func (p *projection) apply(mem memory.Allocator, rec arrow.RecordBatch) arrow.RecordBatch {
+	cols := make([]arrow.Array, len(p.outs))
+	for i, o := range p.outs {
+		switch {
+		case o.merge:
+			cols[i] = mergeRescued(mem, rec, o)
+		case o.child < 0:
+			cols[i] = rec.Column(o.col)
+			cols[i].Retain()
+		default:
+			cols[i] = member(mem, rec.Column(o.col).(*array.Struct), o.child)
+		}
+	}
+	out := array.NewRecordBatch(p.schema, cols, rec.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	return out
+}
+
+// member returns member i of s, null wherever s is null (a builder need not have nulled it).
+func member(mem memory.Allocator, s *array.Struct, i int) arrow.Array {
+	c := s.Field(i)
+	if s.NullN() == 0 {
+		c.Retain()
+		return c
+	}
+	d := c.Data()
+	n, off := d.Len(), d.Offset()
+	bm := memory.NewResizableBuffer(mem)
+	bm.Resize(int(bitutil.BytesForBits(int64(off + n))))
+	bits := bm.Bytes()
+	nulls := 0
+	for j := 0; j < n; j++ {
+		if s.IsValid(j) && c.IsValid(j) {
+			bitutil.SetBit(bits, off+j)
+		} else {
+			bitutil.ClearBit(bits, off+j)
+			nulls++
+		}
+	}
+	bufs := append([]*memory.Buffer{bm}, d.Buffers()[1:]...)
+	nd := array.NewData(d.DataType(), n, bufs, d.Children(), nulls, off)
+	bm.Release()
+	defer nd.Release()
+	return array.MakeFromData(nd)
+}
+
+// mergeRescued builds the single _rescued_data column of a flattened projection (see
+// projection).
+func mergeRescued(mem memory.Allocator, rec arrow.RecordBatch, o projOut) arrow.Array {
+	top := rec.Column(o.col).(*array.String)
+	parts := make([]*array.String, len(o.mergeFrom))
+	for k, mf := range o.mergeFrom {
+		parts[k] = member(mem, rec.Column(mf[0]).(*array.Struct), mf[1]).(*array.String)
+		defer parts[k].Release()
+	}
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	b.Reserve(top.Len())
+	var buf []byte
+	for j := 0; j < top.Len(); j++ {
+		buf = buf[:0]
+		if top.IsValid(j) {
+			buf = append(buf, top.Value(j)...)
+		}
+		for k, pa := range parts {
+			if !pa.IsValid(j) {
+				continue
+			}
+			if len(buf) == 0 {
+				buf = append(buf, pa.Value(j)...)
+				continue
+			}
+			// Both: keep the top-level object and nest the member's under its name.
+			buf = append(buf[:len(buf)-1], ',', '"')
+			buf = append(buf, o.mergePrefix[k]...)
+			buf = append(buf, '"', ':')
+			buf = append(buf, pa.Value(j)...)
+			buf = append(buf, '}')
+		}
+		if len(buf) == 0 && !top.IsValid(j) {
+			b.AppendNull()
+		} else {
+			b.BinaryBuilder.Append(buf)
+		}
+	}
+	return b.NewArray()
+}
