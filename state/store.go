@@ -169,9 +169,11 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 		}
 		man.Extra = b
 	}
-	keys := make([]uint32, 0, s.Dirty())
+	// The entry lists are off the Go heap, as the table (see table.sorted).
+	keys := s.t.indexBuf(s.Dirty())
 	s.t.pending(func(i uint32, _ *entry[V]) { keys = append(keys, i) })
 	fi, err := s.writeFile(mem, dir, EpochName(n)+".changelog.arrow", s.t.sorted(keys))
+	freeSlice(s.t.mem, keys)
 	if err != nil {
 		return err
 	}
@@ -181,9 +183,10 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 		every = DefaultSnapshotEvery
 	}
 	if !s.haveSnapshot || n%every == 0 {
-		all := make([]uint32, 0, s.t.live)
+		all := s.t.indexBuf(s.t.live)
 		s.t.rangeLive(func(i uint32, _ *entry[V]) bool { all = append(all, i); return true })
 		fi, err := s.writeFile(mem, dir, EpochName(n)+".snapshot.arrow", s.t.sorted(all))
+		freeSlice(s.t.mem, all)
 		if err != nil {
 			return err
 		}

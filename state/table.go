@@ -377,6 +377,15 @@ func (t *table[V]) rangeLive(f func(i uint32, e *entry[V]) bool) {
 	}
 }
 
+// indexBuf returns an empty list of entry indexes with capacity n, off the Go heap when n > 0
+// (freeSlice releases it).
+func (t *table[V]) indexBuf(n int) []uint32 {
+	if n == 0 {
+		return nil
+	}
+	return allocSlice[uint32](t.mem, n)[:0]
+}
+
 // sortItem is an entry index with its key's first 8 bytes (big-endian, zero-padded).
 type sortItem struct {
 	prefix uint64
@@ -391,7 +400,13 @@ const radixMin = 1024
 // the full keys within each run of equal prefixes (rare unless keys share long prefixes).
 // Checkpoints sort every changed key, so this is on dedup's hot path.
 func (t *table[V]) sorted(idx []uint32) []uint32 {
-	items := make([]sortItem, len(idx))
+	if len(idx) < 2 {
+		return idx
+	}
+	// Off the Go heap (like the table): at a checkpoint of millions of changed keys these
+	// buffers are the largest allocation, and on the heap GOGC doubled them in the RSS.
+	items := allocSlice[sortItem](t.mem, len(idx))
+	defer freeSlice(t.mem, items)
 	for n, i := range idx {
 		items[n] = sortItem{keyPrefix(t.key(t.ent(i).ref)), i}
 	}
@@ -407,7 +422,9 @@ func (t *table[V]) sorted(idx []uint32) []uint32 {
 	if len(items) < radixMin {
 		slices.SortFunc(items, byKey)
 	} else {
-		radixSort(items)
+		tmp := allocSlice[sortItem](t.mem, len(items))
+		radixSort(items, tmp)
+		freeSlice(t.mem, tmp)
 		for lo := 0; lo < len(items); {
 			hi := lo + 1
 			for hi < len(items) && items[hi].prefix == items[lo].prefix {
@@ -436,15 +453,16 @@ func keyPrefix(k []byte) uint64 {
 	return binary.BigEndian.Uint64(p[:])
 }
 
-// radixSort sorts items by prefix (stable LSD radix sort, one pass per byte that varies).
-func radixSort(items []sortItem) {
+// radixSort sorts items by prefix (stable LSD radix sort, one pass per byte that varies); tmp
+// is scratch space of len(items).
+func radixSort(items, tmp []sortItem) {
 	var counts [8][256]int
 	for _, it := range items {
 		for b := range 8 {
 			counts[b][byte(it.prefix>>(8*b))]++
 		}
 	}
-	src, dst := items, make([]sortItem, len(items))
+	src, dst := items, tmp
 	for b := range 8 {
 		c := &counts[b]
 		if c[byte(src[0].prefix>>(8*b))] == len(src) {
