@@ -1000,8 +1000,11 @@ func (s *Source) drain(maxRows int) error {
 // cost ~5% more).
 const DefaultFetchMaxPartitionBytes = 2 << 20
 
-// maxPending is how many fetched records a partition may buffer before it is paused.
-const maxPending = 256 * 1024
+// maxPending is how many fetched records a partition may buffer before it is paused: one
+// default batch (--batch-rows). A buffered record pins its kgo.Record (~180 bytes) and its
+// value, so when downstream is the bottleneck 256Ki records per partition held ~170 MiB of
+// heap for make bench's W3 (2 partitions, ~150-byte JSON values), doubled in the RSS by GOGC.
+const maxPending = 64 * 1024
 
 // flowControl pauses a partition that reached the end of a bounded run or buffers too much,
 // and resumes it when it has room again.
