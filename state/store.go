@@ -8,6 +8,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -168,9 +169,11 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 		}
 		man.Extra = b
 	}
-	keys := make([]uint32, 0, s.Dirty())
+	// The entry lists are off the Go heap, as the table (see table.sorted).
+	keys := s.t.indexBuf(s.Dirty())
 	s.t.pending(func(i uint32, _ *entry[V]) { keys = append(keys, i) })
 	fi, err := s.writeFile(mem, dir, EpochName(n)+".changelog.arrow", s.t.sorted(keys))
+	freeSlice(s.t.mem, keys)
 	if err != nil {
 		return err
 	}
@@ -180,9 +183,10 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 		every = DefaultSnapshotEvery
 	}
 	if !s.haveSnapshot || n%every == 0 {
-		all := make([]uint32, 0, s.t.live)
+		all := s.t.indexBuf(s.t.live)
 		s.t.rangeLive(func(i uint32, _ *entry[V]) bool { all = append(all, i); return true })
 		fi, err := s.writeFile(mem, dir, EpochName(n)+".snapshot.arrow", s.t.sorted(all))
+		freeSlice(s.t.mem, all)
 		if err != nil {
 			return err
 		}
@@ -254,40 +258,82 @@ func WriteManifest(d *Dir, m Manifest) error {
 }
 
 // encode writes the entries keys (sorted by key) as state rows: tombstones as deletes (only
-// pending entries, so only in changelogs), live entries as upserts.
+// pending entries, so only in changelogs), live entries as upserts. The _op and _key columns
+// are built directly into reused buffers (no per-row builder calls); the value columns go
+// through the Codec's builders, reserved up front.
 func (s *Store[V]) encode(mem memory.Allocator, write func(arrow.RecordBatch) error, keys []uint32) error {
-	b := array.NewRecordBuilder(mem, s.schema)
-	defer b.Release()
-	ops := b.Field(0).(*array.StringBuilder)
-	kb := b.Field(1).(*array.BinaryBuilder)
-	vals := b.Fields()[2:]
-	flush := func() error {
-		rec := b.NewRecordBatch()
-		defer rec.Release()
-		return write(rec)
+	vals := make([]array.Builder, 0, len(s.schema.Fields())-2)
+	for _, f := range s.schema.Fields()[2:] {
+		vb := array.NewBuilder(mem, f.Type)
+		defer vb.Release()
+		vals = append(vals, vb)
 	}
-	for i, ei := range keys {
-		e := s.t.ent(ei)
-		kb.Append(s.t.key(e.ref))
-		if e.ref&refDeleted == 0 {
-			ops.Append(OpUpsert)
-			s.codec.Append(vals, e.v)
-		} else {
-			ops.Append(OpDelete)
-			for _, vb := range vals {
-				vb.AppendNull()
-			}
+	n := min(len(keys), stateBatchRows)
+	var (
+		opData  = make([]byte, 0, n*len(OpUpsert))
+		opOffs  = make([]int32, 0, n+1)
+		keyData = make([]byte, 0, n*32)
+		keyOffs = make([]int32, 0, n+1)
+	)
+	for lo := 0; lo < len(keys) || lo == 0; lo += stateBatchRows {
+		batch := keys[lo:min(lo+stateBatchRows, len(keys))]
+		opData, opOffs = opData[:0], append(opOffs[:0], 0)
+		keyData, keyOffs = keyData[:0], append(keyOffs[:0], 0)
+		for _, vb := range vals {
+			vb.Reserve(len(batch))
 		}
-		if (i+1)%stateBatchRows == 0 {
-			if err := flush(); err != nil {
-				return err
+		for _, ei := range batch {
+			e := s.t.ent(ei)
+			keyData = append(keyData, s.t.key(e.ref)...)
+			if len(keyData) > math.MaxInt32 {
+				return fmt.Errorf("state file batch: keys exceed %d bytes", math.MaxInt32)
 			}
+			keyOffs = append(keyOffs, int32(len(keyData)))
+			if e.ref&refDeleted == 0 {
+				opData = append(opData, OpUpsert...)
+				s.codec.Append(vals, e.v)
+			} else {
+				opData = append(opData, OpDelete...)
+				for _, vb := range vals {
+					vb.AppendNull()
+				}
+			}
+			opOffs = append(opOffs, int32(len(opData)))
 		}
-	}
-	if len(keys)%stateBatchRows != 0 || len(keys) == 0 {
-		return flush()
+		if err := s.writeBatch(write, len(batch), opOffs, opData, keyOffs, keyData, vals); err != nil {
+			return err
+		}
+		if len(keys) == 0 {
+			break
+		}
 	}
 	return nil
+}
+
+// writeBatch wraps the _op and _key buffers and the value builders' arrays into a record
+// batch of n rows and passes it to write (which must not retain the buffers: they are reused).
+func (s *Store[V]) writeBatch(write func(arrow.RecordBatch) error, n int, opOffs []int32, opData []byte, keyOffs []int32, keyData []byte, vals []array.Builder) error {
+	cols := make([]arrow.Array, 0, 2+len(vals))
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for _, c := range []struct {
+		t    arrow.DataType
+		offs []int32
+		data []byte
+	}{{arrow.BinaryTypes.String, opOffs, opData}, {arrow.BinaryTypes.Binary, keyOffs, keyData}} {
+		d := array.NewData(c.t, n, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offs)), memory.NewBufferBytes(c.data)}, nil, 0, 0)
+		cols = append(cols, array.MakeFromData(d))
+		d.Release()
+	}
+	for _, vb := range vals {
+		cols = append(cols, vb.NewArray())
+	}
+	rec := array.NewRecordBatch(s.schema, cols, int64(n))
+	defer rec.Release()
+	return write(rec)
 }
 
 type countWriter struct {

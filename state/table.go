@@ -377,20 +377,40 @@ func (t *table[V]) rangeLive(f func(i uint32, e *entry[V]) bool) {
 	}
 }
 
-// sorted returns the entry indexes of idx ordered by key bytes (in place).
+// indexBuf returns an empty list of entry indexes with capacity n, off the Go heap when n > 0
+// (freeSlice releases it).
+func (t *table[V]) indexBuf(n int) []uint32 {
+	if n == 0 {
+		return nil
+	}
+	return allocSlice[uint32](t.mem, n)[:0]
+}
+
+// sortItem is an entry index with its key's first 8 bytes (big-endian, zero-padded).
+type sortItem struct {
+	prefix uint64
+	i      uint32
+}
+
+// radixMin is the size below which sorted uses a comparison sort.
+const radixMin = 1024
+
+// sorted returns the entry indexes of idx ordered by key bytes (in place): an LSD radix sort
+// on the keys' first 8 bytes (bytes equal in every key are skipped), then a comparison sort of
+// the full keys within each run of equal prefixes (rare unless keys share long prefixes).
+// Checkpoints sort every changed key, so this is on dedup's hot path.
 func (t *table[V]) sorted(idx []uint32) []uint32 {
-	type item struct {
-		prefix uint64 // the key's first 8 bytes, big-endian, zero-padded
-		i      uint32
+	if len(idx) < 2 {
+		return idx
 	}
-	items := make([]item, len(idx))
+	// Off the Go heap (like the table): at a checkpoint of millions of changed keys these
+	// buffers are the largest allocation, and on the heap GOGC doubled them in the RSS.
+	items := allocSlice[sortItem](t.mem, len(idx))
+	defer freeSlice(t.mem, items)
 	for n, i := range idx {
-		k := t.key(t.ent(i).ref)
-		var p [8]byte
-		copy(p[:], k)
-		items[n] = item{binary.BigEndian.Uint64(p[:]), i}
+		items[n] = sortItem{keyPrefix(t.key(t.ent(i).ref)), i}
 	}
-	slices.SortFunc(items, func(a, b item) int {
+	byKey := func(a, b sortItem) int {
 		if a.prefix != b.prefix {
 			if a.prefix < b.prefix {
 				return -1
@@ -398,9 +418,68 @@ func (t *table[V]) sorted(idx []uint32) []uint32 {
 			return 1
 		}
 		return bytes.Compare(t.key(t.ent(a.i).ref), t.key(t.ent(b.i).ref))
-	})
+	}
+	if len(items) < radixMin {
+		slices.SortFunc(items, byKey)
+	} else {
+		tmp := allocSlice[sortItem](t.mem, len(items))
+		radixSort(items, tmp)
+		freeSlice(t.mem, tmp)
+		for lo := 0; lo < len(items); {
+			hi := lo + 1
+			for hi < len(items) && items[hi].prefix == items[lo].prefix {
+				hi++
+			}
+			if hi-lo > 1 {
+				slices.SortFunc(items[lo:hi], byKey)
+			}
+			lo = hi
+		}
+	}
 	for n := range items {
 		idx[n] = items[n].i
 	}
 	return idx
+}
+
+// keyPrefix is the first 8 bytes of k, big-endian, zero-padded: prefixes order as the keys
+// do, except that keys sharing their first 8 bytes (or shorter keys padded) tie.
+func keyPrefix(k []byte) uint64 {
+	if len(k) >= 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	var p [8]byte
+	copy(p[:], k)
+	return binary.BigEndian.Uint64(p[:])
+}
+
+// radixSort sorts items by prefix (stable LSD radix sort, one pass per byte that varies); tmp
+// is scratch space of len(items).
+func radixSort(items, tmp []sortItem) {
+	var counts [8][256]int
+	for _, it := range items {
+		for b := range 8 {
+			counts[b][byte(it.prefix>>(8*b))]++
+		}
+	}
+	src, dst := items, tmp
+	for b := range 8 {
+		c := &counts[b]
+		if c[byte(src[0].prefix>>(8*b))] == len(src) {
+			continue // every key has this byte
+		}
+		sum := 0
+		for v := range c {
+			c[v], sum = sum, sum+c[v]
+		}
+		for _, it := range src {
+			v := byte(it.prefix >> (8 * b))
+			dst[c[v]] = it
+			c[v]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &items[0] {
+		copy(items, src)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -274,4 +276,49 @@ func (int64Codec) Fields() []arrow.Field {
 func (int64Codec) Append(bs []array.Builder, v int64) { bs[0].(*array.Int64Builder).Append(v) }
 func (int64Codec) Decode(cols []arrow.Array, i int) (int64, error) {
 	return cols[0].(*array.Int64).Value(i), nil
+}
+
+// TestSortedOrdersKeys checks the checkpoint sort (radix on 8-byte prefixes, then full keys)
+// against sort.Strings on keys that share long prefixes, are shorter than 8 bytes, contain
+// zero bytes, or differ only past the prefix, with and without the radix path.
+func TestSortedOrdersKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for _, n := range []int{0, 1, 5, radixMin - 1, radixMin, 20_000} {
+		tb := newTable[int64](newOffheap())
+		seen := map[string]bool{}
+		var want []string
+		for len(want) < n {
+			var k []byte
+			switch rng.IntN(4) {
+			case 0: // short, zero bytes likely
+				k = make([]byte, rng.IntN(8))
+				for j := range k {
+					k[j] = byte(rng.IntN(3))
+				}
+			case 1: // shared 8-byte prefix, differing later
+				k = fmt.Appendf(nil, "prefix00%d", rng.IntN(1000))
+			case 2: // dedup's shape: tag, length, hex digits
+				k = fmt.Appendf(nil, "\x05\x20%032x", rng.Uint64())
+			default:
+				k = fmt.Appendf(nil, "%x", rng.Uint64()>>rng.IntN(64))
+			}
+			if seen[string(k)] {
+				continue
+			}
+			seen[string(k)] = true
+			want = append(want, string(k))
+			tb.put(k, int64(len(want)), true)
+		}
+		idx := make([]uint32, 0, n)
+		tb.rangeLive(func(i uint32, _ *entry[int64]) bool { idx = append(idx, i); return true })
+		var got []string
+		for _, i := range tb.sorted(idx) {
+			got = append(got, string(tb.key(tb.ent(i).ref)))
+		}
+		sort.Strings(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("n=%d: sorted order differs from sort.Strings", n)
+		}
+		tb.release()
+	}
 }

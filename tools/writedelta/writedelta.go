@@ -601,7 +601,11 @@ func (w *Writer) write(rec arrow.RecordBatch) error {
 			}
 		}
 		meta := w.meta
+		// The lanes share one row-group budget: each collects DefaultRowGroupSize / Writers of
+		// Arrow data (at least minLaneRowGroup) before it encodes a row group, so parallel
+		// writers do not multiply the memory held per epoch.
 		opts := delta.WriterOptions{TargetFileSize: target, Compression: w.cfg.Compression,
+			RowGroupSize:       max(minLaneRowGroup, delta.DefaultRowGroupSize/int64(w.cfg.Writers)),
 			TruncateTimestamps: w.cfg.TruncateTimestamps, Allocator: w.env.Mem, Now: w.env.Now}
 		w.ew = newEpochWriter(w.cfg.Writers, w.laneThreshold, func() (*delta.DataWriter, error) {
 			return delta.NewDataWriter(w.cfg.Table, meta, opts)
