@@ -28,6 +28,31 @@ const rawWriter = `{"type":"record","name":"R","fields":[
  {"name":"lts","type":{"type":"long","logicalType":"local-timestamp-millis"}},
  {"name":"ltn","type":{"type":"long","logicalType":"local-timestamp-nanos"}}]}`
 
+// plainWriter is rescueReader without logical types: resolution adds them (the Avro
+// specification resolves by the underlying types).
+const plainWriter = `{"type":"record","name":"R","fields":[
+ {"name":"d","type":"bytes"},{"name":"big","type":"bytes"},{"name":"s","type":"bytes"},
+ {"name":"ts","type":"long"},{"name":"lts","type":"long"},{"name":"ltn","type":"long"}]}`
+
+// plain converts a native row of rawWriter to plainWriter's (decimals as two's-complement
+// bytes, timestamps as int64 millis).
+func plain(v map[string]any) map[string]any {
+	w := &Node{Type: "bytes", Logical: "decimal", Scale: 2}
+	out := map[string]any{}
+	for k, x := range v {
+		switch x := x.(type) {
+		case *big.Rat:
+			w.Scale = map[string]int32{"d": 2, "big": 0}[k]
+			out[k] = rawValue(w, x)
+		case time.Time:
+			out[k] = x.UnixMilli()
+		default:
+			out[k] = x
+		}
+	}
+	return out
+}
+
 // TestRescueOutOfRange: values the column cannot hold (a decimal beyond its precision or 128
 // bits, a string that is not UTF-8, a millisecond timestamp whose µs overflow int64) are bad
 // records naming the field on the direct, goavro and resolution paths; nothing panics.
@@ -57,11 +82,14 @@ func TestRescueOutOfRange(t *testing.T) {
 		{"ts", int64(1) << 62, "ts: timestamp-millis"},
 		{"lts", int64(1) << 62, "lts: local-timestamp-millis 4611686018427387904 ms overflows"},
 	}
-	for _, path := range []string{"direct", "goavro", "resolved"} {
+	for _, path := range []string{"direct", "goavro", "resolved", "plain-writer"} {
 		var d *Decoder
-		if path == "resolved" {
+		switch path {
+		case "resolved":
 			d = NewDecoder(s, func(uint32) (string, error) { return rawWriter, nil })
-		} else {
+		case "plain-writer":
+			d = NewDecoder(s, func(uint32) (string, error) { return plainWriter, nil })
+		default:
 			d = NewDecoder(s, nil)
 		}
 		d.Open(mem)
@@ -71,13 +99,16 @@ func TestRescueOutOfRange(t *testing.T) {
 				v[c.field] = c.val
 			}
 			b := encode(t, rawWriter, v)
+			if path == "plain-writer" {
+				b = encode(t, plainWriter, plain(v))
+			}
 			var why string
 			switch path {
 			case "direct":
 				why = d.Append(b)
 			case "goavro":
 				why = d.appendResolved(s.Codec, nil, b)
-			default:
+			case "resolved", "plain-writer":
 				why = d.Append(wire(1, b))
 			}
 			if (c.why == "") != (why == "") || !strings.Contains(why, c.why) {
