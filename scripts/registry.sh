@@ -11,7 +11,10 @@
 #   scripts/registry.sh env      shell exports for tests:  eval "$(scripts/registry.sh env)"
 #
 # Port: STREAMKIT_REGISTRY_PORT, default STREAMKIT_KAFKA_PORT + 8 (9100 when neither is set),
-# on 127.0.0.1 only. Log and pid in .it/registry-run/.
+# on 127.0.0.1 only. Quarkus's management interface (health/metrics) is fixed on at build time
+# (-Dquarkus.management.enabled=false is ignored: "build time fixed to true") and would bind
+# 0.0.0.0:9000, clashing between two registries and leaving loopback: it is bound to
+# 127.0.0.1 on the registry port + 1 instead. Log and pid in .it/registry-run/.
 # Environment: STREAMKIT_REGISTRY_START_TIMEOUT (s, 180).
 set -euo pipefail
 
@@ -62,6 +65,7 @@ cmd_start() {
   "$ROOT/scripts/peers.sh" registry
   p="$(port)"
   ! port_busy "$p" || die "port $p on 127.0.0.1 is in use (set STREAMKIT_REGISTRY_PORT)"
+  ! port_busy "$((p + 1))" || die "port $((p + 1)) (management) on 127.0.0.1 is in use (set STREAMKIT_REGISTRY_PORT)"
   rm -rf "$RUN"
   mkdir -p "$RUN"
   echo "$p" >"$RUN/port"
@@ -70,7 +74,8 @@ cmd_start() {
   # shellcheck disable=SC2016
   setsid bash -c 'echo $$ >"$0"; cd "$1" && shift && exec "$@"' "$PIDFILE" "$APP" \
     "$JAVA" -Xms128m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
-    -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$p" -Dquarkus.management.enabled=false \
+    -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$p" \
+    -Dquarkus.management.host=127.0.0.1 -Dquarkus.management.port="$((p + 1))" \
     -jar "$APP/quarkus-run.jar" </dev/null >"$LOG" 2>&1 8>&- &
   timeout="${STREAMKIT_REGISTRY_START_TIMEOUT:-180}"
   for ((i = 0; i < timeout * 5; i++)); do

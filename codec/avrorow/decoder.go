@@ -163,6 +163,9 @@ func (d *Decoder) appendResolved(codec *goavro.Codec, res Resolver, data []byte)
 			return d.bad("avro schema resolution: " + err.Error())
 		}
 	}
+	if err := d.reader.Node.validate(v); err != nil {
+		return d.bad("bad avro data: " + err.Error())
+	}
 	// The codec produced v for this very schema (or the resolver for the reader's), so
 	// appending cannot fail short of a mapping bug; still, report instead of panicking.
 	if err := d.reader.Node.AppendTo(d.b, v); err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/big"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -27,6 +28,33 @@ import (
 const maxItems = 1 << 30
 
 var errShort = errors.New("unexpected end of data")
+
+// errUTF8 rejects an Avro string that is not UTF-8 (the specification's strings are UTF-8;
+// an Arrow string column must be), as --value-format string does.
+var errUTF8 = errors.New("string is not valid UTF-8")
+
+// checkLong refuses a timestamp-millis / local-timestamp-millis value whose microseconds (the
+// column's unit) overflow int64.
+func (n *Node) checkLong(v int64) error {
+	if (n.Logical == "timestamp-millis" || n.Logical == "local-timestamp-millis") && (v > math.MaxInt64/1000 || v < math.MinInt64/1000) {
+		return fmt.Errorf("%s %d ms overflows int64 microseconds", n.Logical, v)
+	}
+	return nil
+}
+
+// checkDecimal refuses an unscaled decimal value with more digits than the precision (it
+// would not fit the decimal(p,s) column; above 38 or 76 digits it would not even fit 128 or
+// 256 bits).
+func (n *Node) checkDecimal(x *big.Int) error {
+	if x.CmpAbs(n.limit) < 0 {
+		return nil
+	}
+	s := new(big.Rat).SetFrac(x, pow10(n.Scale)).FloatString(int(n.Scale))
+	if len(s) > 60 {
+		s = s[:20] + "…(" + fmt.Sprint(len(s)) + " chars)"
+	}
+	return fmt.Errorf("value %s does not fit decimal(%d,%d)", s, n.Precision, n.Scale)
+}
 
 type rd struct {
 	buf []byte
@@ -114,7 +142,10 @@ func (n *Node) check(r *rd) error {
 		}
 		return err
 	case "long":
-		_, err := r.long()
+		v, err := r.long()
+		if err == nil {
+			err = n.checkLong(v)
+		}
 		return err
 	case "float":
 		_, err := r.take(4)
@@ -122,12 +153,24 @@ func (n *Node) check(r *rd) error {
 	case "double":
 		_, err := r.take(8)
 		return err
-	case "bytes", "string":
-		_, err := r.bytes()
-		return err
-	case "fixed":
-		_, err := r.take(int64(n.Size))
-		return err
+	case "bytes", "string", "fixed":
+		var v []byte
+		var err error
+		if n.Type == "fixed" {
+			v, err = r.take(int64(n.Size))
+		} else {
+			v, err = r.bytes()
+		}
+		if err != nil {
+			return err
+		}
+		if n.Type == "string" && !utf8.Valid(v) {
+			return errUTF8
+		}
+		if n.limit != nil {
+			return n.checkDecimal(twosComplement(v))
+		}
+		return nil
 	case "enum":
 		v, err := r.long()
 		if err == nil && (v < 0 || v >= int64(len(n.Symbols))) {
@@ -161,8 +204,12 @@ func (n *Node) check(r *rd) error {
 			}
 			for ; c > 0; c-- {
 				if n.Type == "map" {
-					if _, err := r.bytes(); err != nil {
+					k, err := r.bytes()
+					if err != nil {
 						return err
+					}
+					if !utf8.Valid(k) {
+						return fmt.Errorf("map key: %w", errUTF8)
 					}
 				}
 				if err := n.Items.check(r); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"strings"
 	"time"
@@ -18,10 +19,12 @@ import (
 // list → array, map<string,V> → map, bool → boolean, int8/16/32 and uint8/16 → int, int64 and
 // uint32 → long, float32 → float, float64 → double, string → string, binary → bytes,
 // fixed_size_binary(n) → fixed, decimal128(p,s) → bytes decimal(p,s), date32 → int date,
-// timestamp with a zone → long timestamp-millis (s, ms) or timestamp-micros (µs, ns truncated
-// to µs), without a zone → local-timestamp-millis/-micros, time32(ms) → time-millis,
+// timestamp with a zone → long timestamp-millis (s, ms), timestamp-micros (µs) or
+// timestamp-nanos (ns), without a zone → local-timestamp-millis/-micros/-nanos, time32(ms) → time-millis,
 // time64(µs) → time-micros, dictionary → its value type. A nullable field becomes
-// ["null", T] with default null. Other types (uint64, unions, intervals…) are an error
+// ["null", T] with default null. Struct field names that are not Avro names become one
+// (invalid characters → '_', a leading digit → '_'); two columns that become the same name
+// are an error naming both. Other types (uint64, unions, intervals…) are an error
 // naming the field.
 func FromArrow(t arrow.DataType, name string) (string, error) {
 	v, err := avroOf(t, name, name)
@@ -85,10 +88,13 @@ func avroOf(t arrow.DataType, name, path string) (any, error) {
 		if t.TimeZone == "" {
 			lt = "local-timestamp-"
 		}
-		if t.Unit == arrow.Second || t.Unit == arrow.Millisecond {
+		switch t.Unit {
+		case arrow.Second, arrow.Millisecond:
 			lt += "millis"
-		} else {
+		case arrow.Microsecond:
 			lt += "micros"
+		default:
+			lt += "nanos"
 		}
 		return map[string]any{"type": "long", "logicalType": lt}, nil
 	case *arrow.DictionaryType:
@@ -117,7 +123,12 @@ func avroOf(t arrow.DataType, name, path string) (any, error) {
 		return map[string]any{"type": "map", "values": it}, nil
 	case *arrow.StructType:
 		var fs []any
+		seen := map[string]string{}
 		for _, f := range t.Fields() {
+			if prev, dup := seen[avroName(f.Name)]; dup {
+				return nil, fmt.Errorf("%s: columns %q and %q both become Avro field name %q (Avro names are [A-Za-z_][A-Za-z0-9_]*); rename one", path, prev, f.Name, avroName(f.Name))
+			}
+			seen[avroName(f.Name)] = f.Name
 			ft, err := avroOf(f.Type, name+"_"+avroName(f.Name), path+"."+f.Name)
 			if err != nil {
 				return nil, err
@@ -209,6 +220,9 @@ func toNative(n *Node, a arrow.Array, i int, path string) (any, error) {
 						break
 					}
 				}
+			}
+			if !ok {
+				idx, ok = sanitizedIdx(t, f.Name)
 			}
 			if !ok {
 				if f.HasDefault {
@@ -318,14 +332,12 @@ func scalarNative(n *Node, a arrow.Array, i int, path string) (any, error) {
 	case "long":
 		switch x := a.(type) {
 		case *array.Timestamp:
-			t := x.Value(i).ToTime(x.DataType().(*arrow.TimestampType).Unit)
-			switch n.Logical {
-			case "timestamp-millis", "timestamp-micros":
-				return t, nil
-			case "local-timestamp-millis":
-				return t.UnixMilli(), nil
-			case "local-timestamp-micros", "":
-				return t.UnixMicro(), nil
+			to, ok := tsUnits[strings.TrimPrefix(n.Logical, "local-")]
+			if n.Logical == "" {
+				to, ok = arrow.Microsecond, true
+			}
+			if ok {
+				return convertTS(int64(x.Value(i)), x.DataType().(*arrow.TimestampType).Unit, to, path)
 			}
 		case *array.Time64:
 			if n.Logical == "time-micros" {
@@ -405,6 +417,41 @@ func scalarNative(n *Node, a arrow.Array, i int, path string) (any, error) {
 		return append([]byte{}, b...), nil
 	}
 	return bad()
+}
+
+// tsUnits maps the Avro timestamp logical types to their units.
+var tsUnits = map[string]arrow.TimeUnit{"timestamp-millis": arrow.Millisecond, "timestamp-micros": arrow.Microsecond, "timestamp-nanos": arrow.Nanosecond}
+
+// convertTS converts a timestamp of unit from into unit to (as the int64 goavro encodes for
+// any timestamp logical type), refusing a value that would lose digits or overflow.
+func convertTS(v int64, from, to arrow.TimeUnit, path string) (int64, error) {
+	scale := map[arrow.TimeUnit]int64{arrow.Second: 1, arrow.Millisecond: 1e3, arrow.Microsecond: 1e6, arrow.Nanosecond: 1e9}
+	f, t := scale[from], scale[to]
+	switch {
+	case f > t:
+		if v%(f/t) != 0 {
+			return 0, fmt.Errorf("%s: timestamp %d %s is not a whole number of %s (the Avro schema's unit); refusing to truncate", path, v, from, to)
+		}
+		return v / (f / t), nil
+	case f < t:
+		m := t / f
+		if v > math.MaxInt64/m || v < math.MinInt64/m {
+			return 0, fmt.Errorf("%s: timestamp %d %s overflows int64 %s", path, v, from, to)
+		}
+		return v * m, nil
+	}
+	return v, nil
+}
+
+// sanitizedIdx finds the struct field whose Avro name (avroName) is name: FromArrow renames
+// columns that are not Avro names.
+func sanitizedIdx(t *arrow.StructType, name string) (int, bool) {
+	for j, f := range t.Fields() {
+		if avroName(f.Name) == name {
+			return j, true
+		}
+	}
+	return 0, false
 }
 
 func pow10(s int32) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(s)), nil) }

@@ -3,10 +3,12 @@ package avrorow
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -24,10 +26,13 @@ type Node struct {
 	Type    string // primitive name, record, enum, array, map, fixed, union
 	Logical string // logicalType, "" when none
 	Scale   int32  // decimal scale
-	Name    string // full name of a record, enum or fixed, "" otherwise
-	Aliases []string
-	Fields  []Field // record fields in order
-	Items   *Node   // array items, map values
+	// Precision is a decimal's precision (digits); 0 when none. Values whose unscaled
+	// integer has more digits are refused (they do not fit the decimal(p,s) column).
+	Precision int
+	Name      string // full name of a record, enum or fixed, "" otherwise
+	Aliases   []string
+	Fields    []Field // record fields in order
+	Items     *Node   // array items, map values
 	// Members are a union's branches other than null, in order; Keys are goavro's names for
 	// them (the full name of named types, "type.logical" for logical types, else the type).
 	Members []*Node
@@ -41,6 +46,7 @@ type Node struct {
 	EnumDefault string   // enum "default" symbol, "" when none
 	Size        int      // fixed size
 	names       map[string]int
+	limit       *big.Int // 10^Precision for decimals, nil otherwise
 }
 
 // Field is a record field.
@@ -77,10 +83,18 @@ func branchKey(n *Node) string {
 	if n.Name != "" {
 		return n.Name
 	}
-	if n.Logical != "" {
+	if goavroLogical[n.Type+"."+n.Logical] {
 		return n.Type + "." + n.Logical
 	}
 	return n.Type
+}
+
+// goavroLogical lists the logical types goavro v2 implements (its codec.go); any other
+// logicalType (local-timestamp-*, timestamp-nanos, uuid...) is its base type to goavro, so
+// union branches of it are keyed by the base type name.
+var goavroLogical = map[string]bool{
+	"int.date": true, "int.time-millis": true, "long.time-micros": true,
+	"long.timestamp-millis": true, "long.timestamp-micros": true, "bytes.decimal": true,
 }
 
 func fullName(name, ns string) string {
@@ -162,6 +176,10 @@ func (c *compiler) compile(t any, ns string) (*Node, string, error) {
 		n.Logical, _ = t["logicalType"].(string)
 		if s, ok := t["scale"].(float64); ok {
 			n.Scale = int32(s)
+		}
+		if p, ok := t["precision"].(float64); ok && n.Logical == "decimal" && p >= 1 && p <= 1000 {
+			n.Precision = int(p)
+			n.limit = pow10(int32(p))
 		}
 		if name, ok := t["name"].(string); ok && (typ == "record" || typ == "error" || typ == "enum" || typ == "fixed") {
 			if nsv, ok := t["namespace"].(string); ok && !strings.Contains(name, ".") {
@@ -299,6 +317,77 @@ func (n *Node) AppendTo(b array.Builder, v any) error {
 		v = x * 1000 // the column is µs
 	}
 	return appendScalar(b, v, n.Scale)
+}
+
+// validate checks a goavro native value of this node (after resolution) for what the column
+// cannot hold, the checks of the direct path's check: strings and map keys that are not
+// UTF-8, decimals beyond their precision, timestamps whose microseconds overflow int64. It
+// runs before AppendTo so that a refused value leaves no half-appended row.
+func (n *Node) validate(v any) error {
+	if v == nil {
+		return nil
+	}
+	switch n.Type {
+	case "union":
+		m, _ := v.(map[string]any)
+		for k, val := range m {
+			if len(n.Members) == 1 {
+				return n.Members[0].validate(val)
+			}
+			if idx, ok := n.names[k]; ok {
+				return n.Members[idx].validate(val)
+			}
+		}
+		return nil
+	case "record":
+		m, _ := v.(map[string]any)
+		for _, f := range n.Fields {
+			if err := f.Node.validate(m[f.Name]); err != nil {
+				return fmt.Errorf("%s: %w", f.Name, err)
+			}
+		}
+		return nil
+	case "array":
+		l, _ := v.([]any)
+		for _, it := range l {
+			if err := n.Items.validate(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "map":
+		m, _ := v.(map[string]any)
+		for k, it := range m {
+			if !utf8.ValidString(k) {
+				return fmt.Errorf("map key: %w", errUTF8)
+			}
+			if err := n.Items.validate(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	switch x := v.(type) {
+	case string:
+		if !utf8.ValidString(x) {
+			return errUTF8
+		}
+	case *big.Rat:
+		if n.limit != nil {
+			u, err := ratToInt(x, n.Scale)
+			if err != nil {
+				return err
+			}
+			return n.checkDecimal(u)
+		}
+	case int64:
+		return n.checkLong(x)
+	case time.Time:
+		if s := x.Unix(); n.Logical != "date" && (s >= math.MaxInt64/1000000 || s <= math.MinInt64/1000000) {
+			return fmt.Errorf("%s %s overflows int64 microseconds", n.Logical, x.Format(time.RFC3339))
+		}
+	}
+	return nil
 }
 
 // appendScalar appends a goavro primitive or logical value to the matching builder.

@@ -200,7 +200,81 @@ func resolve(w, r *Node, path string) (Resolver, error) {
 	if w.Logical != r.Logical && (w.Logical != "" && r.Logical != "") {
 		return nil, fmt.Errorf("%s: writer %s cannot be read as %s", path, describe(w), describe(r))
 	}
+	if w.Logical != r.Logical && (goavroNative(w) || goavroNative(r)) {
+		// A logical type on one side only: the value is the underlying type's, converted
+		// from the writer's native form (time.Time, *big.Rat...) to the reader's.
+		return func(v any) (any, error) { return logicalValue(r, rawValue(w, v)), nil }, nil
+	}
 	return identity, nil
+}
+
+// goavroNative reports whether goavro decodes n's values to a logical native form
+// (time.Time, time.Duration, *big.Rat) rather than its underlying type's.
+func goavroNative(n *Node) bool {
+	return goavroLogical[n.Type+"."+n.Logical] || n.Type == "fixed" && n.Logical == "decimal"
+}
+
+// rawValue turns goavro's native value of logical type n.Logical back into the value of the
+// underlying type (the inverse of logicalValue).
+func rawValue(n *Node, v any) any {
+	switch x := v.(type) {
+	case time.Time:
+		switch n.Logical {
+		case "date":
+			return int32(x.Unix() / 86400)
+		case "timestamp-millis":
+			return x.Unix()*1e3 + int64(x.Nanosecond()/1e6)
+		case "timestamp-micros":
+			return x.Unix()*1e6 + int64(x.Nanosecond()/1e3)
+		}
+	case time.Duration:
+		if n.Logical == "time-millis" {
+			return int32(x / time.Millisecond)
+		}
+		return int64(x / time.Microsecond)
+	case *big.Rat:
+		u, err := ratToInt(x, n.Scale)
+		if err != nil {
+			return v
+		}
+		size := len(u.Bytes()) + 1
+		if n.Type == "fixed" {
+			size = n.Size
+		}
+		if u.Sign() < 0 {
+			u.Add(u, new(big.Int).Lsh(big.NewInt(1), uint(8*size)))
+		}
+		return u.FillBytes(make([]byte, size))
+	}
+	return v
+}
+
+// logicalValue turns a value of the underlying type into goavro's native value of logical
+// type n.Logical (goavro's own conversions, logical_type.go).
+func logicalValue(n *Node, v any) any {
+	switch x := v.(type) {
+	case []byte:
+		if n.Logical == "decimal" {
+			return new(big.Rat).SetFrac(twosComplement(x), pow10(n.Scale))
+		}
+	case int32:
+		switch n.Logical {
+		case "date":
+			return time.Unix(int64(x)*86400, 0).UTC()
+		case "time-millis":
+			return time.Duration(x) * time.Millisecond
+		}
+	case int64:
+		switch n.Logical {
+		case "timestamp-millis":
+			return time.Unix(x/1e3, x%1e3*1e6).UTC()
+		case "timestamp-micros":
+			return time.Unix(x/1e6, x%1e6*1e3).UTC()
+		case "time-micros":
+			return time.Duration(x) * time.Microsecond
+		}
+	}
+	return v
 }
 
 func describe(n *Node) string {

@@ -41,6 +41,7 @@ func FromAvro(doc []byte) (*arrow.Schema, error) {
 //	timestamp-millis / -micros   -> Timestamp(µs, "UTC")
 //	timestamp-nanos              -> Timestamp(ns, "UTC")
 //	local-timestamp-millis/-micros -> Timestamp(µs, "") (no zone)
+//	local-timestamp-nanos        -> Timestamp(ns, "") (no zone)
 //	decimal(p,s) on bytes/fixed  -> Decimal128(p,s) for p <= 38, Decimal256 above
 //	uuid                         -> Utf8
 //
@@ -222,6 +223,8 @@ func (c *avroConv) typ(n *node, ns, path string) (arrow.DataType, bool, error) {
 		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nullable, nil
 	case logical == "timestamp-nanos" && tn.str == "long":
 		return &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}, nullable, nil
+	case logical == "local-timestamp-nanos" && tn.str == "long":
+		return &arrow.TimestampType{Unit: arrow.Nanosecond}, nullable, nil
 	case (logical == "local-timestamp-millis" || logical == "local-timestamp-micros") && tn.str == "long":
 		return &arrow.TimestampType{Unit: arrow.Microsecond}, nullable, nil
 	case logical == "decimal" && tn.str == "bytes":
