@@ -13,6 +13,7 @@ AvroDeserializer against a real schema registry and Kafka broker.
 """
 import datetime
 import decimal
+import faulthandler
 import json
 import sys
 
@@ -97,6 +98,7 @@ def consume(broker, registry, topic, n):
 
 
 if __name__ == "__main__":
+    faulthandler.dump_traceback_later(100, exit=True)  # never hang a test run
     if sys.argv[1] == "produce":
         produce(*sys.argv[2:7])
     elif sys.argv[1] == "consume":

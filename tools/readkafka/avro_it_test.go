@@ -1,6 +1,7 @@
 package readkafka_test
 
 import (
+	"context"
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
@@ -26,11 +27,15 @@ import (
 func avroPeer(t *testing.T, args ...string) []byte {
 	t.Helper()
 	root := peertest.Root(t)
-	cmd := exec.Command(peertest.Python(t), append([]string{filepath.Join(root, "scripts", "py", "avro_interop.py")}, args...)...)
+	// A bounded run: once a consume hung for minutes after a failed registry request; the
+	// script dumps its Python stack at 100 s (faulthandler) and the context kills it at 120 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, peertest.Python(t), append([]string{filepath.Join(root, "scripts", "py", "avro_interop.py")}, args...)...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("avro_interop.py %v: %v\n%s", args[0], err, se.String())
+		t.Fatalf("avro_interop.py %v: %v (context: %v)\n%s", args[0], err, ctx.Err(), se.String())
 	}
 	return so.Bytes()
 }
