@@ -130,6 +130,11 @@ func TestValidateProperties(t *testing.T) {
 		{"delta.minReaderVersion", "3", "cannot be set"},
 		{"delta.feature.deletionVectors", "supported", "table features"},
 		{"delta.constraints.positive", "id > 0", "CHECK constraints"},
+		{"delta.checkpointInterval", "2147483648", `delta.checkpointInterval="2147483648": want a positive integer ≤ 2147483647`},
+		{"delta.randomPrefixLength", "99999999999", "≤ 2147483647"},
+		{"delta.enableDeletionVectors", "true", "delta.enableDeletionVectors=true: streamkit does not write deletion vectors"},
+		{"delta.enableDeletionVectors", " TRUE", "does not enable the deletionVectors table feature"},
+		{"delta.universalFormat.enabledFormats", "iceberg", "UniForm (Iceberg/Hudi metadata) is not supported"},
 	} {
 		_, err := ValidateProperties(map[string]string{c.k: c.v}, false)
 		if !errors.Is(err, ErrInvalidProperty) || !strings.Contains(err.Error(), c.want) {
@@ -138,8 +143,12 @@ func TestValidateProperties(t *testing.T) {
 	}
 	got, err := ValidateProperties(map[string]string{"delta.appendonly": "TRUE", "delta.logRetentionDuration": "interval 1 week 2 days",
 		"delta.checkpointinterval": "20", "owner": "data-eng", "delta.targetFileSize": "1048576"}, false)
-	if err != nil || got["delta.appendOnly"] != "TRUE" || got["delta.checkpointInterval"] != "20" || got["owner"] != "data-eng" || len(got) != 5 {
+	if err != nil || got["delta.appendOnly"] != "true" || got["delta.checkpointInterval"] != "20" || got["owner"] != "data-eng" || len(got) != 5 {
 		t.Errorf("valid properties: %v, %v", got, err)
+	}
+	if got, err := ValidateProperties(map[string]string{"delta.enableDeletionVectors": "False", "delta.checkpointInterval": "2147483647"}, false); err != nil ||
+		got["delta.enableDeletionVectors"] != "false" || got["delta.checkpointInterval"] != "2147483647" {
+		t.Errorf("deletion vectors off, largest interval: %v, %v", got, err)
 	}
 	if got, err := ValidateProperties(map[string]string{"delta.fooBar": "1"}, true); err != nil || got["delta.fooBar"] != "1" {
 		t.Errorf("allowArbitrary: %v, %v", got, err)
