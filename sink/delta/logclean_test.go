@@ -98,8 +98,12 @@ func TestCleanupLog(t *testing.T) {
 			t.Errorf("version %d not loadable after cleanup: %v", v, err)
 		}
 	}
-	if _, err := tbl.SnapshotAt(context.Background(), 9); err == nil {
-		t.Errorf("version 9 still loadable")
+	want9 := "version 9: the log before version 10 was cleaned up (delta.logRetentionDuration); the oldest version that can be reconstructed is 10 (latest 20)"
+	if _, err := tbl.SnapshotAt(context.Background(), 9); err == nil || !strings.Contains(err.Error(), want9) {
+		t.Errorf("version 9 after cleanup: %v, want %q", err, want9)
+	}
+	if _, err := tbl.SnapshotAt(context.Background(), 21); err == nil || !strings.Contains(err.Error(), "version 21: version does not exist (latest 20)") {
+		t.Errorf("version 21: %v", err)
 	}
 	if got, _ := s.TxnVersion("f"); got != 20 {
 		t.Errorf("txn version %d", got)
