@@ -98,8 +98,12 @@ func TestCleanupLog(t *testing.T) {
 			t.Errorf("version %d not loadable after cleanup: %v", v, err)
 		}
 	}
-	if _, err := tbl.SnapshotAt(context.Background(), 9); err == nil {
-		t.Errorf("version 9 still loadable")
+	want9 := "version 9: the log before version 10 was cleaned up (delta.logRetentionDuration); the oldest version that can be reconstructed is 10 (latest 20)"
+	if _, err := tbl.SnapshotAt(context.Background(), 9); err == nil || !strings.Contains(err.Error(), want9) {
+		t.Errorf("version 9 after cleanup: %v, want %q", err, want9)
+	}
+	if _, err := tbl.SnapshotAt(context.Background(), 21); err == nil || !strings.Contains(err.Error(), "version 21: version does not exist (latest 20)") {
+		t.Errorf("version 21: %v", err)
 	}
 	if got, _ := s.TxnVersion("f"); got != 20 {
 		t.Errorf("txn version %d", got)
@@ -130,6 +134,11 @@ func TestValidateProperties(t *testing.T) {
 		{"delta.minReaderVersion", "3", "cannot be set"},
 		{"delta.feature.deletionVectors", "supported", "table features"},
 		{"delta.constraints.positive", "id > 0", "CHECK constraints"},
+		{"delta.checkpointInterval", "2147483648", `delta.checkpointInterval="2147483648": want a positive integer ≤ 2147483647`},
+		{"delta.randomPrefixLength", "99999999999", "≤ 2147483647"},
+		{"delta.enableDeletionVectors", "true", "delta.enableDeletionVectors=true: streamkit does not write deletion vectors"},
+		{"delta.enableDeletionVectors", " TRUE", "does not enable the deletionVectors table feature"},
+		{"delta.universalFormat.enabledFormats", "iceberg", "UniForm (Iceberg/Hudi metadata) is not supported"},
 	} {
 		_, err := ValidateProperties(map[string]string{c.k: c.v}, false)
 		if !errors.Is(err, ErrInvalidProperty) || !strings.Contains(err.Error(), c.want) {
@@ -138,8 +147,12 @@ func TestValidateProperties(t *testing.T) {
 	}
 	got, err := ValidateProperties(map[string]string{"delta.appendonly": "TRUE", "delta.logRetentionDuration": "interval 1 week 2 days",
 		"delta.checkpointinterval": "20", "owner": "data-eng", "delta.targetFileSize": "1048576"}, false)
-	if err != nil || got["delta.appendOnly"] != "TRUE" || got["delta.checkpointInterval"] != "20" || got["owner"] != "data-eng" || len(got) != 5 {
+	if err != nil || got["delta.appendOnly"] != "true" || got["delta.checkpointInterval"] != "20" || got["owner"] != "data-eng" || len(got) != 5 {
 		t.Errorf("valid properties: %v, %v", got, err)
+	}
+	if got, err := ValidateProperties(map[string]string{"delta.enableDeletionVectors": "False", "delta.checkpointInterval": "2147483647"}, false); err != nil ||
+		got["delta.enableDeletionVectors"] != "false" || got["delta.checkpointInterval"] != "2147483647" {
+		t.Errorf("deletion vectors off, largest interval: %v, %v", got, err)
 	}
 	if got, err := ValidateProperties(map[string]string{"delta.fooBar": "1"}, true); err != nil || got["delta.fooBar"] != "1" {
 		t.Errorf("allowArbitrary: %v, %v", got, err)

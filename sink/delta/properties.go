@@ -35,6 +35,7 @@ const (
 	propBool     propKind = iota + 1 // "true" or "false" (any case)
 	propInterval                     // calendar interval ≥ 0 without months/years
 	propPosInt                       // integer ≥ 1
+	propPosInt32                     // integer ≥ 1 that fits an int32 (Spark's Int properties)
 	propIndexed                      // integer ≥ -1 (dataSkippingNumIndexedCols)
 	propString                       // any string
 	propEnum                         // one of propSpec.enum (any case)
@@ -56,7 +57,7 @@ var knownProperties = map[string]propSpec{
 	"delta.checkpointRetentionDuration":                 {kind: propInterval},
 	"delta.sampleRetentionDuration":                     {kind: propInterval},
 	"delta.setTransactionRetentionDuration":             {kind: propInterval},
-	"delta.checkpointInterval":                          {kind: propPosInt},
+	"delta.checkpointInterval":                          {kind: propPosInt32},
 	"delta.enableExpiredLogCleanup":                     {kind: propBool},
 	"delta.dataSkippingNumIndexedCols":                  {kind: propIndexed},
 	"delta.dataSkippingStatsColumns":                    {kind: propString},
@@ -64,7 +65,7 @@ var knownProperties = map[string]propSpec{
 	"delta.checkpoint.writeStatsAsStruct":               {kind: propBool},
 	"delta.compatibility.symlinkFormatManifest.enabled": {kind: propBool},
 	"delta.randomizeFilePrefixes":                       {kind: propBool},
-	"delta.randomPrefixLength":                          {kind: propPosInt},
+	"delta.randomPrefixLength":                          {kind: propPosInt32},
 	"delta.isolationLevel":                              {kind: propEnum, enum: []string{"Serializable", "WriteSerializable"}},
 	"delta.enableChangeDataFeed":                        {kind: propBool},
 	"delta.enableDeletionVectors":                       {kind: propBool},
@@ -98,11 +99,14 @@ var canonicalProperty = func() map[string]string {
 // property's form: booleans "true"/"false"; intervals "interval N unit [N unit ...]" (the
 // "interval" word optional; units week, day, hour, minute, second, millisecond, microsecond,
 // singular or plural; not negative; months and years are refused as Delta does, because their
-// length varies); checkpointInterval, randomPrefixLength and targetFileSize (bytes) integers
-// ≥ 1; dataSkippingNumIndexedCols an integer ≥ -1; isolationLevel, columnMapping.mode and
+// length varies); checkpointInterval and randomPrefixLength integers in 1..2147483647 (Spark
+// reads them as Int), targetFileSize (bytes) an integer ≥ 1; dataSkippingNumIndexedCols an integer ≥ -1; isolationLevel, columnMapping.mode and
 // checkpointPolicy one of their values. delta.minReaderVersion, delta.minWriterVersion and
 // delta.feature.* set the protocol, which this package derives from the schema: refused.
-// delta.constraints.* are CHECK constraints this package cannot evaluate: refused. Other
+// delta.constraints.* are CHECK constraints this package cannot evaluate: refused.
+// delta.enableDeletionVectors=true and a non-empty delta.universalFormat.enabledFormats ask for
+// features this package does not write: refused. Boolean values are returned in lower case
+// ("TRUE" → "true"), as Delta stores them. Other
 // delta.* keys are refused unless allowArbitrary. Errors wrap [ErrInvalidProperty] and name the
 // property, the value and the expected form. Keys outside delta.* are returned unchanged.
 func ValidateProperties(conf map[string]string, allowArbitrary bool) (map[string]string, error) {
@@ -131,8 +135,15 @@ func ValidateProperties(conf map[string]string, allowArbitrary bool) (map[string
 		case !known:
 			return nil, fmt.Errorf("%w: unknown Delta property %s=%s (Spark refuses it too); check the spelling, or allow arbitrary delta.* properties explicitly", ErrInvalidProperty, k, v)
 		}
-		if err := checkPropertyValue(canon, knownProperties[canon], v); err != nil {
+		spec := knownProperties[canon]
+		if err := checkPropertyValue(canon, spec, v); err != nil {
 			return nil, err
+		}
+		if err := checkUnsupported(canon, v); err != nil {
+			return nil, err
+		}
+		if spec.kind == propBool {
+			v = strings.ToLower(strings.TrimSpace(v)) // Delta's spelling: "TRUE" is stored as "true"
 		}
 		if prev, dup := out[canon]; dup && prev != v {
 			return nil, fmt.Errorf("%w: %s given twice with different values (%q, %q)", ErrInvalidProperty, canon, prev, v)
@@ -140,6 +151,20 @@ func ValidateProperties(conf map[string]string, allowArbitrary bool) (map[string
 		out[canon] = v
 	}
 	return out, nil
+}
+
+// checkUnsupported refuses values of well-formed properties that ask for what streamkit does
+// not write: deletion vectors (the deletionVectors feature is never enabled) and UniForm
+// (delta.universalFormat.enabledFormats needs IcebergCompat, which is not supported).
+func checkUnsupported(key, v string) error {
+	t := strings.TrimSpace(v)
+	switch {
+	case key == "delta.enableDeletionVectors" && strings.EqualFold(t, "true"):
+		return fmt.Errorf("%w: %s=%s: streamkit does not write deletion vectors and does not enable the deletionVectors table feature; leave it unset or false", ErrInvalidProperty, key, v)
+	case key == "delta.universalFormat.enabledFormats" && t != "":
+		return fmt.Errorf("%w: %s=%s: UniForm (Iceberg/Hudi metadata) is not supported: it needs IcebergCompat, which streamkit does not write", ErrInvalidProperty, key, v)
+	}
+	return nil
 }
 
 func checkPropertyValue(key string, spec propSpec, v string) error {
@@ -159,6 +184,10 @@ func checkPropertyValue(key string, spec propSpec, v string) error {
 	case propPosInt:
 		if n, err := strconv.ParseInt(t, 10, 64); err != nil || n < 1 {
 			return bad("a positive integer")
+		}
+	case propPosInt32:
+		if n, err := strconv.ParseInt(t, 10, 32); err != nil || n < 1 {
+			return bad("a positive integer ≤ 2147483647")
 		}
 	case propIndexed:
 		if n, err := strconv.ParseInt(t, 10, 32); err != nil || n < -1 {

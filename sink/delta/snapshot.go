@@ -238,8 +238,14 @@ func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error
 	if target < 0 {
 		return nil, fmt.Errorf("load snapshot %s: %w", t.root, ErrNotATable)
 	}
-	if version >= 0 && !l.commits[version] && l.checkpoints[version] == nil {
-		return nil, fmt.Errorf("load snapshot %s version %d: version does not exist (latest %d)", t.root, version, l.maxCommit)
+	if version >= 0 {
+		if vs, err := l.versions(t.root); err == nil && version < vs.Earliest && version <= vs.Latest {
+			return nil, fmt.Errorf("load snapshot %s version %d: the log before version %d was cleaned up (delta.logRetentionDuration); "+
+				"the oldest version that can be reconstructed is %d (latest %d)", t.root, version, vs.Earliest, vs.Earliest, vs.Latest)
+		}
+		if !l.commits[version] && l.checkpoints[version] == nil {
+			return nil, fmt.Errorf("load snapshot %s version %d: version does not exist (latest %d)", t.root, version, l.maxCommit)
+		}
 	}
 	s := newSnapshot(t.root, t.mem)
 	var cpErr error

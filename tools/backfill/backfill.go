@@ -271,8 +271,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		if cfg.Plan {
 			return r.printPlan()
 		}
-		cfg.Log.Info("backfill already done; nothing to do", "flow", cfg.Flow, "target", root, "txn_version", *r.plan.RanAtVersion,
-			"hint", "use --rerun to run it again")
+		// A warning, not info: if the input is new data (another day's files under the same
+		// --flow), none of it is written.
+		cfg.Log.Warn("backfill already done; nothing to do: no row of this input is written", "flow", cfg.Flow, "target", root, "txn_version", *r.plan.RanAtVersion,
+			"hint", "a backfill flow runs once; for new input use another --flow, or --rerun to append this input again")
 		return nil
 	}
 	if err := r.openInput(ctx); err != nil {

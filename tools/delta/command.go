@@ -245,8 +245,12 @@ delta.deletedFileRetentionDuration (168h unless set); a shorter --retain is refu
 	return cmd
 }
 
-// parseRetention parses a Go duration ("168h", "30m") or a number of days ("7d").
+// parseRetention parses a Go duration ("168h", "30m") or a number of days ("7d"); a negative
+// one ("-1h", "-5d") is refused as such.
 func parseRetention(s string) (time.Duration, error) {
+	if strings.HasPrefix(strings.TrimSpace(s), "-") {
+		return 0, fmt.Errorf("%s: a negative retention is not allowed (give e.g. 168h or 7d; 0h keeps nothing)", s)
+	}
 	if d, ok := strings.CutSuffix(s, "d"); ok {
 		var n int
 		if _, err := fmt.Sscanf(d, "%d", &n); err == nil && n >= 0 && fmt.Sprint(n) == d {
@@ -256,9 +260,6 @@ func parseRetention(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		return 0, err
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("negative retention %s", s)
 	}
 	return d, nil
 }

@@ -422,9 +422,14 @@ func TestParseRetention(t *testing.T) {
 			t.Errorf("%q: %v %v", in, got, err)
 		}
 	}
-	for _, bad := range []string{"-1h", "7days", "x"} {
+	for _, bad := range []string{"-1h", "7days", "x", "-5d"} {
 		if _, err := parseRetention(bad); err == nil {
 			t.Errorf("%q: no error", bad)
+		}
+	}
+	for _, neg := range []string{"-5d", "-1h", "-0h"} {
+		if _, err := parseRetention(neg); err == nil || !strings.Contains(err.Error(), "a negative retention is not allowed") {
+			t.Errorf("%q: %v", neg, err)
 		}
 	}
 }

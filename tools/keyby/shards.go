@@ -437,19 +437,17 @@ func shardRows(idx [][]int32, hashes []uint64, n int) {
 // merge reads every child's output and writes one stream: data as it comes, barrier n once
 // all children sent it (a child that sent it waits until then), the minimum watermark, one end.
 func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child, mem memory.Allocator) (err error) {
-	readers := make([]*codec.Reader, len(children))
-	for i, c := range children {
-		r, err := codec.NewReader(c.stdout, mem)
-		if err != nil {
-			return fmt.Errorf("keyby: shard %d output: %w", i, err)
-		}
-		readers[i] = r
-	}
+	readers, err := openOutputs(children, mem)
 	defer func() {
 		for _, r := range readers {
-			r.Release()
+			if r != nil {
+				r.Release()
+			}
 		}
 	}()
+	if err != nil || readers == nil {
+		return err // readers nil: every child is a sink, keyby writes nothing either
+	}
 	// One schema: the children run the same command on the same input; their checkpoint
 	// lists are united so the sink commits every child's directory.
 	first := readers[0].Schema()
@@ -636,6 +634,63 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 		return stage.ErrInterrupted
 	}
 	return nil
+}
+
+// openOutputs opens the children's output streams, all at once (a child may write its
+// schema only when its input starts). A child whose stdout closes without an Arrow IPC stream
+// is a sink (write-delta, write-kafka...): when every child is one, openOutputs returns no
+// readers and no error, and keyby writes nothing on stdout either, like the sink alone (a
+// downstream stage then reports that its input is empty). Some children streaming and others
+// not is an error (the children run the same command; usually one of them failed early): it
+// is reported as soon as both kinds are seen.
+func openOutputs(children []*child, mem memory.Allocator) ([]*codec.Reader, error) {
+	type opened struct {
+		i   int
+		r   *codec.Reader
+		err error
+	}
+	res := make(chan opened, len(children))
+	for i, c := range children {
+		go func() {
+			r, err := codec.NewReader(c.stdout, mem)
+			res <- opened{i, r, err}
+		}()
+	}
+	readers := make([]*codec.Reader, len(children))
+	streamed, sink := -1, -1
+	var failed error
+	for k := range children {
+		o := <-res
+		switch {
+		case errors.Is(o.err, codec.ErrNoStream):
+			sink = o.i
+		case o.err != nil:
+			if failed == nil {
+				failed = fmt.Errorf("keyby: shard %d output: %w", o.i, o.err)
+			}
+		default:
+			readers[o.i], streamed = o.r, o.i
+		}
+		if failed == nil && streamed >= 0 && sink >= 0 {
+			failed = fmt.Errorf("keyby: shard %d wrote no output stream but shard %d did: the children must all be sinks or all write a stream", sink, streamed)
+		}
+		if failed != nil {
+			// Unblock the other openers: the children are killed (killAfterFailure), their
+			// stdout closes.
+			go func(n int) {
+				for range n {
+					if o := <-res; o.r != nil {
+						o.r.Release()
+					}
+				}
+			}(len(children) - k - 1)
+			return readers, failed
+		}
+	}
+	if sink >= 0 {
+		return nil, nil
+	}
+	return readers, nil
 }
 
 // childFailure prefers a child's own failure (its exit code; its stderr went to ours) over

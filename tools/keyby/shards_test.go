@@ -212,3 +212,26 @@ func TestShardedNeverHangs(t *testing.T) {
 		})
 	}
 }
+
+// Children that are sinks (write-delta) write no stream: keyby --shards writes none either
+// and succeeds; some children streaming and others not is an error naming both.
+func TestShardedSinkChildren(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "t")
+	out, stderr, code := runBin(t, nil, input(t, 3, 500), "keyby", "id", "--shards", "2", "--", "write-delta", root, "--flow", "D")
+	if code != 0 || len(out) != 0 {
+		t.Fatalf("sink children: exit %d, %d bytes on stdout\n%s", code, len(out), stderr)
+	}
+	tbl, _, code := runBin(t, nil, nil, "read-delta", root)
+	if code != 0 {
+		t.Fatalf("read-delta: exit %d", code)
+	}
+	rows := len(rowsOf(t, tbl))
+	if rows != 1500 {
+		t.Errorf("table rows %d, want 1500", rows)
+	}
+	mixed := fmt.Sprintf(`if [ "$STREAMKIT_SHARD" = 0 ]; then cat > /dev/null; else exec %q dedup --key id; fi`, peertest.Binary(t))
+	_, stderr, code = runBin(t, nil, input(t, 3, 500), "keyby", "id", "--shards", "2", "--", "bash", "-c", mixed)
+	if code == 0 || !strings.Contains(stderr, "shard 0 wrote no output stream but shard 1 did") {
+		t.Fatalf("mixed children: exit %d\n%s", code, stderr)
+	}
+}

@@ -14,7 +14,8 @@ import (
 // write-delta (or backfill) of the same flow fails at once naming the holder. The lock file also
 // records which checkpoint directory owns the flow (its FlowFile id): a second checkpoint
 // directory — or a run without one — using the same flow would skip the owner's epochs (or
-// have its own skipped), so it is refused unless --flow-takeover moves the flow to it. The
+// have its own skipped), so it is refused unless --flow-takeover moves the flow to it (the run taking over then refuses
+// epochs up to the table's txn version instead of skipping them). The
 // table's metaData.id is kept in both the lock file and the checkpoint: a table replaced under
 // the same path is not mistaken for the one the checkpoint wrote.
 
@@ -59,13 +60,21 @@ func (w *Writer) checkOwner(env *stage.Env) error {
 	case owner != nil && owner.CheckpointID != mine && !w.cfg.FlowTakeover:
 		return stage.Usagef("write-delta: flow %q of table %s belongs to checkpoint %s (bound %s; the table holds %s for it), not to %s: "+
 			"two checkpoints of one flow skip each other's epochs. Use the original checkpoint, another --flow, "+
-			"or --flow-takeover to move the flow to %s (its epochs up to the table's txn version are then skipped)",
+			"or --flow-takeover to move the flow to %s (its epochs must then continue past the table's txn version)",
 			w.flow, root, owner.Checkpoint, owner.Since.UTC().Format(time.RFC3339), committed, here, here)
 	case owner == nil && w.fresh && w.haveTxn && !w.cfg.FlowTakeover:
 		return stage.Usagef("write-delta: table %s already holds %s for flow %q, committed by another checkpoint or run, but %s is new: "+
 			"its epochs would be skipped up to %d. Use the flow's original checkpoint, another --flow, or --flow-takeover to continue the flow from this checkpoint",
 			root, committed, w.flow, here, w.txn)
+	case owner == nil && env.Dir == nil && w.haveTxn && !w.cfg.FlowTakeover:
+		return stage.Usagef("write-delta: flow %q already committed epoch %d to table %s; without --checkpoint the epochs restart at 1 "+
+			"and up to %d would be skipped (their rows lost). Give the flow's checkpoint with --checkpoint, or another --flow name",
+			w.flow, w.txn, root, w.txn)
 	}
+	// Taking over a flow that holds epochs: this run's epochs up to the table's txn version
+	// are not replays of its own commits, so endEpoch refuses them instead of skipping.
+	w.takeover = w.cfg.FlowTakeover && w.haveTxn &&
+		((owner != nil && owner.CheckpointID != mine) || (owner == nil && (w.fresh || env.Dir == nil)))
 	if owner != nil && owner.CheckpointID != mine {
 		env.Log.Warn("--flow-takeover: the flow moves to this run", "flow", w.flow, "from_checkpoint", owner.Checkpoint, "to", here)
 	}

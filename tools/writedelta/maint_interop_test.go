@@ -199,7 +199,7 @@ func logCleanupTables(t *testing.T, mem memory.Allocator, dir string) []manifest
 
 	// Within retention (default 30 days; files 10 days old): everything stays.
 	root2 := filepath.Join(dir, "retained")
-	args2 := []string{root2, "--flow", "keep", "--table-property", "delta.checkpointInterval=5"}
+	args2 := []string{root2, "--flow", "keep", "--checkpoint", filepath.Join(dir, "ck-retained"), "--table-property", "delta.checkpointInterval=5"}
 	runEpochs(t, mem, 1, 18, args2...)
 	ageLogFiles(t, root2, 17, time.Now().Add(-10*24*time.Hour))
 	runEpochs(t, mem, 19, 23, args2...)

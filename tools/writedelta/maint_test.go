@@ -113,12 +113,47 @@ func TestFreshCheckpointForExistingFlow(t *testing.T) {
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), `already holds epochs up to 2 for flow "f"`) {
 		t.Fatalf("fresh checkpoint: %v", err)
 	}
-	log := mustRun(t, Config{Table: root, Flow: "f", FlowTakeover: true}, filepath.Join(dir, "ck2"), in())
-	if !strings.Contains(log, "epoch already committed to the table: skipped") {
-		t.Errorf("takeover: epoch 1 not skipped:\n%s", log)
+	// --flow-takeover with epochs the table already holds for the flow: refused at the first
+	// such barrier (skipping would lose its rows).
+	_, err = run(t, Config{Table: root, Flow: "f", FlowTakeover: true}, filepath.Join(dir, "ck2"), in())
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), `--flow-takeover: epoch 1 of this run is not above the txn version 2 that table `+root+` holds for flow "f"`) {
+		t.Fatalf("takeover with old epochs: %v", err)
+	}
+	// Epochs past the flow's txn version: taken over and written.
+	log := mustRun(t, Config{Table: root, Flow: "f", FlowTakeover: true}, filepath.Join(dir, "ck2"),
+		newStream(t, mem, idSchema).ids(3, 6).barrier(3).end(codec.Final))
+	if strings.Contains(log, "already committed") {
+		t.Errorf("takeover: epoch 3 skipped:\n%s", log)
+	}
+	if got := len(tableIDs(t, root)); got != 6 {
+		t.Errorf("rows after takeover: %d, want 6", got)
 	}
 	rec, err := os.ReadFile(delta.FlowLockPath(root, "f"))
 	if err != nil || !strings.Contains(string(rec), filepath.Join(dir, "ck2")) {
 		t.Errorf("lock record %s %v", rec, err)
+	}
+}
+
+// Without a checkpoint, a --flow the table already holds epochs of is refused at start: the
+// run's epochs restart at 1 and would be skipped as already committed (rows silently lost).
+func TestNoCheckpointExistingFlowRefused(t *testing.T) {
+	mem := newMem(t)
+	root := filepath.Join(t.TempDir(), "t")
+	mustRun(t, Config{Table: root, Flow: "ingest"}, "", newStream(t, mem, idSchema).ids(1, 3).barrier(1).end(codec.Final))
+	_, err := run(t, Config{Table: root, Flow: "ingest"}, "", newStream(t, mem, idSchema).ids(3, 5).barrier(1).end(codec.Final))
+	var ue *stage.UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), `flow "ingest" already committed epoch 1 to table `+root) ||
+		!strings.Contains(err.Error(), "--checkpoint") {
+		t.Fatalf("second run without checkpoint: %v", err)
+	}
+	// Another flow name appends.
+	mustRun(t, Config{Table: root, Flow: "ingest2"}, "", newStream(t, mem, idSchema).ids(3, 5).barrier(1).end(codec.Final))
+	if got := len(tableIDs(t, root)); got != 4 {
+		t.Errorf("rows: %d, want 4", got)
+	}
+	// --flow-takeover without a checkpoint: refused at the first barrier not above the txn version.
+	_, err = run(t, Config{Table: root, Flow: "ingest", FlowTakeover: true}, "", newStream(t, mem, idSchema).ids(5, 7).barrier(1).end(codec.Final))
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "epoch 1 of this run is not above the txn version 1") {
+		t.Fatalf("takeover without checkpoint: %v", err)
 	}
 }

@@ -152,6 +152,7 @@ type Writer struct {
 	txn      int64 // the table's txn version for the flow
 	haveTxn  bool
 	ownEpoch uint64 // newest epoch committed in the own checkpoint directory
+	takeover bool   // --flow-takeover moved the flow to this run and it has not committed yet
 
 	lastBarrier uint64
 	sawBarrier  bool
@@ -675,6 +676,11 @@ func (w *Writer) endEpoch(ctx context.Context, n uint64) error {
 		return fmt.Errorf("write-delta: epoch %d does not fit a Delta txn version", n)
 	}
 	if w.haveTxn && int64(n) <= w.txn {
+		if w.takeover && n > w.ownEpoch {
+			return stage.Usagef("write-delta: --flow-takeover: epoch %d of this run is not above the txn version %d that table %s holds for flow %q: "+
+				"its rows would be skipped, not written. Take over only with a pipeline whose epochs continue past %d, or write under another --flow",
+				n, w.txn, w.cfg.Table, w.flow, w.txn)
+		}
 		rows := w.rows
 		if err := w.discardEpoch(); err != nil {
 			return err
@@ -755,7 +761,7 @@ func (w *Writer) commit(ctx context.Context, n uint64, adds []delta.Add, rows in
 			if err := w.committedAt(ctx, res); err != nil {
 				return err
 			}
-			w.txn, w.haveTxn = int64(n), true
+			w.txn, w.haveTxn, w.takeover = int64(n), true, false
 			w.committed++
 			w.rowsTotal += rows
 			d := time.Since(start)
