@@ -9,7 +9,6 @@ import (
 
 	"github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/tools/writedelta"
 )
 
 // CleanupLogOptions configure CleanupLog.
@@ -69,15 +68,9 @@ shorter --retain needs --force. Data files are not touched (that is vacuum).`,
 		),
 		Args: cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root, err := writedelta.TableRoot(args[0])
+			root, err := tableAndRetention("cleanup-log", args[0], retain, &opts.Retain)
 			if err != nil {
 				return err
-			}
-			opts.Retain = -1
-			if retain != "" {
-				if opts.Retain, err = parseRetention(retain); err != nil {
-					return usagef("delta cleanup-log: --retain: %v", err)
-				}
 			}
 			res, err := CleanupLog(cmd.Context(), root, opts)
 			if err != nil {

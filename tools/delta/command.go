@@ -212,15 +212,9 @@ delta.deletedFileRetentionDuration (168h unless set); a shorter --retain is refu
 		),
 		Args: cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root, err := writedelta.TableRoot(args[0])
+			root, err := tableAndRetention("vacuum", args[0], retain, &opts.Retain)
 			if err != nil {
 				return err
-			}
-			opts.Retain = -1
-			if retain != "" {
-				if opts.Retain, err = parseRetention(retain); err != nil {
-					return usagef("delta vacuum: --retain: %v", err)
-				}
 			}
 			res, err := Vacuum(cmd.Context(), root, opts)
 			if err != nil {
@@ -243,6 +237,23 @@ delta.deletedFileRetentionDuration (168h unless set); a shorter --retain is refu
 	f.BoolVar(&opts.DryRun, "dry-run", false, "list the files that would be deleted, delete nothing")
 	f.BoolVar(&opts.Force, "force", false, "allow a retention below the table's delta.deletedFileRetentionDuration")
 	return cmd
+}
+
+// tableAndRetention resolves the TABLE argument of delta SUB (a path or file:// URI) to its root
+// directory and parses --retain into *retain: -1 when the flag is absent (the table's setting
+// applies), else the duration; a bad value is a usage error naming the subcommand.
+func tableAndRetention(sub, table, flag string, retain *time.Duration) (string, error) {
+	root, err := writedelta.TableRoot(table)
+	if err != nil {
+		return "", err
+	}
+	*retain = -1
+	if flag != "" {
+		if *retain, err = parseRetention(flag); err != nil {
+			return "", usagef("delta %s: --retain: %v", sub, err)
+		}
+	}
+	return root, nil
 }
 
 // parseRetention parses a Go duration ("168h", "30m") or a number of days ("7d"); a negative
