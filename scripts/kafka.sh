@@ -37,8 +37,11 @@ SASL_USER=streamkit
 SASL_PASSWORD=streamkit-scram-secret
 STORE_PASSWORD=streamkit-store-secret
 
-log() { printf '[kafka] %s\n' "$*" >&2; }
-die() { printf '[kafka] ERROR: %s\n' "$*" >&2; exit 1; }
+TAG=kafka
+PIDMATCH="kafka.Kafka $RUN/server.properties"
+LOCKFILE="$IT/kafka.lock"
+# shellcheck source=scripts/lib/daemon.sh
+source "$ROOT/scripts/lib/daemon.sh"
 
 base_port() {
   local p="${STREAMKIT_KAFKA_PORT:-9092}"
@@ -46,15 +49,6 @@ base_port() {
   echo "$p"
 }
 
-running_pid() {
-  local pid
-  [[ -f "$PIDFILE" ]] || return 1
-  pid="$(cat "$PIDFILE")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "kafka.Kafka $RUN/server.properties" || return 1
-  echo "$pid"
-}
 
 # env_for P : the exports describing a broker on base port P.
 env_for() {
@@ -195,8 +189,6 @@ EOF
 JVM_OPTS=(-Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:ParallelGCThreads=1 -XX:ConcGCThreads=1
   -Djava.awt.headless=true)
 
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
 cmd_start() {
   local pid p i timeout
   if pid="$(running_pid)"; then
@@ -259,23 +251,7 @@ print_addresses() {
    echo "eval \"\$($ROOT/scripts/kafka.sh env)\" exports them for tests")
 }
 
-cmd_stop() {
-  local pid i timeout
-  if ! pid="$(running_pid)"; then
-    log "not running"
-    return 0
-  fi
-  log "stopping pid $pid"
-  kill -TERM "$pid" 2>/dev/null || true
-  timeout="${STREAMKIT_KAFKA_STOP_TIMEOUT:-60}"
-  for ((i = 0; i < timeout * 5; i++)); do
-    kill -0 "$pid" 2>/dev/null || { log "stopped"; rm -f "$PIDFILE"; return 0; }
-    sleep 0.2
-  done
-  log "still alive after ${timeout}s, sending SIGKILL"
-  kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$PIDFILE"
-}
+cmd_stop() { stop_daemon "${STREAMKIT_KAFKA_STOP_TIMEOUT:-60}"; }
 
 cmd_status() {
   local pid
@@ -297,9 +273,6 @@ cmd_env() {
     env_for "$p"
   fi
 }
-
-# Serialise start/stop of this worktree's broker (the broker itself must not inherit fd 8).
-lock() { mkdir -p "$IT"; exec 8>"$IT/kafka.lock"; flock 8; }
 
 case "${1:-}" in
   start) lock; cmd_start ;;

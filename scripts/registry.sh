@@ -26,8 +26,11 @@ RUN="$IT/registry-run"
 PIDFILE="$RUN/registry.pid"
 LOG="$RUN/registry.log"
 
-log() { printf '[registry] %s\n' "$*" >&2; }
-die() { printf '[registry] ERROR: %s\n' "$*" >&2; exit 1; }
+TAG=registry
+PIDMATCH="$APP/quarkus-run.jar"
+LOCKFILE="$IT/registry.lock"
+# shellcheck source=scripts/lib/daemon.sh
+source "$ROOT/scripts/lib/daemon.sh"
 
 port() {
   local p="${STREAMKIT_REGISTRY_PORT:-$(( ${STREAMKIT_KAFKA_PORT:-9092} + 8 ))}"
@@ -35,15 +38,6 @@ port() {
   echo "$p"
 }
 
-running_pid() {
-  local pid
-  [[ -f "$PIDFILE" ]] || return 1
-  pid="$(cat "$PIDFILE")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$APP/quarkus-run.jar" || return 1
-  echo "$pid"
-}
 
 url() { echo "http://127.0.0.1:$1/apis/ccompat/v7"; }
 
@@ -52,8 +46,6 @@ cmd_env() {
   p="$(cat "$RUN/port" 2>/dev/null || port)"
   echo "export STREAMKIT_SCHEMA_REGISTRY=$(url "$p")"
 }
-
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 cmd_start() {
   local pid p i timeout
@@ -95,22 +87,7 @@ cmd_start() {
   die "registry not ready after ${timeout}s (log: $LOG)"
 }
 
-cmd_stop() {
-  local pid i
-  if ! pid="$(running_pid)"; then
-    log "not running"
-    return 0
-  fi
-  log "stopping pid $pid"
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 150; i++)); do
-    kill -0 "$pid" 2>/dev/null || { log "stopped"; rm -f "$PIDFILE"; return 0; }
-    sleep 0.2
-  done
-  log "still alive after 30s, sending SIGKILL"
-  kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$PIDFILE"
-}
+cmd_stop() { stop_daemon 30; }
 
 cmd_status() {
   local pid
@@ -122,8 +99,6 @@ cmd_status() {
     return 1
   fi
 }
-
-lock() { mkdir -p "$IT"; exec 8>"$IT/registry.lock"; flock 8; }
 
 case "${1:-}" in
   start) lock; cmd_start ;;
