@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 )
 
@@ -15,10 +16,14 @@ import (
 // the shards of one command do not overwrite each other's profile. Stopping logs the CPU time of
 // the process and of its reaped children (user and system seconds) to stderr.
 // A file that cannot be created is reported on stderr and the run goes on unprofiled.
+//
+// STREAMKIT_TRACE names a file for a runtime execution trace of the run in the same way
+// (`go tool trace FILE`; `go tool trace -pprof=sync FILE` shows where goroutines waited).
 func startCPUProfile() (stop func()) {
+	stopTrace := startTrace()
 	path := os.Getenv("STREAMKIT_CPUPROFILE")
 	if path == "" {
-		return func() {}
+		return stopTrace
 	}
 	if shard := os.Getenv("STREAMKIT_SHARD"); shard != "" {
 		path += ".shard-" + shard
@@ -31,9 +36,10 @@ func startCPUProfile() (stop func()) {
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "streamkit: STREAMKIT_CPUPROFILE: %v\n", err)
-		return func() {}
+		return stopTrace
 	}
 	return func() {
+		stopTrace()
 		pprof.StopCPUProfile()
 		f.Close()
 		var self, children syscall.Rusage
@@ -45,3 +51,28 @@ func startCPUProfile() (stop func()) {
 }
 
 func seconds(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+// startTrace starts the execution trace STREAMKIT_TRACE asks for (see startCPUProfile).
+func startTrace() (stop func()) {
+	path := os.Getenv("STREAMKIT_TRACE")
+	if path == "" {
+		return func() {}
+	}
+	if shard := os.Getenv("STREAMKIT_SHARD"); shard != "" {
+		path += ".shard-" + shard
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		if err = trace.Start(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "streamkit: STREAMKIT_TRACE: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		trace.Stop()
+		f.Close()
+	}
+}

@@ -1,6 +1,7 @@
 package writedelta
 
 import (
+	"reflect"
 	"runtime"
 	"sync"
 
@@ -22,7 +23,7 @@ const minLaneRowGroup = 8 << 20
 func DefaultWriters() int { return max(1, min(runtime.GOMAXPROCS(0), 4)) }
 
 // epochWriter writes one epoch's rows into data files. Parquet encoding is CPU-bound, so once
-// the epoch holds more than a threshold of data, batches are spread round-robin over up to n
+// the epoch holds more than a threshold of data, batches are spread over up to n
 // lanes, each a DataWriter with its own files, encoding in its own goroutine. Small epochs
 // stay in one lane (one file per partition). Row order across files is not kept (a Delta
 // table has none).
@@ -97,13 +98,29 @@ func (e *epochWriter) write(rec arrow.RecordBatch) error {
 		}
 	}
 	e.bytes += size
-	idx := 0
-	if e.bytes > e.threshold {
-		idx = e.next % len(e.lanes)
-		e.next++
-	}
 	rec.Retain()
-	e.lanes[idx].in <- rec
+	if e.bytes <= e.threshold {
+		e.lanes[0].in <- rec
+		return nil
+	}
+	// Round-robin, but a lane busy encoding a row group (its queue full) is passed over for
+	// one that can take the batch now: otherwise the lanes take turns instead of encoding at
+	// the same time.
+	for k := range e.lanes {
+		l := e.lanes[(e.next+k)%len(e.lanes)]
+		select {
+		case l.in <- rec:
+			e.next += k + 1
+			return nil
+		default:
+		}
+	}
+	cases := make([]reflect.SelectCase, len(e.lanes))
+	for i, l := range e.lanes {
+		cases[i] = reflect.SelectCase{Dir: reflect.SelectSend, Chan: reflect.ValueOf(l.in), Send: reflect.ValueOf(rec)}
+	}
+	chosen, _, _ := reflect.Select(cases)
+	e.next = chosen + 1
 	return nil
 }
 

@@ -163,7 +163,8 @@ type Writer struct {
 	heldBytes int64
 	rows      int64
 
-	laneThreshold int64 // DefaultLaneThreshold; tests lower it
+	laneThreshold  int64 // DefaultLaneThreshold; tests lower it
+	lastEpochBytes int64 // Arrow bytes of the previous epoch written here
 
 	committed, skipped int
 	rowsTotal          int64
@@ -608,7 +609,14 @@ func (w *Writer) write(rec arrow.RecordBatch) error {
 		opts := delta.WriterOptions{TargetFileSize: target, Compression: w.cfg.Compression,
 			RowGroupSize:       max(minLaneRowGroup, delta.DefaultRowGroupSize/int64(w.cfg.Writers)),
 			TruncateTimestamps: w.cfg.TruncateTimestamps, Allocator: w.env.Mem, Now: w.env.Now}
-		w.ew = newEpochWriter(w.cfg.Writers, w.laneThreshold, func() (*delta.DataWriter, error) {
+		// After an epoch large enough to be spread, the next one is spread from its first
+		// batch: waiting for the threshold again would leave the other lanes idle for the
+		// first threshold's worth of every epoch.
+		threshold := w.laneThreshold
+		if w.lastEpochBytes > 2*threshold {
+			threshold = 0
+		}
+		w.ew = newEpochWriter(w.cfg.Writers, threshold, func() (*delta.DataWriter, error) {
 			return delta.NewDataWriter(w.cfg.Table, meta, opts)
 		})
 	}
@@ -695,6 +703,7 @@ func (w *Writer) endEpoch(ctx context.Context, n uint64) error {
 			return err
 		}
 		var err error
+		w.lastEpochBytes = w.ew.bytes
 		if adds, err = w.ew.close(); err != nil {
 			return fmt.Errorf("write-delta: %w", err)
 		}
