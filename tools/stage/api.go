@@ -79,6 +79,24 @@ type Operator interface {
 	Close() error
 }
 
+// AsyncSink is implemented by sinks that make an epoch durable in the background, so the
+// next epoch's rows are processed while the previous one commits (write-delta: encoding the
+// last row groups, fsync and the Delta commit). For such a sink the stage does not write
+// commit markers right after Barrier: it calls Durable once after Open, which switches the
+// sink to background commits, and writes the markers of the epoch Settle returns whenever
+// the channel signals, after every Barrier, and (with wait) before End. A sink commits its
+// epochs in order and has at most one commit in flight; Barrier(n) first completes the
+// commit of epoch n-1 (so the markers a crash may leave out are only those of commits that
+// are already durable in the sink, which a restart recognises, e.g. by the Delta txn).
+type AsyncSink interface {
+	// Durable returns a channel that receives a value when a background commit finished.
+	Durable() <-chan struct{}
+	// Settle completes the bookkeeping of the finished commits (waiting for the one in
+	// flight when wait) and returns the newest epoch durable since the previous call, 0 when
+	// none, or the error of a failed commit.
+	Settle(ctx context.Context, wait bool) (uint64, error)
+}
+
 // StateResolver is implemented by operators whose state-shaping options depend on the input
 // schema (e.g. dedup's default key is the declared key or all columns). The stage calls it
 // after reading the schema and before Open, and records the result in metadata.json together

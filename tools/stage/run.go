@@ -184,6 +184,21 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		}
 		return nil
 	}
+	var durable <-chan struct{}
+	var settle func(wait bool) error
+	if as, ok := op.(AsyncSink); ok && env.sink {
+		durable = as.Durable()
+		settle = func(wait bool) error {
+			n, err := as.Settle(ctx, wait)
+			if err != nil {
+				return fmt.Errorf("%s: %w", o.Tool, err)
+			}
+			if n > 0 {
+				return commitEpoch(&o, env, upstream, n)
+			}
+			return nil
+		}
+	}
 	var lastIn time.Time
 	msgs, readerDone := startReader(ctx, rd)
 	defer func() {
@@ -224,6 +239,11 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 				return err
 			}
 			continue
+		case <-durable:
+			if err := settle(false); err != nil {
+				return err
+			}
+			continue
 		case r, ok = <-msgs:
 		}
 		if !ok {
@@ -232,7 +252,7 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		if r.err != nil {
 			return fmt.Errorf("%s: stdin: %w", o.Tool, r.err)
 		}
-		err := handle(ctx, &o, env, op, r.msg, emit, sendCtrl, upstream, &lastIn, forwardOwned, ownsWM)
+		err := handle(ctx, &o, env, op, r.msg, emit, sendCtrl, upstream, &lastIn, forwardOwned, ownsWM, settle)
 		if err == errEnd {
 			if sig.requested() || r.msg.Control.Interrupted {
 				return ErrInterrupted
@@ -248,6 +268,11 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		}
 		if r.msg.Control != nil && r.msg.Control.Kind == codec.Barrier && sig.requested() {
 			// Finished the epoch: stop here and tell downstream this is a pause.
+			if settle != nil {
+				if err := settle(true); err != nil {
+					return err
+				}
+			}
 			if err := op.End(ctx, codec.Pause, emit); err != nil {
 				return err
 			}
@@ -290,7 +315,8 @@ func checkEpoch(env *Env, n uint64) error {
 }
 
 func handle(ctx context.Context, o *Options, env *Env, op Operator, m codec.Message, emit Emit,
-	sendCtrl func(codec.Control) error, upstream []string, lastIn *time.Time, forwardOwned func() error, ownsWM bool) error {
+	sendCtrl func(codec.Control) error, upstream []string, lastIn *time.Time, forwardOwned func() error, ownsWM bool,
+	settle func(wait bool) error) error {
 	if m.Batch != nil {
 		env.Stats.RecordsIn.Add(m.Batch.NumRows())
 		env.Stats.BatchesIn.Add(1)
@@ -327,7 +353,12 @@ func handle(ctx context.Context, o *Options, env *Env, op Operator, m codec.Mess
 		if err := sendCtrl(c); err != nil {
 			return err
 		}
-		if isSink(op, env) {
+		switch {
+		case settle != nil:
+			if err := settle(false); err != nil {
+				return err
+			}
+		case isSink(op, env):
 			if err := commitEpoch(o, env, upstream, c.Epoch); err != nil {
 				return err
 			}
@@ -337,6 +368,11 @@ func handle(ctx context.Context, o *Options, env *Env, op Operator, m codec.Mess
 		}
 		return nil
 	case codec.End:
+		if settle != nil {
+			if err := settle(true); err != nil {
+				return err
+			}
+		}
 		if err := op.End(ctx, c.End, emit); err != nil {
 			return err
 		}

@@ -438,3 +438,106 @@ func TestProgressJSON(t *testing.T) {
 		t.Fatalf("final progress line: %+v", last)
 	}
 }
+
+// asyncRecorder is a recorder whose epochs become durable in the background (AsyncSink):
+// Barrier starts a commit that finishes a moment later; the commit of epoch failAt fails.
+type asyncRecorder struct {
+	recorder
+	dir      string // its checkpoint directory
+	failAt   uint64
+	durable  chan struct{}
+	inflight chan struct{} // closed when the commit in flight finished
+	mu2      sync.Mutex
+	done     uint64 // newest epoch committed in the background
+	err      error
+	reported uint64
+	early    []uint64 // epochs whose marker was written before Settle returned them
+}
+
+func (a *asyncRecorder) Durable() <-chan struct{} {
+	a.durable = make(chan struct{}, 1)
+	return a.durable
+}
+
+func (a *asyncRecorder) Barrier(ctx context.Context, n uint64, emit Emit) error {
+	if a.inflight != nil {
+		<-a.inflight // one commit in flight at a time
+	}
+	if err := a.recorder.Barrier(ctx, n, emit); err != nil {
+		return err
+	}
+	a.inflight = make(chan struct{})
+	go func(done chan struct{}) {
+		time.Sleep(5 * time.Millisecond)
+		a.mu2.Lock()
+		if n == a.failAt {
+			a.err = fmt.Errorf("background commit of epoch %d failed", n)
+		} else {
+			a.done = n
+		}
+		a.mu2.Unlock()
+		close(done)
+		select {
+		case a.durable <- struct{}{}:
+		default:
+		}
+	}(a.inflight)
+	return nil
+}
+
+func (a *asyncRecorder) Settle(_ context.Context, wait bool) (uint64, error) {
+	if wait && a.inflight != nil {
+		<-a.inflight
+	}
+	a.mu2.Lock()
+	defer a.mu2.Unlock()
+	if a.err != nil {
+		return 0, a.err
+	}
+	if a.done <= a.reported {
+		return 0, nil
+	}
+	if c, _ := state.Committed(a.dir); c >= a.done {
+		a.early = append(a.early, a.done)
+	}
+	a.reported = a.done
+	a.add(fmt.Sprintf("durable %d", a.done))
+	return a.done, nil
+}
+
+// An AsyncSink's commit markers are written when Settle reports its epochs durable (never
+// right after Barrier), every epoch is committed by the end, and a failed background commit
+// fails the stage without a marker for its epoch.
+func TestAsyncSinkMarkers(t *testing.T) {
+	withChecked(t)
+	root := t.TempDir()
+	a := &asyncRecorder{dir: filepath.Join(root, "rec")}
+	serr, oerr := pipeline(t, root, &countSource{total: 55}, a, nil)
+	if serr != nil || oerr != nil {
+		t.Fatalf("source %v, sink %v", serr, oerr)
+	}
+	if len(a.early) > 0 {
+		t.Fatalf("markers written before the epochs were durable: %v", a.early)
+	}
+	lines := strings.Join(a.lines, ",")
+	if !strings.Contains(lines, "durable 3,end pause") {
+		t.Fatalf("the last epoch was not settled before End: %q", a.lines)
+	}
+	for _, d := range []string{"count", "rec"} {
+		if c, err := state.Committed(filepath.Join(root, d)); err != nil || c != 3 {
+			t.Fatalf("%s committed %d, %v; want 3", d, c, err)
+		}
+	}
+
+	root2 := t.TempDir()
+	b := &asyncRecorder{dir: filepath.Join(root2, "rec"), failAt: 2}
+	_, oerr = pipeline(t, root2, &countSource{total: 55}, b, nil)
+	if oerr == nil || !strings.Contains(oerr.Error(), "background commit of epoch 2 failed") {
+		t.Fatalf("got %v", oerr)
+	}
+	for _, d := range []string{"count", "rec"} {
+		if c, _ := state.Committed(filepath.Join(root2, d)); c != 1 {
+			t.Fatalf("%s committed %d after the failed commit of epoch 2, want 1", d, c)
+		}
+	}
+}

@@ -133,11 +133,16 @@ func run(t testing.TB, cfg Config, ckpt string, input []byte, tune ...func(*Writ
 	for _, f := range tune {
 		f(w)
 	}
+	return runFrom(w, ckpt, cfg.Table, bytes.NewReader(input))
+}
+
+// runFrom runs w over the stream read from in, with the stage loop as the command does.
+func runFrom(w *Writer, ckpt, table string, in io.Reader) (string, error) {
 	var log bytes.Buffer
-	o := stage.Options{Tool: Tool, Checkpoint: ckpt, StateOptions: map[string]string{"table": cfg.Table},
-		Stdin: bytes.NewReader(input), Stdout: io.Discard, Stderr: &log, NoSignals: true,
+	o := stage.Options{Tool: Tool, Checkpoint: ckpt, StateOptions: map[string]string{"table": table},
+		Stdin: in, Stdout: io.Discard, Stderr: &log, NoSignals: true,
 		Progress: stage.ProgressOff, Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-	err = stage.RunOperator(context.Background(), o, w)
+	err := stage.RunOperator(context.Background(), o, w)
 	return log.String(), err
 }
 

@@ -166,6 +166,13 @@ type Writer struct {
 	laneThreshold  int64 // DefaultLaneThreshold; tests lower it
 	lastEpochBytes int64 // Arrow bytes of the previous epoch written here
 
+	// Background commits (stage.AsyncSink), switched on by Durable.
+	async    bool
+	pending  *pendingCommit // the epoch committing in the background, nil when none
+	durable  chan struct{}
+	settled  uint64 // the newest epoch durable in the table (committed or skipped)
+	reported uint64 // the newest epoch Settle returned
+
 	committed, skipped int
 	rowsTotal          int64
 	commitTime         time.Duration
@@ -671,17 +678,123 @@ func (w *Writer) discardEpoch() error {
 // Barrier commits epoch n (its data files, or only txn + commitInfo when it had no rows), or
 // skips it when the table already holds it for this flow.
 func (w *Writer) Barrier(ctx context.Context, n uint64, _ stage.Emit) error {
-	if err := w.endEpoch(ctx, n); err != nil {
+	if err := w.endEpoch(ctx, n, true); err != nil {
 		return err
 	}
 	w.lastBarrier, w.sawBarrier = n, true
 	return nil
 }
 
-// endEpoch commits or skips the current epoch as epoch n.
-func (w *Writer) endEpoch(ctx context.Context, n uint64) error {
+// pendingCommit is an epoch committing in the background: its lanes finish their files, then
+// the Delta commit is attempted.
+type pendingCommit struct {
+	n     uint64
+	ew    *epochWriter
+	rows  int64
+	start time.Time
+	done  chan struct{} // closed when adds, res and err are set
+	adds  []delta.Add
+	res   *delta.CommitResult
+	err   error
+}
+
+// Durable switches the writer to background commits (stage.AsyncSink): Barrier(n) hands
+// epoch n to a goroutine that closes its files and commits it while the next epoch's rows are
+// encoded. Only appends to an existing table whose metadata this run does not change go to
+// the background; creating the table, --merge-schema changes, overwrite and a flow takeover's
+// first commit stay synchronous (their retries read and change the writer's snapshot). What
+// overlaps is the tail of an epoch (its last row groups, fsync, the commit) with the start of
+// the next; memory then holds up to two epochs' row-group buffers.
+func (w *Writer) Durable() <-chan struct{} {
+	if w.durable == nil {
+		w.durable = make(chan struct{}, 1)
+	}
+	w.async = true
+	return w.durable
+}
+
+// Settle completes the background commit if it finished (or, with wait, once it finishes)
+// and returns the newest epoch durable in the table that it did not return before (0: none),
+// or the commit's error; the data files of a failed commit are deleted.
+func (w *Writer) Settle(ctx context.Context, wait bool) (uint64, error) {
+	if err := w.settle(ctx, wait); err != nil {
+		return 0, err
+	}
+	if w.settled > w.reported {
+		w.reported = w.settled
+		return w.reported, nil
+	}
+	return 0, nil
+}
+
+func (w *Writer) settle(ctx context.Context, wait bool) error {
+	p := w.pending
+	if p == nil {
+		return nil
+	}
+	if wait {
+		<-p.done
+	} else {
+		select {
+		case <-p.done:
+		default:
+			return nil
+		}
+	}
+	w.pending = nil
+	if p.err != nil {
+		p.ew.abort()
+		return p.err
+	}
+	return w.committedEpoch(ctx, p.n, p.res, p.rows, len(p.adds), p.start)
+}
+
+// canCommitAsync reports whether the current epoch may commit in the background: a plain
+// append of files to a table this writer already knows, with nothing a retry must change.
+func (w *Writer) canCommitAsync() bool {
+	return w.async && w.ew != nil && w.snap != nil && w.pendMeta == nil && w.cfg.Mode == ModeAppend && !w.takeover
+}
+
+// commitAsync hands the current epoch (its lanes, after any held rows) to a background
+// commit as epoch n.
+func (w *Writer) commitAsync(ctx context.Context, n uint64) error {
+	if err := w.write(nil); err != nil {
+		return err
+	}
+	p := &pendingCommit{n: n, ew: w.ew, rows: w.rows, start: time.Now(), done: make(chan struct{})}
+	w.lastEpochBytes = p.ew.bytes
+	w.ew, w.rows, w.pending = nil, 0, p
+	req := w.commitRequest(n, p.rows)
+	go func() {
+		defer func() {
+			close(p.done)
+			select {
+			case w.durable <- struct{}{}:
+			default:
+			}
+		}()
+		if p.adds, p.err = p.ew.close(); p.err != nil {
+			p.err = fmt.Errorf("write-delta: %w", p.err)
+			return
+		}
+		setAdds(&req, p.adds, p.rows, 0)
+		var err error
+		if p.res, err = w.table.Commit(ctx, req); err != nil {
+			p.err = w.commitError(err, n)
+		}
+	}()
+	return nil
+}
+
+// endEpoch commits or skips the current epoch as epoch n, in the background when async and
+// canCommitAsync allow.
+func (w *Writer) endEpoch(ctx context.Context, n uint64, async bool) error {
 	if n > math.MaxInt64 {
 		return fmt.Errorf("write-delta: epoch %d does not fit a Delta txn version", n)
+	}
+	// The previous epoch's commit decides whether this one is a replay (w.txn).
+	if err := w.settle(ctx, true); err != nil {
+		return err
 	}
 	if w.haveTxn && int64(n) <= w.txn {
 		if w.takeover && n > w.ownEpoch {
@@ -694,8 +807,12 @@ func (w *Writer) endEpoch(ctx context.Context, n uint64) error {
 			return err
 		}
 		w.skipped++
+		w.settled = n
 		w.env.Log.Info("epoch already committed to the table: skipped", "epoch", n, "flow", w.flow, "txn_version", w.txn, "rows", rows)
 		return nil
+	}
+	if async && w.canCommitAsync() {
+		return w.commitAsync(ctx, n)
 	}
 	var adds []delta.Add
 	if w.ew != nil || len(w.held) > 0 {
@@ -718,6 +835,7 @@ func (w *Writer) endEpoch(ctx context.Context, n uint64) error {
 	}
 	w.rows = 0
 	if errors.Is(err, errSkipAfterJoin) {
+		w.settled = n
 		return nil
 	}
 	return err
@@ -728,24 +846,9 @@ func (w *Writer) endEpoch(ctx context.Context, n uint64) error {
 func (w *Writer) commit(ctx context.Context, n uint64, adds []delta.Add, rows int64) error {
 	start := time.Now()
 	root := w.cfg.Table
-	var bytes int64
-	for _, a := range adds {
-		bytes += a.Size
-	}
 	overwrite := w.cfg.Mode == ModeOverwrite && len(adds) > 0
-	outputMode := "Append"
-	if w.cfg.Mode == ModeOverwrite {
-		outputMode = "Complete"
-	}
-	params := map[string]string{"outputMode": outputMode, "queryId": w.flow, "epochId": strconv.FormatUint(n, 10)}
 	for attempt := 1; ; attempt++ {
-		req := delta.CommitRequest{
-			Read:                w.snap,
-			Adds:                adds,
-			Txn:                 &delta.Txn{AppID: w.flow, Version: int64(n)},
-			Operation:           "STREAMING UPDATE",
-			OperationParameters: params,
-		}
+		req := w.commitRequest(n, rows)
 		removed := 0
 		if overwrite {
 			req.Mode = delta.Overwrite
@@ -753,12 +856,7 @@ func (w *Writer) commit(ctx context.Context, n uint64, adds []delta.Add, rows in
 				removed = w.snap.NumFiles()
 			}
 		}
-		req.OperationMetrics = map[string]string{
-			"numAddedFiles":   strconv.Itoa(len(adds)),
-			"numRemovedFiles": strconv.Itoa(removed),
-			"numOutputRows":   strconv.FormatInt(rows, 10),
-			"numOutputBytes":  strconv.FormatInt(bytes, 10),
-		}
+		setAdds(&req, adds, rows, removed)
 		creating := w.snap == nil
 		if creating {
 			req.Protocol, req.Metadata = w.createProto, w.createMeta
@@ -767,17 +865,8 @@ func (w *Writer) commit(ctx context.Context, n uint64, adds []delta.Add, rows in
 		}
 		res, err := w.table.Commit(ctx, req)
 		if err == nil {
-			if err := w.committedAt(ctx, res); err != nil {
-				return err
-			}
-			w.txn, w.haveTxn, w.takeover = int64(n), true, false
-			w.committed++
-			w.rowsTotal += rows
-			d := time.Since(start)
-			w.commitTime += d
-			w.env.Log.Debug("committed epoch", "epoch", n, "version", res.Version, "rows", rows, "files", len(adds),
-				"attempts", res.Attempts+attempt-1, "ms", d.Milliseconds())
-			return nil
+			res.Attempts += attempt - 1
+			return w.committedEpoch(ctx, n, res, rows, len(adds), start)
 		}
 		var ce *delta.ConflictError
 		if errors.As(err, &ce) {
@@ -805,13 +894,70 @@ func (w *Writer) commit(ctx context.Context, n uint64, adds []delta.Add, rows in
 				}
 				w.snap = ns
 				continue
-			case ce.Kind == delta.ConflictTransaction:
-				return fmt.Errorf("write-delta: table %s: %v: only one write-delta may run per flow (%s)", root, err, w.flow)
 			}
-			return fmt.Errorf("write-delta: table %s: %w; another writer changed the table's metadata or protocol: restart write-delta to continue (epoch %d is replayed, nothing is lost)", root, err, n)
 		}
-		return fmt.Errorf("write-delta: epoch %d: %w", n, err)
+		return w.commitError(err, n)
 	}
+}
+
+// commitRequest is the commit of epoch n with rows rows, before its add actions and metrics
+// (setAdds).
+func (w *Writer) commitRequest(n uint64, rows int64) delta.CommitRequest {
+	outputMode := "Append"
+	if w.cfg.Mode == ModeOverwrite {
+		outputMode = "Complete"
+	}
+	return delta.CommitRequest{
+		Read:                w.snap,
+		Txn:                 &delta.Txn{AppID: w.flow, Version: int64(n)},
+		Operation:           "STREAMING UPDATE",
+		OperationParameters: map[string]string{"outputMode": outputMode, "queryId": w.flow, "epochId": strconv.FormatUint(n, 10)},
+	}
+}
+
+// setAdds puts the epoch's add actions into req with the operation metrics Spark records for a
+// streaming update.
+func setAdds(req *delta.CommitRequest, adds []delta.Add, rows int64, removed int) {
+	var bytes int64
+	for _, a := range adds {
+		bytes += a.Size
+	}
+	req.Adds = adds
+	req.OperationMetrics = map[string]string{
+		"numAddedFiles":   strconv.Itoa(len(adds)),
+		"numRemovedFiles": strconv.Itoa(removed),
+		"numOutputRows":   strconv.FormatInt(rows, 10),
+		"numOutputBytes":  strconv.FormatInt(bytes, 10),
+	}
+}
+
+// commitError explains a failed commit of epoch n that is not retried.
+func (w *Writer) commitError(err error, n uint64) error {
+	var ce *delta.ConflictError
+	if errors.As(err, &ce) {
+		if ce.Kind == delta.ConflictTransaction {
+			return fmt.Errorf("write-delta: table %s: %v: only one write-delta may run per flow (%s)", w.cfg.Table, err, w.flow)
+		}
+		return fmt.Errorf("write-delta: table %s: %w; another writer changed the table's metadata or protocol: restart write-delta to continue (epoch %d is replayed, nothing is lost)", w.cfg.Table, err, n)
+	}
+	return fmt.Errorf("write-delta: epoch %d: %w", n, err)
+}
+
+// committedEpoch records the successful commit res of epoch n (rows rows in files files,
+// started at start).
+func (w *Writer) committedEpoch(ctx context.Context, n uint64, res *delta.CommitResult, rows int64, files int, start time.Time) error {
+	if err := w.committedAt(ctx, res); err != nil {
+		return err
+	}
+	w.txn, w.haveTxn, w.takeover = int64(n), true, false
+	w.settled = n
+	w.committed++
+	w.rowsTotal += rows
+	d := time.Since(start)
+	w.commitTime += d
+	w.env.Log.Debug("committed epoch", "epoch", n, "version", res.Version, "rows", rows, "files", files,
+		"attempts", res.Attempts, "ms", d.Milliseconds())
+	return nil
 }
 
 // errSkipAfterJoin is returned by commit when the table another writer created already holds
@@ -870,6 +1016,9 @@ func (w *Writer) joinCreatedTable(ctx context.Context) error {
 // the package documentation), refuses them with pause, and creates the table when the stream
 // carried no epoch at all.
 func (w *Writer) End(ctx context.Context, kind codec.EndKind, _ stage.Emit) error {
+	if err := w.settle(ctx, true); err != nil {
+		return err
+	}
 	trailing := w.rows > 0
 	switch {
 	case trailing && kind == codec.Pause:
@@ -889,7 +1038,7 @@ func (w *Writer) End(ctx context.Context, kind codec.EndKind, _ stage.Emit) erro
 			}
 		}
 		w.env.Log.Info("committing the rows after the last barrier as a final epoch", "epoch", e, "rows", w.rows)
-		if err := w.endEpoch(ctx, e); err != nil {
+		if err := w.endEpoch(ctx, e, false); err != nil {
 			return err
 		}
 		if w.env.Dir != nil && w.haveTxn && uint64(w.txn) >= e {
@@ -937,6 +1086,16 @@ func (w *Writer) createEmpty(ctx context.Context) error {
 // Close deletes the data files of an epoch that was not committed (an error or an abort) and
 // releases held batches.
 func (w *Writer) Close() error {
+	// A background commit still running finishes first: its files are deleted only if it
+	// failed (a commit that succeeded is in the table, whether or not its markers were
+	// written; a restart skips its epoch by the txn).
+	if p := w.pending; p != nil {
+		<-p.done
+		w.pending = nil
+		if p.err != nil {
+			p.ew.abort()
+		}
+	}
 	err := w.discardEpoch()
 	w.lock.Release()
 	for _, c := range w.consts {
