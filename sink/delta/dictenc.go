@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/maphash"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -57,15 +58,23 @@ func dictEncode(chunks []arrow.Array, rows int, limit int64, scratch *[]int32) a
 	switch dt.ID() {
 	case arrow.INT64, arrow.TIMESTAMP:
 		var d int64Dict
-		d.init()
+		d.init(chunks)
 		pos := 0
 		for _, c := range chunks {
 			n := c.Len()
-			vals := arrow.Int64Traits.CastFromBytes(c.Data().Buffers()[1].Bytes())[c.Data().Offset():][:n]
+			vals := int64Values(c)
 			out := idx[pos : pos+n]
-			hasNulls := c.NullN() > 0
-			for i, v := range vals {
-				if !hasNulls || c.IsValid(i) {
+			switch {
+			case c.NullN() > 0:
+				for i, v := range vals {
+					if c.IsValid(i) {
+						out[i] = d.index(v)
+					}
+				}
+			case d.direct != nil:
+				d.indexDirect(vals, out)
+			default:
+				for i, v := range vals {
 					out[i] = d.index(v)
 				}
 			}
@@ -145,20 +154,74 @@ func dictEncode(chunks []arrow.Array, rows int, limit int64, scratch *[]int32) a
 	return array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: dt}, ia, da)
 }
 
+// int64Values returns the int64 values of c (an INT64 or TIMESTAMP array), null slots
+// included.
+func int64Values(c arrow.Array) []int64 {
+	return arrow.Int64Traits.CastFromBytes(c.Data().Buffers()[1].Bytes())[c.Data().Offset():][:c.Len()]
+}
+
+// maxDirectRange is the widest value range (max − min + 1) an int64Dict maps with a direct
+// table instead of a hash table: 64 Ki slots (256 KiB, within L2), as small-range integers
+// (delays, distances, counts, codes) usually are.
+const maxDirectRange = 1 << 16
+
 // int64Dict maps distinct int64 values to dense indices (order of first occurrence) with
-// open addressing (linear probing, Fibonacci hashing); slots hold index+1, 0 = empty.
+// open addressing (linear probing, Fibonacci hashing); slots hold index+1, 0 = empty. When
+// the chunks' non-null values span at most maxDirectRange values, direct (indexed by
+// value − lo) replaces the hash table for the chunks without nulls.
 type int64Dict struct {
 	slots   []int32
 	vals    []int64
 	shift   uint
 	last    int64 // the previous value and its index: runs skip the probe
 	lastIdx int32
+	direct  []int32 // index+1 of value lo+i, 0 = not seen
+	lo      int64
 }
 
-func (d *int64Dict) init() {
+func (d *int64Dict) init(chunks []arrow.Array) {
 	d.slots = make([]int32, 1<<10)
 	d.shift = 64 - 10
 	d.lastIdx = -1
+	lo, hi, any := int64(math.MaxInt64), int64(math.MinInt64), false
+	for _, c := range chunks {
+		if c.NullN() > 0 {
+			// nulls' slots hold arbitrary values: such chunks take the hash table, but
+			// their values must be in direct too, so the range would have to count them.
+			return
+		}
+		vals := int64Values(c)
+		for len(vals) > 0 {
+			// In blocks, so that a wide range (timestamps) stops the scan early.
+			blk := vals[:min(len(vals), 1024)]
+			vals = vals[len(blk):]
+			for _, v := range blk {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+			if uint64(hi-lo) >= maxDirectRange {
+				return
+			}
+		}
+		any = any || c.Len() > 0
+	}
+	if any && uint64(hi-lo) < maxDirectRange {
+		d.direct = make([]int32, hi-lo+1)
+		d.lo = lo
+	}
+}
+
+// indexDirect sets out[i] to the index of vals[i] through the direct table.
+func (d *int64Dict) indexDirect(vals []int64, out []int32) {
+	direct, lo := d.direct, d.lo
+	for i, v := range vals {
+		k := direct[v-lo] - 1
+		if k < 0 {
+			d.vals = append(d.vals, v)
+			k = int32(len(d.vals) - 1)
+			direct[v-lo] = k + 1
+		}
+		out[i] = k
+	}
 }
 
 func (d *int64Dict) index(v int64) int32 {
@@ -204,10 +267,11 @@ func (d *int64Dict) grow() {
 // values are kept as an Arrow string/binary layout (offs, data). size is their PLAIN
 // encoded size (4-byte length prefix + bytes each). Strings of up to 7 bytes (codes, flags,
 // short names: the common case for low-cardinality columns) are keyed by their bytes and
-// length packed into a uint64, so probing compares integers; longer ones by maphash.
+// length packed into a uint64, so probing compares integers; longer ones by maphash. A slot
+// holds the key next to the entry, so a probe touches one cache line.
 type bytesDict struct {
-	slots []int32
-	keys  []uint64 // per entry: the packed short string, or the hash of a long one
+	slots []bytesSlot
+	n     int32 // entries
 	offs  []int32
 	data  []byte
 	shift uint
@@ -217,8 +281,15 @@ type bytesDict struct {
 	lastIdx int32
 }
 
+// bytesSlot is one slot of a bytesDict: ref = index+1 of a short string, −(index+1) of a long
+// one (whose hash may equal a short string's packed key), 0 = empty.
+type bytesSlot struct {
+	key uint64
+	ref int32
+}
+
 func (d *bytesDict) init() {
-	d.slots = make([]int32, 1<<10)
+	d.slots = make([]bytesSlot, 1<<10)
 	d.shift = 64 - 10
 	d.offs = []int32{0}
 	d.lastIdx = -1
@@ -237,12 +308,11 @@ func (d *bytesDict) index(b []byte) int32 {
 	i := (key * 0x9E3779B97F4A7C15) >> d.shift
 	for {
 		s := d.slots[i]
-		if s == 0 {
-			return d.insert(key, b, i)
+		if s.ref == 0 {
+			return d.insert(key, b, i, true)
 		}
-		if k := s - 1; d.keys[k] == key {
-			// A long string's hash may equal a short key, so lengths are compared too.
-			if v := d.data[d.offs[k]:d.offs[k+1]]; len(v) == len(b) && bytes.Equal(v, b) {
+		if s.key == key && s.ref < 0 {
+			if k := -s.ref - 1; bytes.Equal(d.data[d.offs[k]:d.offs[k+1]], b) {
 				return k
 			}
 		}
@@ -261,14 +331,12 @@ func (d *bytesDict) indexShort(key uint64, b []byte) int32 {
 	i := (key * 0x9E3779B97F4A7C15) >> d.shift
 	for {
 		s := d.slots[i]
-		if s == 0 {
-			k := d.insert(key, b, i)
-			d.lastKey, d.lastIdx = key, k
-			return k
+		if s.key == key && s.ref > 0 {
+			d.lastKey, d.lastIdx = key, s.ref-1
+			return s.ref - 1
 		}
-		// A short key holds the length and every byte; a long string's hash may equal a
-		// short key, so the length is compared too.
-		if k := s - 1; d.keys[k] == key && d.offs[k+1]-d.offs[k] == int32(len(b)) {
+		if s.ref == 0 {
+			k := d.insert(key, b, i, false)
 			d.lastKey, d.lastIdx = key, k
 			return k
 		}
@@ -277,28 +345,36 @@ func (d *bytesDict) indexShort(key uint64, b []byte) int32 {
 }
 
 // insert adds b (key: its packed or hashed key) as a new entry in empty slot i.
-func (d *bytesDict) insert(key uint64, b []byte, i uint64) int32 {
-	k := int32(len(d.keys))
-	d.keys = append(d.keys, key)
+func (d *bytesDict) insert(key uint64, b []byte, i uint64, long bool) int32 {
+	k := d.n
+	d.n++
 	d.data = append(d.data, b...)
 	d.offs = append(d.offs, int32(len(d.data)))
 	d.size += int64(len(b)) + 4
-	d.slots[i] = k + 1
-	if 2*len(d.keys) > len(d.slots) {
+	ref := k + 1
+	if long {
+		ref = -ref
+	}
+	d.slots[i] = bytesSlot{key, ref}
+	if 2*int(d.n) > len(d.slots) {
 		d.grow()
 	}
 	return k
 }
 
 func (d *bytesDict) grow() {
-	d.slots = make([]int32, 2*len(d.slots))
+	old := d.slots
+	d.slots = make([]bytesSlot, 2*len(old))
 	d.shift--
 	mask := uint64(len(d.slots) - 1)
-	for k, key := range d.keys {
-		i := (key * 0x9E3779B97F4A7C15) >> d.shift
-		for d.slots[i] != 0 {
+	for _, s := range old {
+		if s.ref == 0 {
+			continue
+		}
+		i := (s.key * 0x9E3779B97F4A7C15) >> d.shift
+		for d.slots[i].ref != 0 {
 			i = (i + 1) & mask
 		}
-		d.slots[i] = int32(k + 1)
+		d.slots[i] = s
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand"
 	"path/filepath"
 	"strings"
@@ -353,5 +354,110 @@ func TestWriterRarePartitionHoldsLittle(t *testing.T) {
 	// A batch is ~350 KB; holding all 40 would be ~14 MB.
 	if peak > 3<<20 {
 		t.Fatalf("writer held %d bytes of Arrow data", peak)
+	}
+}
+
+// TestDictEncodeInt64Ranges: small-range int64 chunks without nulls take the direct table,
+// wider ones or chunks with nulls the hash table; every path gives the dictionary in order of
+// first occurrence and the right index for each row, across chunk boundaries and offsets.
+func TestDictEncodeInt64Ranges(t *testing.T) {
+	mem := newMem(t)
+	rng := rand.New(rand.NewSource(2))
+	build := func(vals []int64, nullAt int) arrow.Array {
+		b := array.NewInt64Builder(mem)
+		defer b.Release()
+		for i, v := range vals {
+			if i == nullAt {
+				b.AppendNull()
+			} else {
+				b.Append(v)
+			}
+		}
+		return b.NewArray()
+	}
+	for _, tc := range []struct {
+		name   string
+		lo, hi int64 // values drawn from [lo, hi], both included
+		nullAt int   // a null in the second chunk at this row (-1: none)
+		direct bool
+	}{
+		{"direct, negative to positive", -300, 300, -1, true},
+		{"direct, widest range", -1 << 40, -1<<40 + maxDirectRange - 1, -1, true},
+		{"hash, one past the range", 5, 5 + maxDirectRange, -1, false},
+		{"hash, a null", -300, 300, 7, false},
+		{"hash, extremes", math.MinInt64, math.MaxInt64, -1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var chunks []arrow.Array
+			var all []int64
+			valid := map[int]bool{}
+			for c := 0; c < 3; c++ {
+				vals := make([]int64, 500+c*300)
+				for i := range vals {
+					switch {
+					case i == 0 && c == 0:
+						vals[i] = tc.lo
+					case i == 1 && c == 2:
+						vals[i] = tc.hi
+					default:
+						span := uint64(tc.hi-tc.lo) + 1
+						if span == 0 { // the full int64 range
+							vals[i] = int64(rng.Uint64())
+						} else {
+							vals[i] = tc.lo + int64(rng.Uint64()%min(span, 900))*int64(max(span/900, 1))
+						}
+					}
+				}
+				nullAt := -1
+				if c == 1 {
+					nullAt = tc.nullAt
+				}
+				a := build(vals, nullAt)
+				defer a.Release()
+				if c == 2 { // a slice with an offset
+					s := array.NewSlice(a, 1, int64(a.Len()))
+					defer s.Release()
+					a, vals = s, vals[1:]
+				}
+				for i, v := range vals {
+					valid[len(all)] = i != nullAt
+					all = append(all, v)
+				}
+				chunks = append(chunks, a)
+			}
+			var d int64Dict
+			d.init(chunks)
+			if (d.direct != nil) != tc.direct {
+				t.Fatalf("direct table used: %v, want %v", d.direct != nil, tc.direct)
+			}
+			enc := dictEncode(chunks, len(all), 1<<20, new([]int32))
+			if enc == nil {
+				t.Fatal("nil under the limit")
+			}
+			defer enc.Release()
+			da := enc.(*array.Dictionary)
+			dict := da.Dictionary().(*array.Int64).Int64Values()
+			idx := da.Indices().(*array.Int32)
+			var want []int64
+			seen := map[int64]bool{}
+			for i, v := range all {
+				if da.IsNull(i) == valid[i] {
+					t.Fatalf("row %d: null %v", i, da.IsNull(i))
+				}
+				if !valid[i] {
+					continue
+				}
+				if !seen[v] {
+					seen[v] = true
+					want = append(want, v)
+				}
+				if got := dict[idx.Value(i)]; got != v {
+					t.Fatalf("row %d: %d encoded as %d", i, v, got)
+				}
+			}
+			if fmt.Sprint(dict) != fmt.Sprint(want) {
+				t.Fatalf("dictionary not in order of first occurrence:\n%v\n%v", dict, want)
+			}
+		})
 	}
 }
