@@ -77,10 +77,12 @@ func (w *DataWriter) flushFlat(of *openFile) error {
 		}
 		return rgw.Close()
 	}
-	rgw := of.pw.AppendBufferedRowGroup()
+	rgw, err := of.pw.AppendBufferedRowGroupChecked()
+	if err != nil {
+		return err
+	}
 	cws := make([]file.ColumnChunkWriter, len(fields))
 	for j := range fields {
-		var err error
 		if cws[j], err = rgw.Column(j); err != nil {
 			return err
 		}
