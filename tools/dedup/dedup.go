@@ -229,11 +229,7 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 		d.dropMask.Reserve(n)
 	}
 	// The keys of the whole batch, so that the store can overlap their lookups.
-	d.keyBuf, d.keyEnds = d.keyBuf[:0], d.keyEnds[:0]
-	for r := 0; r < n; r++ {
-		d.keyBuf = codec.AppendRow(d.keyBuf, cols, r)
-		d.keyEnds = append(d.keyEnds, len(d.keyBuf))
-	}
+	d.keyBuf, d.keyEnds = codec.AppendRows(d.keyBuf[:0], d.keyEnds[:0], cols, n)
 	d.keys = d.keys[:0]
 	for r, start := 0, 0; r < n; r++ {
 		d.keys = append(d.keys, d.keyBuf[start:d.keyEnds[r]])
