@@ -106,6 +106,39 @@ func AppendRow(dst []byte, cols []KeyColumn, r int) []byte {
 	return dst
 }
 
+// AppendRows appends the encoded keys of rows 0 to n-1 to dst, each as AppendRow encodes it,
+// and where each ends in dst to ends. A single key column without nulls of binary, string or
+// int64 values is encoded by a loop of its own (no per-row type switch and null tests).
+func AppendRows(dst []byte, ends []int, cols []KeyColumn, n int) ([]byte, []int) {
+	if len(cols) == 1 && !cols[0].HasNulls() {
+		switch a := cols[0].Arr.(type) {
+		case *array.Binary:
+			for r := 0; r < n; r++ {
+				dst = appendBytes(dst, tagBinary, a.Value(r))
+				ends = append(ends, len(dst))
+			}
+			return dst, ends
+		case *array.String:
+			for r := 0; r < n; r++ {
+				dst = appendBytes(dst, tagString, []byte(a.Value(r)))
+				ends = append(ends, len(dst))
+			}
+			return dst, ends
+		case *array.Int64:
+			for r := 0; r < n; r++ {
+				dst = appendU64(dst, tagInt, uint64(a.Value(r)))
+				ends = append(ends, len(dst))
+			}
+			return dst, ends
+		}
+	}
+	for r := 0; r < n; r++ {
+		dst = AppendRow(dst, cols, r)
+		ends = append(ends, len(dst))
+	}
+	return dst, ends
+}
+
 // AppendKeyInt appends v as an int key part, as AppendRow encodes a value of an integer
 // column (window state appends count-window slice numbers to keys this way).
 func AppendKeyInt(dst []byte, v int64) []byte { return appendU64(dst, tagInt, uint64(v)) }

@@ -125,6 +125,8 @@ func TestHash64Stable(t *testing.T) {
 
 // HashRows equals AppendRow + Hash64 row by row, on its fast paths (one top-level column of
 // each type, with and without nulls, short and long values) and on the general path.
+// HashRows and AppendRows (whose fast paths take single columns without nulls) agree with
+// AppendRow, on whole and sliced batches.
 func TestHashRowsMatchesAppendRow(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -137,6 +139,8 @@ func TestHashRowsMatchesAppendRow(t *testing.T) {
 		{Name: "i32", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 		{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 		{Name: "nonull", Type: arrow.BinaryTypes.String},
+		{Name: "nonullbin", Type: arrow.BinaryTypes.Binary},
+		{Name: "nonulli64", Type: arrow.PrimitiveTypes.Int64},
 	}, nil)
 	b := array.NewRecordBuilder(mem, s)
 	defer b.Release()
@@ -173,19 +177,32 @@ func TestHashRowsMatchesAppendRow(t *testing.T) {
 			}
 		}
 	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	keys := [][]string{{"bin"}, {"str"}, {"lstr"}, {"i64"}, {"i32"}, {"f"}, {"nonull"}, {"str", "i64"}}
-	for _, k := range keys {
-		enc, err := NewKeyEncoder(s, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols := enc.Columns(rec)
-		got := HashRows(nil, cols, int(rec.NumRows()))
-		for r := range got {
-			if want := Hash64(AppendRow(nil, cols, r)); got[r] != want {
-				t.Fatalf("key %v row %d: HashRows %x, AppendRow+Hash64 %x", k, r, got[r], want)
+	whole := b.NewRecordBatch()
+	defer whole.Release()
+	sliced := whole.NewSlice(3, 150)
+	defer sliced.Release()
+	keys := [][]string{{"bin"}, {"str"}, {"lstr"}, {"i64"}, {"i32"}, {"f"}, {"nonull"}, {"nonullbin"}, {"nonulli64"}, {"str", "i64"}, {"nonullbin", "nonulli64"}}
+	for _, rec := range []arrow.RecordBatch{whole, sliced} {
+		for _, k := range keys {
+			enc, err := NewKeyEncoder(s, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cols := enc.Columns(rec)
+			n := int(rec.NumRows())
+			got := HashRows(nil, cols, n)
+			buf, ends := AppendRows([]byte("x"), []int{1}, cols, n)
+			if len(ends) != n+1 {
+				t.Fatalf("key %v: AppendRows gave %d ends for %d rows", k, len(ends)-1, n)
+			}
+			for r := range got {
+				want := AppendRow(nil, cols, r)
+				if got[r] != Hash64(want) {
+					t.Fatalf("key %v row %d: HashRows %x, AppendRow+Hash64 %x", k, r, got[r], Hash64(want))
+				}
+				if rows := buf[ends[r]:ends[r+1]]; string(rows) != string(want) {
+					t.Fatalf("key %v row %d: AppendRows %x, AppendRow %x", k, r, rows, want)
+				}
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/endian"
@@ -37,33 +38,104 @@ func (r *Reader) Forwardable() bool {
 // Controls, the end of the stream and truncation are as with Next. Only for a Forwardable
 // stream, and not mixed with Next; a dictionary or schema message in the stream is an error.
 func (r *Reader) NextRaw() (RawMessage, error) {
+	buf, bodyLen, m, err := r.rawHead()
+	if err != nil || m.Control != nil {
+		return m, err
+	}
+	return r.rawBody(buf, bodyLen)
+}
+
+// ForwardNext reads the next message of a Forwardable stream like NextRaw and passes a data
+// batch on into w as WriteRaw does, inside write (which runs the write it is given, e.g. under
+// a lock, and returns its error, possibly wrapped). It returns the control read, or nil after
+// a data batch. When the stream's source and w's output are files (pipes, regular files) and
+// the body is large, the body is not read into memory: it goes from the source to the output
+// with splice(2), so the forwarding process copies nothing. The body is
+// then not read before write starts: a source cut inside it leaves a partial message on w's
+// output, and write returns the ErrTruncated error (the writer's stream is broken anyway).
+func (r *Reader) ForwardNext(w *Writer, write func(func() error) error) (*Control, error) {
+	buf, bodyLen, m, err := r.rawHead()
+	if err != nil || m.Control != nil {
+		return m.Control, err
+	}
+	src, srcFile := r.eos.src.(*os.File)
+	out, outFile := w.out.(*os.File)
+	if !srcFile || !outFile || bodyLen < gatherDirectMin {
+		if m, err = r.rawBody(buf, bodyLen); err != nil || m.Control != nil {
+			return m.Control, err
+		}
+		return nil, write(func() error { return w.WriteRaw(m.Data) })
+	}
+	meta := buf[8:]
+	rows, _, err := batchHeader(meta, bodyLen)
+	if err != nil {
+		return nil, fmt.Errorf("read arrow stream: %w", err)
+	}
+	if rows == 0 { // maybe a control: read it whole
+		if m, err = r.rawBody(buf, bodyLen); err != nil || m.Control != nil {
+			return m.Control, err
+		}
+		return nil, write(func() error { return w.WriteRaw(m.Data) })
+	}
+	br := r.eos.r.(*bufio.Reader)
+	return nil, write(func() error {
+		// The head and the body bytes already buffered go first, then the rest of the body.
+		k := min(int64(br.Buffered()), bodyLen)
+		peeked, _ := br.Peek(int(k))
+		r.raw = append(buf, peeked...)
+		br.Discard(int(k))
+		if err := w.WriteRaw(r.raw); err != nil {
+			return err
+		}
+		ok, err := splice(out, src, bodyLen-k)
+		if !ok {
+			_, err = io.CopyN(out, src, bodyLen-k)
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("%w: arrow/ipc: could not read message body: %v", ErrTruncated, io.ErrUnexpectedEOF)
+		}
+		return err
+	})
+}
+
+// rawHead reads the framing and metadata of the next message into r.raw (continuation marker,
+// metadata length, metadata padded to 8 bytes) and returns it with the body length; at the end
+// of the stream it returns the end control (or io.EOF, ErrTruncated) in m instead.
+func (r *Reader) rawHead() (buf []byte, bodyLen int64, m RawMessage, err error) {
 	if r.done {
-		return RawMessage{}, io.EOF
+		return nil, 0, RawMessage{}, io.EOF
 	}
 	var prefix [8]byte
 	binary.LittleEndian.PutUint32(prefix[:], 0xFFFFFFFF)
-	buf, bodyLen, err := r.eos.frame(append(r.raw[:0], prefix[:]...))
+	buf, bodyLen, err = r.eos.frame(append(r.raw[:0], prefix[:]...))
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			r.done = true
 			if !r.eos.sawEOS {
-				return RawMessage{}, ErrTruncated
+				return nil, 0, RawMessage{}, ErrTruncated
 			}
 			c := EndControl(Final)
-			return RawMessage{Control: &c}, nil
+			return nil, 0, RawMessage{Control: &c}, nil
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return RawMessage{}, fmt.Errorf("%w: %v", ErrTruncated, err)
+			return nil, 0, RawMessage{}, fmt.Errorf("%w: %v", ErrTruncated, err)
 		}
-		return RawMessage{}, fmt.Errorf("read arrow stream: %w", err)
+		return nil, 0, RawMessage{}, fmt.Errorf("read arrow stream: %w", err)
 	}
 	// Legacy streams (no continuation marker) may pad the metadata to 8 bytes with the 4-byte
 	// length only: pad it again so the body stays 8-byte aligned behind the 8-byte prefix.
 	for len(buf)%8 != 0 {
 		buf = append(buf, 0)
 	}
+	binary.LittleEndian.PutUint32(buf[4:], uint32(len(buf)-8))
+	r.raw = buf
+	return buf, bodyLen, RawMessage{}, nil
+}
+
+// rawBody reads the body of the message whose head rawHead returned in buf and returns the
+// whole message, or the control it is.
+func (r *Reader) rawBody(buf []byte, bodyLen int64) (RawMessage, error) {
 	meta := buf[8:]
-	binary.LittleEndian.PutUint32(buf[4:], uint32(len(meta)))
 	at := len(buf)
 	buf = append(buf, make([]byte, bodyLen)...)
 	r.raw = buf

@@ -348,3 +348,98 @@ func TestLargeBodyReadPastBuffer(t *testing.T) {
 		}
 	}
 }
+
+// ForwardNext from a pipe into a file or a pipe (large bodies by splice(2), the rest as
+// WriteRaw) writes the same bytes as NextRaw and WriteRaw; a source cut inside a large body
+// is ErrTruncated.
+func TestForwardNextSplice(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s := testSchema()
+	var in bytes.Buffer
+	w := NewWriter(&in, s, mem)
+	big := testBatch(mem, s, 200000)
+	defer big.Release()
+	small := testBatch(mem, s, 7)
+	defer small.Release()
+	if err := run(
+		func() error { return w.Write(big) },
+		func() error { return w.WriteControl(BarrierControl(1)) },
+		func() error { return w.Write(small) },
+		func() error { return w.Write(big) },
+		func() error { return w.WriteControl(EndControl(Final)) },
+		w.Close,
+	); err != nil {
+		t.Fatal(err)
+	}
+	full := in.Bytes()
+	md := arrow.NewMetadata([]string{SchemaKey}, []string{"s"})
+	out := arrow.NewSchema(s.Fields(), &md)
+	want, err := forward(t, full, out, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, toPipe := range []bool{false, true} {
+		for _, cut := range []int{len(full), len(full) - 100000} {
+			got, err := forwardNext(t, full[:cut], out, toPipe, mem)
+			switch {
+			case cut == len(full) && err != nil:
+				t.Fatalf("pipe %v: %v", toPipe, err)
+			case cut == len(full) && !bytes.Equal(got, want):
+				t.Fatalf("pipe %v: forwarded %d bytes, differing from NextRaw and WriteRaw's %d", toPipe, len(got), len(want))
+			case cut < len(full) && !errors.Is(err, ErrTruncated):
+				t.Fatalf("pipe %v, cut at %d of %d: %v, want ErrTruncated", toPipe, cut, len(full), err)
+			}
+		}
+	}
+}
+
+// forwardNext feeds in through a pipe to ForwardNext, writing into a temporary file or a
+// pipe, and returns what was written.
+func forwardNext(t *testing.T, in []byte, out *arrow.Schema, toPipe bool, mem memory.Allocator) ([]byte, error) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	go func() { pw.Write(in); pw.Close() }()
+	var dst *os.File
+	var written chan []byte
+	if toPipe {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		written = make(chan []byte, 1)
+		go func() { b, _ := io.ReadAll(r); written <- b }()
+		dst = w
+	} else if dst, err = os.CreateTemp(t.TempDir(), "fwd"); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := NewReader(pr, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	w := NewWriter(dst, out, mem)
+	for err == nil {
+		var c *Control
+		if c, err = rd.ForwardNext(w, func(f func() error) error { return f() }); c != nil {
+			err = w.WriteControl(*c)
+		}
+	}
+	if err == io.EOF {
+		err = w.Close()
+	}
+	dst.Close()
+	if toPipe {
+		return <-written, err
+	}
+	b, rerr := os.ReadFile(dst.Name())
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	return b, err
+}

@@ -82,6 +82,7 @@ type Store[V any] struct {
 	schema        *arrow.Schema
 	SnapshotEvery uint64 // full snapshot when epoch % SnapshotEvery == 0; default 10
 	haveSnapshot  bool
+	tags          []uint32 // PutIfAbsentAll's scratch space
 }
 
 // NewStore returns an empty store for values encoded by c.
@@ -119,6 +120,15 @@ func (s *Store[V]) PutBytes(k []byte, v V) { s.t.put(k, v, true) }
 // PutIfAbsent sets key k to v unless k is present, and reports whether it did: one hash and
 // probe for dedup's "seen before?" (k is copied into the store).
 func (s *Store[V]) PutIfAbsent(k []byte, v V) bool { return s.t.put(k, v, false) }
+
+// PutIfAbsentAll is PutIfAbsent(keys[i], val(i)) for every i in order, calling
+// done(i, inserted) after each; val and done may depend on the calls before (they run in the
+// same order as with a loop of PutIfAbsent). It is faster for a batch of keys: the index
+// lookups of keys a few positions ahead are started early, so their memory accesses overlap.
+// The keys are copied into the store.
+func (s *Store[V]) PutIfAbsentAll(keys [][]byte, val func(i int) V, done func(i int, inserted bool)) {
+	s.tags = s.t.putAbsentAll(keys, s.tags, val, done)
+}
 
 // Delete removes key k; the next changelog records the delete.
 func (s *Store[V]) Delete(k string) { s.t.del(bytesOf(k)) }

@@ -70,6 +70,7 @@ type table[V any] struct {
 	tombs       int      // tombstones (deleted since the last checkpoint, still indexed)
 	free        int      // freed entries awaiting compaction
 	compactions int      // (tests)
+	sink        uint64   // the sum of putAbsentAll's prefetching loads (kept so they are made)
 }
 
 func newTable[V any](mem *offheap) table[V] {
@@ -214,8 +215,58 @@ func (t *table[V]) touch(i uint32, e *entry[V]) {
 
 // put sets k to v (only when k is absent unless overwrite) and reports whether k was absent.
 func (t *table[V]) put(k []byte, v V, overwrite bool) bool {
+	return t.putTag(k, t.tag(k), v, overwrite)
+}
+
+// prefetchGroup is how many keys putAbsentAll looks up together: about the number of cache
+// misses a core keeps in flight (10-16 line fill buffers on current x86 and ARM cores).
+const prefetchGroup = 16
+
+// putAbsentAll is put(keys[i], val(i), false) for i = 0, 1, ... in order, calling done(i,
+// inserted) after each (val and done may depend on the earlier calls). It computes the hash
+// tags of all the keys first, then takes them in groups of prefetchGroup: it loads the home
+// index slots of the group, then the entries those slots point to (when the tag matches),
+// then the first key bytes of those entries, and only then puts the keys. Each pass is a
+// short loop of independent loads, so the core has the cache misses of the whole group in
+// flight at once instead of waiting for them one lookup after the other (Go has no prefetch
+// instruction: these are plain loads into a sum kept in t.sink). tags is scratch space,
+// returned for reuse.
+func (t *table[V]) putAbsentAll(keys [][]byte, tags []uint32, val func(int) V, done func(int, bool)) []uint32 {
+	tags = tags[:0]
+	for _, k := range keys {
+		tags = append(tags, t.tag(k))
+	}
+	var acc uint64
+	for base := 0; base < len(keys); base += prefetchGroup {
+		group := tags[base:min(base+prefetchGroup, len(tags))]
+		if len(t.slots) > 0 {
+			for _, tag := range group {
+				acc += t.slots[t.home(tag)]
+			}
+			for _, tag := range group {
+				if s := t.slots[t.home(tag)]; s != 0 && uint32(s>>32) == tag {
+					acc += t.ent(uint32(s) - 1).ref
+				}
+			}
+			for _, tag := range group {
+				if s := t.slots[t.home(tag)]; s != 0 && uint32(s>>32) == tag {
+					ref := t.ent(uint32(s) - 1).ref
+					acc += uint64(t.arena[(ref>>32)&refChunk][uint32(ref)])
+				}
+			}
+		}
+		for j, tag := range group {
+			i := base + j
+			done(i, t.putTag(keys[i], tag, val(i), false))
+		}
+	}
+	t.sink += acc
+	return tags
+}
+
+// putTag is put for a key whose tag is known.
+func (t *table[V]) putTag(k []byte, tag uint32, v V, overwrite bool) bool {
 	t.reserve()
-	tag := t.tag(k)
 	i, ok := t.find(k, tag)
 	if ok {
 		ei := uint32(t.slots[i]) - 1

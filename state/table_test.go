@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// TestStoreModel drives the compact store with random Put, PutIfAbsent, Delete, DeleteFunc
+// TestStoreModel drives the compact store with random Put, PutIfAbsent(All), Delete, DeleteFunc
 // and Range-with-Delete against a Go map, through checkpoints (changelogs and snapshots),
 // compactions and restores of every epoch, also via Reconstruct (state-dump's reader).
 func TestStoreModel(t *testing.T) {
@@ -55,6 +55,29 @@ func TestStoreModel(t *testing.T) {
 				v := counter{N: int64(i), Label: fmt.Sprint(ep)}
 				s.Put(k, v)
 				model[k] = v
+			case op == 5 && i%2 == 0: // a batch, duplicates within it included
+				keys := make([][]byte, 1+rng.IntN(40))
+				for j := range keys {
+					keys[j] = []byte(key())
+				}
+				calls := 0
+				s.PutIfAbsentAll(keys, func(j int) counter {
+					if j != calls {
+						t.Fatalf("epoch %d: PutIfAbsentAll asked the value of key %d after %d puts", ep, j, calls)
+					}
+					return counter{N: -int64(i*100 + j)}
+				}, func(j int, inserted bool) {
+					k := string(keys[j])
+					if _, had := model[k]; inserted == had {
+						t.Fatalf("epoch %d: PutIfAbsentAll key %d (%q) inserted %v, key present %v", ep, j, k, inserted, had)
+					} else if !had {
+						model[k] = counter{N: -int64(i*100 + j)}
+					}
+					calls++
+				})
+				if calls != len(keys) {
+					t.Fatalf("epoch %d: PutIfAbsentAll reported %d of %d keys", ep, calls, len(keys))
+				}
 			case op < 6:
 				v := counter{N: -int64(i)}
 				_, had := model[k]

@@ -95,7 +95,9 @@ type Dedup struct {
 	enc     *codec.KeyEncoder
 	times   *window.TimeExtractor
 	wm      *window.Watermarks
-	keyBuf  []byte
+	keyBuf  []byte   // the encoded keys of a batch
+	keyEnds []int    // where each row's key ends in keyBuf
+	keys    [][]byte // each row's key in keyBuf
 	ts      []int64
 	tsOK    []bool
 	mask    *array.BooleanBuilder
@@ -226,31 +228,37 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 	if d.side != nil {
 		d.dropMask.Reserve(n)
 	}
+	// The keys of the whole batch, so that the store can overlap their lookups.
+	d.keyBuf, d.keyEnds = codec.AppendRows(d.keyBuf[:0], d.keyEnds[:0], cols, n)
+	d.keys = d.keys[:0]
+	for r, start := 0, 0; r < n; r++ {
+		d.keys = append(d.keys, d.keyBuf[start:d.keyEnds[r]])
+		start = d.keyEnds[r]
+	}
 	kept := 0
-	for r := 0; r < n; r++ {
-		d.keyBuf = codec.AppendRow(d.keyBuf[:0], cols, r)
-		first := int64(noTime)
+	d.store.PutIfAbsentAll(d.keys, func(r int) int64 {
 		switch {
 		case d.times != nil && d.tsOK[r]:
-			first = d.ts[r]
+			return d.ts[r]
 		case d.times != nil:
-			first = max(d.wm.Current(), noTime+1) // no usable event time: expire from the current watermark
+			return max(d.wm.Current(), noTime+1) // no usable event time: expire from the current watermark
 		case d.cfg.TTLProcessing > 0:
-			first = now
+			return now
 		}
-		inserted := d.store.PutIfAbsent(d.keyBuf, first)
+		return noTime
+	}, func(r int, inserted bool) {
 		d.mask.UnsafeAppend(inserted)
 		if d.side != nil {
 			d.dropMask.UnsafeAppend(!inserted)
 		}
 		if !inserted {
-			continue
+			return
 		}
 		if d.times != nil && d.tsOK[r] {
-			d.wm.Observe(0, first)
+			d.wm.Observe(0, d.ts[r])
 		}
 		kept++
-	}
+	})
 	mask := d.mask.NewBooleanArray()
 	defer mask.Release()
 	d.dropped += int64(n - kept)

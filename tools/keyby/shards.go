@@ -472,7 +472,8 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 	// go to the loop below, which aligns them. A child that sent barrier n reads nothing more
 	// until every child sent it, so no data of epoch n+1 precedes barrier n. Data batches are
 	// passed on as the bytes of their IPC message when the children's streams allow it (no
-	// dictionaries): no decoding and re-encoding in the parent (the next reader validates them).
+	// dictionaries): no decoding and re-encoding in the parent (the next reader validates them);
+	// large ones go from the child's pipe to stdout by splice(2), not through the parent.
 	var mu sync.Mutex
 	raw := true
 	for _, r := range readers {
@@ -491,12 +492,9 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 	next := func(r *codec.Reader) (*codec.Control, error) {
 		for {
 			if raw {
-				m, err := r.NextRaw()
-				if err != nil || m.Control != nil {
-					return m.Control, err
-				}
-				if err := write(func() error { return w.WriteRaw(m.Data) }); err != nil {
-					return nil, err
+				c, err := r.ForwardNext(w, write)
+				if err != nil || c != nil {
+					return c, err
 				}
 				continue
 			}
