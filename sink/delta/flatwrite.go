@@ -77,12 +77,10 @@ func (w *DataWriter) flushFlat(of *openFile) error {
 		}
 		return rgw.Close()
 	}
-	rgw, err := of.pw.AppendBufferedRowGroupChecked()
-	if err != nil {
-		return err
-	}
+	rgw := of.pw.AppendBufferedRowGroup()
 	cws := make([]file.ColumnChunkWriter, len(fields))
 	for j := range fields {
+		var err error
 		if cws[j], err = rgw.Column(j); err != nil {
 			return err
 		}
