@@ -1,11 +1,7 @@
 package delta
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -44,91 +40,40 @@ type dictPutter interface {
 	NumEntries() int
 }
 
-// colScratch holds one data column's buffers between row groups.
-type colScratch struct {
-	indices   []int32         // dictionary indices (dictEncode)
-	defLevels []int16         // definition levels of the flat path
-	arrCtx    context.Context // pqarrow write context (its buffers are per column)
-}
-
-// parallelColumnRows is the smallest row group whose columns are encoded concurrently.
-const parallelColumnRows = 1 << 16
-
-// flushFlat writes the pending row group of a flat schema. A large row group's columns are
-// encoded concurrently into a buffered row group (arrow-go's column writers of one row group
-// share no state; each column has its own scratch and statistics), which arrow-go then writes
-// out in column order: encoding is CPU-bound, and a lane's last row group of an epoch would
-// otherwise keep one core busy while the others wait for it.
+// flushFlat writes the pending row group of a flat schema.
 func (w *DataWriter) flushFlat(of *openFile) error {
-	fields := w.dataSch.Fields()
-	if len(fields) < 2 || of.rgRows < parallelColumnRows || runtime.GOMAXPROCS(0) < 2 {
-		rgw, err := of.pw.AppendRowGroupChecked()
-		if err != nil {
-			return err
-		}
-		for j := range fields {
-			cw, err := rgw.NextColumn()
-			if err == nil {
-				err = w.flushFlatColumn(of, cw, j)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return rgw.Close()
-	}
-	rgw := of.pw.AppendBufferedRowGroup()
-	cws := make([]file.ColumnChunkWriter, len(fields))
-	for j := range fields {
-		var err error
-		if cws[j], err = rgw.Column(j); err != nil {
-			return err
-		}
-	}
-	errs := make([]error, len(fields))
-	var wg sync.WaitGroup
-	for j := range fields {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[j] = w.flushFlatColumn(of, cws[j], j)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	rgw, err := of.pw.AppendRowGroupChecked()
+	if err != nil {
 		return err
+	}
+	rows := int(of.rgRows)
+	for j, f := range w.dataSch.Fields() {
+		chunks, dict := w.column(of, j)
+		cw, err := rgw.NextColumn()
+		if err == nil {
+			var def []int16
+			if f.Nullable {
+				def = w.definitionLevels(chunks, rows)
+			}
+			err = w.writeFlatColumn(cw, f, chunks, dict, def)
+		}
+		if dict != nil {
+			dict.Release()
+		}
+		if err != nil {
+			return fmt.Errorf("column %s: %w", f.Name, err)
+		}
 	}
 	return rgw.Close()
 }
 
-// flushFlatColumn writes data column j of the pending row group into cw.
-func (w *DataWriter) flushFlatColumn(of *openFile, cw file.ColumnChunkWriter, j int) error {
-	f := w.dataSch.Field(j)
-	sc := &w.scratch[j]
-	chunks, dict := w.columnWith(of, j, &sc.indices)
-	if dict != nil {
-		defer dict.Release()
-	}
-	var def []int16
-	if f.Nullable {
-		def = sc.definitionLevels(chunks, int(of.rgRows))
-	}
-	if sc.arrCtx == nil {
-		sc.arrCtx = pqarrow.NewArrowWriteContext(context.Background(), &w.arrProps)
-	}
-	if err := writeFlatColumn(sc.arrCtx, cw, f, chunks, dict, def); err != nil {
-		return fmt.Errorf("column %s: %w", f.Name, err)
-	}
-	return nil
-}
-
 // definitionLevels returns the Parquet definition levels of a nullable flat column made of
 // chunks (1 = value, 0 = null) in a scratch slice valid until the next call.
-func (sc *colScratch) definitionLevels(chunks []arrow.Array, rows int) []int16 {
-	if cap(sc.defLevels) < rows {
-		sc.defLevels = make([]int16, rows)
+func (w *DataWriter) definitionLevels(chunks []arrow.Array, rows int) []int16 {
+	if cap(w.defLevels) < rows {
+		w.defLevels = make([]int16, rows)
 	}
-	def := sc.defLevels[:rows]
+	def := w.defLevels[:rows]
 	pos := 0
 	for _, c := range chunks {
 		out := def[pos : pos+c.Len()]
@@ -152,11 +97,11 @@ func (sc *colScratch) definitionLevels(chunks []arrow.Array, rows int) []int16 {
 // writeFlatColumn writes one column chunk: the dictionary-encoded column d when there is one
 // (pqarrow's path for it when the column writer is not dictionary-encoding), else the chunks
 // through pqarrow.
-func writeFlatColumn(arrCtx context.Context, cw file.ColumnChunkWriter, f arrow.Field, chunks []arrow.Array, d *array.Dictionary, def []int16) error {
+func (w *DataWriter) writeFlatColumn(cw file.ColumnChunkWriter, f arrow.Field, chunks []arrow.Array, d *array.Dictionary, def []int16) error {
 	if d != nil {
 		enc, ok := cw.CurrentEncoder().(dictPutter)
 		if !ok || cw.CurrentEncoder().Encoding() != parquet.Encodings.PlainDict || enc.NumEntries() != 0 {
-			return pqarrow.WriteArrowToColumn(arrCtx, cw, d, def, nil, f.Nullable)
+			return pqarrow.WriteArrowToColumn(w.arrCtx, cw, d, def, nil, f.Nullable)
 		}
 		dict := d.Dictionary()
 		if err := enc.PutDictionary(dict); err != nil {
@@ -178,7 +123,7 @@ func writeFlatColumn(arrCtx context.Context, cw file.ColumnChunkWriter, f arrow.
 		if def != nil {
 			d = def[pos : pos+c.Len()]
 		}
-		if err := pqarrow.WriteArrowToColumn(arrCtx, cw, c, d, nil, f.Nullable); err != nil {
+		if err := pqarrow.WriteArrowToColumn(w.arrCtx, cw, c, d, nil, f.Nullable); err != nil {
 			return err
 		}
 		pos += c.Len()

@@ -73,9 +73,11 @@ type DataWriter struct {
 	opts      WriterOptions
 	props     *parquet.WriterProperties
 	arrProps  pqarrow.ArrowWriterProperties
-	flat      *schema.Schema // the Parquet schema when every data column is flat, else nil
-	scratch   []colScratch   // per data column: buffers of the flat path and dictEncode
-	ratio     float64        // Parquet bytes per Arrow byte of the last row group; 0 = none yet
+	flat      *schema.Schema  // the Parquet schema when every data column is flat, else nil
+	arrCtx    context.Context // pqarrow write context (arrProps) of the flat path
+	defLevels []int16         // scratch definition levels of the flat path
+	indices   []int32         // scratch dictionary indices (dictEncode)
+	ratio     float64         // Parquet bytes per Arrow byte of the last row group; 0 = none yet
 	codecName string
 	numIdx    int
 	prefix    string
@@ -183,8 +185,8 @@ func NewDataWriter(root string, meta *Metadata, opts WriterOptions) (*DataWriter
 		if w.flat, err = pqarrow.ToParquet(w.dataSch, w.props, w.arrProps); err != nil {
 			return nil, fmt.Errorf("new data writer %s: %w", root, err)
 		}
+		w.arrCtx = pqarrow.NewArrowWriteContext(context.Background(), &w.arrProps)
 	}
-	w.scratch = make([]colScratch, len(w.dataSch.Fields()))
 	return w, nil
 }
 
@@ -473,19 +475,13 @@ func (w *DataWriter) flushRowGroup(of *openFile) error {
 // as one dictionary array (the caller releases it). The column is folded into the file's
 // statistics, from the dictionary when there is one (the same values, each once).
 func (w *DataWriter) column(of *openFile, j int) ([]arrow.Array, *array.Dictionary) {
-	return w.columnWith(of, j, &w.scratch[j].indices)
-}
-
-// columnWith is column with the dictionary indices in *indices; columns with distinct
-// scratch may be prepared concurrently (their statistics are separate).
-func (w *DataWriter) columnWith(of *openFile, j int, indices *[]int32) ([]arrow.Array, *array.Dictionary) {
 	chunks := make([]arrow.Array, len(of.pending))
 	for i, b := range of.pending {
 		chunks[i] = b.Column(j)
 	}
 	f := w.dataSch.Field(j)
 	if dictEligible(f.Type) && w.props.DictionaryEnabledFor(f.Name) {
-		if enc := dictEncode(chunks, int(of.rgRows), w.props.DictionaryPageSizeLimit(), indices); enc != nil {
+		if enc := dictEncode(chunks, int(of.rgRows), w.props.DictionaryPageSizeLimit(), &w.indices); enc != nil {
 			d := enc.(*array.Dictionary)
 			of.stats.updateDictionary(j, d.Dictionary(), int64(d.NullN()))
 			return chunks, d
