@@ -107,3 +107,46 @@ func TestBackgroundCommitFailure(t *testing.T) {
 		t.Fatalf("checkpoint committed epoch %d, want 3", c)
 	}
 }
+
+// The first epoch's background commit creates the table; when another writer created it after
+// this one opened, the commit is completed synchronously: this writer joins the table and
+// appends, exactly once.
+func TestBackgroundCreateLosesToAnotherWriter(t *testing.T) {
+	mem := newMem(t)
+	root := filepath.Join(t.TempDir(), "t")
+	header := newStream(t, mem, idSchema).eos()
+	schemaLen := len(header) - 8
+	in := newStream(t, mem, idSchema).ids(0, 10).barrier(1).ids(10, 20).barrier(2).end(codec.Pause)
+	gr := &gatedReader{data: in, gate: schemaLen, hook: func() {
+		// Another flow creates the table while this writer holds no snapshot.
+		if _, err := run(t, Config{Table: root, Flow: "other"}, t.TempDir(), newStream(t, mem, idSchema).ids(100, 105).barrier(1).end(codec.Pause)); err != nil {
+			t.Error(err)
+		}
+	}}
+	w, err := New(Config{Table: root, Flow: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck := t.TempDir()
+	log, err := runFrom(w, ck, root, gr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if !w.async {
+		t.Fatal("the stage did not switch write-delta to background commits")
+	}
+	s := snapshot(t, root)
+	if txn, _ := s.TxnVersion("f"); txn != 2 {
+		t.Fatalf("txn of flow f: %d, want 2", txn)
+	}
+	want := append(seq(0, 20), seq(100, 105)...)
+	if got := tableIDs(t, root); !equalIDs(got, want) {
+		t.Fatalf("ids %v, want %v", got, want)
+	}
+	if c, _ := state.Committed(ck); c != 2 {
+		t.Fatalf("checkpoint committed epoch %d, want 2", c)
+	}
+	if len(parquetFiles(t, root)) != len(s.Files()) {
+		t.Fatalf("%d data files on disk, %d in the table", len(parquetFiles(t, root)), len(s.Files()))
+	}
+}

@@ -688,21 +688,24 @@ func (w *Writer) Barrier(ctx context.Context, n uint64, _ stage.Emit) error {
 // pendingCommit is an epoch committing in the background: its lanes finish their files, then
 // the Delta commit is attempted.
 type pendingCommit struct {
-	n     uint64
-	ew    *epochWriter
-	rows  int64
-	start time.Time
-	done  chan struct{} // closed when adds, res and err are set
-	adds  []delta.Add
-	res   *delta.CommitResult
-	err   error
+	n        uint64
+	ew       *epochWriter
+	rows     int64
+	creating bool // the commit creates the table
+	start    time.Time
+	done     chan struct{} // closed when adds, res, err and cause are set
+	adds     []delta.Add
+	res      *delta.CommitResult
+	err      error // as reported
+	cause    error // the commit's own error
 }
 
 // Durable switches the writer to background commits (stage.AsyncSink): Barrier(n) hands
 // epoch n to a goroutine that closes its files and commits it while the next epoch's rows are
-// encoded. Only appends to an existing table whose metadata this run does not change go to
-// the background; creating the table, --merge-schema changes, overwrite and a flow takeover's
-// first commit stay synchronous (their retries read and change the writer's snapshot). What
+// encoded. Only appends (the first one may create the table) whose metadata this run does not
+// change go to the background; --merge-schema changes, overwrite and a flow takeover's first
+// commit stay synchronous (their retries read and change the writer's snapshot), and a
+// creation that loses to another writer is completed synchronously by Settle. What
 // overlaps is the tail of an epoch (its last row groups, fsync, the commit) with the start of
 // the next; memory then holds up to two epochs' row-group buffers.
 func (w *Writer) Durable() <-chan struct{} {
@@ -742,6 +745,20 @@ func (w *Writer) settle(ctx context.Context, wait bool) error {
 		}
 	}
 	w.pending = nil
+	var ce *delta.ConflictError
+	if p.creating && errors.As(p.cause, &ce) && ce.Kind == delta.ConflictMetadata {
+		// Another writer created the table first: the synchronous path joins it (or skips
+		// the epoch if that table already holds it for this flow) with the files written.
+		err := w.commit(ctx, p.n, p.adds, p.rows)
+		if err != nil {
+			p.ew.abort()
+		}
+		if errors.Is(err, errSkipAfterJoin) {
+			w.settled = p.n
+			return nil
+		}
+		return err
+	}
 	if p.err != nil {
 		p.ew.abort()
 		return p.err
@@ -750,9 +767,11 @@ func (w *Writer) settle(ctx context.Context, wait bool) error {
 }
 
 // canCommitAsync reports whether the current epoch may commit in the background: a plain
-// append of files to a table this writer already knows, with nothing a retry must change.
+// append of files (creating the table if there is none yet), with nothing a retry must
+// change. A creation that loses to another writer is retried synchronously by settle.
 func (w *Writer) canCommitAsync() bool {
-	return w.async && w.ew != nil && w.snap != nil && w.pendMeta == nil && w.cfg.Mode == ModeAppend && !w.takeover
+	return w.async && w.ew != nil && (w.snap != nil || w.createMeta != nil) && w.pendMeta == nil &&
+		w.cfg.Mode == ModeAppend && !w.takeover
 }
 
 // commitAsync hands the current epoch (its lanes, after any held rows) to a background
@@ -761,10 +780,13 @@ func (w *Writer) commitAsync(ctx context.Context, n uint64) error {
 	if err := w.write(nil); err != nil {
 		return err
 	}
-	p := &pendingCommit{n: n, ew: w.ew, rows: w.rows, start: time.Now(), done: make(chan struct{})}
+	p := &pendingCommit{n: n, ew: w.ew, rows: w.rows, creating: w.snap == nil, start: time.Now(), done: make(chan struct{})}
 	w.lastEpochBytes = p.ew.bytes
 	w.ew, w.rows, w.pending = nil, 0, p
 	req := w.commitRequest(n, p.rows)
+	if p.creating {
+		req.Protocol, req.Metadata = w.createProto, w.createMeta
+	}
 	go func() {
 		defer func() {
 			close(p.done)
@@ -778,9 +800,8 @@ func (w *Writer) commitAsync(ctx context.Context, n uint64) error {
 			return
 		}
 		setAdds(&req, p.adds, p.rows, 0)
-		var err error
-		if p.res, err = w.table.Commit(ctx, req); err != nil {
-			p.err = w.commitError(err, n)
+		if p.res, p.cause = w.table.Commit(ctx, req); p.cause != nil {
+			p.err = w.commitError(p.cause, n)
 		}
 	}()
 	return nil
