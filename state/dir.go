@@ -237,6 +237,23 @@ func WriteCommit(path string, epoch uint64, by string) error {
 		CommitRecord{Epoch: epoch, By: by, Time: time.Now().UTC()})
 }
 
+// TrimCommits removes the commit markers of the directory at path but its keep newest ones
+// (at least one is kept). It is for directories holding only commit markers (keyby's shard
+// commit records); a checkpoint directory is trimmed by Dir.GC.
+func TrimCommits(path string, keep int) error {
+	eps, err := Epochs(path, CommitsDir)
+	if err != nil {
+		return err
+	}
+	keep = max(keep, 1)
+	for i := 0; i+keep < len(eps); i++ {
+		if err := os.Remove(filepath.Join(path, CommitsDir, EpochName(eps[i])+".json")); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("trim commit markers: %w", err)
+		}
+	}
+	return nil
+}
+
 // Committed returns the newest committed epoch of the directory at path whose commit marker
 // verifies, 0 when none. A corrupt marker is reported (it is never silently skipped).
 func Committed(path string) (uint64, error) {

@@ -314,3 +314,93 @@ func TestKillShardFailsThenRestartExactlyOnce(t *testing.T) {
 	t.Logf("killed a shard after epoch %d; %d epochs committed exactly once (%d replayed epochs skipped), %d rows",
 		killedAt, sink.durable, sink.skipped, len(sink.rows))
 }
+
+// TestKillSinkShardRestartExactlyOnce: in `generate | keyby k --shards 2 -- write-delta T`
+// the shards commit at their own pace. kill -9 of one shard fails the pipeline; the upstream
+// commit markers (written by keyby for the epochs both shards committed) must not be ahead of
+// the slower shard, so that the restart replays every epoch it lacks: the table finally holds
+// each generated row exactly once. (Each shard wrote the markers itself before, and the faster
+// one moved generate's past epochs the other had not committed: rows were lost.)
+func TestKillSinkShardRestartExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a live pipeline")
+	}
+	bin := peertest.Binary(t)
+	root := t.TempDir()
+	table := filepath.Join(root, "T")
+	const rows = 300000
+	genArgs := []string{"generate", "--schema", "id bigint, k int", "--gen", "id=sequence", "--gen", "k=uniform(0, 3)",
+		"--rows", strconv.Itoa(rows), "--batch-rows", "1000", "--max-records-per-epoch", "2000", "--epoch-interval", "5ms", "--progress", "off"}
+	want, stderr, code := runBin(t, nil, nil, genArgs...)
+	if code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, stderr)
+	}
+	run := func(kill bool) error {
+		env := append(os.Environ(), "STREAMKIT_CHECKPOINT="+filepath.Join(root, "ck"))
+		gen := exec.Command(bin, genArgs...)
+		kb := exec.Command(bin, "keyby", "k", "--shards", "2", "--", "write-delta", table, "--progress", "off")
+		gen.Env, kb.Env = env, env
+		// An OS pipe closed here once both run: when keyby dies, generate gets EPIPE.
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen.Stdout, kb.Stdin = pw, pr
+		var kbErr bytes.Buffer
+		kb.Stderr, gen.Stderr = &kbErr, io.Discard
+		if err := gen.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := kb.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pr.Close()
+		pw.Close()
+		if kill {
+			// Once the shards have committed some epochs, kill one of them.
+			shard0 := filepath.Join(root, "ck", "write-delta.shard-0")
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				if n, _ := state.Committed(shard0); n >= 5 || time.Now().After(deadline) {
+					break
+				}
+			}
+			if kids := childPIDs(t, kb.Process.Pid); len(kids) > 0 {
+				syscall.Kill(kids[len(kids)-1], syscall.SIGKILL)
+			}
+		}
+		kerr := kb.Wait()
+		gen.Wait()
+		if kerr != nil {
+			return fmt.Errorf("%v: %s", kerr, kbErr.String())
+		}
+		return nil
+	}
+	if err := run(true); err == nil {
+		t.Fatal("the pipeline ended although a shard was killed")
+	}
+	genCommitted, err := state.Committed(filepath.Join(root, "ck", "generate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		n, err := state.Committed(filepath.Join(root, "ck", "write-delta.shard-"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if genCommitted > n {
+			t.Fatalf("generate is marked committed at epoch %d, past shard %d's epoch %d", genCommitted, i, n)
+		}
+	}
+	if err := run(false); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	got, stderr, code := runBin(t, nil, nil, "read-delta", table, "--progress", "off")
+	if code != 0 {
+		t.Fatalf("read-delta: exit %d: %s", code, stderr)
+	}
+	g, w := rowsOf(t, got), rowsOf(t, want)
+	if !slices.Equal(g, w) {
+		t.Fatalf("the table holds %d rows, want the %d generated rows exactly once", len(g), len(w))
+	}
+	t.Logf("killed a shard with generate committed at epoch %d; after the restart the table holds the %d rows once", genCommitted, len(g))
+}

@@ -1,14 +1,18 @@
 package keyby
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +40,8 @@ type Sharded struct {
 	Cmd []string
 	// Tools are the streamkit subcommand names (to recognise Cmd[0]).
 	Tools map[string]bool
+
+	shardCommits string // stage.EnvShardCommits of the children
 }
 
 // ShardGOGC is the GOGC that streamkit children of keyby --shards run with when the
@@ -50,6 +56,9 @@ const ShardGOGC = 200
 // threads ran slower.
 func (s *Sharded) childEnv(environ []string, i int) []string {
 	env := append(append([]string(nil), environ...), stage.EnvShard+"="+strconv.Itoa(i))
+	if s.shardCommits != "" {
+		env = append(env, stage.EnvShardCommits+"="+s.shardCommits)
+	}
 	if !s.Tools[s.Cmd[0]] {
 		return env
 	}
@@ -136,11 +145,32 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 		return stage.Usagef("keyby: %v", err)
 	}
 	info := codec.Info(in)
+	upstream := info.Checkpoints
 	info.Key = s.Key
 	if dir != nil {
-		info.Checkpoints = append(info.Checkpoints, dir.Path)
+		info.Checkpoints = append(slices.Clone(info.Checkpoints), dir.Path)
 	}
 	childSchema := codec.WithInfo(in, info)
+	// Sink children record their commits under shardCommits; keyby marks upstream the epochs
+	// every shard committed (stage.EnvShardCommits).
+	if dir != nil {
+		s.shardCommits = filepath.Join(dir.Path, "shards")
+	} else {
+		tmp, err := os.MkdirTemp("", "streamkit-keyby-")
+		if err != nil {
+			return fmt.Errorf("keyby: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		s.shardCommits = tmp
+	}
+	var targets []string // where keyby writes the markers: its own directory, then upstream
+	if dir != nil {
+		targets = append(targets, dir.Path)
+	}
+	prop := &commitPropagator{dir: s.shardCommits, shards: s.N, targets: append(targets, stage.Upstream(upstream)...), log: cmp.Or(o.Log, slog.Default())}
+	if err := prop.init(); err != nil {
+		return err
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -157,7 +187,14 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 				<-c.exited
 			}
 		}
+		// Every child is gone: mark what all of them committed.
+		if perr := prop.propagate(); err == nil && perr != nil {
+			err = perr
+		}
 	}()
+	propStop := make(chan struct{})
+	defer close(propStop)
+	go prop.run(propStop)
 
 	// Merge the children's outputs on stdout. When merging fails (a child that does not speak
 	// the protocol, a reader that went away) the children are killed, so that routing, which
@@ -229,10 +266,17 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	}
 	rerr := route()
 	for _, c := range children {
-		// A child stops reading at the end batch and may already be gone: the end-of-stream
-		// marker then meets a closed pipe, which is no failure.
-		if cerr := c.w.Close(); rerr == nil && cerr != nil && !isBrokenPipe(cerr) {
-			rerr = fmt.Errorf("keyby: shard %d: %w", c.i, cerr)
+		// Only a complete input ends the children's streams with the end-of-stream marker.
+		// After a failure (a dead child, a truncated input) their pipes are just closed: a
+		// child must see a truncated stream and fail, not a clean end, which a stage takes
+		// for a producer without end batch (end=final) and would commit the rows after the
+		// last barrier as the next epoch, the very epoch a restart replays in full.
+		if rerr == nil {
+			// A child stops reading at the end batch and may already be gone: the marker
+			// then meets a closed pipe, which is no failure.
+			if cerr := c.w.Close(); cerr != nil && !isBrokenPipe(cerr) {
+				rerr = fmt.Errorf("keyby: shard %d: %w", c.i, cerr)
+			}
 		}
 		c.stdin.Close()
 	}
@@ -717,4 +761,80 @@ func (s *Sharded) childFailure(children []*child, symptom error) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return symptom
+}
+
+// commitPropagator writes the commit markers of sink children upstream: epoch n is marked in
+// keyby's own checkpoint directory and its upstream stages' (targets, in that order) once
+// every shard recorded it in dir/<i> (stage.EnvShardCommits). Markers only ever lag the
+// shards' commits, so a restart replays to every shard the epochs it has not committed (a
+// sink skips the ones it has, e.g. write-delta by the Delta txn).
+type commitPropagator struct {
+	dir     string
+	shards  int
+	targets []string
+	log     *slog.Logger
+	mu      sync.Mutex
+	last    uint64 // the newest epoch marked (or found marked at the start)
+}
+
+// propagateEvery is how often keyby looks for epochs every sink shard committed.
+const propagateEvery = 100 * time.Millisecond
+
+// init creates the shards' commit directories and takes the epoch all shards had committed
+// before this run as marked already.
+func (p *commitPropagator) init() error {
+	for i := 0; i < p.shards; i++ {
+		if err := os.MkdirAll(filepath.Join(p.dir, strconv.Itoa(i), state.CommitsDir), 0o755); err != nil {
+			return fmt.Errorf("keyby: %w", err)
+		}
+	}
+	n, err := p.allCommitted()
+	p.last = n
+	return err
+}
+
+// allCommitted is the newest epoch every shard recorded, 0 when a shard recorded none.
+func (p *commitPropagator) allCommitted() (uint64, error) {
+	var low uint64
+	for i := 0; i < p.shards; i++ {
+		n, err := state.Committed(filepath.Join(p.dir, strconv.Itoa(i)))
+		if err != nil {
+			return 0, fmt.Errorf("keyby: shard %d commits: %w", i, err)
+		}
+		if i == 0 || n < low {
+			low = n
+		}
+	}
+	return low, nil
+}
+
+// propagate marks the newest epoch every shard committed, if it is new.
+func (p *commitPropagator) propagate() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, err := p.allCommitted()
+	if err != nil || n <= p.last {
+		return err
+	}
+	if err := stage.WriteCommits(p.targets, n, "keyby"); err != nil {
+		return fmt.Errorf("keyby: commit epoch %d: %w", n, err)
+	}
+	p.last = n
+	return nil
+}
+
+// run propagates every propagateEvery until stop is closed.
+func (p *commitPropagator) run(stop <-chan struct{}) {
+	t := time.NewTicker(propagateEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if err := p.propagate(); err != nil && p.log != nil {
+				p.log.Warn("could not mark the shards' commits upstream (retried)", "err", err)
+			}
+		}
+	}
 }

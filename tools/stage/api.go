@@ -93,7 +93,8 @@ type AsyncSink interface {
 	Durable() <-chan struct{}
 	// Settle completes the bookkeeping of the finished commits (waiting for the one in
 	// flight when wait) and returns the newest epoch durable since the previous call, 0 when
-	// none, or the error of a failed commit.
+	// none, or the error of a failed commit (which names the sink and the epoch: the stage
+	// returns it as it is).
 	Settle(ctx context.Context, wait bool) (uint64, error)
 }
 

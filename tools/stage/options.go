@@ -77,6 +77,25 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 // running as shard i keeps its checkpoint in "<dir>.shard-i".
 const EnvShard = "STREAMKIT_SHARD"
 
+// EnvShardCommits is set by `keyby --shards` for its children to a directory in which a sink
+// child i records the epochs it committed (<dir>/<i>/commits, as in a checkpoint directory)
+// instead of writing commit markers into the upstream stages' directories: keyby writes those
+// for the epochs that every shard has committed. Otherwise the fastest shard would mark
+// upstream sources committed past epochs a slower shard has not committed yet, and a restart
+// after a crash would not replay them to it (DESIGN.md §3: upstream markers may lag, never
+// lead).
+const EnvShardCommits = "STREAMKIT_SHARD_COMMITS"
+
+// shardCommitDir is the directory where this process, a sink shard of keyby --shards, records
+// its commits ("" when it is none).
+func shardCommitDir() string {
+	shard, dir := os.Getenv(EnvShard), os.Getenv(EnvShardCommits)
+	if shard == "" || dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, shard)
+}
+
 // CheckpointDir resolves the checkpoint directory: --checkpoint, else
 // $STREAMKIT_CHECKPOINT/<name>, else "" (no checkpoint); with ".shard-<i>" appended in a
 // child of keyby --shards.

@@ -191,7 +191,7 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		settle = func(wait bool) error {
 			n, err := as.Settle(ctx, wait)
 			if err != nil {
-				return fmt.Errorf("%s: %w", o.Tool, err)
+				return err // names the sink and the epoch (AsyncSink)
 			}
 			if n > 0 {
 				return commitEpoch(&o, env, upstream, n)
@@ -387,7 +387,8 @@ func handle(ctx context.Context, o *Options, env *Env, op Operator, m codec.Mess
 func isSink(_ Operator, env *Env) bool { return env.sink }
 
 // commitEpoch writes commit markers for epoch n into the sink's own directory and every
-// upstream stage's directory (DESIGN.md §3 step 3).
+// upstream stage's directory (DESIGN.md §3 step 3). A sink shard of keyby --shards records the
+// epoch in its shard commit directory instead of upstream (EnvShardCommits).
 func commitEpoch(o *Options, env *Env, upstream []string, n uint64) error {
 	// Downstream first: the sink's own directory, then upstream stages in reverse pipeline
 	// order (see restoreEpoch for why).
@@ -395,15 +396,42 @@ func commitEpoch(o *Options, env *Env, upstream []string, n uint64) error {
 	if env.Dir != nil {
 		dirs = append(dirs, env.Dir.Path)
 	}
-	for i := len(upstream) - 1; i >= 0; i-- {
-		dirs = append(dirs, upstream[i])
+	shardDir := shardCommitDir()
+	if shardDir != "" {
+		dirs = append(dirs, shardDir)
+	} else {
+		dirs = append(dirs, Upstream(upstream)...)
 	}
-	for _, d := range dirs {
-		if err := state.WriteCommit(d, n, o.Tool); err != nil {
-			return fmt.Errorf("%s: commit epoch %d: %w", o.Tool, n, err)
+	if err := WriteCommits(dirs, n, o.Tool); err != nil {
+		return fmt.Errorf("%s: commit epoch %d: %w", o.Tool, n, err)
+	}
+	if shardDir != "" {
+		if err := state.TrimCommits(shardDir, Retain); err != nil {
+			return fmt.Errorf("%s: %w", o.Tool, err)
 		}
 	}
 	env.Stats.Committed.Store(n)
+	return nil
+}
+
+// Upstream returns the checkpoint directories of a stream's upstream stages (codec.Info's
+// Checkpoints, in pipeline order) in the order a sink writes their commit markers: reverse
+// pipeline order, so that a crash part-way leaves the earlier stages behind, never ahead.
+func Upstream(checkpoints []string) []string {
+	out := make([]string, 0, len(checkpoints))
+	for i := len(checkpoints) - 1; i >= 0; i-- {
+		out = append(out, checkpoints[i])
+	}
+	return out
+}
+
+// WriteCommits writes the commit marker of epoch n (by tool) into each directory, in order.
+func WriteCommits(dirs []string, n uint64, tool string) error {
+	for _, d := range dirs {
+		if err := state.WriteCommit(d, n, tool); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

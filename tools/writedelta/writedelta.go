@@ -796,7 +796,7 @@ func (w *Writer) commitAsync(ctx context.Context, n uint64) error {
 			}
 		}()
 		if p.adds, p.err = p.ew.close(); p.err != nil {
-			p.err = fmt.Errorf("write-delta: %w", p.err)
+			p.err = fmt.Errorf("write-delta: epoch %d: %w", n, p.err)
 			return
 		}
 		setAdds(&req, p.adds, p.rows, 0)
