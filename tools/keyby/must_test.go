@@ -315,6 +315,89 @@ func TestKillShardFailsThenRestartExactlyOnce(t *testing.T) {
 		killedAt, sink.durable, sink.skipped, len(sink.rows))
 }
 
+// sinkShards runs `generate … | keyby k --shards 2 -- write-delta T` with
+// STREAMKIT_CHECKPOINT under root: rows rows in epochs of 2000, and the rows as generated.
+type sinkShards struct {
+	t       *testing.T
+	bin     string
+	root    string
+	table   string
+	genArgs []string
+	want    []string
+}
+
+func newSinkShards(t *testing.T, rows int) *sinkShards {
+	if testing.Short() {
+		t.Skip("runs a live pipeline")
+	}
+	root := t.TempDir()
+	p := &sinkShards{t: t, bin: peertest.Binary(t), root: root, table: filepath.Join(root, "T"),
+		genArgs: []string{"generate", "--schema", "id bigint, k int", "--gen", "id=sequence", "--gen", "k=uniform(0, 3)",
+			"--rows", strconv.Itoa(rows), "--batch-rows", "1000", "--max-records-per-epoch", "2000", "--epoch-interval", "5ms", "--progress", "off"}}
+	want, stderr, code := runBin(t, nil, nil, p.genArgs...)
+	if code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, stderr)
+	}
+	p.want = rowsOf(t, want)
+	return p
+}
+
+// start starts the pipeline (generate with extra arguments), in a process group of its own
+// whose id is generate's pid; keyby's stdin is an OS pipe closed here, so that generate gets
+// EPIPE when keyby dies.
+func (p *sinkShards) start(extra ...string) (gen, kb *exec.Cmd, kbErr *bytes.Buffer) {
+	t := p.t
+	env := append(os.Environ(), "STREAMKIT_CHECKPOINT="+filepath.Join(p.root, "ck"))
+	gen = exec.Command(p.bin, append(slices.Clone(p.genArgs), extra...)...)
+	kb = exec.Command(p.bin, "keyby", "k", "--shards", "2", "--", "write-delta", p.table, "--progress", "off")
+	gen.Env, kb.Env = env, env
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen.Stdout, kb.Stdin = pw, pr
+	kbErr = &bytes.Buffer{}
+	kb.Stderr, gen.Stderr = kbErr, io.Discard
+	gen.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := gen.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kb.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: gen.Process.Pid}
+	if err := kb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	pw.Close()
+	return gen, kb, kbErr
+}
+
+// shardCommitted is the newest epoch committed in shard i's checkpoint.
+func (p *sinkShards) shardCommitted(i int) uint64 {
+	n, err := state.Committed(filepath.Join(p.root, "ck", "write-delta.shard-"+strconv.Itoa(i)))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return n
+}
+
+// awaitShard0 waits (at most 20 s) until shard 0 committed epoch n.
+func (p *sinkShards) awaitShard0(n uint64) {
+	for deadline := time.Now().Add(20 * time.Second); p.shardCommitted(0) < n && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// checkTable fails unless the table holds every generated row exactly once.
+func (p *sinkShards) checkTable() {
+	got, stderr, code := runBin(p.t, nil, nil, "read-delta", p.table, "--progress", "off")
+	if code != 0 {
+		p.t.Fatalf("read-delta: exit %d: %s", code, stderr)
+	}
+	if g := rowsOf(p.t, got); !slices.Equal(g, p.want) {
+		p.t.Fatalf("the table holds %d rows, want the %d generated rows exactly once", len(g), len(p.want))
+	}
+}
+
 // TestKillSinkShardRestartExactlyOnce: in `generate | keyby k --shards 2 -- write-delta T`
 // the shards commit at their own pace. kill -9 of one shard fails the pipeline; the upstream
 // commit markers (written by keyby for the epochs both shards committed) must not be ahead of
@@ -322,85 +405,58 @@ func TestKillShardFailsThenRestartExactlyOnce(t *testing.T) {
 // each generated row exactly once. (Each shard wrote the markers itself before, and the faster
 // one moved generate's past epochs the other had not committed: rows were lost.)
 func TestKillSinkShardRestartExactlyOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a live pipeline")
+	p := newSinkShards(t, 300000)
+	gen, kb, kbErr := p.start()
+	p.awaitShard0(5)
+	if kids := childPIDs(t, kb.Process.Pid); len(kids) > 0 {
+		syscall.Kill(kids[len(kids)-1], syscall.SIGKILL)
 	}
-	bin := peertest.Binary(t)
-	root := t.TempDir()
-	table := filepath.Join(root, "T")
-	const rows = 300000
-	genArgs := []string{"generate", "--schema", "id bigint, k int", "--gen", "id=sequence", "--gen", "k=uniform(0, 3)",
-		"--rows", strconv.Itoa(rows), "--batch-rows", "1000", "--max-records-per-epoch", "2000", "--epoch-interval", "5ms", "--progress", "off"}
-	want, stderr, code := runBin(t, nil, nil, genArgs...)
-	if code != 0 {
-		t.Fatalf("generate: exit %d: %s", code, stderr)
+	if err := kb.Wait(); err == nil {
+		t.Fatalf("the pipeline ended although a shard was killed: %s", kbErr)
 	}
-	run := func(kill bool) error {
-		env := append(os.Environ(), "STREAMKIT_CHECKPOINT="+filepath.Join(root, "ck"))
-		gen := exec.Command(bin, genArgs...)
-		kb := exec.Command(bin, "keyby", "k", "--shards", "2", "--", "write-delta", table, "--progress", "off")
-		gen.Env, kb.Env = env, env
-		// An OS pipe closed here once both run: when keyby dies, generate gets EPIPE.
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		gen.Stdout, kb.Stdin = pw, pr
-		var kbErr bytes.Buffer
-		kb.Stderr, gen.Stderr = &kbErr, io.Discard
-		if err := gen.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if err := kb.Start(); err != nil {
-			t.Fatal(err)
-		}
-		pr.Close()
-		pw.Close()
-		if kill {
-			// Once the shards have committed some epochs, kill one of them.
-			shard0 := filepath.Join(root, "ck", "write-delta.shard-0")
-			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-				if n, _ := state.Committed(shard0); n >= 5 || time.Now().After(deadline) {
-					break
-				}
-			}
-			if kids := childPIDs(t, kb.Process.Pid); len(kids) > 0 {
-				syscall.Kill(kids[len(kids)-1], syscall.SIGKILL)
-			}
-		}
-		kerr := kb.Wait()
-		gen.Wait()
-		if kerr != nil {
-			return fmt.Errorf("%v: %s", kerr, kbErr.String())
-		}
-		return nil
-	}
-	if err := run(true); err == nil {
-		t.Fatal("the pipeline ended although a shard was killed")
-	}
-	genCommitted, err := state.Committed(filepath.Join(root, "ck", "generate"))
+	gen.Wait()
+	genCommitted, err := state.Committed(filepath.Join(p.root, "ck", "generate"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		n, err := state.Committed(filepath.Join(root, "ck", "write-delta.shard-"+strconv.Itoa(i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if genCommitted > n {
+		if n := p.shardCommitted(i); genCommitted > n {
 			t.Fatalf("generate is marked committed at epoch %d, past shard %d's epoch %d", genCommitted, i, n)
 		}
 	}
-	if err := run(false); err != nil {
-		t.Fatalf("restart: %v", err)
+	gen, kb, kbErr = p.start()
+	if err := kb.Wait(); err != nil {
+		t.Fatalf("restart: %v: %s", err, kbErr)
 	}
-	got, stderr, code := runBin(t, nil, nil, "read-delta", table, "--progress", "off")
-	if code != 0 {
-		t.Fatalf("read-delta: exit %d: %s", code, stderr)
+	gen.Wait()
+	p.checkTable()
+	t.Logf("killed a shard with generate committed at epoch %d; after the restart the table holds the rows once", genCommitted)
+}
+
+// TestInterruptSinkShardsTogether: one Ctrl-C (SIGINT to the whole process group) of
+// `generate | keyby k --shards 2 -- write-delta T` stops it cleanly: keyby exits 130, the
+// shards finish the same epoch (keyby ends their streams after one barrier; they ignore the
+// signal themselves), no shard fails, and the restart completes the table exactly once.
+func TestInterruptSinkShardsTogether(t *testing.T) {
+	p := newSinkShards(t, 200000)
+	// Live (--rate) in both runs: generate refuses a restart with another --rate.
+	gen, kb, kbErr := p.start("--rate", "200000/s")
+	p.awaitShard0(5)
+	syscall.Kill(-gen.Process.Pid, syscall.SIGINT) // the whole group, as a terminal does
+	kb.Wait()
+	gen.Wait()
+	if code, log := kb.ProcessState.ExitCode(), kbErr.String(); code != 130 || strings.Contains(log, "failed") || strings.Contains(log, "aborting") {
+		t.Fatalf("after one SIGINT keyby exits %d (want 130, no shard failing):\n%s", code, log)
 	}
-	g, w := rowsOf(t, got), rowsOf(t, want)
-	if !slices.Equal(g, w) {
-		t.Fatalf("the table holds %d rows, want the %d generated rows exactly once", len(g), len(w))
+	if a, b := p.shardCommitted(0), p.shardCommitted(1); a != b || a == 0 {
+		t.Fatalf("the shards stopped at epochs %d and %d, want the same one", a, b)
 	}
-	t.Logf("killed a shard with generate committed at epoch %d; after the restart the table holds the %d rows once", genCommitted, len(g))
+	stopped := p.shardCommitted(0)
+	gen, kb, kbErr = p.start("--rate", "200000/s")
+	if err := kb.Wait(); err != nil {
+		t.Fatalf("restart: %v: %s", err, kbErr)
+	}
+	gen.Wait()
+	p.checkTable()
+	t.Logf("one SIGINT: both shards stopped after epoch %d; the restart completed the table", stopped)
 }

@@ -59,6 +59,7 @@ func (s *Sharded) childEnv(environ []string, i int) []string {
 	if s.shardCommits != "" {
 		env = append(env, stage.EnvShardCommits+"="+s.shardCommits)
 	}
+	env = append(env, stage.EnvShardRoute+"="+strconv.Itoa(s.N)+" by "+RouteHash+"("+joinKey(s.Key)+")")
 	if !s.Tools[s.Cmd[0]] {
 		return env
 	}
@@ -113,8 +114,9 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 		// larger heap goal (a few MB more) saves ~15% of its CPU in collections.
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
-	// The children get the signals of the process group; the parent waits for them to finish
-	// their epoch and end, and reports the interrupt.
+	// On a first signal keyby stops the shards together: it forwards the next barrier, then
+	// end=pause, so every shard finishes the same epoch (the shards ignore signals themselves,
+	// see stage.EnvShard); a second signal kills them.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -210,8 +212,8 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 		close(mergeDone)
 		mergeErr <- merged
 	}()
-	// Signals: the first is passed on to the children (they finish their epoch and end with
-	// a pause; with Ctrl-C the process group got it already), the second kills them.
+	// Signals: the first makes route end the children's streams after the next barrier, the
+	// second kills the children.
 	sigDone := make(chan struct{})
 	defer close(sigDone)
 	go func() {
@@ -225,8 +227,8 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 			n++
 			interruptedFlag.Store(true)
 			if n == 1 {
-				for _, c := range children {
-					c.cmd.Process.Signal(syscall.SIGTERM)
+				if o.Log != nil {
+					o.Log.Info("interrupt: the shards finish the current epoch, then stop (interrupt again to abort)")
 				}
 			} else {
 				killAll(children)
@@ -253,6 +255,17 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 					}
 				}
 				if m.Control.Kind == codec.End {
+					return nil
+				}
+				if m.Control.Kind == codec.Barrier && interruptedFlag.Load() {
+					// Interrupted: every shard ends after this barrier, as a stage would.
+					end := codec.EndControl(codec.Pause)
+					end.Interrupted = true
+					for _, c := range children {
+						if err := c.w.WriteControl(end); err != nil {
+							return fmt.Errorf("keyby: shard %d: %w", c.i, err)
+						}
+					}
 					return nil
 				}
 				continue
@@ -312,7 +325,7 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	}
 	for _, c := range children {
 		<-c.exited
-		if !c.state.Success() && !(interrupted && c.state.ExitCode() == stage.ExitInterrupted) {
+		if !c.state.Success() && !((interrupted || interruptedFlag.Load()) && c.state.ExitCode() == stage.ExitInterrupted) {
 			return s.childFailure(children, fmt.Errorf("keyby: shard %d: %s", c.i, c.state))
 		}
 	}
@@ -390,6 +403,7 @@ func (s *Sharded) start(o stage.Options, schema *arrow.Schema, mem memory.Alloca
 	for i := 0; i < s.N; i++ {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = s.childEnv(os.Environ(), i)
+		cmd.SysProcAttr = childProcAttr()
 		cmd.Stderr = o.Stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {

@@ -155,18 +155,19 @@ func TestShardRows(t *testing.T) {
 	}
 }
 
-// A streamkit child gets STREAMKIT_SHARD and GOGC=ShardGOGC unless the environment sets GOGC;
-// another command only STREAMKIT_SHARD.
+// A streamkit child gets STREAMKIT_SHARD, the shard commit directory, the routing and
+// GOGC=ShardGOGC unless the environment sets GOGC; another command no GOGC.
 func TestChildEnv(t *testing.T) {
-	s := &Sharded{N: 2, Cmd: []string{"dedup"}, Tools: map[string]bool{"dedup": true}}
-	if got, want := strings.Join(s.childEnv([]string{"A=1"}, 1), " "), "A=1 STREAMKIT_SHARD=1 GOGC=200"; got != want {
+	s := &Sharded{Key: []string{"value.id", "k"}, N: 2, Cmd: []string{"dedup"}, Tools: map[string]bool{"dedup": true}, shardCommits: "/ck/keyby/shards"}
+	common := "STREAMKIT_SHARD_COMMITS=/ck/keyby/shards STREAMKIT_SHARD_ROUTE=2 by xxh3-64(value.id,k)"
+	if got, want := strings.Join(s.childEnv([]string{"A=1"}, 1), " "), "A=1 STREAMKIT_SHARD=1 "+common+" GOGC=200"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if got, want := strings.Join(s.childEnv([]string{"GOGC=50"}, 0), " "), "GOGC=50 STREAMKIT_SHARD=0"; got != want {
+	if got, want := strings.Join(s.childEnv([]string{"GOGC=50"}, 0), " "), "GOGC=50 STREAMKIT_SHARD=0 "+common; got != want {
 		t.Errorf("user setting: got %q, want %q", got, want)
 	}
 	s.Cmd = []string{"./my-operator"}
-	if got, want := strings.Join(s.childEnv([]string{"A=1"}, 0), " "), "A=1 STREAMKIT_SHARD=0"; got != want {
+	if got, want := strings.Join(s.childEnv([]string{"A=1"}, 0), " "), "A=1 STREAMKIT_SHARD=0 "+common; got != want {
 		t.Errorf("foreign command: got %q, want %q", got, want)
 	}
 }

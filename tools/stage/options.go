@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -85,6 +86,28 @@ const EnvShard = "STREAMKIT_SHARD"
 // after a crash would not replay them to it (DESIGN.md §3: upstream markers may lag, never
 // lead).
 const EnvShardCommits = "STREAMKIT_SHARD_COMMITS"
+
+// EnvShardRoute is set by `keyby --shards` for its children to how rows are routed: "<N> by
+// <hash>(<key>)". A child records "<i>/<route>" as the option "shard" of its checkpoint, so
+// a restart that routes other keys to it (another --shards or key) is refused, as keyby's own
+// checkpoint refuses it; otherwise the shard's state, or the epochs its sink already holds,
+// would not match the rows it now gets.
+const EnvShardRoute = "STREAMKIT_SHARD_ROUTE"
+
+// checkpointOptions is StateOptions plus, in a child of keyby --shards, the shard's routing.
+func (o *Options) checkpointOptions() map[string]string {
+	opts := maps.Clone(o.StateOptions)
+	if opts == nil {
+		opts = map[string]string{}
+	}
+	if shard := os.Getenv(EnvShard); shard != "" {
+		opts["shard"] = shard
+		if route := os.Getenv(EnvShardRoute); route != "" {
+			opts["shard"] = shard + "/" + route
+		}
+	}
+	return opts
+}
 
 // shardCommitDir is the directory where this process, a sink shard of keyby --shards, records
 // its commits ("" when it is none).

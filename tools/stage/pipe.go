@@ -178,7 +178,15 @@ type signals struct {
 
 func watchSignals(o *Options, abort context.CancelFunc) *signals {
 	s := &signals{first: make(chan struct{}), aborted: make(chan struct{}), stopCh: make(chan struct{})}
-	if !o.NoSignals {
+	switch {
+	case o.NoSignals:
+	case os.Getenv(EnvShard) != "":
+		// A shard of keyby --shards: keyby stops its shards together, at one barrier (it
+		// sends them that barrier and then end=pause), and kills them on a second signal.
+		// A Ctrl-C reaching the shards too (same process group) would make each stop at its
+		// own next barrier instead.
+		signal.Ignore(os.Interrupt, syscall.SIGTERM)
+	default:
 		s.osch = make(chan os.Signal, 2)
 		signal.Notify(s.osch, os.Interrupt, syscall.SIGTERM)
 	}

@@ -30,10 +30,7 @@ func openCheckpoint(o *Options, env *Env, deferOptions bool) error {
 	if p == "" {
 		return nil
 	}
-	opts := o.StateOptions
-	if opts == nil {
-		opts = map[string]string{}
-	}
+	opts := o.checkpointOptions()
 	if deferOptions {
 		opts = nil
 	}
@@ -128,7 +125,7 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 			if opts == nil {
 				opts = map[string]string{}
 			}
-			for k, v := range o.StateOptions {
+			for k, v := range o.checkpointOptions() {
 				opts[k] = v
 			}
 			err = env.Dir.CheckOptions(opts)
