@@ -60,18 +60,15 @@ func (r *Reader) ForwardNext(w *Writer, write func(func() error) error) (*Contro
 	}
 	src, srcFile := r.eos.src.(*os.File)
 	out, outFile := w.out.(*os.File)
-	if !srcFile || !outFile || bodyLen < gatherDirectMin {
-		if m, err = r.rawBody(buf, bodyLen); err != nil || m.Control != nil {
-			return m.Control, err
+	direct := srcFile && outFile && bodyLen >= gatherDirectMin
+	if direct {
+		rows, _, err := batchHeader(buf[8:], bodyLen)
+		if err != nil {
+			return nil, fmt.Errorf("read arrow stream: %w", err)
 		}
-		return nil, write(func() error { return w.WriteRaw(m.Data) })
+		direct = rows > 0 // a zero-row batch may be a control: read it whole
 	}
-	meta := buf[8:]
-	rows, _, err := batchHeader(meta, bodyLen)
-	if err != nil {
-		return nil, fmt.Errorf("read arrow stream: %w", err)
-	}
-	if rows == 0 { // maybe a control: read it whole
+	if !direct {
 		if m, err = r.rawBody(buf, bodyLen); err != nil || m.Control != nil {
 			return m.Control, err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
@@ -20,41 +21,28 @@ import (
 // STREAMKIT_TRACE names a file for a runtime execution trace of the run in the same way
 // (`go tool trace FILE`; `go tool trace -pprof=sync FILE` shows where goroutines waited).
 func startCPUProfile() (stop func()) {
-	stopTrace := startTrace()
-	path := os.Getenv("STREAMKIT_CPUPROFILE")
-	if path == "" {
-		return stopTrace
-	}
-	if shard := os.Getenv("STREAMKIT_SHARD"); shard != "" {
-		path += ".shard-" + shard
-	}
-	f, err := os.Create(path)
-	if err == nil {
-		if err = pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "streamkit: STREAMKIT_CPUPROFILE: %v\n", err)
-		return stopTrace
-	}
-	return func() {
-		stopTrace()
-		pprof.StopCPUProfile()
-		f.Close()
+	stopTrace := startRecording("STREAMKIT_TRACE", trace.Start, trace.Stop, nil)
+	stopProfile := startRecording("STREAMKIT_CPUPROFILE", pprof.StartCPUProfile, pprof.StopCPUProfile, func(path string) {
 		var self, children syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &self)
 		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
 		fmt.Fprintf(os.Stderr, "streamkit: cpu profile %s: user %.2f s, system %.2f s (child processes: user %.2f s, system %.2f s)\n",
 			path, seconds(self.Utime), seconds(self.Stime), seconds(children.Utime), seconds(children.Stime))
+	})
+	return func() {
+		stopTrace()
+		stopProfile()
 	}
 }
 
 func seconds(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
-// startTrace starts the execution trace STREAMKIT_TRACE asks for (see startCPUProfile).
-func startTrace() (stop func()) {
-	path := os.Getenv("STREAMKIT_TRACE")
+// startRecording starts a recording (start/stop: a CPU profile or an execution trace) into the
+// file the environment variable env names (with ".shard-i" in a keyby shard), and returns what
+// stops it, closes the file and then calls done with its path (done may be nil). Without the
+// variable, or when the file cannot be created, it does nothing (the latter is reported).
+func startRecording(env string, start func(io.Writer) error, stop func(), done func(path string)) func() {
+	path := os.Getenv(env)
 	if path == "" {
 		return func() {}
 	}
@@ -63,16 +51,19 @@ func startTrace() (stop func()) {
 	}
 	f, err := os.Create(path)
 	if err == nil {
-		if err = trace.Start(f); err != nil {
+		if err = start(f); err != nil {
 			f.Close()
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "streamkit: STREAMKIT_TRACE: %v\n", err)
+		fmt.Fprintf(os.Stderr, "streamkit: %s: %v\n", env, err)
 		return func() {}
 	}
 	return func() {
-		trace.Stop()
+		stop()
 		f.Close()
+		if done != nil {
+			done(path)
+		}
 	}
 }

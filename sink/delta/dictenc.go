@@ -271,7 +271,6 @@ func (d *int64Dict) grow() {
 // holds the key next to the entry, so a probe touches one cache line.
 type bytesDict struct {
 	slots []bytesSlot
-	n     int32 // entries
 	offs  []int32
 	data  []byte
 	shift uint
@@ -346,8 +345,7 @@ func (d *bytesDict) indexShort(key uint64, b []byte) int32 {
 
 // insert adds b (key: its packed or hashed key) as a new entry in empty slot i.
 func (d *bytesDict) insert(key uint64, b []byte, i uint64, long bool) int32 {
-	k := d.n
-	d.n++
+	k := int32(len(d.offs) - 1) // offs has one more element than there are entries
 	d.data = append(d.data, b...)
 	d.offs = append(d.offs, int32(len(d.data)))
 	d.size += int64(len(b)) + 4
@@ -356,7 +354,7 @@ func (d *bytesDict) insert(key uint64, b []byte, i uint64, long bool) int32 {
 		ref = -ref
 	}
 	d.slots[i] = bytesSlot{key, ref}
-	if 2*int(d.n) > len(d.slots) {
+	if 2*(len(d.offs)-1) > len(d.slots) {
 		d.grow()
 	}
 	return k

@@ -774,19 +774,12 @@ func (w *Writer) canCommitAsync() bool {
 		w.cfg.Mode == ModeAppend && !w.takeover
 }
 
-// commitAsync hands the current epoch (its lanes, after any held rows) to a background
+// commitAsync hands the current epoch (its lanes, held rows already written) to a background
 // commit as epoch n.
-func (w *Writer) commitAsync(ctx context.Context, n uint64) error {
-	if err := w.write(nil); err != nil {
-		return err
-	}
+func (w *Writer) commitAsync(ctx context.Context, n uint64) {
 	p := &pendingCommit{n: n, ew: w.ew, rows: w.rows, creating: w.snap == nil, start: time.Now(), done: make(chan struct{})}
-	w.lastEpochBytes = p.ew.bytes
 	w.ew, w.rows, w.pending = nil, 0, p
 	req := w.commitRequest(n, p.rows)
-	if p.creating {
-		req.Protocol, req.Metadata = w.createProto, w.createMeta
-	}
 	go func() {
 		defer func() {
 			close(p.done)
@@ -804,7 +797,6 @@ func (w *Writer) commitAsync(ctx context.Context, n uint64) error {
 			p.err = w.commitError(p.cause, n)
 		}
 	}()
-	return nil
 }
 
 // endEpoch commits or skips the current epoch as epoch n, in the background when async and
@@ -832,16 +824,19 @@ func (w *Writer) endEpoch(ctx context.Context, n uint64, async bool) error {
 		w.env.Log.Info("epoch already committed to the table: skipped", "epoch", n, "flow", w.flow, "txn_version", w.txn, "rows", rows)
 		return nil
 	}
-	if async && w.canCommitAsync() {
-		return w.commitAsync(ctx, n)
-	}
-	var adds []delta.Add
 	if w.ew != nil || len(w.held) > 0 {
-		if err := w.write(nil); err != nil {
+		if err := w.write(nil); err != nil { // held rows go into the epoch's files
 			return err
 		}
-		var err error
 		w.lastEpochBytes = w.ew.bytes
+	}
+	if async && w.canCommitAsync() {
+		w.commitAsync(ctx, n)
+		return nil
+	}
+	var adds []delta.Add
+	if w.ew != nil {
+		var err error
 		if adds, err = w.ew.close(); err != nil {
 			return fmt.Errorf("write-delta: %w", err)
 		}
@@ -879,11 +874,6 @@ func (w *Writer) commit(ctx context.Context, n uint64, adds []delta.Add, rows in
 		}
 		setAdds(&req, adds, rows, removed)
 		creating := w.snap == nil
-		if creating {
-			req.Protocol, req.Metadata = w.createProto, w.createMeta
-		} else if w.pendMeta != nil {
-			req.Protocol, req.Metadata = w.pendProto, w.pendMeta
-		}
 		res, err := w.table.Commit(ctx, req)
 		if err == nil {
 			res.Attempts += attempt - 1
@@ -922,18 +912,24 @@ func (w *Writer) commit(ctx context.Context, n uint64, adds []delta.Add, rows in
 }
 
 // commitRequest is the commit of epoch n with rows rows, before its add actions and metrics
-// (setAdds).
+// (setAdds): with the table's protocol and metadata when it creates the table or changes them.
 func (w *Writer) commitRequest(n uint64, rows int64) delta.CommitRequest {
 	outputMode := "Append"
 	if w.cfg.Mode == ModeOverwrite {
 		outputMode = "Complete"
 	}
-	return delta.CommitRequest{
+	req := delta.CommitRequest{
 		Read:                w.snap,
 		Txn:                 &delta.Txn{AppID: w.flow, Version: int64(n)},
 		Operation:           "STREAMING UPDATE",
 		OperationParameters: map[string]string{"outputMode": outputMode, "queryId": w.flow, "epochId": strconv.FormatUint(n, 10)},
 	}
+	if w.snap == nil {
+		req.Protocol, req.Metadata = w.createProto, w.createMeta
+	} else if w.pendMeta != nil {
+		req.Protocol, req.Metadata = w.pendProto, w.pendMeta
+	}
+	return req
 }
 
 // setAdds puts the epoch's add actions into req with the operation metrics Spark records for a
