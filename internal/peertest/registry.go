@@ -59,3 +59,19 @@ func startRegistry(root string) (string, string) {
 	}
 	return url, ""
 }
+
+// RegistryLogTail returns the last n lines of the log of the registry scripts/registry.sh runs
+// (.it/registry-run/registry.log), for a failing test's message: the registry's side of a
+// request that failed or hung. A missing log gives a line saying so.
+func RegistryLogTail(t testing.TB, n int) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(Root(t), ".it", "registry-run", "registry.log"))
+	if err != nil {
+		return "(no registry log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

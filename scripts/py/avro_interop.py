@@ -55,8 +55,15 @@ def plain(v):
     return v
 
 
+def registry_client(url):
+    # No timeout is confluent-kafka's default: one request the registry never answered (CI, a
+    # loaded 2-core machine) hung a produce for the full 100 s. A bounded request is retried
+    # (max.retries 3, on httpx timeouts too), so a slow answer still passes.
+    return SchemaRegistryClient({"url": url, "timeout": 15})
+
+
 def produce(broker, registry, topic, schema_path, records_path):
-    sr = SchemaRegistryClient({"url": registry})
+    sr = registry_client(registry)
     with open(schema_path) as f:
         ser = AvroSerializer(sr, f.read())
     with open(records_path) as f:
@@ -77,7 +84,7 @@ def produce(broker, registry, topic, schema_path, records_path):
 
 
 def consume(broker, registry, topic, n):
-    sr = SchemaRegistryClient({"url": registry})
+    sr = registry_client(registry)
     de = AvroDeserializer(sr)
     c = Consumer({"bootstrap.servers": broker, "group.id": "avro-interop-" + topic,
                   "auto.offset.reset": "earliest", "enable.auto.commit": False})

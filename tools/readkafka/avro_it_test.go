@@ -35,7 +35,7 @@ func avroPeer(t *testing.T, args ...string) []byte {
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("avro_interop.py %v: %v (context: %v)\n%s", args[0], err, ctx.Err(), se.String())
+		t.Fatalf("avro_interop.py %v: %v (context: %v)\n%s\nregistry log:\n%s", args[0], err, ctx.Err(), se.String(), peertest.RegistryLogTail(t, 40))
 	}
 	return so.Bytes()
 }
