@@ -124,16 +124,22 @@ func (e *epochWriter) write(rec arrow.RecordBatch) error {
 	return nil
 }
 
+// stop closes the lane's queue, waits until its goroutine has written what was queued and
+// returns its first write error.
+func (l *lane) stop() error {
+	if l.in != nil {
+		close(l.in)
+		<-l.done
+		l.in = nil
+	}
+	return l.failure()
+}
+
 // drain stops every lane's goroutine and returns the first write error.
 func (e *epochWriter) drain() error {
 	var first error
 	for _, l := range e.lanes {
-		if l.in != nil {
-			close(l.in)
-			<-l.done
-			l.in = nil
-		}
-		if err := l.failure(); err != nil && first == nil {
+		if err := l.stop(); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -144,11 +150,10 @@ func (e *epochWriter) drain() error {
 }
 
 // close finishes every lane and returns the add actions of all data files (in lane order).
-// The lanes' writers close in parallel: closing encodes each file's last row group.
+// Each lane stops and closes its writer (encoding its files' last row groups) on its own
+// goroutine: a lane still encoding a full row group must not hold back another lane's last
+// one (stopping them in turn left a core idle at the end of every epoch).
 func (e *epochWriter) close() ([]delta.Add, error) {
-	if err := e.drain(); err != nil {
-		return nil, err
-	}
 	adds := make([][]delta.Add, len(e.lanes))
 	errs := make([]error, len(e.lanes))
 	var wg sync.WaitGroup
@@ -156,10 +161,15 @@ func (e *epochWriter) close() ([]delta.Add, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			adds[i], errs[i] = l.dw.Close()
+			if errs[i] = l.stop(); errs[i] == nil {
+				adds[i], errs[i] = l.dw.Close()
+			}
 		}()
 	}
 	wg.Wait()
+	if e.failed != nil {
+		return nil, e.failed
+	}
 	var all []delta.Add
 	for i := range e.lanes {
 		if errs[i] != nil {
