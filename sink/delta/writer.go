@@ -26,7 +26,12 @@ import (
 // Default sizes of the data writer.
 const (
 	DefaultTargetFileSize = 128 << 20 // bytes of Parquet per data file before rolling
-	DefaultRowGroupSize   = 32 << 20  // bytes of Arrow data collected per row group
+	// DefaultRowGroupSize is the Arrow bytes collected per row group. A row group is encoded
+	// column by column from the collected batches; at 8 MiB they stay in the CPU's last-level
+	// cache for all its columns. 32 MiB (before 2026-11-30) cost 47% more CPU per row on the
+	// flights data (3M rows, one writer: 475 -> 322 ms), faulted in twice the memory, and
+	// wrote 1.2% larger files.
+	DefaultRowGroupSize = 8 << 20
 	// MaxRowGroupRows caps the rows of a Parquet row group (as arrow-rs/delta-rs: 1Mi).
 	MaxRowGroupRows = 1 << 20
 )
@@ -38,7 +43,7 @@ type WriterOptions struct {
 	TargetFileSize int64
 	// RowGroupSize bounds the Arrow bytes collected in memory per open file before they are
 	// written as one Parquet row group (also cut at MaxRowGroupRows rows); default
-	// DefaultRowGroupSize (32 MiB). Memory use is about RowGroupSize × open partitions.
+	// DefaultRowGroupSize (8 MiB). Memory use is about RowGroupSize × open partitions.
 	RowGroupSize int64
 	// Compression is "snappy" (default), "zstd", "gzip" or "uncompressed".
 	Compression string

@@ -14,10 +14,6 @@ import (
 // over parallel writers (Config.Writers).
 const DefaultLaneThreshold = 8 << 20
 
-// minLaneRowGroup is the smallest row group (Arrow bytes) a lane collects when parallel lanes
-// split delta.DefaultRowGroupSize between them.
-const minLaneRowGroup = 8 << 20
-
 // DefaultWriters is the default number of parallel Parquet writers: the CPUs available, at
 // most 4.
 func DefaultWriters() int { return max(1, min(runtime.GOMAXPROCS(0), 4)) }

@@ -610,11 +610,8 @@ func (w *Writer) write(rec arrow.RecordBatch) error {
 			}
 		}
 		meta := w.meta
-		// The lanes share one row-group budget: each collects DefaultRowGroupSize / Writers of
-		// Arrow data (at least minLaneRowGroup) before it encodes a row group, so parallel
-		// writers do not multiply the memory held per epoch.
+		// Each lane collects delta.DefaultRowGroupSize (8 MiB) of Arrow data per row group.
 		opts := delta.WriterOptions{TargetFileSize: target, Compression: w.cfg.Compression,
-			RowGroupSize:       max(minLaneRowGroup, delta.DefaultRowGroupSize/int64(w.cfg.Writers)),
 			TruncateTimestamps: w.cfg.TruncateTimestamps, Allocator: w.env.Mem, Now: w.env.Now}
 		// After an epoch large enough to be spread, the next one is spread from its first
 		// batch: waiting for the threshold again would leave the other lanes idle for the
