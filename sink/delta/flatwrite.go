@@ -48,12 +48,19 @@ func (w *DataWriter) flushFlat(of *openFile) error {
 	}
 	rows := int(of.rgRows)
 	for j, f := range w.dataSch.Fields() {
-		chunks, dict := w.column(of, j)
+		chunks, dict, plain := w.column(of, j)
 		cw, err := rgw.NextColumn()
 		if err == nil {
 			var def []int16
 			if f.Nullable {
 				def = w.definitionLevels(chunks, rows)
+			}
+			if plain {
+				// The column's dictionary outgrew the page size limit here already:
+				// arrow-go's encoder would build it again, value by value, up to that
+				// limit before falling back to plain (for unique strings a fifth of the
+				// writer's CPU).
+				cw.FallbackToPlain()
 			}
 			err = w.writeFlatColumn(cw, f, chunks, dict, def)
 		}

@@ -21,6 +21,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/google/uuid"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // Default sizes of the data writer.
@@ -213,7 +215,7 @@ func (w *DataWriter) Write(rec arrow.RecordBatch) error {
 	if len(w.partCols) == 0 {
 		data := w.project(conformed)
 		defer data.Release()
-		return w.writeTo("", nil, data, recordBytes(data))
+		return w.writeTo("", nil, data, codec.BatchBytes(data))
 	}
 	// Group rows by partition values.
 	n := int(conformed.NumRows())
@@ -262,7 +264,7 @@ func (w *DataWriter) Write(rec arrow.RecordBatch) error {
 	}
 	data := w.project(conformed)
 	defer data.Release()
-	total := recordBytes(data)
+	total := codec.BatchBytes(data)
 	if len(groups) == 1 {
 		g := groups[keys[0]]
 		return w.writeTo(PartitionDir(w.partCols, g.values), g.values, data, total)
@@ -319,7 +321,7 @@ func (w *DataWriter) WritePartition(values map[string]*string, rec arrow.RecordB
 	if len(w.partCols) == 0 {
 		pv = nil
 	}
-	return w.writeTo(PartitionDir(w.partCols, pv), pv, data, recordBytes(data))
+	return w.writeTo(PartitionDir(w.partCols, pv), pv, data, codec.BatchBytes(data))
 }
 
 // project drops the partition columns.
@@ -376,7 +378,7 @@ func (w *DataWriter) writeTo(relDir string, values map[string]*string, data arro
 		take := min(n-off, MaxRowGroupRows-of.rgRows)
 		part := data.NewSlice(off, off+take)
 		share := arrowBytes * take / n
-		if held := recordBytes(part); held > 2*share+64<<10 {
+		if held := codec.BatchBytes(part); held > 2*share+64<<10 {
 			// A small slice of large buffers (a partition's rows, the head of a batch cut at
 			// a row group): keep a copy, so a file that gets few rows from each batch does
 			// not hold on to all of them.
@@ -477,10 +479,12 @@ func (w *DataWriter) flushRowGroup(of *openFile) error {
 
 // column returns column j of the pending row group of of: its chunks, and when the column is
 // dictionary-encoded (dictEligible, dictionary enabled, small enough) also the whole column
-// as one dictionary array (the caller releases it). The column is folded into the file's
-// statistics, from the dictionary when there is one (the same values, each once).
-func (w *DataWriter) column(of *openFile, j int) ([]arrow.Array, *array.Dictionary) {
-	chunks := make([]arrow.Array, len(of.pending))
+// as one dictionary array (the caller releases it). plain reports a column that was eligible
+// but whose dictionary outgrew the dictionary page size limit: it is to be written plain. The
+// column is folded into the file's statistics, from the dictionary when there is one (the
+// same values, each once).
+func (w *DataWriter) column(of *openFile, j int) (chunks []arrow.Array, dict *array.Dictionary, plain bool) {
+	chunks = make([]arrow.Array, len(of.pending))
 	for i, b := range of.pending {
 		chunks[i] = b.Column(j)
 	}
@@ -489,13 +493,14 @@ func (w *DataWriter) column(of *openFile, j int) ([]arrow.Array, *array.Dictiona
 		if enc := dictEncode(chunks, int(of.rgRows), w.props.DictionaryPageSizeLimit(), &w.indices); enc != nil {
 			d := enc.(*array.Dictionary)
 			of.stats.updateDictionary(j, d.Dictionary(), int64(d.NullN()))
-			return chunks, d
+			return chunks, d, false
 		}
+		plain = true
 	}
 	for _, c := range chunks {
 		of.stats.updateColumn(j, c)
 	}
-	return chunks, nil
+	return chunks, nil, plain
 }
 
 // flushArrow writes the pending row group through pqarrow (any schema). A dictionary holding
@@ -507,7 +512,7 @@ func (w *DataWriter) flushArrow(of *openFile) error {
 		return err
 	}
 	for j, f := range w.dataSch.Fields() {
-		chunks, dict := w.column(of, j)
+		chunks, dict, _ := w.column(of, j)
 		var col *arrow.Chunked
 		if dict != nil && !hasEmptyValue(dict.Dictionary()) {
 			col = arrow.NewChunked(dict.DataType(), []arrow.Array{dict})
@@ -699,26 +704,6 @@ func (w *DataWriter) Abort() error {
 
 // Files returns the add actions of the files closed so far (rolled files).
 func (w *DataWriter) Files() []Add { return w.adds }
-
-// recordBytes is the size of the buffers rec references (an upper bound for slices).
-func recordBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	var walk func(d arrow.ArrayData)
-	walk = func(d arrow.ArrayData) {
-		for _, b := range d.Buffers() {
-			if b != nil {
-				n += int64(b.Len())
-			}
-		}
-		for _, c := range d.Children() {
-			walk(c)
-		}
-	}
-	for _, c := range rec.Columns() {
-		walk(c.Data())
-	}
-	return n
-}
 
 // bytesWritten is the size of the Parquet data written so far (completed row groups).
 func (of *openFile) bytesWritten() int64 {

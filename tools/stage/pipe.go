@@ -25,8 +25,9 @@ func isBrokenPipe(err error) bool {
 
 // outItem is one message for the writer goroutine.
 type outItem struct {
-	rec  arrow.RecordBatch
-	ctrl *codec.Control
+	rec   arrow.RecordBatch
+	ctrl  *codec.Control
+	bytes int64 // taken from the writer's budget
 }
 
 // writer writes the output stream from its own goroutine, so encoding and the pipe overlap
@@ -35,6 +36,7 @@ type outItem struct {
 // downstream stage reports a truncated stream instead of taking it for end=final.
 type writer struct {
 	ch   chan outItem
+	mem  *byteBudget
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	err  error
@@ -42,7 +44,7 @@ type writer struct {
 }
 
 func startWriter(w io.Writer, s *arrow.Schema, mem memory.Allocator) *writer {
-	wr := &writer{ch: make(chan outItem, 8), done: make(chan struct{})}
+	wr := &writer{ch: make(chan outItem, queueBatches), mem: newByteBudget(), done: make(chan struct{})}
 	cw := codec.NewWriter(w, s, mem)
 	wr.wg.Add(1)
 	go func() {
@@ -64,6 +66,7 @@ func startWriter(w io.Writer, s *arrow.Schema, mem memory.Allocator) *writer {
 			if it.rec != nil {
 				it.rec.Release()
 			}
+			wr.mem.give(it.bytes)
 		}
 		if err == nil && ended {
 			if err = cw.Close(); err != nil {
@@ -100,20 +103,23 @@ func (w *writer) send(ctx context.Context, it outItem) error {
 		}
 		return err
 	}
-	select {
-	case w.ch <- it:
-		return nil
-	case <-w.done:
-		if it.rec != nil {
-			it.rec.Release()
+	it.bytes = codec.BatchBytes(it.rec)
+	if w.mem.take(ctx, w.done, it.bytes) {
+		select {
+		case w.ch <- it:
+			return nil
+		case <-w.done:
+		case <-ctx.Done():
 		}
-		return w.getErr()
-	case <-ctx.Done():
-		if it.rec != nil {
-			it.rec.Release()
-		}
-		return ErrInterrupted
+		w.mem.give(it.bytes)
 	}
+	if it.rec != nil {
+		it.rec.Release()
+	}
+	if err := w.getErr(); err != nil {
+		return err
+	}
+	return ErrInterrupted
 }
 
 // close flushes and ends the stream; it returns the first write error. After an abort (ctx
@@ -131,28 +137,46 @@ func (w *writer) close(aborted <-chan struct{}) error {
 	}
 }
 
-// readResult is one message from the reader goroutine.
+// readResult is one message from the reader goroutine; the receiver gives bytes back to the
+// reader's budget (received).
 type readResult struct {
-	msg codec.Message
-	err error
+	msg   codec.Message
+	err   error
+	bytes int64
 }
 
-// startReader reads rd from its own goroutine until an end, an error or ctx is done; done is
-// closed when the goroutine has returned.
-func startReader(ctx context.Context, rd *codec.Reader) (<-chan readResult, <-chan struct{}) {
-	ch := make(chan readResult, 8)
-	done := make(chan struct{})
+// inbox is the queue of messages a stage's reader goroutine has read ahead.
+type inbox struct {
+	ch   chan readResult
+	mem  *byteBudget
+	done chan struct{} // closed when the reader goroutine has returned
+}
+
+// received gives r's bytes back to the read-ahead budget once the stage took r off the queue.
+func (in *inbox) received(r readResult) { in.mem.give(r.bytes) }
+
+// startReader reads rd from its own goroutine until an end, an error or ctx is done, at most
+// queueBatches messages and queueBytes of batches ahead of the stage.
+func startReader(ctx context.Context, rd *codec.Reader) *inbox {
+	in := &inbox{ch: make(chan readResult, queueBatches), mem: newByteBudget(), done: make(chan struct{})}
 	go func() {
-		defer close(done)
-		defer close(ch)
+		defer close(in.done)
+		defer close(in.ch)
 		for {
 			m, err := rd.Next()
 			if err == io.EOF {
 				return
 			}
-			select {
-			case ch <- readResult{m, err}:
-			case <-ctx.Done():
+			r := readResult{msg: m, err: err, bytes: codec.BatchBytes(m.Batch)}
+			sent := false
+			if in.mem.take(ctx, nil, r.bytes) {
+				select {
+				case in.ch <- r:
+					sent = true
+				case <-ctx.Done():
+				}
+			}
+			if !sent {
 				if m.Batch != nil {
 					m.Batch.Release()
 				}
@@ -163,7 +187,7 @@ func startReader(ctx context.Context, rd *codec.Reader) (<-chan readResult, <-ch
 			}
 		}
 	}()
-	return ch, done
+	return in
 }
 
 // signals turns the first SIGINT/SIGTERM into a "finish the epoch and stop" request and the

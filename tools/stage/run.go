@@ -197,20 +197,21 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		}
 	}
 	var lastIn time.Time
-	msgs, readerDone := startReader(ctx, rd)
+	inq := startReader(ctx, rd)
 	defer func() {
 		// Stop the reader goroutine and free what it read ahead. It may be blocked reading an
 		// idle upstream; wait a bounded time (the process exits anyway).
 		cancel()
 		go func() {
-			for r := range msgs {
+			for r := range inq.ch {
+				inq.received(r)
 				if r.msg.Batch != nil {
 					r.msg.Batch.Release()
 				}
 			}
 		}()
 		select {
-		case <-readerDone:
+		case <-inq.done:
 			rd.Release()
 		case <-time.After(time.Second):
 		}
@@ -241,7 +242,8 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 				return err
 			}
 			continue
-		case r, ok = <-msgs:
+		case r, ok = <-inq.ch:
+			inq.received(r)
 		}
 		if !ok {
 			return ctx.Err()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/sink/delta"
 )
 
@@ -86,7 +87,7 @@ func (e *epochWriter) write(rec arrow.RecordBatch) error {
 			return err
 		}
 	}
-	size := recordBytes(rec)
+	size := codec.BatchBytes(rec)
 	if len(e.lanes) == 0 || (e.bytes >= e.threshold && len(e.lanes) < e.n) {
 		if err := e.startLane(); err != nil {
 			e.failed = err

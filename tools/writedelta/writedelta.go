@@ -594,7 +594,7 @@ func (w *Writer) Process(_ context.Context, rec arrow.RecordBatch, _ stage.Emit)
 	if w.mayBeReplay() && w.heldBytes < w.cfg.HoldBytes {
 		r.Retain()
 		w.held = append(w.held, r)
-		w.heldBytes += recordBytes(r)
+		w.heldBytes += codec.BatchBytes(r)
 		return nil
 	}
 	return w.write(r)
