@@ -91,6 +91,52 @@ func TestStoreCheckpointRestore(t *testing.T) {
 	}
 }
 
+// TestChangelogLeavesOutKeysBornAndDeleted: a key added and deleted within one epoch is in
+// no state before or after it, so the epoch's changelog leaves it out; a key deleted and added
+// again in the epoch stays in it, and the restored state is the store's.
+func TestChangelogLeavesOutKeysBornAndDeleted(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	d, err := Open(dir, "dedup", "dedup", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s := NewStore[counter](counterCodec{})
+	s.SnapshotEvery = 100
+	s.Put("a", counter{N: 1})
+	s.Put("b", counter{N: 2})
+	if err := s.Checkpoint(mem, d, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Put("c", counter{N: 3}) // born and deleted: left out
+	s.Delete("c")
+	s.Delete("a") // deleted: a delete row
+	s.Put("d", counter{N: 4})
+	s.Delete("d")
+	s.Put("d", counter{N: 5}) // deleted and added again: an upsert row
+	if err := s.Checkpoint(mem, d, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadManifest(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Snapshot != nil || m.Changelog == nil || m.Changelog.Rows != 2 {
+		t.Fatalf("epoch 2 manifest: snapshot %v, changelog %+v; want only a changelog of 2 rows (delete a, upsert d)", m.Snapshot, m.Changelog)
+	}
+	r := NewStore[counter](counterCodec{})
+	if _, err := r.Restore(mem, dir, 2); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]counter{}
+	r.Range(func(k string, v counter) bool { got[k] = v; return true })
+	if fmt.Sprint(got) != fmt.Sprint(map[string]counter{"b": {N: 2}, "d": {N: 5}}) {
+		t.Fatalf("restored %v, want b and d", got)
+	}
+}
+
 func TestCorruptFilesNamed(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)

@@ -179,9 +179,15 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 		}
 		man.Extra = b
 	}
-	// The entry lists are off the Go heap, as the table (see table.sorted).
+	// The entry lists are off the Go heap, as the table (see table.sorted). A key added in
+	// this epoch and deleted again (dedup expiring a key at the barrier that brought it) was
+	// in no earlier state and is in none later: the changelog leaves it out.
 	keys := s.t.indexBuf(s.Dirty())
-	s.t.pending(func(i uint32, _ *entry[V]) { keys = append(keys, i) })
+	s.t.pending(func(i uint32, e *entry[V]) {
+		if i < s.t.mark || e.ref&refDeleted == 0 {
+			keys = append(keys, i)
+		}
+	})
 	fi, err := s.writeFile(mem, dir, EpochName(n)+".changelog.arrow", s.t.sorted(keys))
 	freeSlice(s.t.mem, keys)
 	if err != nil {
@@ -292,7 +298,10 @@ func (s *Store[V]) encode(mem memory.Allocator, write func(arrow.RecordBatch) er
 		for _, vb := range vals {
 			vb.Reserve(len(batch))
 		}
-		for _, ei := range batch {
+		for g, ei := range batch {
+			if g%prefetchGroup == 0 {
+				s.t.touchKeys(batch[g:min(g+prefetchGroup, len(batch))])
+			}
 			e := s.t.ent(ei)
 			keyData = append(keyData, s.t.key(e.ref)...)
 			if len(keyData) > math.MaxInt32 {

@@ -264,6 +264,22 @@ func (t *table[V]) putAbsentAll(keys [][]byte, tags []uint32, val func(int) V, d
 	return tags
 }
 
+// touchKeys loads the entries of idx, then the first byte of their keys, in two short loops
+// of independent loads: a checkpoint reads the changed entries in key order, which is random
+// in memory, and this way the cache misses of a group overlap instead of coming one after the
+// other (see putAbsentAll).
+func (t *table[V]) touchKeys(idx []uint32) {
+	var acc uint64
+	for _, i := range idx {
+		acc += t.ent(i).ref
+	}
+	for _, i := range idx {
+		ref := t.ent(i).ref
+		acc += uint64(t.arena[(ref>>32)&refChunk][uint32(ref)])
+	}
+	t.sink += acc
+}
+
 // putTag is put for a key whose tag is known.
 func (t *table[V]) putTag(k []byte, tag uint32, v V, overwrite bool) bool {
 	t.reserve()
@@ -314,9 +330,9 @@ func (t *table[V]) kill(i uint32, e *entry[V]) bool {
 	return true
 }
 
-// unindex removes entry i from the index (backward-shift deletion for linear probing).
-func (t *table[V]) unindex(ei uint32) {
-	tag := t.tag(t.key(t.ent(ei).ref))
+// unindex removes entry ei, whose key has hash tag tag, from the index (backward-shift
+// deletion for linear probing).
+func (t *table[V]) unindex(ei uint32, tag uint32) {
 	mask := len(t.slots) - 1
 	i := t.home(tag)
 	for uint32(t.slots[i]) != ei+1 {
@@ -353,12 +369,30 @@ func (t *table[V]) pending(f func(i uint32, e *entry[V])) {
 // half the live keys.
 func (t *table[V]) settle() {
 	if t.tombs > 0 {
+		dead := t.indexBuf(t.tombs)
 		t.pending(func(i uint32, e *entry[V]) {
 			if e.ref&refDeleted != 0 {
-				t.unindex(i)
-				t.free++
+				dead = append(dead, i)
 			}
 		})
+		// In groups, as putAbsentAll: the entries, keys and home slots of a group are loaded
+		// together before their slots are removed one by one.
+		var tags [prefetchGroup]uint32
+		var acc uint64
+		for lo := 0; lo < len(dead); lo += prefetchGroup {
+			group := dead[lo:min(lo+prefetchGroup, len(dead))]
+			t.touchKeys(group)
+			for j, i := range group {
+				tags[j] = t.tag(t.key(t.ent(i).ref))
+				acc += t.slots[t.home(tags[j])]
+			}
+			for j, i := range group {
+				t.unindex(i, tags[j])
+			}
+		}
+		t.sink += acc
+		t.free += len(dead)
+		freeSlice(t.mem, dead)
 		t.tombs = 0
 	}
 	for _, i := range t.dirty {
