@@ -47,13 +47,16 @@ w2)
     | sk write-delta write-delta "$OUT/table"
   ;;
 w3)
+  # Epochs of at most 1M records, as Spark's maxOffsetsPerTrigger 1,000,000 (spark_job.py): dedup
+  # forgets expired keys at each barrier, so the epoch size bounds its state. Without a cap the
+  # broker's backlog is read in epochs of 5 s, ~3.5M records each, and dedup holds them all.
   dedup=(dedup --key value.id --ttl 10m --event-time value.ts)
   if (( ${BENCH_STREAMKIT_SHARDS:-1} > 1 )); then
-    read_kafka 'id STRING, ts TIMESTAMP, payload STRING' \
+    read_kafka 'id STRING, ts TIMESTAMP, payload STRING' --max-records-per-epoch 1000000 \
       | sk keyby keyby value.id --shards "$BENCH_STREAMKIT_SHARDS" -- "${dedup[@]}" \
       | sk write-delta write-delta "$OUT/table"
   else
-    read_kafka 'id STRING, ts TIMESTAMP, payload STRING' \
+    read_kafka 'id STRING, ts TIMESTAMP, payload STRING' --max-records-per-epoch 1000000 \
       | sk dedup "${dedup[@]}" \
       | sk write-delta write-delta "$OUT/table"
   fi
