@@ -306,9 +306,9 @@ def main():
     L.append("  - W2 `read-kafka … | window tumbling --size 1h --time value.date --key value.origin "
              "--watermark-delay D --agg 'count as flights, sum(value.delay) as total_delay, max(value.distance) "
              "as max_distance' | write-delta T`")
-    L.append("  - W3 `read-kafka … --max-records-per-epoch 1000000 | dedup --key value.id --ttl 10m --event-time value.ts "
-             "| write-delta T` (epochs of at most 1M records, as Spark's maxOffsetsPerTrigger), and "
-             "`… | keyby value.id --shards 2 -- dedup … | write-delta T`")
+    L.append("  - W3 `read-kafka … --columns 'value.*' --max-records-per-epoch 1000000 | dedup --key id --ttl 10m "
+             "--event-time ts | write-delta T` (the value's fields, as Spark's `select('v.*')`; epochs of at most 1M "
+             "records, as Spark's maxOffsetsPerTrigger), and `… | keyby id --shards 2 -- dedup … | write-delta T`")
     L.append("  - each stage writes a CPU profile (STREAMKIT_CPUPROFILE) during the measured run (≈1% overhead)")
     L.append("- Spark (scripts/bench/spark.sh → spark_job.py): pyspark local[2], driver memory 2g, "
              "spark.sql.shuffle.partitions=2, Kafka source from earliest, `from_json` with the same schema, "

@@ -30,7 +30,7 @@
 # OUTDIR (a Delta table, OUTDIR/table, or Parquet files); exit 3 with one line on stderr = not
 # available here. Engines: streamkit, spark, kcat-deltalake (W1), flink (when
 # scripts/bench/flink.sh exists; scripts/bench/flink_setup.sh, if present, installs it before
-# the timed runs); W3 also runs streamkit with keyby value.id --shards 2.
+# the timed runs); W3 also runs streamkit with keyby id --shards 2.
 #
 # Measured per run: wall seconds, CPU-seconds (user+sys of every process of the run — the
 # broker is a separate process and excluded — via a subreaper that reaps them all, so pyspark's

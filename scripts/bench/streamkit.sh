@@ -4,7 +4,7 @@
 # in run.sh.
 #   scripts/bench/streamkit.sh w1|w2|w3 OUTDIR
 # Environment besides the common BENCH_*: BENCH_BIN (streamkit binary, default bin/streamkit),
-# BENCH_STREAMKIT_SHARDS (W3: N > 1 runs keyby value.id --shards N -- dedup …),
+# BENCH_STREAMKIT_SHARDS (W3: N > 1 runs keyby id --shards N -- dedup …),
 # BENCH_PROFILE_DIR (each stage writes a CPU profile <stage>.prof there, STREAMKIT_CPUPROFILE;
 # keyby shards add .shard-i).
 set -euo pipefail
@@ -47,16 +47,18 @@ w2)
     | sk write-delta write-delta "$OUT/table"
   ;;
 w3)
-  # Epochs of at most 1M records, as Spark's maxOffsetsPerTrigger 1,000,000 (spark_job.py): dedup
-  # forgets expired keys at each barrier, so the epoch size bounds its state. Without a cap the
-  # broker's backlog is read in epochs of 5 s, ~3.5M records each, and dedup holds them all.
-  dedup=(dedup --key value.id --ttl 10m --event-time value.ts)
+  # The value's fields only (id, ts, payload, plus _rescued_data), the columns Spark's and
+  # Flink's jobs write (spark_job.py selects "v.*"). Epochs of at most 1M records, as Spark's
+  # maxOffsetsPerTrigger 1,000,000: dedup forgets expired keys at each barrier, so the epoch
+  # size bounds its state. Without a cap the broker's backlog is read in epochs of 5 s, ~3.5M
+  # records each, and dedup holds them all.
+  dedup=(dedup --key id --ttl 10m --event-time ts)
   if (( ${BENCH_STREAMKIT_SHARDS:-1} > 1 )); then
-    read_kafka 'id STRING, ts TIMESTAMP, payload STRING' --max-records-per-epoch 1000000 \
-      | sk keyby keyby value.id --shards "$BENCH_STREAMKIT_SHARDS" -- "${dedup[@]}" \
+    read_kafka 'id STRING, ts TIMESTAMP, payload STRING' --columns 'value.*' --max-records-per-epoch 1000000 \
+      | sk keyby keyby id --shards "$BENCH_STREAMKIT_SHARDS" -- "${dedup[@]}" \
       | sk write-delta write-delta "$OUT/table"
   else
-    read_kafka 'id STRING, ts TIMESTAMP, payload STRING' --max-records-per-epoch 1000000 \
+    read_kafka 'id STRING, ts TIMESTAMP, payload STRING' --columns 'value.*' --max-records-per-epoch 1000000 \
       | sk dedup "${dedup[@]}" \
       | sk write-delta write-delta "$OUT/table"
   fi
