@@ -120,6 +120,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad flag value", []string{"print", "--limit", "x"}, `invalid argument "x"`},
 		{"missing key", []string{"keyby"}, "keyby takes 1 argument(s), got 0"},
 		{"bad log level", []string{"--log-level", "loud", "print"}, "--log-level must be"},
+		{"unknown root flag", []string{"--version"}, "unknown flag: --version; see 'streamkit --help'\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,6 +128,9 @@ func TestUsageErrors(t *testing.T) {
 			wantCodes(t, exits, 2)
 			if !strings.Contains(exits[0].stderr, tt.wantErr) {
 				t.Errorf("stderr: got %q, want it to contain %q", exits[0].stderr, tt.wantErr)
+			}
+			if n := strings.Count(exits[0].stderr, "--help'"); n > 1 {
+				t.Errorf("stderr: %q points to --help %d times", exits[0].stderr, n)
 			}
 		})
 	}

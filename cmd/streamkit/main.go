@@ -25,7 +25,8 @@ func main() {
 	root := newRoot()
 	cmd, err := root.ExecuteContextC(context.Background())
 	stopProfile()
-	if err != nil && isCobraUsage(err) {
+	var usage *stage.UsageError
+	if err != nil && !errors.As(err, &usage) && isCobraUsage(err) { // flag errors come wrapped already (cli.FlagError)
 		err = stage.Usagef("%v; see 'streamkit --help'", err)
 	}
 	code := stage.ExitCode(err)
