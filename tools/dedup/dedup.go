@@ -394,7 +394,9 @@ else the key declared by keyby, else all columns.
 State is bounded by --ttl with --event-time: a key is forgotten once the watermark passes its
 first event time + TTL (Spark's dropDuplicatesWithinWatermark). The watermark is the later of
 the upstream watermark and max event time − --watermark-delay. --ttl-processing forgets keys by
-the wall clock instead (not reproducible on replay). Without a TTL the state grows with the
+the wall clock instead (not reproducible on replay). Expired keys are forgotten at each barrier
+(so a replay forgets them at the same points): reading a backlog, cap the source's epochs
+(read-kafka --max-records-per-epoch) to bound the state. Without a TTL the state grows with the
 number of keys; the status line shows it.
 
 --dropped-output FILE keeps the dropped duplicates for audits: an Arrow IPC stream (.arrow) or
