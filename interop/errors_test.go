@@ -121,6 +121,12 @@ func TestUsageErrors(t *testing.T) {
 		{"missing key", []string{"keyby"}, "keyby takes 1 argument(s), got 0"},
 		{"bad log level", []string{"--log-level", "loud", "print"}, "--log-level must be"},
 		{"unknown root flag", []string{"--version"}, "unknown flag: --version; see 'streamkit --help'\n"},
+		{"empty key part", []string{"dedup", "--key", "a,,b"}, `dedup: --key "a,,b": column 2 is empty`},
+		{"empty key", []string{"dedup", "--key", ""}, "dedup: --key: no column given"},
+		{"trailing comma key", []string{"keyby", "id,"}, `keyby: KEY "id,": column 2 is empty`},
+		{"empty window key", []string{"window", "tumbling", "--size", "1h", "--time", "t", "--key", " "}, "window: --key: no column given"},
+		{"negative ttl", []string{"dedup", "--key", "id", "--event-time", "t", "--ttl", "-5s"}, "dedup: --ttl must be ≥ 0, got -5s"},
+		{"negative watermark delay", []string{"dedup", "--watermark-delay", "-1s"}, "dedup: --watermark-delay must be ≥ 0, got -1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -101,6 +101,23 @@ func FlagError(cmd *cobra.Command, err error) error {
 	return stage.Usagef("%v; see '%s --help'", err, cmd.CommandPath())
 }
 
+// KeyList splits a comma-separated list of column paths (a --key flag, keyby's KEY), with
+// spaces around each trimmed. An empty list or an empty part ("a,,b", "a,") is a usage error
+// naming what (e.g. "dedup: --key"): a forgotten column must not pass silently.
+func KeyList(what, s string) ([]string, error) {
+	var out []string
+	for i, k := range strings.Split(s, ",") {
+		if k = strings.TrimSpace(k); k == "" {
+			if strings.TrimSpace(s) == "" {
+				return nil, stage.Usagef("%s: no column given", what)
+			}
+			return nil, stage.Usagef("%s %q: column %d is empty", what, s, i+1)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
 // Examples joins example command lines (each "# comment\ncommand") into cobra's Example text.
 func Examples(ex ...string) string {
 	var b strings.Builder

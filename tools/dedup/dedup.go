@@ -117,8 +117,13 @@ func New(cfg Config) (*Dedup, error) {
 	if cfg.TTL > 0 && cfg.TTLProcessing > 0 {
 		return nil, stage.Usagef("dedup: give --ttl or --ttl-processing, not both")
 	}
-	if cfg.TTL < 0 || cfg.TTLProcessing < 0 || cfg.WatermarkDelay < 0 {
-		return nil, stage.Usagef("dedup: durations must be ≥ 0")
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--ttl", cfg.TTL}, {"--ttl-processing", cfg.TTLProcessing}, {"--watermark-delay", cfg.WatermarkDelay}} {
+		if d.v < 0 {
+			return nil, stage.Usagef("dedup: %s must be ≥ 0, got %v", d.flag, d.v)
+		}
 	}
 	if cfg.DroppedOutput != "" {
 		if err := sideoutput.Check("dedup: --dropped-output", cfg.DroppedOutput); err != nil {
@@ -415,10 +420,12 @@ the committed epoch, and a restart with another key or TTL is refused.`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cli.Fill(&o, cmd)
-			for _, k := range strings.Split(key, ",") {
-				if k = strings.TrimSpace(k); k != "" {
-					cfg.Key = append(cfg.Key, k)
+			if cmd.Flags().Changed("key") {
+				k, err := cli.KeyList("dedup: --key", key)
+				if err != nil {
+					return err
 				}
+				cfg.Key = k
 			}
 			if tz != "" {
 				loc, err := time.LoadLocation(tz)

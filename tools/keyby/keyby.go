@@ -5,7 +5,6 @@ package keyby
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -87,14 +86,9 @@ command with its exit code; a restart with another N is refused.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cli.Fill(&o, cmd)
-			var key []string
-			for _, k := range strings.Split(args[0], ",") {
-				if k = strings.TrimSpace(k); k != "" {
-					key = append(key, k)
-				}
-			}
-			if len(key) == 0 {
-				return stage.Usagef("keyby: no key column given")
+			key, err := cli.KeyList("keyby: KEY", args[0])
+			if err != nil {
+				return err
 			}
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 || shards > 0 {
 				if shards < 1 || dash < 0 {

@@ -395,10 +395,12 @@ func kindCommand(kind string) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cli.Fill(&o, cmd)
 			s.Kind = kind
-			for _, k := range strings.Split(key, ",") {
-				if k = strings.TrimSpace(k); k != "" {
-					s.Key = append(s.Key, k)
+			if cmd.Flags().Changed("key") {
+				k, err := cli.KeyList("window: --key", key)
+				if err != nil {
+					return err
 				}
+				s.Key = k
 			}
 			op, err := New(s)
 			if err != nil {

@@ -104,7 +104,7 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 	f.StringVar(&cfg.Compression, "compression", "snappy", "Parquet compression: snappy or zstd")
 	f.StringArrayVar(&with, "with", nil, "add a constant column COL=VALUE to every row (repeatable), e.g. record_source=stream")
 	f.StringVar(&target, "target-file-size", "", "roll data files at about this size, e.g. 64MiB (default: delta.targetFileSize, else 128MiB)")
-	f.IntVar(&cfg.Writers, "writers", 0, "parallel Parquet writers for epochs above 8 MiB, each with its own files (default: CPUs, at most 4)")
+	f.IntVar(&cfg.Writers, "writers", 0, "parallel Parquet writers for epochs above 8 MiB, each with its own files (0, the default: CPUs, at most 4)")
 	f.BoolVar(&cfg.AllowArbitraryProperties, "allow-arbitrary-properties", false, "accept delta.* table properties Delta does not define (default: refused, as Spark does)")
 	f.BoolVar(&cfg.FlowTakeover, "flow-takeover", false, "let this checkpoint take over a flow bound to another checkpoint (its epochs must continue past the table's txn version for the flow; an epoch at or below it is refused)")
 	f.BoolVar(&cfg.TruncateTimestamps, "truncate-timestamps", false, "drop sub-microsecond digits of timestamps instead of failing")
