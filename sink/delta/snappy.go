@@ -22,9 +22,17 @@ type snappyCodec struct {
 	}
 }
 
-func (c snappyCodec) Encode(dst, src []byte) []byte { return snappy.Encode(dst, src) }
+// Encode compresses src into dst's capacity when it is large enough. arrow-go hands in an
+// empty slice with the capacity of CompressBound (bytes.Buffer.Grow, then Bytes), and
+// snappy.Encode looks at the length: it would allocate, and zero, a new buffer for every page.
+func (c snappyCodec) Encode(dst, src []byte) []byte {
+	if n := snappy.MaxEncodedLen(len(src)); n > 0 && cap(dst) >= n {
+		dst = dst[:n]
+	}
+	return snappy.Encode(dst, src)
+}
 
-func (c snappyCodec) EncodeLevel(dst, src []byte, _ int) []byte { return snappy.Encode(dst, src) }
+func (c snappyCodec) EncodeLevel(dst, src []byte, _ int) []byte { return c.Encode(dst, src) }
 
 func (c snappyCodec) CompressBound(n int64) int64 { return int64(snappy.MaxEncodedLen(int(n))) }
 
