@@ -39,15 +39,23 @@ func (counterCodec) Decode(cols []arrow.Array, i int) (counter, error) {
 	return counter{N: cols[0].(*array.Int64).Value(i), Label: cols[1].(*array.String).Value(i)}, nil
 }
 
-func TestStoreCheckpointRestore(t *testing.T) {
+// openTestDir opens a checkpoint directory of tool (options opts) in a temporary directory,
+// closed when the test ends, with an allocator that must then hold nothing.
+func openTestDir(t *testing.T, tool string, opts map[string]string) (*memory.CheckedAllocator, string, *Dir) {
+	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	dir := t.TempDir()
-	d, err := Open(dir, "dedup", "dedup", map[string]string{"key": "id"})
+	d, err := Open(dir, tool, tool, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	t.Cleanup(func() { d.Close() })
+	return mem, dir, d
+}
+
+func TestStoreCheckpointRestore(t *testing.T) {
+	mem, dir, d := openTestDir(t, "dedup", map[string]string{"key": "id"})
 	s := NewStore[counter](counterCodec{})
 	s.SnapshotEvery = 3
 	want := map[uint64]map[string]counter{}
@@ -95,14 +103,7 @@ func TestStoreCheckpointRestore(t *testing.T) {
 // no state before or after it, so the epoch's changelog leaves it out; a key deleted and added
 // again in the epoch stays in it, and the restored state is the store's.
 func TestChangelogLeavesOutKeysBornAndDeleted(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	dir := t.TempDir()
-	d, err := Open(dir, "dedup", "dedup", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	mem, dir, d := openTestDir(t, "dedup", nil)
 	s := NewStore[counter](counterCodec{})
 	s.SnapshotEvery = 100
 	s.Put("a", counter{N: 1})

@@ -19,14 +19,7 @@ import (
 // and Range-with-Delete against a Go map, through checkpoints (changelogs and snapshots),
 // compactions and restores of every epoch, also via Reconstruct (state-dump's reader).
 func TestStoreModel(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	dir := t.TempDir()
-	d, err := Open(dir, "dedup", "dedup", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	mem, dir, d := openTestDir(t, "dedup", nil)
 	rng := rand.New(rand.NewPCG(1, 2))
 	s := NewStore[counter](counterCodec{})
 	s.SnapshotEvery = 4
