@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -11,13 +12,15 @@ import (
 )
 
 // projection is read-kafka's --columns: the output columns, in order, chosen from the full
-// schema (schemaFor), like Spark's select("v.*", "partition", "offset"). "key.*" and "value.*"
-// flatten a struct key or value (json, avro) into its members; members are nullable (a null
-// struct — tombstone, undecodable record — makes them null). The top-level _rescued_data
-// column is always kept, last, so nothing is dropped: when value.* (or key.*) brings its own
-// _rescued_data member, both become one column — the row's member, or the top-level object,
-// or, when a row has both, the top-level object with the member's object under
-// "value._rescued_data" (or "key._rescued_data").
+// schema (schemaFor), like Spark's select("v.*", "v.seq", "partition", "offset"). "key.*" and
+// "value.*" flatten a struct key or value (json, avro) into its members; a dot path such as
+// "value.seq" or "value.user.id" selects one member, named by its last part, as Spark names
+// it. Members are nullable (a null struct — tombstone, undecodable record — makes them null).
+// The top-level _rescued_data column is always kept, last, so nothing is dropped: when the
+// selected members come from a key or value that has its own _rescued_data member, both become
+// one column — the row's member, or the top-level object, or, when a row has both, the
+// top-level object with the member's object under "value._rescued_data" (or
+// "key._rescued_data").
 type projection struct {
 	schema *arrow.Schema
 	// outs, one per output column: a full-schema column (child < 0), a member of one, or the
@@ -26,7 +29,8 @@ type projection struct {
 }
 
 type projOut struct {
-	col, child int // full-schema column, and member of it (-1: the column itself)
+	col  int   // full-schema column
+	path []int // the member of it, a member index per level (none: the column itself)
 	// rescued merge: the top-level column (col) and the struct members (parents/children).
 	merge       bool
 	mergeFrom   [][2]int // struct column, member index
@@ -34,8 +38,8 @@ type projOut struct {
 }
 
 // newProjection compiles --columns (names as above, each once) against the full schema.
-// An unknown name, a .* of a non-struct column, or two output columns of one name are usage
-// errors.
+// An unknown name, a .* or member path of a non-struct column, or two output columns of one
+// name are usage errors.
 func newProjection(full *arrow.Schema, cols []string) (*projection, error) {
 	p := &projection{}
 	var fields []arrow.Field
@@ -54,39 +58,71 @@ func newProjection(full *arrow.Schema, cols []string) (*projection, error) {
 		rescuedCol = ix[0]
 	}
 	var merge projOut
+	merged := map[int]bool{}
+	// keepRescued merges the _rescued_data member of struct column col, once, into the
+	// top-level column: selecting some of a value's members must not drop its unparsed fields.
+	keepRescued := func(col int, base string) {
+		st := full.Field(col).Type.(*arrow.StructType)
+		if i, ok := st.FieldIdx(ColRescued); ok && rescuedCol >= 0 && !merged[col] {
+			merged[col] = true
+			merge.mergeFrom = append(merge.mergeFrom, [2]int{col, i})
+			merge.mergePrefix = append(merge.mergePrefix, base+"."+ColRescued)
+		}
+	}
 	for _, c := range cols {
 		name := strings.TrimSpace(c)
 		star := strings.HasSuffix(name, ".*")
-		base := strings.TrimSuffix(name, ".*")
+		parts := strings.Split(strings.TrimSuffix(name, ".*"), ".")
+		base := parts[0]
 		ix := full.FieldIndices(base)
 		if len(ix) != 1 || ix[0] == rescuedCol {
-			return nil, fmt.Errorf("--columns: no column %q (columns: key, value, topic, partition, offset, timestamp, timestampType, headers; key.* and value.* flatten a json or avro key or value)", name)
+			return nil, fmt.Errorf("--columns: no column %q (columns: key, value, topic, partition, offset, timestamp, timestampType, headers; key.* and value.* flatten a json or avro key or value, value.NAME picks one member)", name)
 		}
 		f := full.Field(ix[0])
+		var path []int
+		for k, part := range parts[1:] {
+			st, ok := f.Type.(*arrow.StructType)
+			if !ok {
+				return nil, notStruct(name, parts[:k+1], f.Type)
+			}
+			i, ok := st.FieldIdx(part)
+			if ok && k == 0 && part == ColRescued && rescuedCol >= 0 {
+				return nil, fmt.Errorf("--columns: %s is always kept, merged into the %s column", name, ColRescued)
+			}
+			if !ok {
+				return nil, fmt.Errorf("--columns: %s: %s has no member %q (members: %s)", name, strings.Join(parts[:k+1], "."), part, memberNames(st))
+			}
+			path, f = append(path, i), st.Field(i)
+		}
+		if len(path) > 0 {
+			f.Nullable = true
+			keepRescued(ix[0], base)
+		}
 		if !star {
-			if err := add(f, name, projOut{col: ix[0], child: -1}); err != nil {
+			if err := add(f, name, projOut{col: ix[0], path: path}); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		st, ok := f.Type.(*arrow.StructType)
 		if !ok {
-			return nil, fmt.Errorf("--columns: %s needs --%s-format json or avro (%s is %s)", name, base, base, f.Type)
+			return nil, notStruct(name, parts, f.Type)
+		}
+		if len(path) == 0 {
+			keepRescued(ix[0], base)
 		}
 		for i, m := range st.Fields() {
-			if m.Name == ColRescued && rescuedCol >= 0 {
-				merge.mergeFrom = append(merge.mergeFrom, [2]int{ix[0], i})
-				merge.mergePrefix = append(merge.mergePrefix, base+"."+ColRescued)
-				continue
+			if len(path) == 0 && m.Name == ColRescued && rescuedCol >= 0 {
+				continue // merged into the top-level column
 			}
 			m.Nullable = true
-			if err := add(m, name, projOut{col: ix[0], child: i}); err != nil {
+			if err := add(m, name, projOut{col: ix[0], path: append(slices.Clone(path), i)}); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if rescuedCol >= 0 {
-		merge.col, merge.child, merge.merge = rescuedCol, -1, len(merge.mergeFrom) > 0
+		merge.col, merge.merge = rescuedCol, len(merge.mergeFrom) > 0
 		if err := add(full.Field(rescuedCol), ColRescued, merge); err != nil {
 			return nil, err
 		}
@@ -102,11 +138,15 @@ func (p *projection) apply(mem memory.Allocator, rec arrow.RecordBatch) arrow.Re
 		switch {
 		case o.merge:
 			cols[i] = mergeRescued(mem, rec, o)
-		case o.child < 0:
-			cols[i] = rec.Column(o.col)
-			cols[i].Retain()
 		default:
-			cols[i] = member(mem, rec.Column(o.col).(*array.Struct), o.child)
+			c := rec.Column(o.col)
+			c.Retain()
+			for _, k := range o.path {
+				m := member(mem, c.(*array.Struct), k)
+				c.Release()
+				c = m
+			}
+			cols[i] = c
 		}
 	}
 	out := array.NewRecordBatch(p.schema, cols, rec.NumRows())
@@ -114,6 +154,23 @@ func (p *projection) apply(mem memory.Allocator, rec arrow.RecordBatch) arrow.Re
 		c.Release()
 	}
 	return out
+}
+
+// notStruct is the error for a .* or member path (name) through path, which is of type t.
+func notStruct(name string, path []string, t arrow.DataType) error {
+	if len(path) == 1 && (path[0] == ColKey || path[0] == ColValue) {
+		return fmt.Errorf("--columns: %s needs --%s-format json or avro (%s is %s)", name, path[0], path[0], t)
+	}
+	return fmt.Errorf("--columns: %s: %s is %s, not a struct", name, strings.Join(path, "."), t)
+}
+
+// memberNames lists the members of st, comma-separated.
+func memberNames(st *arrow.StructType) string {
+	names := make([]string, st.NumFields())
+	for i, f := range st.Fields() {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // member returns member i of s, null wherever s is null (a builder need not have nulled it).

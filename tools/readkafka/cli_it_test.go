@@ -480,6 +480,22 @@ func TestColumnsFlatten(t *testing.T) {
 	if got := strings.TrimSpace(string(out)); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
+	// One member, as select("v.b", "offset"): the value's unparsed fields still reach
+	// _rescued_data.
+	out, err = pipeline(t,
+		[]string{"read-kafka", "-b", brokers, "-t", topic, "--until", "now", "--value-format", "json",
+			"--value-schema", "a BIGINT, b STRING", "--columns", "value.b,offset"},
+		[]string{"print", "--format", "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = fmt.Sprintf(`{"b":"x\u0026y","offset":0,"_rescued_data":null}
+{"b":null,"offset":1,"_rescued_data":"{\"value\":\"notjson\",\"_error\":\"value: invalid literal at byte 0\",\"_file\":\"%[1]s/0@1\"}"}
+{"b":"y","offset":2,"_rescued_data":"{\"z\":[1],\"a\":\"bad\",\"_file\":\"%[1]s/0@2\"}"}
+{"b":null,"offset":3,"_rescued_data":null}`, topic)
+	if got := strings.TrimSpace(string(out)); got != want {
+		t.Errorf("value.b: got\n%s\nwant\n%s", got, want)
+	}
 	_, stderr, err := streamkit(t, nil, "read-kafka", "-b", brokers, "-t", topic, "--until", "now", "--columns", "value.*")
 	if err == nil || !strings.Contains(stderr, "value.* needs --value-format json or avro") {
 		t.Errorf("--columns value.* of binary values: err %v, stderr %s", err, stderr)

@@ -74,11 +74,13 @@ variable named by --schema-registry-password-env (never on the command line);
 --schema-registry-ca verifies https.
 
 --columns chooses the output columns in order, as Spark's select does: names of the columns
-above, and key.* / value.* flatten a json or avro key or value into its members (nullable; a
-tombstone or undecodable record makes them null), e.g. --columns 'value.*,partition,offset'
-is Spark's select("v.*", "partition", "offset"). _rescued_data always stays, last; with
-value.* the value's own _rescued_data member joins it (a row with both keeps the member's
-object under "value._rescued_data"). Columns left out are not written downstream.
+above, key.* / value.* to flatten a json or avro key or value into its members, and dot paths
+such as value.seq or value.user.id to pick one member (named by its last part, as Spark names
+it). Members are nullable: a tombstone or undecodable record makes them null. E.g. --columns
+'value.*,partition,offset' is Spark's select("v.*", "partition", "offset"). _rescued_data
+always stays, last; when members of the value are chosen, the value's own _rescued_data
+member joins it (a row with both keeps the member's object under "value._rescued_data").
+Columns left out are not written downstream.
 
 --bad-records PATH also writes every record that did not decode as a JSON line (topic,
 partition, offset, timestamp, reason, key and value as text or *_base64). With the checkpoint
@@ -127,7 +129,7 @@ from the command line and never logged.`,
 	f.StringVar(&cfg.ValueSchema, "value-schema", "", "schema of json values (Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file), or the Avro reader schema of avro values")
 	cfg.Registry.AddFlags(f)
 	f.StringVar(&cfg.BadRecords, "bad-records", "", "also write records whose key or value did not decode to this JSON-lines file (topic, partition, offset, reason, raw bytes)")
-	f.StringSliceVar(&cfg.Columns, "columns", nil, "output only these columns, in order (e.g. value.*,partition,offset: value.* flattens a json or avro value); _rescued_data is always kept")
+	f.StringSliceVar(&cfg.Columns, "columns", nil, "output only these columns, in order (e.g. value.*,partition,offset: value.* flattens a json or avro value, value.seq picks one member); _rescued_data is always kept")
 	f.DurationVar(&cfg.DiscoveryInterval, "discovery-interval", 0, "how often live reading looks for new partitions and topics (default 10s)")
 	so.AddFlags(f)
 	return cmd
