@@ -44,10 +44,11 @@ func TestRoundTripWithControls(t *testing.T) {
 	w := NewWriter(&buf, s, mem)
 	wm := time.Date(2024, 3, 1, 10, 0, 0, 123456789, time.UTC)
 	rec := testBatch(mem, s, 5)
-	want := []string{"data 5", "watermark 2024-03-01T10:00:00.123456Z", "barrier epoch=1", "data 5", "barrier epoch=2", "end pause"}
+	want := []string{"data 5", "watermark 2024-03-01T10:00:00.123456Z", "progress 2024-03-01T10:00:00.123456Z", "barrier epoch=1", "data 5", "barrier epoch=2", "end pause"}
 	steps := []func() error{
 		func() error { return w.Write(rec) },
 		func() error { return w.WriteControl(WatermarkControl(wm)) },
+		func() error { return w.WriteControl(ProgressControl(wm)) },
 		func() error { return w.WriteControl(BarrierControl(1)) },
 		func() error { return w.Write(rec) },
 		func() error { return w.WriteControl(BarrierControl(2)) },
@@ -192,6 +193,8 @@ func TestParseControlErrors(t *testing.T) {
 		{"barrier junk", [][2]string{{KeyControl, "barrier"}, {KeyEpoch, "x"}}, true, true, ""},
 		{"watermark offset", [][2]string{{KeyControl, "watermark"}, {KeyWatermark, "2024-01-01T01:00:00.5+01:00"}}, true, false, "watermark 2024-01-01T00:00:00.500000Z"},
 		{"watermark junk", [][2]string{{KeyControl, "watermark"}, {KeyWatermark, "yesterday"}}, true, true, ""},
+		{"progress", [][2]string{{KeyControl, "progress"}, {KeyProgress, "2024-01-01T00:00:01Z"}}, true, false, "progress 2024-01-01T00:00:01.000000Z"},
+		{"progress junk", [][2]string{{KeyControl, "progress"}, {KeyProgress, ""}}, true, true, ""},
 		{"end final", [][2]string{{KeyControl, "end"}, {KeyEnd, "final"}}, true, false, "end final"},
 		{"end pause", [][2]string{{KeyControl, "end"}, {KeyEnd, "pause"}}, true, false, "end pause"},
 		{"end junk", [][2]string{{KeyControl, "end"}, {KeyEnd, "later"}}, true, true, ""},

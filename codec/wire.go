@@ -16,12 +16,15 @@ import (
 // Metadata keys of control batches (IPC Message custom_metadata) and of the stream schema.
 // All keys are namespaced "streamkit." so foreign metadata passes through untouched.
 const (
-	// KeyControl marks a zero-row batch as a control batch; values: ControlBarrier, ControlWatermark, ControlEnd.
+	// KeyControl marks a zero-row batch as a control batch; values: "barrier", "watermark",
+	// "progress", "end".
 	KeyControl = "streamkit.control"
 	// KeyEpoch is the decimal epoch number (uint64, starting at 1) of a barrier.
 	KeyEpoch = "streamkit.epoch"
 	// KeyWatermark is the watermark instant, RFC 3339 with exactly 6 fractional digits, UTC ("Z").
 	KeyWatermark = "streamkit.watermark"
+	// KeyProgress is the event-time instant of a progress batch, as KeyWatermark.
+	KeyProgress = "streamkit.progress"
 	// KeyEnd is "final" or "pause" on an end batch.
 	KeyEnd = "streamkit.end"
 	// KeyReason optionally says why an end batch was sent; "interrupt" means a SIGINT/SIGTERM
@@ -54,6 +57,13 @@ const (
 	Watermark
 	// End closes the stream; Control.End says whether it is final or a pause.
 	End
+	// Progress tells a shard of keyby --shards the latest event time of the whole stream so
+	// far (Control.Watermark): the rows up to here, of every shard, reached it. A shard that
+	// generates its watermark from event times observes it as if it had seen those rows, so
+	// that every shard has the watermark one process would have (Flink generates watermarks
+	// before the keyBy for the same reason). Only keyby sends it, only to its streamkit
+	// children; a stage consumes it and never forwards it.
+	Progress
 )
 
 // String returns the wire value of k ("barrier", "watermark", "end").
@@ -65,6 +75,8 @@ func (k Kind) String() string {
 		return "watermark"
 	case End:
 		return "end"
+	case Progress:
+		return "progress"
 	}
 	return "unknown"
 }
@@ -92,7 +104,7 @@ func (e EndKind) String() string {
 type Control struct {
 	Kind      Kind
 	Epoch     uint64    // Barrier only; epochs start at 1
-	Watermark time.Time // Watermark only; UTC, microsecond precision
+	Watermark time.Time // Watermark and Progress only; UTC, microsecond precision
 	End       EndKind   // End only
 	// Interrupted marks an end sent because the pipeline was interrupted (End only).
 	Interrupted bool
@@ -105,6 +117,8 @@ func (c Control) String() string {
 		return fmt.Sprintf("barrier epoch=%d", c.Epoch)
 	case Watermark:
 		return "watermark " + FormatWatermark(c.Watermark)
+	case Progress:
+		return "progress " + FormatWatermark(c.Watermark)
 	case End:
 		if c.Interrupted {
 			return "end " + c.End.String() + " (interrupt)"
@@ -127,6 +141,14 @@ func WatermarkControl(t time.Time) Control {
 	return Control{Kind: Watermark, Watermark: t.UTC().Truncate(time.Microsecond)}
 }
 
+// ProgressControl returns the progress control for event time t (truncated to µs, in UTC,
+// clamped to EndOfTime as WatermarkControl).
+func ProgressControl(t time.Time) Control {
+	c := WatermarkControl(t)
+	c.Kind = Progress
+	return c
+}
+
 // EndControl returns the control for the end of the stream.
 func EndControl(e EndKind) Control { return Control{Kind: End, End: e} }
 
@@ -140,6 +162,8 @@ func (c Control) Metadata() arrow.Metadata {
 		return arrow.NewMetadata([]string{KeyControl, KeyEpoch}, []string{"barrier", strconv.FormatUint(c.Epoch, 10)})
 	case Watermark:
 		return arrow.NewMetadata([]string{KeyControl, KeyWatermark}, []string{"watermark", FormatWatermark(c.Watermark)})
+	case Progress:
+		return arrow.NewMetadata([]string{KeyControl, KeyProgress}, []string{"progress", FormatWatermark(c.Watermark)})
 	default:
 		if c.Interrupted {
 			return arrow.NewMetadata([]string{KeyControl, KeyEnd, KeyReason}, []string{"end", c.End.String(), "interrupt"})
@@ -190,13 +214,17 @@ func ParseControlMetadata(md arrow.Metadata) (c Control, ok bool, err error) {
 			return c, true, fmt.Errorf("control batch: %s=%q is not an epoch number ≥ 1", KeyEpoch, v)
 		}
 		return BarrierControl(n), true, nil
-	case "watermark":
-		v, _ := md.GetValue(KeyWatermark)
+	case "watermark", "progress":
+		key, mk := KeyWatermark, WatermarkControl
+		if kind == "progress" {
+			key, mk = KeyProgress, ProgressControl
+		}
+		v, _ := md.GetValue(key)
 		t, perr := time.Parse(time.RFC3339Nano, v)
 		if perr != nil {
-			return c, true, fmt.Errorf("control batch: %s=%q is not an RFC 3339 instant", KeyWatermark, v)
+			return c, true, fmt.Errorf("control batch: %s=%q is not an RFC 3339 instant", key, v)
 		}
-		return WatermarkControl(t), true, nil
+		return mk(t), true, nil
 	case "end":
 		v, _ := md.GetValue(KeyEnd)
 		reason, _ := md.GetValue(KeyReason)
@@ -211,7 +239,7 @@ func ParseControlMetadata(md arrow.Metadata) (c Control, ok bool, err error) {
 		c.Interrupted = reason == "interrupt"
 		return c, true, nil
 	}
-	return c, true, fmt.Errorf("control batch: unknown %s=%q (want barrier, watermark or end)", KeyControl, kind)
+	return c, true, fmt.Errorf("control batch: unknown %s=%q (want barrier, watermark, progress or end)", KeyControl, kind)
 }
 
 // StreamInfo is what a stream's schema metadata tells downstream stages.

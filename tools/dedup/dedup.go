@@ -228,6 +228,10 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 		}
 	}
 	now := d.env.Now().UnixMicro()
+	// Rows without a usable event time expire from the watermark as it stood before this
+	// batch: the same in one process and in every shard of keyby --shards (which learn the
+	// other shards' event times between batches, see ObserveProgress).
+	startWM := d.wm.Current()
 	cols := d.enc.Columns(rec)
 	d.mask.Reserve(n)
 	if d.side != nil {
@@ -246,7 +250,7 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 		case d.times != nil && d.tsOK[r]:
 			return d.ts[r]
 		case d.times != nil:
-			return max(d.wm.Current(), noTime+1) // no usable event time: expire from the current watermark
+			return max(startWM, noTime+1) // no usable event time: expire from the watermark
 		case d.cfg.TTLProcessing > 0:
 			return now
 		}
@@ -256,14 +260,20 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 		if d.side != nil {
 			d.dropMask.UnsafeAppend(!inserted)
 		}
-		if !inserted {
-			return
+		if inserted {
+			kept++
 		}
-		if d.times != nil && d.tsOK[r] {
-			d.wm.Observe(0, d.ts[r])
-		}
-		kept++
 	})
+	// Every row's event time moves the watermark, the duplicates' too (as Spark's
+	// withWatermark before dropDuplicatesWithinWatermark): keyby can then tell every shard the
+	// stream's progress without knowing which rows the shards keep.
+	if d.times != nil {
+		for r, ok := range d.tsOK[:n] {
+			if ok {
+				d.wm.Observe(0, d.ts[r])
+			}
+		}
+	}
 	mask := d.mask.NewBooleanArray()
 	defer mask.Release()
 	d.dropped += int64(n - kept)
@@ -304,6 +314,14 @@ func (d *Dedup) writeDropped(ctx context.Context, rec arrow.RecordBatch, drop *a
 	}
 	defer out.Release()
 	return d.side.Write(out)
+}
+
+// ObserveProgress takes the latest event time of the whole stream, sent by keyby --shards to
+// its shards between batches (stage.ProgressObserver), as an observed event time.
+func (d *Dedup) ObserveProgress(t time.Time) {
+	if d.times != nil {
+		d.wm.Observe(0, t.UnixMicro())
+	}
 }
 
 // Watermark merges an upstream watermark.
@@ -398,7 +416,10 @@ else the key declared by keyby, else all columns.
 
 State is bounded by --ttl with --event-time: a key is forgotten once the watermark passes its
 first event time + TTL (Spark's dropDuplicatesWithinWatermark). The watermark is the later of
-the upstream watermark and max event time − --watermark-delay. --ttl-processing forgets keys by
+the upstream watermark and max event time (of every row, duplicates too) − --watermark-delay;
+rows without an event time expire TTL after the watermark before their batch. As a shard of
+keyby --shards, dedup is told the latest event time of the whole stream after each batch, so
+its watermark is that of one dedup. --ttl-processing forgets keys by
 the wall clock instead (not reproducible on replay). Expired keys are forgotten at each barrier
 (so a replay forgets them at the same points): reading a backlog, cap the source's epochs
 (read-kafka --max-records-per-epoch) to bound the state. Without a TTL the state grows with the

@@ -160,6 +160,20 @@ func TestTTLByWatermark(t *testing.T) {
 	}
 }
 
+// A dropped duplicate's event time moves the watermark too (Spark's withWatermark sees every
+// row before dropDuplicatesWithinWatermark; keyby --shards relies on it): "a@30" is dropped,
+// yet at barrier 1 the watermark is 30 s and "a" (first at 0 s, TTL 10 s) is forgotten.
+func TestDuplicatesMoveWatermark(t *testing.T) {
+	in := stream(t, schema, "a@0 a@30", "|1", "a@31", "|2")
+	got, err := run(t, Config{Key: []string{"id"}, EventTime: "ts", TTL: 10 * time.Second}, "", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[a@0 |1 a@31 |2]" {
+		t.Fatalf("got %v", got)
+	}
+}
+
 // TestRestartReproduces runs epochs 1-4 uninterrupted, then runs the same input with a crash
 // after epoch 2 was committed (epochs 3-4 replayed): the replayed output must be identical.
 func TestRestartReproduces(t *testing.T) {

@@ -5,10 +5,12 @@ package keyby
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/tools/cli"
@@ -98,7 +100,7 @@ command with its exit code; a restart with another N is refused.`,
 				for _, c := range cmd.Root().Commands() {
 					tools[c.Name()] = true
 				}
-				s := &Sharded{Key: key, N: shards, Cmd: args[dash:], Tools: tools}
+				s := &Sharded{Key: key, N: shards, Cmd: args[dash:], Tools: tools, EventTime: childEventTime(cmd.Root(), args[dash:])}
 				return s.Run(cmd.Context(), o)
 			}
 			return stage.RunOperator(cmd.Context(), o, &Declare{Key: key})
@@ -108,3 +110,45 @@ command with its exit code; a restart with another N is refused.`,
 	o.AddFlags(cmd.Flags())
 	return cmd
 }
+
+// childEventTime reads the event-time flags (--event-time, --time-unit, --tz) of a child that
+// is a streamkit tool generating its watermark from event times (dedup), from its arguments
+// as that tool would parse them; zero when it has none or they do not parse (the child then
+// reports its own usage error).
+func childEventTime(root *cobra.Command, args []string) EventTime {
+	sub, rest, err := root.Find(args)
+	if err != nil || sub == root || sub.Flags().Lookup("event-time") == nil {
+		return EventTime{}
+	}
+	fs := pflag.NewFlagSet(sub.Name(), pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	vals := map[string]*flagText{}
+	copyFlag := func(f *pflag.Flag) {
+		if fs.Lookup(f.Name) != nil {
+			return
+		}
+		v := &flagText{typ: f.Value.Type()}
+		vals[f.Name] = v
+		fs.VarPF(v, f.Name, f.Shorthand, f.Usage).NoOptDefVal = f.NoOptDefVal
+	}
+	sub.Flags().VisitAll(copyFlag)
+	sub.InheritedFlags().VisitAll(copyFlag)
+	if err := fs.Parse(rest); err != nil {
+		return EventTime{}
+	}
+	text := func(name string) string {
+		if v := vals[name]; v != nil {
+			return v.v
+		}
+		return ""
+	}
+	return EventTime{Path: text("event-time"), Unit: text("time-unit"), TZ: text("tz")}
+}
+
+// flagText takes any flag's value as text (a copy of a child tool's flag, parsed without
+// touching the tool's own variables).
+type flagText struct{ v, typ string }
+
+func (f *flagText) String() string     { return f.v }
+func (f *flagText) Set(v string) error { f.v = v; return nil }
+func (f *flagText) Type() string       { return f.typ }

@@ -27,6 +27,7 @@ import (
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/window"
 )
 
 // Sharded runs N copies of a downstream command as child processes, routes every row to child
@@ -40,8 +41,43 @@ type Sharded struct {
 	Cmd []string
 	// Tools are the streamkit subcommand names (to recognise Cmd[0]).
 	Tools map[string]bool
+	// EventTime is how the child reads event times, when it is a streamkit tool that generates
+	// its watermark from them (dedup --event-time): keyby then sends every child, after each
+	// batch, the latest event time of the whole batch (codec.Progress), so that each shard's
+	// watermark is the one a single process would have, not that of its own rows only.
+	EventTime EventTime
 
 	shardCommits string // stage.EnvShardCommits of the children
+}
+
+// EventTime is a child's event-time column and how to read it: its --event-time (a dot
+// path; "" for none), --time-unit (for integer columns) and --tz (for zone-less values), as
+// window.NewTimeExtractor takes them.
+type EventTime struct{ Path, Unit, TZ string }
+
+// extractor returns the reader of the child's event times from batches of schema in; nil when
+// the child has no event time or it cannot be read (the child reports that itself).
+func (e EventTime) extractor(in *arrow.Schema) *window.TimeExtractor {
+	if e.Path == "" {
+		return nil
+	}
+	var opt window.TimeOptions
+	var err error
+	if e.Unit != "" {
+		if opt.Unit, err = window.ParseEpochUnit(e.Unit); err != nil {
+			return nil
+		}
+	}
+	if e.TZ != "" {
+		if opt.Location, err = time.LoadLocation(e.TZ); err != nil {
+			return nil
+		}
+	}
+	x, err := window.NewTimeExtractor(in, e.Path, opt)
+	if err != nil {
+		return nil
+	}
+	return x
 }
 
 // ShardGOGC is the GOGC that streamkit children of keyby --shards run with when the
@@ -237,9 +273,13 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 		}
 	}()
 
+	times := s.EventTime.extractor(in)
 	route := func() error {
 		var hashes []uint64
 		idx := make([][]int32, s.N)
+		var ts []int64
+		var tsOK []bool
+		progress := int64(window.MinTime)
 		for {
 			m, err := rd.Next()
 			if err == io.EOF {
@@ -271,9 +311,32 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 				continue
 			}
 			err = s.routeBatch(ctx, mem, bufs, enc, m.Batch, children, idx, &hashes)
+			if err == nil && times != nil {
+				// The children's own errors name bad event times; here they only do not count.
+				if ts, tsOK, err = times.Extract(m.Batch, ts, tsOK); err != nil {
+					ts, tsOK, err = ts[:0], tsOK[:0], nil
+				}
+			}
 			m.Batch.Release()
 			if err != nil {
 				return err
+			}
+			if times == nil {
+				continue
+			}
+			latest := progress
+			for r, ok := range tsOK {
+				if ok && ts[r] > latest {
+					latest = ts[r]
+				}
+			}
+			if latest > progress {
+				progress = latest
+				for _, c := range children {
+					if err := c.w.WriteControl(codec.ProgressControl(time.UnixMicro(latest))); err != nil {
+						return fmt.Errorf("keyby: shard %d: %w", c.i, err)
+					}
+				}
 			}
 		}
 	}

@@ -15,10 +15,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/internal/peertest"
 	"github.com/streamkit/streamkit/state"
+	"github.com/streamkit/streamkit/tools/dedup"
 )
 
 var shardSchema = arrow.NewSchema([]arrow.Field{
@@ -233,5 +235,29 @@ func TestShardedSinkChildren(t *testing.T) {
 	_, stderr, code = runBin(t, nil, input(t, 3, 500), "keyby", "id", "--shards", "2", "--", "bash", "-c", mixed)
 	if code == 0 || !strings.Contains(stderr, "shard 0 wrote no output stream but shard 1 did") {
 		t.Fatalf("mixed children: exit %d\n%s", code, stderr)
+	}
+}
+
+// childEventTime reads a streamkit child's --event-time, --time-unit and --tz as the child
+// parses them (both spellings, flags in any order, other flags with values), and nothing for a
+// foreign command, a tool without the flag or arguments the child would refuse.
+func TestChildEventTime(t *testing.T) {
+	root := &cobra.Command{Use: "streamkit"}
+	root.PersistentFlags().String("log-level", "info", "")
+	root.AddCommand(dedup.Command(), Command())
+	for _, c := range []struct {
+		args []string
+		want EventTime
+	}{
+		{[]string{"dedup", "--key", "id", "--event-time", "ts", "--ttl", "1h"}, EventTime{Path: "ts"}},
+		{[]string{"dedup", "--log-level", "debug", "--event-time=v.ts", "--time-unit", "ms", "--tz", "UTC"}, EventTime{Path: "v.ts", Unit: "ms", TZ: "UTC"}},
+		{[]string{"dedup", "--key", "id"}, EventTime{}},
+		{[]string{"dedup", "--event-time", "ts", "--no-such-flag"}, EventTime{}},
+		{[]string{"keyby", "id"}, EventTime{}},
+		{[]string{"sh", "-c", "streamkit dedup --event-time ts"}, EventTime{}},
+	} {
+		if got := childEventTime(root, c.args); got != c.want {
+			t.Errorf("%q: got %+v, want %+v", c.args, got, c.want)
+		}
 	}
 }

@@ -121,6 +121,16 @@ type WatermarkOwner interface {
 	OutputWatermark() (time.Time, bool)
 }
 
+// ProgressObserver is implemented by operators that generate their watermark from event times
+// (dedup with --event-time): as a shard of keyby --shards they are sent progress controls
+// (codec.Progress) with the latest event time of the whole stream, and observe it as if they
+// had seen those rows, so that every shard has the watermark one process would have. The stage
+// calls ObserveProgress in stream order and never forwards progress downstream; operators that
+// do not implement it ignore progress.
+type ProgressObserver interface {
+	ObserveProgress(t time.Time)
+}
+
 // Position is a source's replayable position: Kafka offsets per partition, the set of files
 // read, a Delta version. Sources define its JSON shape; the stage stores it verbatim in the
 // offsets write-ahead log (state.Dir.WriteOffsets) before emitting each barrier.

@@ -341,6 +341,14 @@ func handle(ctx context.Context, o *Options, env *Env, op Operator, m codec.Mess
 			return forwardOwned()
 		}
 		return sendCtrl(c)
+	case codec.Progress:
+		if po, ok := op.(ProgressObserver); ok {
+			po.ObserveProgress(c.Watermark)
+			if ownsWM {
+				return forwardOwned()
+			}
+		}
+		return nil // keyby's message to its shard: not forwarded
 	case codec.Barrier:
 		if err := checkEpoch(env, c.Epoch); err != nil {
 			return fmt.Errorf("%s: %w", o.Tool, err)
