@@ -163,6 +163,9 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 	if d.enc, err = codec.NewKeyEncoder(in, d.keyPaths(in)); err != nil {
 		return nil, stage.Usagef("dedup: --key: %v", err)
 	}
+	if err := stage.CheckShardKey("dedup: --key", d.keyPaths(in)); err != nil {
+		return nil, err
+	}
 	if d.cfg.EventTime != "" {
 		opt := window.TimeOptions{Location: d.cfg.Location}
 		if d.cfg.TimeUnit != "" {

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -93,6 +95,31 @@ const EnvShardCommits = "STREAMKIT_SHARD_COMMITS"
 // checkpoint refuses it; otherwise the shard's state, or the epochs its sink already holds,
 // would not match the rows it now gets.
 const EnvShardRoute = "STREAMKIT_SHARD_ROUTE"
+
+// CheckShardKey refuses, in a child of keyby --shards, an operator key (dot paths; nil: all
+// columns) that does not contain the routing key of EnvShardRoute: equal keys would then reach
+// different shards and each shard would keep its own row or window. A routing path is
+// contained when the key holds it or a struct above it. what names the flag ("dedup: --key").
+// Outside a shard it returns nil. Errors are usage errors.
+func CheckShardKey(what string, key []string) error {
+	route := os.Getenv(EnvShardRoute)
+	open, end := strings.Index(route, "("), strings.LastIndex(route, ")")
+	if os.Getenv(EnvShard) == "" || key == nil || open < 0 || end < open {
+		return nil
+	}
+	var missing []string
+	for _, r := range strings.Split(route[open+1:end], ",") {
+		if !slices.ContainsFunc(key, func(k string) bool { return k == r || strings.HasPrefix(r, k+".") }) {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	k := strings.Join(key, ",")
+	return Usagef("%s %s does not contain %s, by which keyby routes the rows to its shards: equal keys would reach different shards, and each shard would keep its own; use a key that contains %s, or route by this key (keyby %s --shards N -- ...)",
+		what, k, strings.Join(missing, ","), strings.Join(missing, ","), k)
+}
 
 // checkpointOptions is StateOptions plus, in a child of keyby --shards, the shard's routing.
 func (o *Options) checkpointOptions() map[string]string {

@@ -184,6 +184,9 @@ func (o *Op) ResolveState(in *arrow.Schema) (map[string]string, error) {
 func (o *Op) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.Schema, error) {
 	o.env = env
 	env.MarkStateful()
+	if err := stage.CheckShardKey("window: --key", o.keyPaths(in)); err != nil {
+		return nil, err
+	}
 	cfg := window.Config{
 		Assigner:        o.asg,
 		Key:             o.keyPaths(in),
