@@ -125,6 +125,7 @@ type child struct {
 	resume chan struct{}
 	exited chan struct{} // closed when the process has exited; state then holds its status
 	state  *os.ProcessState
+	order  uint64 // 1 for the first child to exit, 2 for the next...
 	killed atomic.Bool // killed by keyby itself (its exit status says nothing of its own)
 }
 
@@ -134,6 +135,12 @@ type childMsg struct {
 	err error
 	eof bool
 }
+
+// inputError is a failure to read keyby's own stdin (not a child's fault).
+type inputError struct{ err error }
+
+func (e *inputError) Error() string { return e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }
 
 // writeError is a failure to write the merged stream (not a child's fault).
 type writeError struct{ err error }
@@ -286,7 +293,7 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 				return nil
 			}
 			if err != nil {
-				return fmt.Errorf("keyby: stdin: %w", err)
+				return &inputError{fmt.Errorf("keyby: stdin: %w", err)}
 			}
 			if m.Control != nil {
 				for _, c := range children {
@@ -355,6 +362,14 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 			}
 		}
 		c.stdin.Close()
+	}
+	var ie *inputError
+	if errors.As(rerr, &ie) {
+		// keyby's own input failed (e.g. truncated: the upstream process died); the shards
+		// fail only because their input was cut in turn.
+		cancel()
+		killAll(children)
+		return rerr
 	}
 	if rerr != nil {
 		// A broken pipe to a child is the symptom of a failed merge or child: report that.
@@ -463,6 +478,7 @@ func (s *Sharded) start(o stage.Options, schema *arrow.Schema, mem memory.Alloca
 		argv = append([]string{self}, argv...)
 	}
 	var out []*child
+	exits := new(atomic.Uint64)
 	for i := 0; i < s.N; i++ {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = s.childEnv(os.Environ(), i)
@@ -487,7 +503,11 @@ func (s *Sharded) start(o stage.Options, schema *arrow.Schema, mem memory.Alloca
 		c := &child{i: i, cmd: cmd, stdin: stdin, stdout: stdout, resume: make(chan struct{}, 1),
 			exited: make(chan struct{}), w: codec.NewWriter(stdin, schema, mem)}
 		// Process.Wait, not Cmd.Wait: Cmd.Wait would close stdout before we read it all.
-		go func() { c.state, _ = cmd.Process.Wait(); close(c.exited) }()
+		go func() {
+			c.state, _ = cmd.Process.Wait()
+			c.order = exits.Add(1)
+			close(c.exited)
+		}()
 		out = append(out, c)
 	}
 	return out, nil
@@ -813,24 +833,30 @@ func openOutputs(children []*child, mem memory.Allocator) ([]*codec.Reader, erro
 }
 
 // childFailure prefers a child's own failure (its exit code; its stderr went to ours) over
-// the symptom seen by the parent (a broken pipe, a truncated output).
+// the symptom seen by the parent (a broken pipe, a truncated output). Of the children that
+// failed, the first to exit is the cause: the others fail after it, when keyby cuts their
+// input short.
 func (s *Sharded) childFailure(children []*child, symptom error) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		running := 0
+		var first *child
 		for _, c := range children {
 			select {
 			case <-c.exited:
-				if !c.state.Success() && !c.killedByUs() {
-					code := c.state.ExitCode()
-					if code < 0 { // killed by a signal
-						code = 128 + int(c.state.Sys().(syscall.WaitStatus).Signal())
-					}
-					return &stage.ChildExitError{Code: code, Err: fmt.Errorf("keyby: shard %d (%s) failed: %s", c.i, s.Cmd[0], c.state)}
+				if !c.state.Success() && !c.killedByUs() && (first == nil || c.order < first.order) {
+					first = c
 				}
 			default:
 				running++
 			}
+		}
+		if first != nil {
+			code := first.state.ExitCode()
+			if code < 0 { // killed by a signal
+				code = 128 + int(first.state.Sys().(syscall.WaitStatus).Signal())
+			}
+			return &stage.ChildExitError{Code: code, Err: fmt.Errorf("keyby: shard %d (%s) failed: %s", first.i, s.Cmd[0], first.state)}
 		}
 		if running == 0 {
 			break

@@ -3,6 +3,7 @@ package keyby
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/streamkit/streamkit/internal/peertest"
 	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/tools/dedup"
+	"github.com/streamkit/streamkit/tools/stage"
 )
 
 var shardSchema = arrow.NewSchema([]arrow.Field{
@@ -259,5 +261,35 @@ func TestChildEventTime(t *testing.T) {
 		if got := childEventTime(root, c.args); got != c.want {
 			t.Errorf("%q: got %+v, want %+v", c.args, got, c.want)
 		}
+	}
+}
+
+// The first child to fail is the cause: shard 1 is killed (-9) first, shard 0 exits 1 later
+// (as a healthy shard does once keyby cuts its input); the command reports shard 1's 137,
+// whatever the children's order (a break test saw shard 0's exit 1 reported instead).
+func TestChildFailureFirstToExit(t *testing.T) {
+	s := &Sharded{Key: []string{"id"}, N: 2, Tools: map[string]bool{},
+		Cmd: []string{"sh", "-c", `if [ "$STREAMKIT_SHARD" = 1 ]; then kill -9 $$; fi; sleep 0.3; exit 1`}}
+	children, err := s.start(stage.Options{Stderr: io.Discard}, shardSchema, memory.NewGoAllocator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range children {
+		c.stdin.Close()
+		<-c.exited
+	}
+	var ce *stage.ChildExitError
+	if err := s.childFailure(children, errors.New("symptom")); !errors.As(err, &ce) || ce.Code != 137 || !strings.Contains(err.Error(), "shard 1") {
+		t.Fatalf("got %v, want shard 1's exit 137", err)
+	}
+}
+
+// keyby's own input cut short (the upstream process died) is reported as keyby's stdin, not
+// as the failure of a shard whose input keyby then had to cut.
+func TestTruncatedInputNamesStdin(t *testing.T) {
+	in := input(t, 4, 500)
+	_, stderr, code := runBin(t, nil, in[:len(in)/2], "keyby", "id", "--shards", "2", "--", "dedup")
+	if code != 1 || !strings.Contains(stderr, "keyby: stdin") || strings.Contains(stderr, "failed: exit status") {
+		t.Errorf("truncated input: exit %d:\n%s", code, stderr)
 	}
 }
