@@ -125,7 +125,7 @@ type child struct {
 	resume chan struct{}
 	exited chan struct{} // closed when the process has exited; state then holds its status
 	state  *os.ProcessState
-	order  uint64 // 1 for the first child to exit, 2 for the next...
+	order  uint64      // 1 for the first child to exit, 2 for the next...
 	killed atomic.Bool // killed by keyby itself (its exit status says nothing of its own)
 }
 
