@@ -36,28 +36,110 @@ func dumpState(cfg Config, path string, out io.Writer) error {
 	if len(cfg.Diff) == 2 {
 		return diff(mem, cfg, path, out)
 	}
-	rec, man, err := keyedAt(mem, path, cfg.Epoch)
+	rec, err := selectState(mem, cfg, path)
 	if err != nil {
 		return err
 	}
-	defer func() { rec.Release() }()
+	defer rec.Release()
+	return emit(cfg, rec, out)
+}
+
+// selectState is the keyed state of the stage directory at path, filtered by --key and
+// --expiring.
+func selectState(mem memory.Allocator, cfg Config, path string) (arrow.RecordBatch, error) {
+	rec, man, err := keyedAt(mem, path, cfg.Epoch)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Key != "" {
 		f, err := filterKey(mem, rec, cfg.Key)
-		if err != nil {
-			return err
-		}
 		rec.Release()
+		if err != nil {
+			return nil, err
+		}
 		rec = f
 	}
 	if cfg.Expiring > 0 {
 		f, err := expiring(mem, cfg, path, rec, man)
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+		rec = f
+	}
+	return rec, nil
+}
+
+// ColShard is the column that dumpShards adds: the shard (keyby --shards) holding the row.
+const ColShard = "_shard"
+
+// dumpShards emits the state of a stage run as shards of keyby --shards (the directories
+// paths, shard i at index i) as one table, each row with its shard in ColShard (first).
+func dumpShards(cfg Config, paths []string, out io.Writer) error {
+	if len(cfg.Diff) == 2 {
+		return stage.Usagef("state-dump: --diff compares the epochs of one stage; name a shard with --stage %s", filepath.Base(paths[0]))
+	}
+	mem := stage.Mem
+	var parts []arrow.RecordBatch
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for i, p := range paths {
+		rec, err := selectState(mem, cfg, p)
 		if err != nil {
 			return err
 		}
+		b := array.NewInt32Builder(mem)
+		for range rec.NumRows() {
+			b.Append(int32(i))
+		}
+		shard := b.NewArray()
+		b.Release()
+		fields := append([]arrow.Field{{Name: ColShard, Type: arrow.PrimitiveTypes.Int32}}, rec.Schema().Fields()...)
+		md := rec.Schema().Metadata()
+		parts = append(parts, array.NewRecordBatch(arrow.NewSchema(fields, &md), append([]arrow.Array{shard}, rec.Columns()...), rec.NumRows()))
+		shard.Release()
 		rec.Release()
-		rec = f
+		if i > 0 && !parts[i].Schema().Equal(parts[0].Schema()) {
+			return fmt.Errorf("state-dump: shard %d (%s) has another state schema than shard 0: %v vs %v", i, p, parts[i].Schema(), parts[0].Schema())
+		}
 	}
-	return emit(cfg, rec, out)
+	all, err := concatRecords(mem, parts)
+	if err != nil {
+		return err
+	}
+	defer all.Release()
+	return emit(cfg, all, out)
+}
+
+// concatRecords is one batch of the rows of recs (of one schema), in order.
+func concatRecords(mem memory.Allocator, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	s := recs[0].Schema()
+	cols := make([]arrow.Array, s.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var n int64
+	for _, r := range recs {
+		n += r.NumRows()
+	}
+	for j := range cols {
+		parts := make([]arrow.Array, len(recs))
+		for i, r := range recs {
+			parts[i] = r.Column(j)
+		}
+		var err error
+		if cols[j], err = array.Concatenate(parts, mem); err != nil {
+			return nil, fmt.Errorf("state-dump: %w", err)
+		}
+	}
+	return array.NewRecordBatch(s, cols, n), nil
 }
 
 // keyedAt is keyed at epoch n, or at the committed epoch when n is 0. A file that vanishes

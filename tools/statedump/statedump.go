@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -95,10 +96,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	path := cfg.Dir
 	if cfg.Stage != "" {
-		switch {
+		switch shards := shardDirs(cfg.Dir, cfg.Stage); {
 		case state.IsStageDir(filepath.Join(cfg.Dir, cfg.Stage)):
 			path = filepath.Join(cfg.Dir, cfg.Stage)
 		case state.IsStageDir(cfg.Dir) && filepath.Base(filepath.Clean(cfg.Dir)) == cfg.Stage:
+		case len(shards) > 0 && dump && !cfg.Offsets:
+			return dumpShards(cfg, shards, out)
+		case len(shards) > 0:
+			return stage.Usagef("state-dump: %s ran as %d shards of keyby --shards: name one with --stage (%s.shard-0 … %s.shard-%d)", cfg.Stage, len(shards), cfg.Stage, cfg.Stage, len(shards)-1)
 		default:
 			stages, _ := state.Stages(cfg.Dir)
 			return stage.Usagef("state-dump: no stage %q in %s (stages: %s)", cfg.Stage, cfg.Dir, strings.Join(stages, ", "))
@@ -141,7 +146,9 @@ writes, so it is safe on a running pipeline, and it reads only epochs whose file
   state-dump ROOT --stage NAME    reconstructs the stage's keyed state as of the committed epoch
                                   (--epoch N for another) from its snapshot and changelogs, one
                                   row per key: the key columns, then the state columns; as a
-                                  table, JSON lines, CSV, or an Arrow IPC stream (--format arrow)
+                                  table, JSON lines, CSV, or an Arrow IPC stream (--format arrow);
+                                  a stage run by keyby --shards (NAME.shard-0, NAME.shard-1, …)
+                                  as one table with a first column _shard
   state-dump ROOT --offsets       the source positions: per Kafka partition the committed and
                                   the newest write-ahead-log offset (--lag -b BROKERS adds the
                                   brokers' log start and end offsets and the lag), files read
@@ -208,4 +215,17 @@ epochs still show.`,
 	f.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "with --lag: bound on the broker requests")
 	cfg.Conn.AddFlags(f)
 	return cmd
+}
+
+// shardDirs are the stage directories of stage name run as shards of keyby --shards, under dir
+// (name.shard-0, name.shard-1, …, without gaps), shard i at index i; nil when there are none.
+func shardDirs(dir, name string) []string {
+	var out []string
+	for i := 0; ; i++ {
+		p := filepath.Join(dir, name+".shard-"+strconv.Itoa(i))
+		if !state.IsStageDir(p) {
+			return out
+		}
+		out = append(out, p)
+	}
 }

@@ -193,3 +193,43 @@ func TestUsage(t *testing.T) {
 		}
 	}
 }
+
+// A stage run as shards of keyby --shards (dedup.shard-0, dedup.shard-1) is dumped as one
+// table with a _shard column, --key finds a key in whichever shard holds it, and --diff asks
+// for one shard.
+func TestDumpShardedStage(t *testing.T) {
+	dir := t.TempDir()
+	bin := peertest.Binary(t)
+	cmd := exec.Command("sh", "-c", `"$0" --progress=off generate --schema 'id bigint, v bigint' --gen 'id=uniform(0, 60)' --gen v=sequence --rows 400 --batch-rows 50 | "$0" --progress=off keyby id --shards 2 -- dedup >/dev/null`, bin)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "STREAMKIT_CHECKPOINT=ckpt")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	rows := jsonDump(t, dir, "ckpt", "--stage", "dedup", "--epoch", "1")
+	shardOf := map[string]string{}
+	for _, r := range rows {
+		id, sh := fmt.Sprint(r["id"]), fmt.Sprint(r["_shard"])
+		if prev, dup := shardOf[id]; dup {
+			t.Fatalf("id %s in shards %s and %s", id, prev, sh)
+		}
+		shardOf[id] = sh
+	}
+	shards := map[string]int{}
+	for _, sh := range shardOf {
+		shards[sh]++
+	}
+	if len(shardOf) < 40 || len(shards) != 2 {
+		t.Fatalf("%d keys over shards %v", len(shardOf), shards)
+	}
+	for id, sh := range shardOf {
+		got := jsonDump(t, dir, "ckpt", "--stage", "dedup", "--epoch", "1", "--key", "id="+id)
+		if len(got) != 1 || fmt.Sprint(got[0]["_shard"]) != sh {
+			t.Fatalf("--key id=%s: %v, want one row of shard %s", id, got, sh)
+		}
+		break
+	}
+	if _, stderr, code := inDir(t, dir, "state-dump", "ckpt", "--stage", "dedup", "--diff", "1", "--diff", "1"); code != 2 || !strings.Contains(stderr, "name a shard with --stage dedup.shard-0") {
+		t.Fatalf("--diff on a sharded stage: exit %d: %s", code, stderr)
+	}
+}
