@@ -125,7 +125,7 @@ func TestShardedDedupAlignedBarriers(t *testing.T) {
 	}
 	// A restart with another shard count is refused, naming the difference.
 	_, stderr, code = runBin(t, env, input(t, 1, 10), "keyby", "id", "--shards", "2", "--", "dedup")
-	if code != 1 || !strings.Contains(stderr, `shards: checkpoint has "3", this run has "2"`) {
+	if code != 2 || !strings.Contains(stderr, `shards: checkpoint has "3", this run has "2"`) {
 		t.Fatalf("restart with 2 shards: exit %d: %s", code, stderr)
 	}
 }

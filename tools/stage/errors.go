@@ -3,6 +3,8 @@ package stage
 import (
 	"errors"
 	"fmt"
+
+	"github.com/streamkit/streamkit/state"
 )
 
 // ErrInterrupted is returned when a stage stopped on SIGINT/SIGTERM (after finishing the
@@ -22,14 +24,17 @@ func Usagef(format string, args ...any) error { return &UsageError{Msg: fmt.Spri
 const (
 	ExitOK          = 0
 	ExitError       = 1 // runtime or data error
-	ExitUsage       = 2 // bad command line
+	ExitUsage       = 2 // bad command line, or options a stage's checkpoint refuses on restart
 	ExitInterrupted = 130
 )
 
-// ExitCode maps an error returned by a tool to the process exit code.
+// ExitCode maps an error returned by a tool to the process exit code: a restart whose
+// options differ from those its checkpoint was written with (*state.IncompatibleError) is a
+// usage error, as the command line must change (or the checkpoint directory).
 func ExitCode(err error) int {
 	var ue *UsageError
 	var ee *ChildExitError
+	var ie *state.IncompatibleError
 	switch {
 	case err == nil:
 		return ExitOK
@@ -37,7 +42,7 @@ func ExitCode(err error) int {
 		return ee.Code
 	case errors.Is(err, ErrInterrupted):
 		return ExitInterrupted
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &ie): // a restart's options that its checkpoint refuses
 		return ExitUsage
 	}
 	return ExitError
