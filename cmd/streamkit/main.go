@@ -74,7 +74,7 @@ state, so a shell pipeline gets exactly-once delivery, windows, watermarks and d
 Exit codes:
   0    success (also when a downstream reader closed the pipe)
   1    runtime or data error
-  2    usage error (bad flags or arguments)
+  2    usage error (bad flags or arguments, or options a checkpoint refuses on restart)
   130  interrupted (SIGINT/SIGTERM: the current epoch was finished and committed)
 
 Environment:
