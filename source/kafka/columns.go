@@ -16,11 +16,21 @@ import (
 // "value.*" flatten a struct key or value (json, avro) into its members; a dot path such as
 // "value.seq" or "value.user.id" selects one member, named by its last part, as Spark names
 // it. Members are nullable (a null struct — tombstone, undecodable record — makes them null).
+//
 // The top-level _rescued_data column is always kept, last, so nothing is dropped: when the
-// selected members come from a key or value that has its own _rescued_data member, both become
-// one column — the row's member, or the top-level object, or, when a row has both, the
-// top-level object with the member's object under "value._rescued_data" (or
-// "key._rescued_data").
+// selected members come from a json key or value, its own _rescued_data member (the fields
+// that did not fit its schema) joins that column. When only one of key and value contributes
+// a member, a row's _rescued_data is that member's object as it is (as Spark's select("v.*")
+// would show it), or the top-level object (the record did not decode), or, when a row has
+// both, the top-level object with the member's object under "value._rescued_data" (or
+// "key._rescued_data"). When both key and value contribute, every member object goes under
+// its label, "key._rescued_data" and "value._rescued_data" (inside the top-level object when
+// the row has one, else in an object of its own), so a reader can always tell a key field
+// from a value field.
+//
+// Only the json codec adds a rescue member (rescueMember). An avro key or value whose record
+// has its own field named _rescued_data cannot be picked apart (dot path or .*): its field
+// would be mistaken for, or collide with, the rescued data, so that is a usage error.
 type projection struct {
 	schema *arrow.Schema
 	// outs, one per output column: a full-schema column (child < 0), a member of one, or the
@@ -57,16 +67,12 @@ func newProjection(full *arrow.Schema, cols []string) (*projection, error) {
 	if ix := full.FieldIndices(ColRescued); len(ix) == 1 {
 		rescuedCol = ix[0]
 	}
-	var merge projOut
-	merged := map[int]bool{}
-	// keepRescued merges the _rescued_data member of struct column col, once, into the
-	// top-level column: selecting some of a value's members must not drop its unparsed fields.
-	keepRescued := func(col int, base string) {
-		st := full.Field(col).Type.(*arrow.StructType)
-		if i, ok := st.FieldIdx(ColRescued); ok && rescuedCol >= 0 && !merged[col] {
-			merged[col] = true
-			merge.mergeFrom = append(merge.mergeFrom, [2]int{col, i})
-			merge.mergePrefix = append(merge.mergePrefix, base+"."+ColRescued)
+	merged := map[int]int{} // struct column → its rescue member
+	// keepRescued merges the rescue member of struct column col into the top-level column:
+	// selecting some of a value's members must not drop its unparsed fields.
+	keepRescued := func(col int) {
+		if i, ok := rescueMember(full.Field(col)); ok && rescuedCol >= 0 {
+			merged[col] = i
 		}
 	}
 	for _, c := range cols {
@@ -79,6 +85,11 @@ func newProjection(full *arrow.Schema, cols []string) (*projection, error) {
 			return nil, fmt.Errorf("--columns: no column %q (columns: key, value, topic, partition, offset, timestamp, timestampType, headers; key.* and value.* flatten a json or avro key or value, value.NAME picks one member)", name)
 		}
 		f := full.Field(ix[0])
+		if star || len(parts) > 1 {
+			if err := ownRescued(name, f); err != nil {
+				return nil, err
+			}
+		}
 		var path []int
 		for k, part := range parts[1:] {
 			st, ok := f.Type.(*arrow.StructType)
@@ -86,7 +97,7 @@ func newProjection(full *arrow.Schema, cols []string) (*projection, error) {
 				return nil, notStruct(name, parts[:k+1], f.Type)
 			}
 			i, ok := st.FieldIdx(part)
-			if ok && k == 0 && part == ColRescued && rescuedCol >= 0 {
+			if ok && k == 0 && part == ColRescued && rescuedCol >= 0 { // json's rescue member (ownRescued refused an avro field)
 				return nil, fmt.Errorf("--columns: %s is always kept, merged into the %s column", name, ColRescued)
 			}
 			if !ok {
@@ -96,7 +107,7 @@ func newProjection(full *arrow.Schema, cols []string) (*projection, error) {
 		}
 		if len(path) > 0 {
 			f.Nullable = true
-			keepRescued(ix[0], base)
+			keepRescued(ix[0])
 		}
 		if !star {
 			if err := add(f, name, projOut{col: ix[0], path: path}); err != nil {
@@ -109,11 +120,11 @@ func newProjection(full *arrow.Schema, cols []string) (*projection, error) {
 			return nil, notStruct(name, parts, f.Type)
 		}
 		if len(path) == 0 {
-			keepRescued(ix[0], base)
+			keepRescued(ix[0])
 		}
 		for i, m := range st.Fields() {
 			if len(path) == 0 && m.Name == ColRescued && rescuedCol >= 0 {
-				continue // merged into the top-level column
+				continue // json's rescue member, merged into the top-level column
 			}
 			m.Nullable = true
 			if err := add(m, name, projOut{col: ix[0], path: append(slices.Clone(path), i)}); err != nil {
@@ -122,7 +133,13 @@ func newProjection(full *arrow.Schema, cols []string) (*projection, error) {
 		}
 	}
 	if rescuedCol >= 0 {
-		merge.col, merge.merge = rescuedCol, len(merge.mergeFrom) > 0
+		merge := projOut{col: rescuedCol, merge: len(merged) > 0}
+		for col := range full.NumFields() { // key before value, whatever the --columns order
+			if i, ok := merged[col]; ok {
+				merge.mergeFrom = append(merge.mergeFrom, [2]int{col, i})
+				merge.mergePrefix = append(merge.mergePrefix, full.Field(col).Name+"."+ColRescued)
+			}
+		}
 		if err := add(full.Field(rescuedCol), ColRescued, merge); err != nil {
 			return nil, err
 		}
@@ -154,6 +171,39 @@ func (p *projection) apply(mem memory.Allocator, rec arrow.RecordBatch) arrow.Re
 		c.Release()
 	}
 	return out
+}
+
+// rescueMember returns the index of the rescue member of key or value column f: the
+// _rescued_data member the json codec adds (jsonCodec.field), which holds the fields that did
+// not fit its schema. An avro column (MetaAvroSchema in its field metadata) has none: a field
+// of that name in its record is data.
+func rescueMember(f arrow.Field) (int, bool) {
+	st, ok := f.Type.(*arrow.StructType)
+	if !ok || (f.Name != ColKey && f.Name != ColValue) || f.Metadata.FindKey(MetaAvroSchema) >= 0 {
+		return -1, false
+	}
+	return st.FieldIdx(ColRescued)
+}
+
+// ownRescued refuses to pick apart (name: a dot path or .*) a key or value column f whose
+// struct has a _rescued_data member that is data, not a rescue member (an avro record field
+// of that name): it would be taken for, or collide with, the _rescued_data column --columns
+// always keeps.
+func ownRescued(name string, f arrow.Field) error {
+	st, ok := f.Type.(*arrow.StructType)
+	if !ok {
+		return nil
+	}
+	if _, has := st.FieldIdx(ColRescued); !has {
+		return nil
+	}
+	if _, resc := rescueMember(f); resc {
+		return nil
+	}
+	return fmt.Errorf("--columns: %[1]s: the avro %[2]s has its own field %[3]q, which --columns cannot tell apart from the %[3]s column it always keeps; "+
+		"output the whole %[2]s (--columns %[2]s,...), or read that field under another name: give --%[2]s-schema with it renamed "+
+		"(plain Avro binary does not carry field names; with --schema-registry give the renamed field \"aliases\": [%[3]q])",
+		name, f.Name, ColRescued)
 }
 
 // notStruct is the error for a .* or member path (name) through path, which is of type t.
@@ -202,7 +252,7 @@ func member(mem memory.Allocator, s *array.Struct, i int) arrow.Array {
 }
 
 // mergeRescued builds the single _rescued_data column of a flattened projection (see
-// projection).
+// projection): labelled when both key and value contribute a member.
 func mergeRescued(mem memory.Allocator, rec arrow.RecordBatch, o projOut) arrow.Array {
 	top := rec.Column(o.col).(*array.String)
 	parts := make([]*array.String, len(o.mergeFrom))
@@ -210,6 +260,7 @@ func mergeRescued(mem memory.Allocator, rec arrow.RecordBatch, o projOut) arrow.
 		parts[k] = member(mem, rec.Column(mf[0]).(*array.Struct), mf[1]).(*array.String)
 		defer parts[k].Release()
 	}
+	labelAll := len(parts) > 1
 	b := array.NewStringBuilder(mem)
 	defer b.Release()
 	b.Reserve(top.Len())
@@ -223,12 +274,16 @@ func mergeRescued(mem memory.Allocator, rec arrow.RecordBatch, o projOut) arrow.
 			if !pa.IsValid(j) {
 				continue
 			}
-			if len(buf) == 0 {
+			if len(buf) == 0 && !labelAll {
 				buf = append(buf, pa.Value(j)...)
 				continue
 			}
-			// Both: keep the top-level object and nest the member's under its name.
-			buf = append(buf[:len(buf)-1], ',', '"')
+			// Nest the member's object under its label, in the object so far or a new one.
+			if len(buf) == 0 {
+				buf = append(buf, '{', '"')
+			} else {
+				buf = append(buf[:len(buf)-1], ',', '"')
+			}
 			buf = append(buf, o.mergePrefix[k]...)
 			buf = append(buf, '"', ':')
 			buf = append(buf, pa.Value(j)...)

@@ -14,15 +14,14 @@ import (
 func TestProjection(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	keyC, err := codecFor(FormatJSON, "k BIGINT", "--key-format", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	valC, err := codecFor(FormatJSON, "a BIGINT, b STRING", "--value-format", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full := schemaFor(keyC, valC, true)
+	full, rec := testBatch(t, mem, testCodec(t, FormatJSON, "k BIGINT", "--key-format"),
+		testCodec(t, FormatJSON, "a BIGINT, b STRING", "--value-format"),
+		testRecord(1, 10, `{"k":1}`, `{"a":1,"b":"x"}`),
+		testRecord(1, 11, `{"k":2}`, `nope`),
+		testRecord(1, 12, `{"k":3}`, `{"a":"bad","b":"y"}`),
+		testRecord(1, 13, `nokey`, `{"a":4,"z":true}`),
+		testRecord(1, 14, `{"k":5}`, ""))
+	defer rec.Release()
 	p, err := newProjection(full, []string{"value.*", "partition", "offset"})
 	if err != nil {
 		t.Fatal(err)
@@ -30,28 +29,6 @@ func TestProjection(t *testing.T) {
 	if got, want := p.schema.String(), "schema:\n  fields: 5\n    - a: type=int64, nullable\n    - b: type=utf8, nullable\n    - partition: type=int32\n    - offset: type=int64\n    - _rescued_data: type=utf8, nullable"; got != want {
 		t.Fatalf("schema\n%s\nwant\n%s", got, want)
 	}
-	bl, err := newBuilder(mem, full, keyC, valC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bl.release()
-	for i, r := range []struct{ k, v string }{
-		{`{"k":1}`, `{"a":1,"b":"x"}`},
-		{`{"k":2}`, `nope`},
-		{`{"k":3}`, `{"a":"bad","b":"y"}`},
-		{`nokey`, `{"a":4,"z":true}`},
-		{`{"k":5}`, ""},
-	} {
-		rec := &kgo.Record{Topic: "t", Partition: 1, Offset: int64(10 + i), Key: []byte(r.k), Value: []byte(r.v)}
-		if r.v == "" {
-			rec.Value = nil
-		}
-		if err := bl.add(rec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rec := bl.finish()
-	defer rec.Release()
 	got := projectRows(t, mem, p, rec)
 	want := []string{
 		`1 | x | 1 | 10 | (null)`,
@@ -65,7 +42,8 @@ func TestProjection(t *testing.T) {
 	}
 
 	// Single members, as Spark's select("v.b", "k.k"): named by their last part, null with
-	// their struct, and the value's unparsed fields still merged into _rescued_data.
+	// their struct, and the value's unparsed fields still merged into _rescued_data — under
+	// "value._rescued_data", since the key contributes its rescue member too.
 	p, err = newProjection(full, []string{"value.b", "key.k", "offset"})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +55,7 @@ func TestProjection(t *testing.T) {
 	want = []string{
 		`x | 1 | 10 | (null)`,
 		`(null) | 2 | 11 | {"value":"nope","_error":"value: invalid literal at byte 0","_file":"t/1@11"}`,
-		`y | 3 | 12 | {"a":"bad","_file":"t/1@12"}`,
+		`y | 3 | 12 | {"value._rescued_data":{"a":"bad","_file":"t/1@12"}}`,
 		`(null) | (null) | 13 | {"key":"nokey","_error":"key: invalid literal at byte 0","_file":"t/1@13","value._rescued_data":{"z":true,"_file":"t/1@13"}}`,
 		`(null) | 5 | 14 | (null)`,
 	}
@@ -90,26 +68,8 @@ func TestProjection(t *testing.T) {
 func TestProjectionNested(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	valC, err := codecFor(FormatJSON, "u STRUCT<id BIGINT, name STRING>, n BIGINT", "--value-format", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full := schemaFor(&binaryCodec{}, valC, true)
-	bl, err := newBuilder(mem, full, &binaryCodec{}, valC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bl.release()
-	for i, v := range []string{`{"u":{"id":7,"name":"ann"},"n":1}`, `{"n":2}`, ``} {
-		r := &kgo.Record{Topic: "t", Offset: int64(i), Value: []byte(v)}
-		if v == "" {
-			r.Value = nil
-		}
-		if err := bl.add(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rec := bl.finish()
+	full, rec := testBatch(t, mem, &binaryCodec{}, testCodec(t, FormatJSON, "u STRUCT<id BIGINT, name STRING>, n BIGINT", "--value-format"),
+		testRecord(0, 0, "", `{"u":{"id":7,"name":"ann"},"n":1}`), testRecord(0, 1, "", `{"n":2}`), testRecord(0, 2, "", ""))
 	defer rec.Release()
 	for cols, want := range map[string]string{
 		"value.u.id,value.n": "7 | 1 | (null)\n(null) | 2 | (null)\n(null) | (null) | (null)",
@@ -123,6 +83,46 @@ func TestProjectionNested(t *testing.T) {
 			t.Errorf("%s: got\n%s\nwant\n%s", cols, got, want)
 		}
 	}
+}
+
+// testCodec is codecFor(format, spec) of a key or value (flag: --key-format, --value-format).
+func testCodec(t *testing.T, format, spec, flag string) fieldCodec {
+	t.Helper()
+	c, err := codecFor(format, spec, flag, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// testRecord is a record of topic "t"; an empty key or value is null (a tombstone value).
+func testRecord(partition int32, offset int64, key, value string) *kgo.Record {
+	r := &kgo.Record{Topic: "t", Partition: partition, Offset: offset}
+	if key != "" {
+		r.Key = []byte(key)
+	}
+	if value != "" {
+		r.Value = []byte(value)
+	}
+	return r
+}
+
+// testBatch decodes recs with keyC and valC into one batch of their full schema (schemaFor,
+// with _rescued_data), as read-kafka does; the caller releases the batch.
+func testBatch(t *testing.T, mem memory.Allocator, keyC, valC fieldCodec, recs ...*kgo.Record) (*arrow.Schema, arrow.RecordBatch) {
+	t.Helper()
+	full := schemaFor(keyC, valC, true)
+	bl, err := newBuilder(mem, full, keyC, valC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bl.release()
+	for _, r := range recs {
+		if err := bl.add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return full, bl.finish()
 }
 
 // projectRows applies p to rec and renders each output row as "v | v | ...".
@@ -142,11 +142,7 @@ func projectRows(t *testing.T, mem memory.Allocator, p *projection, rec arrow.Re
 }
 
 func TestProjectionErrors(t *testing.T) {
-	valC, err := codecFor(FormatJSON, "partition BIGINT", "--value-format", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full := schemaFor(&binaryCodec{}, valC, true)
+	full := schemaFor(&binaryCodec{}, testCodec(t, FormatJSON, "partition BIGINT", "--value-format"), true)
 	for cols, want := range map[string]string{
 		"value.*,partition":   `value.* and partition both give a column "partition"`,
 		"nope":                `no column "nope"`,

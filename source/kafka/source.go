@@ -29,6 +29,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -287,17 +288,34 @@ func New(cfg Config) (*Source, error) {
 	return s, nil
 }
 
-// setSchema sets the full schema and the output schema (its --columns projection).
+// setSchema sets the full schema and the output schema (its --columns projection). While an
+// avro key or value still waits for its reader schema from the registry (resolveAvro, at
+// Open), its column is a binary placeholder: the --columns names that reach into it (key.*,
+// value.NAME...) are compiled once the schema is known, the others are checked now, so that
+// most usage errors come before connecting.
 func (s *Source) setSchema(full *arrow.Schema) error {
-	s.full, s.schema = full, full
+	s.full, s.schema, s.proj = full, full, nil
 	if len(s.cfg.Columns) == 0 {
 		return nil
 	}
-	p, err := newProjection(full, s.cfg.Columns)
+	cols, final := s.cfg.Columns, true
+	for _, pc := range []struct {
+		c    fieldCodec
+		name string
+	}{{s.keyC, ColKey}, {s.valC, ColValue}} {
+		if a, ok := pc.c.(*avroCodec); ok && a.reader == nil {
+			cols, final = slices.DeleteFunc(slices.Clone(cols), func(c string) bool {
+				return strings.HasPrefix(strings.TrimSpace(c), pc.name+".")
+			}), false
+		}
+	}
+	p, err := newProjection(full, cols)
 	if err != nil {
 		return stage.Usagef("%v", err)
 	}
-	s.proj, s.schema = p, p.schema
+	if final {
+		s.proj, s.schema = p, p.schema
+	}
 	return nil
 }
 

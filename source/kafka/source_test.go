@@ -699,6 +699,22 @@ func TestFlagValidation(t *testing.T) {
 	}
 }
 
+// TestColumnsRegistryReader: with an avro value whose reader schema comes from the registry
+// when the run opens, New checks the --columns names that do not reach into the value; the
+// value's paths wait for its schema (tools/readkafka TestAvroRegistryColumns runs them).
+func TestColumnsRegistryReader(t *testing.T) {
+	cfg := kafka.Config{Topics: []string{"a"}, ValueFormat: "avro", Registry: schemaregistry.Config{URL: "http://127.0.0.1:1"}}
+	cfg.Columns = []string{" value.x", "value.y.*", "offset"}
+	if _, err := kafka.New(cfg); err != nil {
+		t.Errorf("--columns %s: %v", cfg.Columns, err)
+	}
+	cfg.Columns = []string{"value.x", "nope"}
+	var ue *stage.UsageError
+	if _, err := kafka.New(cfg); !errors.As(err, &ue) || !strings.Contains(err.Error(), `no column "nope"`) {
+		t.Errorf("--columns %s: got %v, want a usage error naming nope", cfg.Columns, err)
+	}
+}
+
 func TestOffsetsJSON(t *testing.T) {
 	o := kafka.Offsets{{Topic: "b", Partition: 10}: 5, {Topic: "b", Partition: 2}: 7, {Topic: "a", Partition: 0}: -2}
 	b, _ := json.Marshal(o)

@@ -78,9 +78,16 @@ above, key.* / value.* to flatten a json or avro key or value into its members, 
 such as value.seq or value.user.id to pick one member (named by its last part, as Spark names
 it). Members are nullable: a tombstone or undecodable record makes them null. E.g. --columns
 'value.*,partition,offset' is Spark's select("v.*", "partition", "offset"). _rescued_data
-always stays, last; when members of the value are chosen, the value's own _rescued_data
-member joins it (a row with both keeps the member's object under "value._rescued_data").
-Columns left out are not written downstream.
+always stays, last; when members of a json value (or key) are chosen, its own
+_rescued_data member joins it: with members of one of them, a row's _rescued_data is that
+member's object as it is, or, when the record also has a top-level object, that object with
+the member's under "value._rescued_data" (or "key._rescued_data"); with members of both key
+and value, every member object goes under its label, "key._rescued_data" and
+"value._rescued_data", so the origin of a field is always known. An avro record with a field
+of its own named _rescued_data cannot be picked apart (a usage error): output the whole value,
+or rename the field in --value-schema. With --schema-registry and no --value-schema the
+members are those of the registry's latest schema. Columns left out are not written
+downstream.
 
 --bad-records PATH also writes every record that did not decode as a JSON line (topic,
 partition, offset, timestamp, reason, key and value as text or *_base64). With the checkpoint
