@@ -551,3 +551,25 @@ func TestReadmeCopyIntoMissingTopic(t *testing.T) {
 	}
 	check(out2, 45)
 }
+
+// TestValueSchemaBarePath runs README's `read-kafka --value-format json --value-schema
+// orders.json` (a relative path without "@") against the real broker: the file's JSON Schema
+// decodes the values.
+func TestValueSchemaBarePath(t *testing.T) {
+	c := kafkatest.NewReal(t)
+	in := c.Topic(t, "schema-file", 1, nil)
+	c.Produce(t, &kgo.Record{Topic: in, Value: []byte(`{"order_id": 7, "region": "eu", "amount": 2.5}`)})
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("orders.json", []byte(`{"type": "object", "properties": {"order_id": {"type": "integer"}, "region": {"type": "string"}, "amount": {"type": "number"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := streamkit(t, nil, "read-kafka", "-b", strings.Join(c.Brokers, ","), "-t", in, "--until", "now",
+		"--value-format", "json", "--value-schema", "orders.json", "--checkpoint", "ckpt")
+	if err != nil {
+		t.Fatalf("read-kafka: %v\n%s", err, stderr)
+	}
+	rows := kafkatest.Decode(t, bytes.NewReader(stdout)).Rows
+	if len(rows) != 1 || string(rows[0].Value) != `{"_rescued_data":null,"amount":2.5,"order_id":7,"region":"eu"}` {
+		t.Fatalf("rows %v", rows)
+	}
+}
