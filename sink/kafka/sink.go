@@ -7,7 +7,9 @@
 // "topic" column. Binary and string columns are written as their bytes; a column of another
 // type (a struct, a number) is written as its JSON. With ValueFormat json the value is the
 // JSON object of the whole row. A null key or value is written as a null key or value (a
-// tombstone), an empty one as empty.
+// tombstone), an empty one as empty. A topic that does not exist is created by the broker when
+// it allows auto-creation (auto.create.topics.enable), as with Kafka's own producers; otherwise
+// the sink fails saying that the topic must be created (ensureTopic, missingTopic).
 //
 // Delivery. On barrier n the sink flushes every record of epoch n and fails if any was not
 // acknowledged; the stage then writes commit markers (at-least-once: a crash replays
@@ -16,7 +18,8 @@
 // consumer group offset (group = the transactional id, the output topic's partition 0,
 // offset = n) that records the last epoch in Kafka. After a crash between the transaction
 // commit and the commit markers, a replayed epoch n whose number is at most that offset is
-// produced again and aborted, so read_committed consumers see every epoch exactly once.
+// produced again and aborted, so read_committed consumers see every epoch exactly once. A topic
+// that did not exist when the sink opened holds no transaction: its last epoch is none.
 package kafka
 
 import (
