@@ -4,35 +4,66 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// Load reads a schema given on the command line (--schema, --value-schema):
+// Load reads a schema given on the command line (--schema, --value-schema, --key-schema):
 //
 //   - "@path": the file's content, detected as below;
 //   - text starting with '{' or '[': a JSON document, detected by its shape:
 //     an Avro schema ("type": "record", or a union array), a Spark StructType JSON
 //     ("type": "struct" with "fields", as printed by df.schema.json()), or else a JSON Schema
 //     ("properties", "$schema" or "type": "object");
-//   - anything else: a Spark DDL column list (ParseDDL).
+//   - anything else: a Spark DDL column list (ParseDDL) or, when it is not valid DDL and names
+//     an existing regular file, that file (orders.json = @orders.json). Valid DDL is never read
+//     as a path, even if a file of that name exists: "@" forces a file.
 //
-// Errors name the file and the notation tried.
+// Errors name the file and the notation tried; text that is neither DDL nor an existing file
+// but looks like a path (no spaces, a '/' or an extension) is reported as a missing file.
 func Load(spec string) (*arrow.Schema, error) {
 	if strings.HasPrefix(spec, "@") {
-		path := spec[1:]
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("load schema: %w", err)
-		}
-		s, err := Parse(data)
-		if err != nil {
-			return nil, fmt.Errorf("load schema %s: %w", path, err)
-		}
-		return s, nil
+		return loadFile(spec[1:])
 	}
-	return Parse([]byte(spec))
+	s, err := Parse([]byte(spec))
+	if err == nil || Detect([]byte(spec)) != NotationDDL {
+		return s, err
+	}
+	fi, serr := os.Stat(spec)
+	if serr == nil && fi.Mode().IsRegular() {
+		return loadFile(spec)
+	}
+	if looksLikePath(spec) {
+		if serr == nil {
+			serr = fmt.Errorf("not a regular file")
+		}
+		return nil, fmt.Errorf("load schema: %s is not a readable schema file (%v), nor a DDL column list (%w)", spec, serr, err)
+	}
+	return nil, err
+}
+
+// loadFile reads and parses the schema file at path.
+func loadFile(path string) (*arrow.Schema, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load schema: %w", err)
+	}
+	s, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("load schema %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// looksLikePath tells whether invalid DDL was more likely meant as a file path: one word
+// with a '/' or a file extension (orders.json, schemas/order).
+func looksLikePath(spec string) bool {
+	if strings.ContainsAny(spec, " \t\n,<>()") {
+		return false
+	}
+	return strings.ContainsRune(spec, '/') || filepath.Ext(spec) != ""
 }
 
 // Notation is the schema language Detect recognised.

@@ -217,6 +217,61 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// TestLoadBarePath: a path without "@" is read when it is not valid DDL and names an existing
+// file (relative or absolute); valid DDL stays DDL even when a file of that name exists; a
+// missing file that looks like a path says so; other invalid DDL keeps the DDL error.
+func TestLoadBarePath(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	write := func(name, content string) {
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idName := arrow.NewSchema([]arrow.Field{f("id", arrow.PrimitiveTypes.Int64), f("name", arrow.BinaryTypes.String)}, nil)
+	write("orders.json", `{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":"string"}}}`)
+	write("schemas/order.avsc", `{"type":"record","name":"r","fields":[{"name":"id","type":["null","long"]},{"name":"name","type":["string","null"]}]}`)
+	write("hb", "id bigint, name string")
+	write("x int", `{"type":"object","properties":{"y":{"type":"string"}}}`) // a file named like valid DDL
+	if err := os.Mkdir("dir.json", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"orders.json", "@orders.json", filepath.Join(dir, "orders.json"), "schemas/order.avsc", "hb", "./hb"} {
+		got, err := Load(spec)
+		if err != nil {
+			t.Errorf("%s: %v", spec, err)
+		} else if !got.Equal(idName) {
+			t.Errorf("%s: got %v, want %v", spec, got, idName)
+		}
+	}
+	got, err := Load("x int")
+	if want := arrow.NewSchema([]arrow.Field{f("x", arrow.PrimitiveTypes.Int32)}, nil); err != nil || !got.Equal(want) {
+		t.Errorf("valid DDL named like a file: got %v, %v; want the DDL %v", got, err, want)
+	}
+	for spec, want := range map[string][]string{
+		"missing.json":   {"missing.json is not a readable schema file", "no such file", "parse schema ddl"},
+		"conf/schema":    {"conf/schema is not a readable schema file", "no such file"},
+		"dir.json":       {"dir.json is not a readable schema file", "not a regular file"},
+		"id bigint,":     {"parse schema ddl"},
+		"id":             {"parse schema ddl"},
+		"@missing.json":  {"load schema", "no such file"},
+		"id bigint name": {"parse schema ddl"},
+	} {
+		_, err := Load(spec)
+		for _, w := range want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: got %v, want an error containing %q", spec, err, w)
+			}
+		}
+		if err != nil && strings.Contains(err.Error(), "readable schema file") && !strings.Contains(spec, ".") && !strings.Contains(spec, "/") {
+			t.Errorf("%q: reported as a file: %v", spec, err)
+		}
+	}
+}
+
 func TestMergeHints(t *testing.T) {
 	base := arrow.NewSchema([]arrow.Field{
 		f("amount", arrow.PrimitiveTypes.Int64),

@@ -117,6 +117,21 @@ func (c *Cluster) Topic(t testing.TB, prefix string, partitions int32, configs m
 	return name
 }
 
+// MissingTopic returns a unique topic name starting with prefix that does not exist yet (a test
+// of auto-creation); on the real broker it is deleted after the test if something created it.
+func (c *Cluster) MissingTopic(t testing.TB, prefix string) string {
+	t.Helper()
+	name := fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano()%1e9, topicSeq.Add(1))
+	if c.Real != nil {
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c.Admin.DeleteTopic(ctx, name)
+		})
+	}
+	return name
+}
+
 // Produce writes recs synchronously (failing the test on any error).
 func (c *Cluster) Produce(t testing.TB, recs ...*kgo.Record) {
 	t.Helper()

@@ -7,7 +7,9 @@
 // "topic" column. Binary and string columns are written as their bytes; a column of another
 // type (a struct, a number) is written as its JSON. With ValueFormat json the value is the
 // JSON object of the whole row. A null key or value is written as a null key or value (a
-// tombstone), an empty one as empty.
+// tombstone), an empty one as empty. A topic that does not exist is created by the broker when
+// it allows auto-creation (auto.create.topics.enable), as with Kafka's own producers; otherwise
+// the sink fails saying that the topic must be created (ensureTopic, missingTopic).
 //
 // Delivery. On barrier n the sink flushes every record of epoch n and fails if any was not
 // acknowledged; the stage then writes commit markers (at-least-once: a crash replays
@@ -16,7 +18,8 @@
 // consumer group offset (group = the transactional id, the output topic's partition 0,
 // offset = n) that records the last epoch in Kafka. After a crash between the transaction
 // commit and the commit markers, a replayed epoch n whose number is at most that offset is
-// produced again and aborted, so read_committed consumers see every epoch exactly once.
+// produced again and aborted, so read_committed consumers see every epoch exactly once. A topic
+// that did not exist when the sink opened holds no transaction: its last epoch is none.
 package kafka
 
 import (
@@ -28,6 +31,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -274,6 +278,8 @@ func (s *Sink) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*arr
 		kgo.ProducerBatchMaxBytes(1<<20),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordRetries(math.MaxInt32),
+		// As Kafka's producers: a missing topic is created when the broker allows it.
+		kgo.AllowAutoTopicCreation(),
 	)
 	if s.cfg.Topic != "" {
 		opts = append(opts, kgo.DefaultProduceTopic(s.cfg.Topic))
@@ -287,15 +293,10 @@ func (s *Sink) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*arr
 	s.adm = kadm.NewClient(s.cl)
 	octx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
+	existed := false
 	if s.cfg.Topic != "" {
-		md, err := s.adm.Metadata(octx, s.cfg.Topic)
-		if err != nil {
-			return nil, s.cfg.Conn.Explain(err)
-		}
-		if t, ok := md.Topics[s.cfg.Topic]; ok && t.Err != nil && !errors.Is(t.Err, kerr.UnknownTopicOrPartition) {
-			return nil, s.cfg.Conn.Explain(fmt.Errorf("topic %s: %w", s.cfg.Topic, t.Err))
-		} else if ok && t.Err == nil {
-			s.topicID = t.ID
+		if existed, err = s.ensureTopic(octx); err != nil {
+			return nil, err
 		}
 	} else if _, err := s.adm.BrokerMetadata(octx); err != nil {
 		return nil, s.cfg.Conn.Explain(err)
@@ -305,8 +306,11 @@ func (s *Sink) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*arr
 		if _, _, err := s.cl.ProducerID(octx); err != nil {
 			return nil, s.cfg.Conn.Explain(fmt.Errorf("init transactional producer %s: %w", s.cfg.TransactionalID, err))
 		}
-		if s.kafkaEpoch, err = s.lastEpoch(octx); err != nil {
-			return nil, s.cfg.Conn.Explain(err)
+		// A topic created just now holds no transaction of this id: no epoch to recover.
+		if existed {
+			if s.kafkaEpoch, err = s.lastEpoch(octx); err != nil {
+				return nil, s.cfg.Conn.Explain(err)
+			}
 		}
 		if s.kafkaEpoch > 0 {
 			s.log.Info("last epoch committed in Kafka", "transactional_id", s.cfg.TransactionalID, "epoch", s.kafkaEpoch)
@@ -321,6 +325,77 @@ func (s *Sink) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*arr
 		}
 	}
 	return nil, nil
+}
+
+// ensureTopic looks up -t and, when it does not exist, asks the broker to create it as Kafka's
+// producers do (a metadata request allowing auto-creation; the broker creates it with its
+// num.partitions and default.replication.factor when auto.create.topics.enable is true, the
+// default), then waits until every partition of the new topic has a leader. It records the topic ID and reports
+// whether the topic existed before. A broker that refuses to create it makes the error of
+// missingTopic.
+func (s *Sink) ensureTopic(ctx context.Context) (existed bool, err error) {
+	topic := s.cfg.Topic
+	refused := 0
+	for attempt, wait := 0, 50*time.Millisecond; ; attempt, wait = attempt+1, min(2*wait, time.Second) {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		req.AllowAutoTopicCreation = attempt > 0 // the first request only looks
+		resp, err := req.RequestWith(ctx, s.cl)
+		if err != nil {
+			return false, s.cfg.Conn.Explain(fmt.Errorf("topic %s: %w", topic, err))
+		}
+		var terr error = kerr.UnknownTopicOrPartition
+		partitions, ready := 0, false
+		for _, t := range resp.Topics {
+			if t.Topic == nil || *t.Topic != topic {
+				continue
+			}
+			terr, partitions, ready = kerr.ErrorForCode(t.ErrorCode), len(t.Partitions), len(t.Partitions) > 0
+			for _, p := range t.Partitions {
+				ready = ready && p.ErrorCode == 0 && p.Leader >= 0
+			}
+			if terr == nil {
+				s.topicID = t.TopicID
+			}
+		}
+		if attempt == 0 {
+			existed = !errors.Is(terr, kerr.UnknownTopicOrPartition)
+		}
+		switch {
+		case terr == nil && (ready || existed): // leaders of an existing topic are the producer's business
+			if !existed {
+				s.log.Info("created the topic (broker auto-creation)", "topic", topic, "partitions", partitions)
+			}
+			return existed, nil
+		case errors.Is(terr, kerr.UnknownTopicOrPartition):
+			if attempt > 0 {
+				// An auto-creating broker answers LEADER_NOT_AVAILABLE while it creates the
+				// topic; UNKNOWN_TOPIC_OR_PARTITION again means it will not create it.
+				if refused++; refused == 3 {
+					return false, s.missingTopic(topic, terr)
+				}
+			}
+		case terr != nil && !kerr.IsRetriable(terr):
+			return false, s.cfg.Conn.Explain(fmt.Errorf("topic %s: %w", topic, terr))
+		}
+		if attempt == 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return false, s.cfg.Conn.Explain(fmt.Errorf("topic %s: waiting for its partitions to have leaders: %w", topic, ctx.Err()))
+		case <-time.After(wait):
+		}
+	}
+}
+
+// missingTopic is the error of a topic that does not exist and that the broker did not create.
+func (s *Sink) missingTopic(topic string, err error) error {
+	return fmt.Errorf("write-kafka: topic %s does not exist and the broker did not create it (auto.create.topics.enable=false, "+
+		"or this user may not create topics): create it first, e.g. kafka-topics.sh --bootstrap-server %s --create --topic %s "+
+		"--partitions 1: %w", topic, strings.Join(s.cfg.Conn.Brokers, ","), topic, err)
 }
 
 // checkHeaders accepts list<struct<key: string|binary, value: binary|string>> (also large
@@ -463,7 +538,9 @@ func (s *Sink) Process(ctx context.Context, rec arrow.RecordBatch, _ stage.Emit)
 	pending.Store(int64(n))
 	rec.Retain()
 	promise := func(r *kgo.Record, err error) {
-		if err != nil {
+		if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
+			s.fail(s.missingTopic(r.Topic, err))
+		} else if err != nil {
 			s.fail(fmt.Errorf("write-kafka: produce to %s: %w", r.Topic, s.cfg.Conn.Explain(err)))
 		}
 		if pending.Add(-1) == 0 {
@@ -512,7 +589,8 @@ func (s *Sink) bytesOf(a arrow.Array, i int) []byte {
 	case *array.Binary:
 		return nonNil(a.Value(i))
 	case *array.String:
-		return nonNil(a.ValueBytes()[a.ValueOffset(i):a.ValueOffset(i+1)])
+		o := a.ValueOffsets() // ValueBytes starts at the first value's offset
+		return nonNil(a.ValueBytes()[o[i]-o[0] : o[i+1]-o[0]])
 	case *array.LargeBinary:
 		return nonNil(a.Value(i))
 	case *array.LargeString:

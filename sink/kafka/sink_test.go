@@ -1,8 +1,10 @@
 package kafka_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,9 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/internal/kafkatest"
 	sink "github.com/streamkit/streamkit/sink/kafka"
 	source "github.com/streamkit/streamkit/source/kafka"
@@ -59,13 +65,66 @@ var scenarios = []struct {
 	{"CopyKeepsEverything", testCopyKeepsEverything},
 	{"TransactionsExactlyOnce", testTransactionsExactlyOnce},
 	{"ValueJSON", testValueJSON},
+	{"MissingTopicCreated", testMissingTopicCreated},
+	{"MissingTopicTransactional", testMissingTopicTransactional},
 }
 
+// TestFake runs the scenarios on kfake, which creates missing topics as a broker with
+// auto.create.topics.enable=true does.
 func TestFake(t *testing.T) {
-	c := kafkatest.NewFake(t)
+	c := kafkatest.NewFake(t, kfake.AllowAutoTopicCreation())
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) { sc.fn(t, c) })
 	}
+}
+
+// TestMissingTopicRefused: a broker that does not create topics (kfake's default, as
+// auto.create.topics.enable=false) makes write-kafka -t fail at start, saying that the topic
+// does not exist and how to create it, without or with --transactional-id.
+func TestMissingTopicRefused(t *testing.T) {
+	c := kafkatest.NewFake(t)
+	in := c.Topic(t, "refused-in", 1, nil)
+	c.Produce(t, rec(in, 0, []byte("k"), []byte("v")))
+	for _, txn := range []string{"", "tx-refused"} {
+		out := c.MissingTopic(t, "refused-out")
+		_, oerr := pipe(t, source.Config{Conn: c.Conn, Topics: []string{in}, Until: "now"},
+			sink.Config{Conn: c.Conn, Topic: out, TransactionalID: txn}, kafkatest.TempDir(t), 0)
+		want := "topic " + out + " does not exist and the broker did not create it"
+		if oerr == nil || !strings.Contains(oerr.Error(), want) || !strings.Contains(oerr.Error(), "kafka-topics.sh --bootstrap-server "+c.Brokers[0]+" --create --topic "+out) {
+			t.Errorf("transactional id %q: got %v, want an error containing %q and the kafka-topics.sh command", txn, oerr, want)
+		}
+	}
+}
+
+// testMissingTopicCreated: -t names a topic that does not exist yet: the broker creates it
+// (auto.create.topics.enable=true) and every record is written.
+func testMissingTopicCreated(t *testing.T, c *kafkatest.Cluster) {
+	in := c.Topic(t, "auto-in", 2, nil)
+	out := c.MissingTopic(t, "auto-out")
+	for i := 0; i < 20; i++ {
+		c.Produce(t, rec(in, int32(i%2), []byte(fmt.Sprint(i)), []byte(fmt.Sprint(i))))
+	}
+	serr, oerr := pipe(t, source.Config{Conn: c.Conn, Topics: []string{in}, Until: "now"}, sink.Config{Conn: c.Conn, Topic: out},
+		kafkatest.TempDir(t), 0)
+	if serr != nil || oerr != nil {
+		t.Fatal(serr, oerr)
+	}
+	seen := map[string]int{}
+	for _, r := range c.Consume(t, out, false) {
+		seen[string(r.Value)]++
+	}
+	for i := 0; i < 20; i++ {
+		if n := seen[fmt.Sprint(i)]; n != 1 {
+			t.Errorf("record %d written %d times to the auto-created topic", i, n)
+		}
+	}
+}
+
+// testMissingTopicTransactional: the exactly-once copy into a topic that does not exist yet
+// (created by the broker, no epoch recorded), then restarted after a crash between the Kafka
+// commit and the commit markers: no duplicates.
+func testMissingTopicTransactional(t *testing.T, c *kafkatest.Cluster) {
+	eosCopy(t, c, c.MissingTopic(t, "auto-eos-out"))
 }
 
 func rec(topic string, p int32, key, value []byte, hs ...kgo.RecordHeader) *kgo.Record {
@@ -116,8 +175,14 @@ func testCopyKeepsEverything(t *testing.T, c *kafkatest.Cluster) {
 // before the commit markers replays the epoch, and the replay is aborted: read_committed
 // sees every record once.
 func testTransactionsExactlyOnce(t *testing.T, c *kafkatest.Cluster) {
+	eosCopy(t, c, c.Topic(t, "eos-out", 2, nil))
+}
+
+// eosCopy copies a topic into out with a transactional id in epochs of 10 records, forgets the
+// commit markers of the last epoch, adds records and copies again: read_committed sees every
+// record once.
+func eosCopy(t *testing.T, c *kafkatest.Cluster, out string) {
 	in := c.Topic(t, "eos-in", 2, nil)
-	out := c.Topic(t, "eos-out", 2, nil)
 	for i := 0; i < 30; i++ {
 		c.Produce(t, rec(in, int32(i%2), []byte(fmt.Sprint(i)), []byte(fmt.Sprint(i))))
 	}
@@ -191,5 +256,60 @@ func testValueJSON(t *testing.T, c *kafkatest.Cluster) {
 	}
 	if m["value"] != "hello" || m["key"] != "aw==" || m["topic"] != in || m["offset"] != float64(0) || !strings.HasPrefix(fmt.Sprint(m["timestamp"]), "20") {
 		t.Fatalf("row JSON %s", got[0].Value)
+	}
+}
+
+// runBatch runs write-kafka on one batch of (topic, value) string rows, from row `from` on (a
+// sliced batch), followed by barrier 1 and the end.
+func runBatch(t *testing.T, cfg sink.Config, from int64, topics, values []string) error {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	sc := arrow.NewSchema([]arrow.Field{{Name: "topic", Type: arrow.BinaryTypes.String}, {Name: "value", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(mem, sc)
+	b.Field(0).(*array.StringBuilder).AppendValues(topics, nil)
+	b.Field(1).(*array.StringBuilder).AppendValues(values, nil)
+	whole := b.NewRecordBatch()
+	b.Release()
+	batch := whole.NewSlice(from, whole.NumRows())
+	whole.Release()
+	defer batch.Release()
+	var in bytes.Buffer
+	w := codec.NewWriter(&in, sc, mem)
+	if err := errors.Join(w.Write(batch), w.WriteControl(codec.BarrierControl(1)), w.WriteControl(codec.EndControl(codec.Final)), w.Close()); err != nil {
+		t.Fatal(err)
+	}
+	k, err := sink.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stage.RunOperator(context.Background(), stage.Options{Tool: "write-kafka", Checkpoint: kafkatest.TempDir(t), Stdin: &in,
+		Stdout: io.Discard, Stderr: io.Discard, Progress: stage.ProgressOff, NoSignals: true}, k)
+}
+
+// TestStringValueSliced: string values are written as their bytes, the last row of a batch and
+// the rows of a sliced batch included.
+func TestStringValueSliced(t *testing.T) {
+	c := kafkatest.NewFake(t)
+	out := c.Topic(t, "string-value", 1, nil)
+	if err := runBatch(t, sink.Config{Conn: c.Conn}, 1, []string{out, out, out, out}, []string{"a", "bb", "ccc", "dddd"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range c.Consume(t, out, false) {
+		got = append(got, string(r.Value))
+	}
+	if fmt.Sprint(got) != "[bb ccc dddd]" {
+		t.Fatalf("values %q, want [bb ccc dddd]", got)
+	}
+}
+
+// TestMissingTopicColumnRefused: without -t, a row whose "topic" column names a topic that the
+// broker does not create fails the epoch with the same explanation.
+func TestMissingTopicColumnRefused(t *testing.T) {
+	c := kafkatest.NewFake(t)
+	out := c.MissingTopic(t, "refused-col")
+	err := runBatch(t, sink.Config{Conn: c.Conn}, 0, []string{out}, []string{"v"})
+	if err == nil || !strings.Contains(err.Error(), "topic "+out+" does not exist and the broker did not create it") {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -178,7 +178,7 @@ func codecFor(format, schemaSpec, flag string, reg *schemaregistry.Client) (fiel
 		return &stringCodec{}, nil
 	case FormatJSON:
 		if schemaSpec == "" {
-			return nil, fmt.Errorf("%s json needs a schema: --%s-schema 'id BIGINT, name STRING' (Spark DDL), a JSON Schema, an Avro schema or @file",
+			return nil, fmt.Errorf("%s json needs a schema: --%s-schema 'id BIGINT, name STRING' (Spark DDL), a JSON Schema, an Avro schema, @file or a file path",
 				flag, strings.TrimSuffix(strings.TrimPrefix(flag, "--"), "-format"))
 		}
 		s, err := schema.Load(schemaSpec)

@@ -88,7 +88,8 @@ type Config struct {
 	// KeyFormat and ValueFormat decode key and value: binary (default), string, json or avro.
 	KeyFormat, ValueFormat string
 	// KeySchema and ValueSchema are the schemas of json keys and values (codec/schema.Load:
-	// Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file), or the Avro reader schemas
+	// Spark DDL, JSON Schema, Avro or Spark JSON: inline, @file, or the path of an existing
+	// file when the text is not valid DDL), or the Avro reader schemas
 	// of avro keys and values (inline JSON, @file or a file path).
 	KeySchema, ValueSchema string
 	// Registry is the schema registry of --key-format/--value-format avro in the Confluent wire

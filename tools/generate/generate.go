@@ -106,7 +106,7 @@ func Command() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&ddl, "schema", "", "columns as Spark DDL ('id bigint, user struct<name:string>'), a JSON/Avro schema, or @file")
+	f.StringVar(&ddl, "schema", "", "columns as Spark DDL ('id bigint, user struct<name:string>'), a JSON/Avro schema, or @file (or a file path that is not valid DDL)")
 	f.StringArrayVar(&gens, "gen", nil, "a column's generator, 'COLUMN=SPEC' (repeatable; see above)")
 	f.StringVar(&preset, "preset", "", "a built-in schema with generators: "+gen.PresetNames())
 	f.Int64Var(&cfg.Rows, "rows", 0, "end after this many rows (0: unbounded)")

@@ -40,7 +40,7 @@ type DecodeFlags struct {
 func AddDecodeFlags(f *pflag.FlagSet, cfg *files.Config, prefix string) *DecodeFlags {
 	d := &DecodeFlags{cfg: cfg}
 	f.StringVar(&d.format, "format", "", prefix+"file format for every file: csv, tsv, json, parquet, avro, arrow or arrows (default: by extension)")
-	f.StringVar(&d.schema, "schema", "", prefix+"schema: Spark DDL, or @file with DDL, a JSON Schema or an Avro schema (default: inferred)")
+	f.StringVar(&d.schema, "schema", "", prefix+"schema: Spark DDL, or @file (or a file path that is not valid DDL) with DDL, a JSON Schema or an Avro schema (default: inferred)")
 	f.StringVar(&d.hints, "schema-hints", "", prefix+"pin inferred column types, as DDL with dot paths: 'amount decimal(10,2), user.id string'")
 	f.IntVar(&cfg.InferRows, "infer-rows", 10000, prefix+"records sampled to infer the schema")
 	f.BoolVar(&cfg.CSV.Header, "header", true, prefix+"CSV/TSV: the first line names the columns (--header=false: columns _c0, _c1 …)")
@@ -126,8 +126,8 @@ stdout. The format comes from --format or each file's extension: .csv, .tsv, .js
 .jsonl (lines or one array), .parquet, .avro, .arrow/.feather (IPC file), .arrows (IPC
 stream); .gz and .zst files are decompressed.
 
-Schema: --schema as Spark DDL ("id long, ts timestamp, tags array<string>"), or @file holding
-DDL, a JSON Schema or an Avro schema; otherwise it is inferred from the first --infer-rows
+Schema: --schema as Spark DDL ("id long, ts timestamp, tags array<string>"), or @file (or a path
+that is not valid DDL, e.g. schema.json) holding DDL, a JSON Schema or an Avro schema; otherwise it is inferred from the first --infer-rows
 records (integers with doubles widen to double, conflicting types to string) and
 --schema-hints pins some columns. Values that do not fit go to the _rescued_data column (JSON
 naming the fields and the file); records that cannot be parsed at all go to --bad-records

@@ -48,7 +48,8 @@ source of truth.
 
 Decoding: --key-format/--value-format string keeps UTF-8 text (other bytes leave the column
 null and are rescued); json with --key-schema/--value-schema (Spark DDL such as
-'order_id BIGINT, user STRUCT<id: STRING>', a JSON Schema, an Avro schema, inline or @file)
+'order_id BIGINT, user STRUCT<id: STRING>', a JSON Schema, an Avro schema; inline, @file, or
+the path of an existing file such as orders.json when the text is not valid DDL)
 turns the key or value into a struct column, so value.user.id works downstream. Fields that do
 not fit go to the struct's _rescued_data member; a key or value that is not a JSON object
 leaves the struct null and lands, raw, in the top-level _rescued_data column with the reason
@@ -132,8 +133,8 @@ from the command line and never logged.`,
 	f.Int64Var(&cfg.MaxRecordsPerEpoch, "max-records-per-epoch", 0, "at most this many records per epoch (0: no limit); Spark's maxOffsetsPerTrigger")
 	f.StringVar(&cfg.KeyFormat, "key-format", kafka.FormatBinary, "decode keys as binary, string, json (with --key-schema) or avro (--key-schema and/or --schema-registry)")
 	f.StringVar(&cfg.ValueFormat, "value-format", kafka.FormatBinary, "decode values as binary, string, json (with --value-schema) or avro (--value-schema and/or --schema-registry)")
-	f.StringVar(&cfg.KeySchema, "key-schema", "", "schema of json keys (Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file), or the Avro reader schema of avro keys")
-	f.StringVar(&cfg.ValueSchema, "value-schema", "", "schema of json values (Spark DDL, JSON Schema, Avro or Spark JSON, inline or @file), or the Avro reader schema of avro values")
+	f.StringVar(&cfg.KeySchema, "key-schema", "", "schema of json keys (Spark DDL, JSON Schema, Avro or Spark JSON: inline, @file, or a file path that is not valid DDL), or the Avro reader schema of avro keys")
+	f.StringVar(&cfg.ValueSchema, "value-schema", "", "schema of json values (Spark DDL, JSON Schema, Avro or Spark JSON: inline, @file, or a file path that is not valid DDL such as orders.json), or the Avro reader schema of avro values")
 	cfg.Registry.AddFlags(f)
 	f.StringVar(&cfg.BadRecords, "bad-records", "", "also write records whose key or value did not decode to this JSON-lines file (topic, partition, offset, reason, raw bytes)")
 	f.StringSliceVar(&cfg.Columns, "columns", nil, "output only these columns, in order (e.g. value.*,partition,offset: value.* flattens a json or avro value, value.seq picks one member); _rescued_data is always kept")

@@ -36,7 +36,10 @@ Confluent's serializers do; basic auth: --schema-registry-user with the password
 --schema-registry-password-file or the variable --schema-registry-password-env names. A row
 that does not fit the schema stops the stage naming the row and the field.
 
-The topic is -t, or each row's "topic" column. Records are partitioned by key (murmur2, as
+The topic is -t, or each row's "topic" column. A topic that does not exist is created by the
+broker, as for Kafka's own producers, when the broker allows it (auto.create.topics.enable, the
+default; with its num.partitions and default.replication.factor); otherwise write-kafka stops
+saying so (create it with kafka-topics.sh --create). Records are partitioned by key (murmur2, as
 the Java client), with an idempotent producer and acks=all.
 
 On every barrier it flushes the epoch and fails unless every record was acknowledged; then it
