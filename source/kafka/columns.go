@@ -81,6 +81,9 @@ func newProjection(full *arrow.Schema, cols []string) (*projection, error) {
 		parts := strings.Split(strings.TrimSuffix(name, ".*"), ".")
 		base := parts[0]
 		ix := full.FieldIndices(base)
+		if len(ix) == 1 && ix[0] == rescuedCol && len(parts) == 1 {
+			return nil, fmt.Errorf("--columns: %s is always written, as the last column; leave it out of --columns", name)
+		}
 		if len(ix) != 1 || ix[0] == rescuedCol {
 			return nil, fmt.Errorf("--columns: no column %q (columns: key, value, topic, partition, offset, timestamp, timestampType, headers; key.* and value.* flatten a json or avro key or value, value.NAME picks one member)", name)
 		}

@@ -147,7 +147,7 @@ func TestProjectionErrors(t *testing.T) {
 		"value.*,partition":   `value.* and partition both give a column "partition"`,
 		"nope":                `no column "nope"`,
 		"key.*":               `key.* needs --key-format json or avro`,
-		"_rescued_data":       `no column "_rescued_data"`,
+		"_rescued_data":       `_rescued_data is always written, as the last column; leave it out of --columns`,
 		"value.nope":          `value.nope: value has no member "nope" (members: partition, _rescued_data)`,
 		"value.partition.x":   `value.partition.x: value.partition is int64, not a struct`,
 		"offset.x":            `offset.x: offset is int64, not a struct`,
