@@ -42,6 +42,11 @@ type Lookup func(id uint32) (string, error)
 func LoadSchema(spec string) (string, error) {
 	if strings.HasPrefix(spec, "@") || !strings.ContainsAny(spec, "{[\"") {
 		b, err := os.ReadFile(strings.TrimPrefix(spec, "@"))
+		if err != nil && !strings.HasPrefix(spec, "@") {
+			if _, derr := schema.ParseDDL(spec); derr == nil {
+				return "", fmt.Errorf("avro schema: %q is a Spark DDL column list, not an Avro schema: give the Avro schema (JSON) inline, as @file or as a file path (order.avsc)", spec)
+			}
+		}
 		if err != nil {
 			return "", err
 		}
