@@ -147,12 +147,22 @@ func (d *Dedup) ResolveState(in *arrow.Schema) (map[string]string, error) {
 	if err != nil {
 		return nil, stage.Usagef("dedup: --key: %v", err)
 	}
-	return map[string]string{
+	opts := map[string]string{
 		"key":            strings.Join(enc.Names(), ","),
 		"event-time":     d.cfg.EventTime,
 		"ttl":            d.cfg.TTL.String(),
 		"ttl-processing": d.cfg.TTLProcessing.String(),
-	}, nil
+	}
+	// How event times are read shapes the first-seen times in the state: another unit or zone
+	// would expire every key at once (or never). Recorded only when given, so checkpoints
+	// written before these options were recorded stay compatible with runs that omit them.
+	if d.cfg.TimeUnit != "" {
+		opts["time-unit"] = d.cfg.TimeUnit
+	}
+	if d.cfg.Location != nil {
+		opts["tz"] = d.cfg.Location.String()
+	}
+	return opts, nil
 }
 
 // Open resolves the key and event-time columns and restores state as of the committed epoch.

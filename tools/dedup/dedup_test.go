@@ -229,6 +229,32 @@ func TestRestartWithOtherKeyRefused(t *testing.T) {
 	}
 }
 
+// How event times are read is part of the state: a restart with another --time-unit or --tz
+// is refused (a break test saw ms read as s forget every key), and a run that omits both still
+// matches a checkpoint written before they were recorded.
+func TestRestartWithOtherTimeReadingRefused(t *testing.T) {
+	dir := t.TempDir()
+	ttl := Config{Key: []string{"id"}, EventTime: "ts", TTL: time.Hour}
+	if _, err := run(t, ttl, dir, stream(t, schema, "a@1", "|1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, ttl, dir, stream(t, schema, "a@1", "|1", "b@2", "|2")); err != nil {
+		t.Fatalf("same options: %v", err)
+	}
+	utc := ttl
+	utc.Location = time.UTC
+	_, err := run(t, utc, dir, stream(t, schema, "a@1", "|1"))
+	var ie *state.IncompatibleError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `tz: checkpoint has none, this run has "UTC"`) {
+		t.Fatalf("got %v", err)
+	}
+	ms := ttl
+	ms.TimeUnit = "ms"
+	if _, err := run(t, ms, dir, stream(t, schema, "a@1", "|1")); !errors.As(err, &ie) || !strings.Contains(err.Error(), "time-unit") {
+		t.Fatalf("got %v", err)
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	for _, cfg := range []Config{{TTL: time.Hour}, {EventTime: "ts", TTL: time.Hour, TTLProcessing: time.Hour}} {
 		_, err := New(cfg)
