@@ -36,7 +36,7 @@ func dumpState(cfg Config, path string, out io.Writer) error {
 	if len(cfg.Diff) == 2 {
 		return diff(mem, cfg, path, out)
 	}
-	rec, err := selectState(mem, cfg, path)
+	rec, err := selectState(mem, cfg, path, false)
 	if err != nil {
 		return err
 	}
@@ -45,11 +45,15 @@ func dumpState(cfg Config, path string, out io.Writer) error {
 }
 
 // selectState is the keyed state of the stage directory at path, filtered by --key and
-// --expiring.
-func selectState(mem memory.Allocator, cfg Config, path string) (arrow.RecordBatch, error) {
+// --expiring; with shard, an empty state is returned as it is (a shard that holds no key has
+// no key columns to filter on).
+func selectState(mem memory.Allocator, cfg Config, path string, shard bool) (arrow.RecordBatch, error) {
 	rec, man, err := keyedAt(mem, path, cfg.Epoch)
 	if err != nil {
 		return nil, err
+	}
+	if shard && rec.NumRows() == 0 {
+		return rec, nil
 	}
 	if cfg.Key != "" {
 		f, err := filterKey(mem, rec, cfg.Key)
@@ -87,7 +91,7 @@ func dumpShards(cfg Config, paths []string, out io.Writer) error {
 		}
 	}()
 	for i, p := range paths {
-		rec, err := selectState(mem, cfg, p)
+		rec, err := selectState(mem, cfg, p, true)
 		if err != nil {
 			return err
 		}
@@ -102,11 +106,23 @@ func dumpShards(cfg Config, paths []string, out io.Writer) error {
 		parts = append(parts, array.NewRecordBatch(arrow.NewSchema(fields, &md), append([]arrow.Array{shard}, rec.Columns()...), rec.NumRows()))
 		shard.Release()
 		rec.Release()
-		if i > 0 && !parts[i].Schema().Equal(parts[0].Schema()) {
-			return fmt.Errorf("state-dump: shard %d (%s) has another state schema than shard 0: %v vs %v", i, p, parts[i].Schema(), parts[0].Schema())
-		}
 	}
-	all, err := concatRecords(mem, parts)
+	// A shard that holds no key has no key columns in its state: only shards with keys count
+	// (all of them empty: the first stands for all).
+	var use []arrow.RecordBatch
+	for i, p := range parts {
+		if p.NumRows() == 0 {
+			continue
+		}
+		if len(use) > 0 && !p.Schema().Equal(use[0].Schema()) {
+			return fmt.Errorf("state-dump: shard %d (%s) has another state schema than the others: %v vs %v", i, paths[i], p.Schema(), use[0].Schema())
+		}
+		use = append(use, p)
+	}
+	if len(use) == 0 {
+		use = parts[:1]
+	}
+	all, err := concatRecords(mem, use)
 	if err != nil {
 		return err
 	}
