@@ -152,6 +152,12 @@ func (e *writeError) Unwrap() error { return e.err }
 // child's exit code; a restart with another shard count as *state.IncompatibleError.
 func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	mem := stage.Mem
+	// As a shard of an outer keyby, this keyby's key must contain the outer routing key, as
+	// its children's keys must contain this one: else equal keys of the children would sit in
+	// different outer shards.
+	if err := stage.CheckShardKey("keyby: KEY", s.Key); err != nil {
+		return err
+	}
 	if os.Getenv("GOGC") == "" {
 		// The parent holds a few batches at a time but allocates every batch's parts: a
 		// larger heap goal (a few MB more) saves ~15% of its CPU in collections.
