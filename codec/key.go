@@ -533,6 +533,8 @@ func KeyArrays(mem memory.Allocator, keys [][]byte, names []string) ([]arrow.Fie
 			case *array.StringBuilder:
 				if p.IsNull() {
 					b.AppendNull()
+				} else if raw, ok := p.Value().(json.RawMessage); ok {
+					b.Append(string(raw)) // a nested value (struct, list, map): its JSON text
 				} else {
 					// the text of every part, as fmt prints its Value
 					b.Append(fmt.Sprint(p.Value()))
