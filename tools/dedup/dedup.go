@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -186,6 +187,9 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 		if d.times, err = window.NewTimeExtractor(in, d.cfg.EventTime, opt); err != nil {
 			return nil, stage.Usagef("dedup: --event-time: %v", err)
 		}
+	}
+	if d.times != nil && d.cfg.TTL > 0 && os.Getenv(stage.EnvShard) != "" && os.Getenv(stage.EnvShardProgress) == "" {
+		env.Log.Warn("dedup runs as a shard of keyby --shards behind another command: keyby cannot send it the stream's event-time progress, so its watermark comes from its own rows only and keys may expire later than in one dedup; name dedup itself after -- for one dedup's rows")
 	}
 	d.wm = window.NewWatermarks(window.WatermarkOptions{Generate: d.times != nil, Delay: d.cfg.WatermarkDelay})
 	d.wm.Register(0, env.Now())

@@ -6,6 +6,9 @@ package keyby
 import (
 	"context"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -100,7 +103,8 @@ command with its exit code; a restart with another N is refused.`,
 				for _, c := range cmd.Root().Commands() {
 					tools[c.Name()] = true
 				}
-				s := &Sharded{Key: key, N: shards, Cmd: args[dash:], Tools: tools, EventTime: childEventTime(cmd.Root(), args[dash:])}
+				child := selfTool(args[dash:], tools)
+				s := &Sharded{Key: key, N: shards, Cmd: child, Tools: tools, EventTime: childEventTime(cmd.Root(), child)}
 				return s.Run(cmd.Context(), o)
 			}
 			return stage.RunOperator(cmd.Context(), o, &Declare{Key: key})
@@ -152,3 +156,31 @@ type flagText struct{ v, typ string }
 func (f *flagText) String() string     { return f.v }
 func (f *flagText) Set(v string) error { f.v = v; return nil }
 func (f *flagText) Type() string       { return f.typ }
+
+// selfTool returns args without its first word when that word is a path to this very
+// executable followed by a streamkit tool name (-- /usr/local/bin/streamkit dedup ...): the
+// child is then the tool itself, which keyby recognises (see Sharded.EventTime); otherwise args.
+func selfTool(args []string, tools map[string]bool) []string {
+	if len(args) < 2 || tools[args[0]] || !tools[args[1]] {
+		return args
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return args
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return args
+	}
+	a, aerr := filepath.EvalSymlinks(path)
+	b, berr := filepath.EvalSymlinks(self)
+	if aerr != nil || berr != nil {
+		return args
+	}
+	if sa, err := os.Stat(a); err == nil {
+		if sb, err := os.Stat(b); err == nil && os.SameFile(sa, sb) {
+			return args[1:]
+		}
+	}
+	return args
+}

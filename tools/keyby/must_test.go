@@ -498,6 +498,14 @@ func TestShardedTTLSameRows(t *testing.T) {
 				t.Errorf("keyby id --shards %s -- %v: %d rows, one dedup %d", n, ttl, len(got), len(want))
 			}
 		}
+		// The child named by the streamkit executable's path is the tool too.
+		out, stderr, code := runBin(t, []string{"STREAMKIT_CHECKPOINT=" + t.TempDir()}, in, append([]string{"keyby", "id", "--shards", "2", "--", peertest.Binary(t)}, ttl...)...)
+		if code != 0 {
+			t.Fatalf("keyby --shards 2 -- streamkit dedup: exit %d: %s", code, stderr)
+		}
+		if got := rowsOf(t, out); !slices.Equal(got, want) {
+			t.Errorf("keyby id --shards 2 -- %s %v: %d rows, one dedup %d", peertest.Binary(t), ttl, len(got), len(want))
+		}
 	}
 }
 
@@ -558,5 +566,19 @@ func TestNestedShardsKeyMustContainEveryRoute(t *testing.T) {
 	}
 	if x, y := rowsOf(t, one), rowsOf(t, nested); !slices.Equal(x, y) {
 		t.Errorf("nested shards: %d rows, one dedup --key a,b: %d", len(y), len(x))
+	}
+}
+
+// dedup --ttl --event-time behind a foreign child command (sh -c) gets no progress from keyby:
+// it says so on stderr, rather than silently keeping other rows than one dedup.
+func TestForeignTTLShardWarns(t *testing.T) {
+	_, stderr, code := runBin(t, nil, input(t, 2, 100), "keyby", "id", "--shards", "2", "--",
+		"sh", "-c", `exec "$0" dedup --key id --ttl 10m --event-time epoch --time-unit s`, peertest.Binary(t))
+	if code != 0 || !strings.Contains(stderr, "keyby cannot send it the stream's event-time progress") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, stderr, code = runBin(t, nil, input(t, 2, 100), "keyby", "id", "--shards", "2", "--", "dedup", "--key", "id", "--ttl", "10m", "--event-time", "epoch", "--time-unit", "s")
+	if code != 0 || strings.Contains(stderr, "progress") {
+		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }

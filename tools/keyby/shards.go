@@ -91,13 +91,18 @@ const ShardGOGC = 200
 // spinning, but on a busy machine the kernel shares CPU per thread, and shards with fewer
 // threads ran slower.
 func (s *Sharded) childEnv(environ []string, i int) []string {
-	env := append(append([]string(nil), environ...), stage.EnvShard+"="+strconv.Itoa(i))
+	// Progress an outer keyby sent this one is not its children's.
+	env := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool { return strings.HasPrefix(kv, stage.EnvShardProgress+"=") })
+	env = append(env, stage.EnvShard+"="+strconv.Itoa(i))
 	if s.shardCommits != "" {
 		env = append(env, stage.EnvShardCommits+"="+s.shardCommits)
 	}
 	env = append(env, stage.EnvShardRoute+"="+strconv.Itoa(s.N)+" by "+RouteHash+"("+joinKey(s.Key)+")")
 	if !s.Tools[s.Cmd[0]] {
 		return env
+	}
+	if s.EventTime.Path != "" {
+		env = append(env, stage.EnvShardProgress+"=1")
 	}
 	for _, kv := range environ {
 		if strings.HasPrefix(kv, "GOGC=") {
@@ -838,10 +843,25 @@ func openOutputs(children []*child, mem memory.Allocator) ([]*codec.Reader, erro
 	return readers, nil
 }
 
+// causeBefore tells whether failed child a is more likely the cause than failed child b: a
+// death by a signal (not keyby's) before an exit code (the shards whose input keyby cut after
+// a failure exit 1), then the first to be reaped.
+func causeBefore(a, b *child) bool {
+	if sa, sb := signaled(a.state), signaled(b.state); sa != sb {
+		return sa
+	}
+	return a.order < b.order
+}
+
+func signaled(ps *os.ProcessState) bool {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
+}
+
 // childFailure prefers a child's own failure (its exit code; its stderr went to ours) over
 // the symptom seen by the parent (a broken pipe, a truncated output). Of the children that
-// failed, the first to exit is the cause: the others fail after it, when keyby cuts their
-// input short.
+// failed, the cause is the one killed by a signal, else the first to exit: the others fail
+// after it, when keyby cuts their input short (causeBefore).
 func (s *Sharded) childFailure(children []*child, symptom error) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
@@ -850,7 +870,7 @@ func (s *Sharded) childFailure(children []*child, symptom error) error {
 		for _, c := range children {
 			select {
 			case <-c.exited:
-				if !c.state.Success() && !c.killedByUs() && (first == nil || c.order < first.order) {
+				if !c.state.Success() && !c.killedByUs() && (first == nil || causeBefore(c, first)) {
 					first = c
 				}
 			default:

@@ -155,8 +155,9 @@ func TestShardRows(t *testing.T) {
 	}
 }
 
-// A streamkit child gets STREAMKIT_SHARD, the shard commit directory, the routing and
-// GOGC=ShardGOGC unless the environment sets GOGC; another command no GOGC.
+// A streamkit child gets STREAMKIT_SHARD, the shard commit directory, the routing,
+// STREAMKIT_SHARD_PROGRESS when keyby sends it progress (it has --event-time) and GOGC=ShardGOGC
+// unless the environment sets GOGC; another command no GOGC and no inherited progress flag.
 func TestChildEnv(t *testing.T) {
 	s := &Sharded{Key: []string{"value.id", "k"}, N: 2, Cmd: []string{"dedup"}, Tools: map[string]bool{"dedup": true}, shardCommits: "/ck/keyby/shards"}
 	common := "STREAMKIT_SHARD_COMMITS=/ck/keyby/shards STREAMKIT_SHARD_ROUTE=2 by xxh3-64(value.id,k)"
@@ -166,8 +167,12 @@ func TestChildEnv(t *testing.T) {
 	if got, want := strings.Join(s.childEnv([]string{"GOGC=50"}, 0), " "), "GOGC=50 STREAMKIT_SHARD=0 "+common; got != want {
 		t.Errorf("user setting: got %q, want %q", got, want)
 	}
+	s.EventTime = EventTime{Path: "ts"}
+	if got, want := strings.Join(s.childEnv([]string{"A=1", "STREAMKIT_SHARD_PROGRESS=1"}, 1), " "), "A=1 STREAMKIT_SHARD=1 "+common+" STREAMKIT_SHARD_PROGRESS=1 GOGC=200"; got != want {
+		t.Errorf("event time: got %q, want %q", got, want)
+	}
 	s.Cmd = []string{"./my-operator"}
-	if got, want := strings.Join(s.childEnv([]string{"A=1"}, 0), " "), "A=1 STREAMKIT_SHARD=0 "+common; got != want {
+	if got, want := strings.Join(s.childEnv([]string{"A=1", "STREAMKIT_SHARD_PROGRESS=1"}, 0), " "), "A=1 STREAMKIT_SHARD=0 "+common; got != want {
 		t.Errorf("foreign command: got %q, want %q", got, want)
 	}
 }

@@ -96,6 +96,12 @@ const EnvShardCommits = "STREAMKIT_SHARD_COMMITS"
 // would not match the rows it now gets.
 const EnvShardRoute = "STREAMKIT_SHARD_ROUTE"
 
+// EnvShardProgress is set (to 1) by `keyby --shards` for a child to which it sends the
+// stream's event-time progress (codec.Progress): a streamkit tool named as the child command
+// with --event-time. A shard that generates its watermark from event times without it (a tool
+// behind a foreign command, e.g. sh -c) sees only its own rows' event times.
+const EnvShardProgress = "STREAMKIT_SHARD_PROGRESS"
+
 // CheckShardKey refuses, in a child of keyby --shards, an operator key (dot paths; nil: all
 // columns) that does not contain the routing key of EnvShardRoute: equal keys would then reach
 // different shards and each shard would keep its own row or window. A routing path is
