@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,6 +85,15 @@ func dumpShards(cfg Config, paths []string, out io.Writer) error {
 		return stage.Usagef("state-dump: --diff compares the epochs of one stage; name a shard with --stage %s", filepath.Base(paths[0]))
 	}
 	mem := stage.Mem
+	// --key _shard=i picks a shard (the column exists only in this dump).
+	first := 0
+	if v, ok := strings.CutPrefix(cfg.Key, ColShard+"="); ok {
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 0 || i >= len(paths) {
+			return stage.Usagef("state-dump: --key %s: want a shard from 0 to %d", cfg.Key, len(paths)-1)
+		}
+		first, paths, cfg.Key = i, paths[i:i+1], ""
+	}
 	var parts []arrow.RecordBatch
 	defer func() {
 		for _, p := range parts {
@@ -97,7 +107,7 @@ func dumpShards(cfg Config, paths []string, out io.Writer) error {
 		}
 		b := array.NewInt32Builder(mem)
 		for range rec.NumRows() {
-			b.Append(int32(i))
+			b.Append(int32(first + i))
 		}
 		shard := b.NewArray()
 		b.Release()

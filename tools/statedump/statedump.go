@@ -13,6 +13,7 @@ package statedump
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -200,7 +201,11 @@ epochs still show.`,
 				return stage.Usagef("state-dump: --lag needs the brokers: -b HOST:PORT")
 			}
 			cfg.Color = cli.Color(cmd.OutOrStdout())
-			return Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			err := Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			if errors.Is(err, stage.ErrStop) {
+				return nil // the reader of stdout went away (| head): done, as print is
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()

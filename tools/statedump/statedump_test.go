@@ -229,6 +229,22 @@ func TestDumpShardedStage(t *testing.T) {
 		}
 		break
 	}
+	one := 0
+	for _, r := range jsonDump(t, dir, "ckpt", "--stage", "dedup", "--epoch", "1", "--key", "_shard=1") {
+		if fmt.Sprint(r["_shard"]) != "1" {
+			t.Fatalf("--key _shard=1: %v", r)
+		}
+		one++
+	}
+	if one != shards["1"] {
+		t.Fatalf("--key _shard=1: %d rows, shard 1 holds %d", one, shards["1"])
+	}
+	// A reader that goes away at once (true reads nothing): state-dump ends quietly, exit 0.
+	head := exec.Command("bash", "-c", `set -o pipefail; "$0" --progress=off state-dump ckpt --stage dedup --epoch 1 --format csv | true`, bin)
+	head.Dir = dir
+	if out, err := head.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Fatalf("state-dump | true: %v: %s", err, out)
+	}
 	if _, stderr, code := inDir(t, dir, "state-dump", "ckpt", "--stage", "dedup", "--diff", "1", "--diff", "1"); code != 2 || !strings.Contains(stderr, "name a shard with --stage dedup.shard-0") {
 		t.Fatalf("--diff on a sharded stage: exit %d: %s", code, stderr)
 	}
