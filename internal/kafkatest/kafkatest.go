@@ -107,6 +107,12 @@ func (c *Cluster) Topic(t testing.TB, prefix string, partitions int32, configs m
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	c.deleteAfter(t, name)
+	return name
+}
+
+// deleteAfter deletes topic name from the real broker when the test ends.
+func (c *Cluster) deleteAfter(t testing.TB, name string) {
 	if c.Real != nil {
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -114,7 +120,6 @@ func (c *Cluster) Topic(t testing.TB, prefix string, partitions int32, configs m
 			c.Admin.DeleteTopic(ctx, name)
 		})
 	}
-	return name
 }
 
 // MissingTopic returns a unique topic name starting with prefix that does not exist yet (a test
@@ -122,13 +127,7 @@ func (c *Cluster) Topic(t testing.TB, prefix string, partitions int32, configs m
 func (c *Cluster) MissingTopic(t testing.TB, prefix string) string {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano()%1e9, topicSeq.Add(1))
-	if c.Real != nil {
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			c.Admin.DeleteTopic(ctx, name)
-		})
-	}
+	c.deleteAfter(t, name)
 	return name
 }
 

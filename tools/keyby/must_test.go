@@ -514,12 +514,9 @@ func TestShardedTTLSameRows(t *testing.T) {
 // measured 81,589 rows against one dedup's 48,284, exit 0). The shard refuses it, naming both
 // keys; a key that contains the routing key, or a struct above it, is accepted.
 func TestShardKeyMustContainRoute(t *testing.T) {
-	in, stderr, code := runBin(t, nil, nil, "generate", "--schema", "id bigint, s string, v bigint",
-		"--gen", "id=uniform(0, 3000)", "--gen", "s=choice(x, y, z)", "--gen", "v=sequence",
-		"--rows", "20000", "--batch-rows", "4096")
-	if code != 0 {
-		t.Fatalf("generate: exit %d: %s", code, stderr)
-	}
+	in := generated(t, "id bigint, s string, v bigint", "id=uniform(0, 3000)", "s=choice(x, y, z)")
+	var stderr string
+	var code int
 	_, stderr, code = runBin(t, nil, in, "keyby", "id", "--shards", "2", "--", "dedup", "--key", "s")
 	if code != 2 || !strings.Contains(stderr, "dedup: --key s does not contain id, by which keyby routes") {
 		t.Fatalf("dedup --key s in shards routed by id: exit %d: %s", code, stderr)
@@ -546,12 +543,9 @@ func TestShardKeyMustContainRoute(t *testing.T) {
 // inner keyby's key must contain the outer routing key, and is refused otherwise; routing
 // by a then by a,b keeps one dedup's rows.
 func TestNestedShardsKeyMustContainEveryRoute(t *testing.T) {
-	in, stderr, code := runBin(t, nil, nil, "generate", "--schema", "a bigint, b string, v bigint",
-		"--gen", "a=uniform(0, 3000)", "--gen", "b=choice(w, x, y, z)", "--gen", "v=sequence",
-		"--rows", "20000", "--batch-rows", "4096")
-	if code != 0 {
-		t.Fatalf("generate: exit %d: %s", code, stderr)
-	}
+	in := generated(t, "a bigint, b string, v bigint", "a=uniform(0, 3000)", "b=choice(w, x, y, z)")
+	var stderr string
+	var code int
 	_, stderr, code = runBin(t, nil, in, "keyby", "a", "--shards", "2", "--", "keyby", "b", "--shards", "2", "--", "dedup", "--key", "b")
 	if code != 2 || !strings.Contains(stderr, "keyby: KEY b does not contain a") {
 		t.Fatalf("inner keyby b in shards routed by a: exit %d: %s", code, stderr)
@@ -581,4 +575,16 @@ func TestForeignTTLShardWarns(t *testing.T) {
 	if code != 0 || strings.Contains(stderr, "progress") {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+}
+
+// generated is 20,000 rows of schema (id-like first column, a string, v=sequence) made by
+// generate with the two --gen specs, in batches of 4096.
+func generated(t *testing.T, schema, gen1, gen2 string) []byte {
+	t.Helper()
+	in, stderr, code := runBin(t, nil, nil, "generate", "--schema", schema,
+		"--gen", gen1, "--gen", gen2, "--gen", "v=sequence", "--rows", "20000", "--batch-rows", "4096")
+	if code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, stderr)
+	}
+	return in
 }

@@ -198,14 +198,7 @@ func TestUsage(t *testing.T) {
 // table with a _shard column, --key finds a key in whichever shard holds it, and --diff asks
 // for one shard.
 func TestDumpShardedStage(t *testing.T) {
-	dir := t.TempDir()
-	bin := peertest.Binary(t)
-	cmd := exec.Command("sh", "-c", `"$0" --progress=off generate --schema 'id bigint, v bigint' --gen 'id=uniform(0, 60)' --gen v=sequence --rows 400 --batch-rows 50 | "$0" --progress=off keyby id --shards 2 -- dedup >/dev/null`, bin)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "STREAMKIT_CHECKPOINT=ckpt")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	dir, bin := checkpointRun(t, `"$0" --progress=off generate --schema 'id bigint, v bigint' --gen 'id=uniform(0, 60)' --gen v=sequence --rows 400 --batch-rows 50 | "$0" --progress=off keyby id --shards 2 -- dedup >/dev/null`)
 	rows := jsonDump(t, dir, "ckpt", "--stage", "dedup", "--epoch", "1")
 	shardOf := map[string]string{}
 	for _, r := range rows {
@@ -253,14 +246,7 @@ func TestDumpShardedStage(t *testing.T) {
 // A shard that holds no key (every row has id 7, so one of two shards keeps the only key) does
 // not stop the dump of the others (a break test saw "another state schema").
 func TestDumpShardedStageOneShardEmpty(t *testing.T) {
-	dir := t.TempDir()
-	bin := peertest.Binary(t)
-	cmd := exec.Command("sh", "-c", `"$0" --progress=off generate --schema 'id bigint, v bigint' --gen 'id=constant(7)' --gen v=sequence --rows 400 --batch-rows 50 | "$0" --progress=off keyby id --shards 2 -- dedup >/dev/null`, bin)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "STREAMKIT_CHECKPOINT=ckpt")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	dir, _ := checkpointRun(t, `"$0" --progress=off generate --schema 'id bigint, v bigint' --gen 'id=constant(7)' --gen v=sequence --rows 400 --batch-rows 50 | "$0" --progress=off keyby id --shards 2 -- dedup >/dev/null`)
 	rows := jsonDump(t, dir, "ckpt", "--stage", "dedup", "--epoch", "1")
 	if len(rows) != 1 || fmt.Sprint(rows[0]["id"]) != "7" {
 		t.Fatalf("want the one key id=7, got %v", rows)
@@ -274,14 +260,7 @@ func TestDumpShardedStageOneShardEmpty(t *testing.T) {
 // format, and --key finds it by that text (a break test saw Go's formatting of the bytes,
 // "[123 34 105 ...]").
 func TestDumpStructKeyReadable(t *testing.T) {
-	dir := t.TempDir()
-	bin := peertest.Binary(t)
-	cmd := exec.Command("sh", "-c", `"$0" --progress=off generate --schema 'user struct<id:bigint, name:string>, v bigint' --gen 'user.id=uniform(0, 5)' --gen 'user.name=choice(a, b)' --gen v=sequence --rows 400 --batch-rows 50 | "$0" --progress=off dedup --key user >/dev/null`, bin)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "STREAMKIT_CHECKPOINT=ckpt")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	dir, _ := checkpointRun(t, `"$0" --progress=off generate --schema 'user struct<id:bigint, name:string>, v bigint' --gen 'user.id=uniform(0, 5)' --gen 'user.name=choice(a, b)' --gen v=sequence --rows 400 --batch-rows 50 | "$0" --progress=off dedup --key user >/dev/null`)
 	rows := jsonDump(t, dir, "ckpt", "--stage", "dedup", "--epoch", "1")
 	if len(rows) < 5 {
 		t.Fatalf("%d keys", len(rows))
@@ -299,4 +278,18 @@ func TestDumpStructKeyReadable(t *testing.T) {
 	if got := jsonDump(t, dir, "ckpt", "--stage", "dedup", "--epoch", "1", "--key", "user="+key); len(got) != 1 {
 		t.Fatalf("--key user=%s: %v", key, got)
 	}
+}
+
+// checkpointRun runs the shell pipeline script ($0 is the streamkit binary) in a new directory
+// with STREAMKIT_CHECKPOINT=ckpt, and returns the directory and the binary.
+func checkpointRun(t *testing.T, script string) (dir, bin string) {
+	t.Helper()
+	dir, bin = t.TempDir(), peertest.Binary(t)
+	cmd := exec.Command("sh", "-c", script, bin)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "STREAMKIT_CHECKPOINT=ckpt")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return dir, bin
 }
