@@ -153,6 +153,11 @@ func (d *Dir) CheckOptions(options map[string]string) error {
 	return nil
 }
 
+// LaterOptions are state-shaping options that stages record only since a later version
+// (dedup's time-unit and tz): a checkpoint written before holds none, and any value of them
+// matches it (it cannot tell which one it was written with); once recorded they must match.
+var LaterOptions = map[string]bool{"time-unit": true, "tz": true}
+
 func diffMeta(have, want Metadata) []string {
 	var diffs []string
 	if have.Tool != want.Tool {
@@ -178,7 +183,7 @@ func diffMeta(have, want Metadata) []string {
 			diffs = append(diffs, fmt.Sprintf("%s: checkpoint has %q, this run has %q", k, h, w))
 		case hok && !wok:
 			diffs = append(diffs, fmt.Sprintf("%s: checkpoint has %q, this run has none", k, h))
-		case !hok && wok:
+		case !hok && wok && !LaterOptions[k]:
 			diffs = append(diffs, fmt.Sprintf("%s: checkpoint has none, this run has %q", k, w))
 		}
 	}

@@ -155,11 +155,10 @@ func (d *Dedup) ResolveState(in *arrow.Schema) (map[string]string, error) {
 		"ttl-processing": d.cfg.TTLProcessing.String(),
 	}
 	// How event times are read shapes the first-seen times in the state: another unit or zone
-	// would expire every key at once (or never). Recorded only when given, so checkpoints
-	// written before these options were recorded stay compatible with runs that omit them.
-	if d.cfg.TimeUnit != "" {
-		opts["time-unit"] = d.cfg.TimeUnit
-	}
+	// would expire every key at once (or never). A checkpoint written before they were
+	// recorded has neither, and takes any (state.LaterOptions).
+	opts["time-unit"] = d.cfg.TimeUnit
+	opts["tz"] = ""
 	if d.cfg.Location != nil {
 		opts["tz"] = d.cfg.Location.String()
 	}

@@ -230,28 +230,51 @@ func TestRestartWithOtherKeyRefused(t *testing.T) {
 }
 
 // How event times are read is part of the state: a restart with another --time-unit or --tz
-// is refused (a break test saw ms read as s forget every key), and a run that omits both still
-// matches a checkpoint written before they were recorded.
+// is refused (a break test saw ms read as s forget every key); a checkpoint that records
+// neither (written before they were recorded) takes any (state.LaterOptions).
 func TestRestartWithOtherTimeReadingRefused(t *testing.T) {
-	dir := t.TempDir()
 	ttl := Config{Key: []string{"id"}, EventTime: "ts", TTL: time.Hour}
-	if _, err := run(t, ttl, dir, stream(t, schema, "a@1", "|1")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := run(t, ttl, dir, stream(t, schema, "a@1", "|1", "b@2", "|2")); err != nil {
-		t.Fatalf("same options: %v", err)
-	}
 	utc := ttl
 	utc.Location = time.UTC
-	_, err := run(t, utc, dir, stream(t, schema, "a@1", "|1"))
-	var ie *state.IncompatibleError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `tz: checkpoint has none, this run has "UTC"`) {
-		t.Fatalf("got %v", err)
-	}
-	ms := ttl
+	ms := utc
 	ms.TimeUnit = "ms"
-	if _, err := run(t, ms, dir, stream(t, schema, "a@1", "|1")); !errors.As(err, &ie) || !strings.Contains(err.Error(), "time-unit") {
-		t.Fatalf("got %v", err)
+	var ie *state.IncompatibleError
+	for _, c := range []struct {
+		first, then Config
+		want        string // "" accepted
+	}{
+		{ttl, ttl, ""},
+		{ttl, utc, `tz: checkpoint has "", this run has "UTC"`},
+		{utc, ttl, `tz: checkpoint has "UTC", this run has ""`},
+		{ms, utc, `time-unit: checkpoint has "ms", this run has ""`},
+		{ms, ms, ""},
+	} {
+		dir := t.TempDir()
+		if _, err := run(t, c.first, dir, stream(t, schema, "a@1", "|1")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := run(t, c.then, dir, stream(t, schema, "a@1", "|1"))
+		if c.want == "" && err != nil || c.want != "" && (!errors.As(err, &ie) || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v then %+v: got %v, want %q", c.first, c.then, err, c.want)
+		}
+	}
+	// A checkpoint written before time-unit and tz were recorded (metadata.json without them)
+	// takes any: it cannot tell which ones it was written with.
+	dir := t.TempDir()
+	if _, err := run(t, ms, dir, stream(t, schema, "a@1", "|1")); err != nil {
+		t.Fatal(err)
+	}
+	var md state.Metadata
+	if err := state.ReadJSON(filepath.Join(dir, state.MetadataFile), &md); err != nil {
+		t.Fatal(err)
+	}
+	delete(md.Options, "time-unit")
+	delete(md.Options, "tz")
+	if err := state.WriteJSON(dir, state.MetadataFile, md); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, ms, dir, stream(t, schema, "a@1", "|1")); err != nil {
+		t.Fatalf("old checkpoint, same options: %v", err)
 	}
 }
 
