@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -202,7 +203,7 @@ epochs still show.`,
 			}
 			cfg.Color = cli.Color(cmd.OutOrStdout())
 			err := Run(cmd.Context(), cfg, cmd.OutOrStdout())
-			if errors.Is(err, stage.ErrStop) {
+			if errors.Is(err, stage.ErrStop) || errors.Is(err, syscall.EPIPE) {
 				return nil // the reader of stdout went away (| head): done, as print is
 			}
 			return err

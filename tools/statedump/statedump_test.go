@@ -232,11 +232,14 @@ func TestDumpShardedStage(t *testing.T) {
 	if one != shards["1"] {
 		t.Fatalf("--key _shard=1: %d rows, shard 1 holds %d", one, shards["1"])
 	}
-	// A reader that goes away at once (true reads nothing): state-dump ends quietly, exit 0.
-	head := exec.Command("bash", "-c", `set -o pipefail; "$0" --progress=off state-dump ckpt --stage dedup --epoch 1 --format csv | true`, bin)
-	head.Dir = dir
-	if out, err := head.CombinedOutput(); err != nil || len(out) > 0 {
-		t.Fatalf("state-dump | true: %v: %s", err, out)
+	// A reader that goes away at once (true reads nothing): state-dump ends quietly, exit 0,
+	// whatever it writes.
+	for _, args := range []string{"ckpt --stage dedup --epoch 1 --format csv", "ckpt --stage dedup --epoch 1 --format arrow", "ckpt/dedup.shard-0 --format json"} {
+		head := exec.Command("bash", "-c", `set -o pipefail; "$0" --progress=off state-dump $1 | true`, bin, args)
+		head.Dir = dir
+		if out, err := head.CombinedOutput(); err != nil || len(out) > 0 {
+			t.Fatalf("state-dump %s | true: %v: %s", args, err, out)
+		}
 	}
 	if _, stderr, code := inDir(t, dir, "state-dump", "ckpt", "--stage", "dedup", "--diff", "1", "--diff", "1"); code != 2 || !strings.Contains(stderr, "name a shard with --stage dedup.shard-0") {
 		t.Fatalf("--diff on a sharded stage: exit %d: %s", code, stderr)
