@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -117,10 +118,22 @@ command with its exit code; a restart with another N is refused.`,
 
 // childEventTime reads the event-time flags (--event-time, --time-unit, --tz) of a child that
 // is a streamkit tool generating its watermark from event times (dedup), from its arguments
-// as that tool would parse them; zero when it has none or they do not parse (the child then
-// reports its own usage error).
+// as that tool would parse them, or of the command of a nested keyby --shards; zero when it
+// has none or they do not parse (the child then reports its own usage error).
 func childEventTime(root *cobra.Command, args []string) EventTime {
 	sub, rest, err := root.Find(args)
+	if err == nil && sub.Name() == "keyby" {
+		// A nested keyby --shards passes the progress on to its own children: it takes that of
+		// the command after its --.
+		if i := slices.Index(args, "--"); i >= 0 {
+			tools := map[string]bool{}
+			for _, c := range root.Commands() {
+				tools[c.Name()] = true
+			}
+			return childEventTime(root, selfTool(args[i+1:], tools))
+		}
+		return EventTime{}
+	}
 	if err != nil || sub == root || sub.Flags().Lookup("event-time") == nil {
 		return EventTime{}
 	}

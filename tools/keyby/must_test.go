@@ -498,8 +498,16 @@ func TestShardedTTLSameRows(t *testing.T) {
 				t.Errorf("keyby id --shards %s -- %v: %d rows, one dedup %d", n, ttl, len(got), len(want))
 			}
 		}
+		// Nested shards: the outer keyby passes the stream's progress through the inner one.
+		out, stderr, code := runBin(t, []string{"STREAMKIT_CHECKPOINT=" + t.TempDir()}, in, append([]string{"keyby", "id", "--shards", "2", "--", "keyby", "id", "--shards", "2", "--"}, ttl...)...)
+		if code != 0 {
+			t.Fatalf("nested keyby --shards: exit %d: %s", code, stderr)
+		}
+		if got := rowsOf(t, out); !slices.Equal(got, want) {
+			t.Errorf("nested keyby id --shards 2 -- keyby id --shards 2 -- %v: %d rows, one dedup %d", ttl, len(got), len(want))
+		}
 		// The child named by the streamkit executable's path is the tool too.
-		out, stderr, code := runBin(t, []string{"STREAMKIT_CHECKPOINT=" + t.TempDir()}, in, append([]string{"keyby", "id", "--shards", "2", "--", peertest.Binary(t)}, ttl...)...)
+		out, stderr, code = runBin(t, []string{"STREAMKIT_CHECKPOINT=" + t.TempDir()}, in, append([]string{"keyby", "id", "--shards", "2", "--", peertest.Binary(t)}, ttl...)...)
 		if code != 0 {
 			t.Fatalf("keyby --shards 2 -- streamkit dedup: exit %d: %s", code, stderr)
 		}

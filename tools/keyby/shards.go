@@ -91,9 +91,27 @@ const ShardGOGC = 200
 // spinning, but on a busy machine the kernel shares CPU per thread, and shards with fewer
 // threads ran slower.
 func (s *Sharded) childEnv(environ []string, i int) []string {
-	// Progress an outer keyby sent this one is not its children's.
-	env := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool { return strings.HasPrefix(kv, stage.EnvShardProgress+"=") })
+	// Progress an outer keyby sent this one is not its children's; a nested keyby names its
+	// children after its own shard name (stage.EnvShardPath).
+	var outer string
+	env := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		switch k, v, _ := strings.Cut(kv, "="); k {
+		case stage.EnvShard:
+			if outer == "" {
+				outer = v
+			}
+		case stage.EnvShardPath:
+			outer = v
+			return true
+		case stage.EnvShardProgress:
+			return true
+		}
+		return false
+	})
 	env = append(env, stage.EnvShard+"="+strconv.Itoa(i))
+	if outer != "" {
+		env = append(env, stage.EnvShardPath+"="+outer+"."+strconv.Itoa(i))
+	}
 	if s.shardCommits != "" {
 		env = append(env, stage.EnvShardCommits+"="+s.shardCommits)
 	}

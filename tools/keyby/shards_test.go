@@ -256,6 +256,8 @@ func TestChildEventTime(t *testing.T) {
 		{[]string{"dedup", "--key", "id"}, EventTime{}},
 		{[]string{"dedup", "--event-time", "ts", "--no-such-flag"}, EventTime{}},
 		{[]string{"keyby", "id"}, EventTime{}},
+		{[]string{"keyby", "id", "--shards", "2", "--", "dedup", "--event-time", "ts"}, EventTime{Path: "ts"}},
+		{[]string{"keyby", "id", "--shards", "2", "--", "sh", "-c", "dedup --event-time ts"}, EventTime{}},
 		{[]string{"sh", "-c", "streamkit dedup --event-time ts"}, EventTime{}},
 	} {
 		if got := childEventTime(root, c.args); got != c.want {

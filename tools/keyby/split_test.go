@@ -171,6 +171,13 @@ func TestChildEnv(t *testing.T) {
 	if got, want := strings.Join(s.childEnv([]string{"A=1", "STREAMKIT_SHARD_PROGRESS=1"}, 1), " "), "A=1 STREAMKIT_SHARD=1 "+common+" STREAMKIT_SHARD_PROGRESS=1 GOGC=200"; got != want {
 		t.Errorf("event time: got %q, want %q", got, want)
 	}
+	// A nested keyby (itself shard 1, or shard 0 of shard 2) names its children after it.
+	if got := strings.Join(s.childEnv([]string{"STREAMKIT_SHARD=1"}, 0), " "); !strings.Contains(got, "STREAMKIT_SHARD=0 ") || !strings.Contains(got, "STREAMKIT_SHARD_PATH=1.0") {
+		t.Errorf("nested: got %q", got)
+	}
+	if got := strings.Join(s.childEnv([]string{"STREAMKIT_SHARD_PATH=2.0", "STREAMKIT_SHARD=0"}, 1), " "); !strings.Contains(got, "STREAMKIT_SHARD_PATH=2.0.1") || strings.Contains(got, "STREAMKIT_SHARD_PATH=2.0 ") {
+		t.Errorf("nested twice: got %q", got)
+	}
 	s.Cmd = []string{"./my-operator"}
 	if got, want := strings.Join(s.childEnv([]string{"A=1", "STREAMKIT_SHARD_PROGRESS=1"}, 0), " "), "A=1 STREAMKIT_SHARD=0 "+common; got != want {
 		t.Errorf("foreign command: got %q, want %q", got, want)

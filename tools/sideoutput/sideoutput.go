@@ -36,7 +36,7 @@ import (
 // its extension (dropped.ndjson → dropped.shard-0.ndjson), so that the shards never write
 // into one file.
 func Path(path string) string {
-	shard := os.Getenv(stage.EnvShard)
+	shard := stage.ShardName()
 	if shard == "" {
 		return path
 	}

@@ -96,6 +96,21 @@ const EnvShardCommits = "STREAMKIT_SHARD_COMMITS"
 // would not match the rows it now gets.
 const EnvShardRoute = "STREAMKIT_SHARD_ROUTE"
 
+// EnvShardPath is set by a `keyby --shards` that is itself a shard of an outer one, for its
+// children: the outer shards' names and the child's index, dot-separated ("1.0": child 0 of
+// the inner keyby in outer shard 1). It names what a shard owns (its checkpoint directory,
+// side-output file, Delta flow) so that nested shards do not collide; see ShardName.
+const EnvShardPath = "STREAMKIT_SHARD_PATH"
+
+// ShardName is this process's name as a shard of keyby --shards: EnvShardPath when set (a
+// nested shard), else EnvShard; "" outside shards.
+func ShardName() string {
+	if p := os.Getenv(EnvShardPath); p != "" {
+		return p
+	}
+	return os.Getenv(EnvShard)
+}
+
 // EnvShardProgress is set (to 1) by `keyby --shards` for a child to which it sends the
 // stream's event-time progress (codec.Progress): a streamkit tool named as the child command
 // with --event-time. A shard that generates its watermark from event times without it (a tool
@@ -162,7 +177,7 @@ func (o *Options) CheckpointDir() string {
 			dir = filepath.Join(root, o.StageName())
 		}
 	}
-	if shard := os.Getenv(EnvShard); dir != "" && shard != "" {
+	if shard := ShardName(); dir != "" && shard != "" {
 		dir = filepath.Clean(dir) + ".shard-" + shard
 	}
 	return dir
