@@ -47,7 +47,8 @@ type Sharded struct {
 	// watermark is the one a single process would have, not that of its own rows only.
 	EventTime EventTime
 
-	shardCommits string // stage.EnvShardCommits of the children
+	shardCommits string    // stage.EnvShardCommits of the children
+	cutAt        time.Time // when keyby cut the children's input after a failure (zero: never)
 }
 
 // EventTime is a child's event-time column and how to read it: its --event-time (a dot
@@ -149,6 +150,7 @@ type child struct {
 	exited chan struct{} // closed when the process has exited; state then holds its status
 	state  *os.ProcessState
 	order  uint64      // 1 for the first child to exit, 2 for the next...
+	exitAt time.Time   // when keyby saw it exit
 	killed atomic.Bool // killed by keyby itself (its exit status says nothing of its own)
 }
 
@@ -377,6 +379,9 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 		}
 	}
 	rerr := route()
+	if rerr != nil {
+		s.cutAt = time.Now() // from here on, shards fail because their input was cut
+	}
 	for _, c := range children {
 		// Only a complete input ends the children's streams with the end-of-stream marker.
 		// After a failure (a dead child, a truncated input) their pipes are just closed: a
@@ -534,6 +539,7 @@ func (s *Sharded) start(o stage.Options, schema *arrow.Schema, mem memory.Alloca
 		// Process.Wait, not Cmd.Wait: Cmd.Wait would close stdout before we read it all.
 		go func() {
 			c.state, _ = cmd.Process.Wait()
+			c.exitAt = time.Now()
 			c.order = exits.Add(1)
 			close(c.exited)
 		}()
@@ -861,10 +867,16 @@ func openOutputs(children []*child, mem memory.Allocator) ([]*codec.Reader, erro
 	return readers, nil
 }
 
-// causeBefore tells whether failed child a is more likely the cause than failed child b: a
-// death by a signal (not keyby's) before an exit code (the shards whose input keyby cut after
-// a failure exit 1), then the first to be reaped.
-func causeBefore(a, b *child) bool {
+// causeBefore tells whether failed child a is more likely the cause than failed child b: one
+// that exited before keyby cut the shards' input (cutAt) before one that exited after (they
+// fail because of the cut), then a death by a signal (not keyby's) before an exit code, then
+// the first to be reaped.
+func (s *Sharded) causeBefore(a, b *child) bool {
+	if !s.cutAt.IsZero() {
+		if ca, cb := a.exitAt.Before(s.cutAt), b.exitAt.Before(s.cutAt); ca != cb {
+			return ca
+		}
+	}
 	if sa, sb := signaled(a.state), signaled(b.state); sa != sb {
 		return sa
 	}
@@ -877,23 +889,27 @@ func signaled(ps *os.ProcessState) bool {
 }
 
 // childFailure prefers a child's own failure (its exit code; its stderr went to ours) over
-// the symptom seen by the parent (a broken pipe, a truncated output). Of the children that
-// failed, the cause is the one killed by a signal, else the first to exit: the others fail
-// after it, when keyby cuts their input short (causeBefore).
+// the symptom seen by the parent (a broken pipe, a truncated output). It waits (up to 5 s)
+// for every child to exit, then names the cause among those that failed (causeBefore): the
+// others fail after it, when keyby cuts their input short.
 func (s *Sharded) childFailure(children []*child, symptom error) error {
 	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	for {
 		running := 0
 		var first *child
 		for _, c := range children {
 			select {
 			case <-c.exited:
-				if !c.state.Success() && !c.killedByUs() && (first == nil || causeBefore(c, first)) {
+				if !c.state.Success() && !c.killedByUs() && (first == nil || s.causeBefore(c, first)) {
 					first = c
 				}
 			default:
 				running++
 			}
+		}
+		if running > 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+			continue
 		}
 		if first != nil {
 			code := first.state.ExitCode()
@@ -902,12 +918,8 @@ func (s *Sharded) childFailure(children []*child, symptom error) error {
 			}
 			return &stage.ChildExitError{Code: code, Err: fmt.Errorf("keyby: shard %d (%s) failed: %s", first.i, s.Cmd[0], first.state)}
 		}
-		if running == 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+		return symptom
 	}
-	return symptom
 }
 
 // commitPropagator writes the commit markers of sink children upstream: epoch n is marked in
