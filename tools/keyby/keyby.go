@@ -100,10 +100,7 @@ command with its exit code; a restart with another N is refused.`,
 				if shards < 1 || dash < 0 {
 					return stage.Usagef("keyby: --shards N (≥ 1) and -- CMD ARGS... go together")
 				}
-				tools := map[string]bool{}
-				for _, c := range cmd.Root().Commands() {
-					tools[c.Name()] = true
-				}
+				tools := toolNames(cmd.Root())
 				child := selfTool(args[dash:], tools)
 				s := &Sharded{Key: key, N: shards, Cmd: child, Tools: tools, EventTime: childEventTime(cmd.Root(), child)}
 				return s.Run(cmd.Context(), o)
@@ -126,11 +123,7 @@ func childEventTime(root *cobra.Command, args []string) EventTime {
 		// A nested keyby --shards passes the progress on to its own children: it takes that of
 		// the command after its --.
 		if i := slices.Index(args, "--"); i >= 0 {
-			tools := map[string]bool{}
-			for _, c := range root.Commands() {
-				tools[c.Name()] = true
-			}
-			return childEventTime(root, selfTool(args[i+1:], tools))
+			return childEventTime(root, selfTool(args[i+1:], toolNames(root)))
 		}
 		return EventTime{}
 	}
@@ -196,4 +189,13 @@ func selfTool(args []string, tools map[string]bool) []string {
 		}
 	}
 	return args
+}
+
+// toolNames is the set of streamkit subcommand names under root.
+func toolNames(root *cobra.Command) map[string]bool {
+	tools := map[string]bool{}
+	for _, c := range root.Commands() {
+		tools[c.Name()] = true
+	}
+	return tools
 }

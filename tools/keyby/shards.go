@@ -116,7 +116,7 @@ func (s *Sharded) childEnv(environ []string, i int) []string {
 	if s.shardCommits != "" {
 		env = append(env, stage.EnvShardCommits+"="+s.shardCommits)
 	}
-	env = append(env, stage.EnvShardRoute+"="+strconv.Itoa(s.N)+" by "+RouteHash+"("+joinKey(s.Key)+")")
+	env = append(env, stage.EnvShardRoute+"="+stage.ShardRoute(s.N, RouteHash, s.Key))
 	if !s.Tools[s.Cmd[0]] {
 		return env
 	}
@@ -199,7 +199,7 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 
 	var dir *state.Dir
 	if p := o.CheckpointDir(); p != "" {
-		dir, err = state.Open(p, "keyby", o.StageName(), map[string]string{"key": joinKey(s.Key), "shards": strconv.Itoa(s.N), "hash": RouteHash})
+		dir, err = state.Open(p, "keyby", o.StageName(), map[string]string{"key": strings.Join(s.Key, ","), "shards": strconv.Itoa(s.N), "hash": RouteHash})
 		if err != nil {
 			return err
 		}
@@ -488,17 +488,6 @@ func killAll(children []*child) {
 // isBrokenPipe reports whether err is a write to a pipe whose reader is gone.
 func isBrokenPipe(err error) bool {
 	return errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe)
-}
-
-func joinKey(k []string) string {
-	out := ""
-	for i, s := range k {
-		if i > 0 {
-			out += ","
-		}
-		out += s
-	}
-	return out
 }
 
 // start launches the children with STREAMKIT_SHARD=i and an IPC writer on each stdin.

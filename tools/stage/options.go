@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,6 +97,21 @@ const EnvShardCommits = "STREAMKIT_SHARD_COMMITS"
 // would not match the rows it now gets.
 const EnvShardRoute = "STREAMKIT_SHARD_ROUTE"
 
+// ShardRoute formats the value of EnvShardRoute: "<n> by <hash>(<key,...>)"; routeKey reads
+// the key back.
+func ShardRoute(n int, hash string, key []string) string {
+	return strconv.Itoa(n) + " by " + hash + "(" + strings.Join(key, ",") + ")"
+}
+
+// routeKey is the key of a ShardRoute value, nil when it has none.
+func routeKey(route string) []string {
+	open, end := strings.Index(route, "("), strings.LastIndex(route, ")")
+	if open < 0 || end < open {
+		return nil
+	}
+	return strings.Split(route[open+1:end], ",")
+}
+
 // EnvShardPath is set by a `keyby --shards` that is itself a shard of an outer one, for its
 // children: the outer shards' names and the child's index, dot-separated ("1.0": child 0 of
 // the inner keyby in outer shard 1). It names what a shard owns (its checkpoint directory,
@@ -123,13 +139,12 @@ const EnvShardProgress = "STREAMKIT_SHARD_PROGRESS"
 // contained when the key holds it or a struct above it. what names the flag ("dedup: --key").
 // Outside a shard it returns nil. Errors are usage errors.
 func CheckShardKey(what string, key []string) error {
-	route := os.Getenv(EnvShardRoute)
-	open, end := strings.Index(route, "("), strings.LastIndex(route, ")")
-	if os.Getenv(EnvShard) == "" || key == nil || open < 0 || end < open {
+	routed := routeKey(os.Getenv(EnvShardRoute))
+	if os.Getenv(EnvShard) == "" || key == nil || routed == nil {
 		return nil
 	}
 	var missing []string
-	for _, r := range strings.Split(route[open+1:end], ",") {
+	for _, r := range routed {
 		if !slices.ContainsFunc(key, func(k string) bool { return k == r || strings.HasPrefix(r, k+".") }) {
 			missing = append(missing, r)
 		}
