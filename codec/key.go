@@ -17,7 +17,10 @@ import (
 // Key encoding (docs/protocol.md "Keys"): a key is the concatenation, per key column, of a
 // one-byte tag and the value's bytes. Equal values encode equally whatever the integer width
 // (int8…int64 all encode as tag int), null is a tag of its own, and an empty string differs
-// from null. The encoding is self-describing, so state-dump can render keys without knowing
+// from null. A value also encodes the same in every physical form of its column: plain,
+// dictionary-encoded, run-end encoded, string/binary view or large, sliced or not; and so does
+// null, whether a validity bit, a null dictionary index, a null dictionary slot, a null run
+// value or a null enclosing struct holds it (Column.IsNull). The encoding is self-describing, so state-dump can render keys without knowing
 // the operator. Tags:
 //
 //	0 null
@@ -207,8 +210,11 @@ func appendValue(dst []byte, a arrow.Array, r int) []byte {
 		dst = append(dst, tagDecimal, byte(a.DataType().(*arrow.Decimal128Type).Scale))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(v.HighBits()))
 		return binary.BigEndian.AppendUint64(dst, v.LowBits())
-	case *array.Dictionary:
-		return appendValue(dst, a.Dictionary(), a.GetValueIndex(r))
+	case *array.BinaryView:
+		return appendBytes(dst, tagBinary, a.Value(r))
+	case *array.Dictionary, *array.RunEndEncoded:
+		v, i, _ := logicalValue(a, r) // not null: AppendRow tested the row
+		return appendValue(dst, v, i)
 	}
 	b, err := json.Marshal(a.GetOneForMarshal(r))
 	if err != nil {

@@ -72,11 +72,14 @@ func (p Path) Leaf() string {
 
 // Column is the leaf array of a Path in one batch, with the struct ancestors whose nulls also
 // make the leaf null (Arrow does not propagate parent validity into children). Only ancestors
-// that have nulls are kept, so a row test costs nothing for them otherwise. The arrays are
-// borrowed from the batch.
+// that have nulls are kept, so a row test costs nothing for them otherwise. A dictionary or
+// run-end encoded leaf is null also where its value is (a null dictionary slot, a null run
+// value), so that null is one value in every physical form. The arrays are borrowed from the
+// batch.
 type Column struct {
 	Arr     arrow.Array   // the leaf array
 	parents []arrow.Array // ancestors that have nulls
+	encoded bool          // Arr is dictionary or run-end encoded: nulls may also sit in its values
 }
 
 // Column returns the leaf array of p in rec (borrowed, valid while rec is).
@@ -90,16 +93,29 @@ func (p Path) Column(rec arrow.RecordBatch) Column {
 		a = a.(*array.Struct).Field(i)
 	}
 	c.Arr = a
+	switch a.(type) {
+	case *array.Dictionary, *array.RunEndEncoded:
+		c.encoded = true
+	}
 	return c
 }
 
-// HasNulls reports whether any row of the column is null (itself or through an ancestor).
-func (c Column) HasNulls() bool { return c.Arr.NullN() > 0 || len(c.parents) > 0 }
+// HasNulls reports whether any row of the column may be null (itself, through its dictionary
+// or run values, or through an ancestor); false means no row is.
+func (c Column) HasNulls() bool {
+	return c.Arr.NullN() > 0 || len(c.parents) > 0 || c.encoded && valueNulls(c.Arr)
+}
 
-// IsNull reports whether row i is null, itself or through a null ancestor struct.
+// IsNull reports whether row i is null: a null of the leaf itself (for a dictionary: a null
+// index or a null slot; for run-end encoding: a null run value), or of an ancestor struct.
 func (c Column) IsNull(i int) bool {
 	if c.Arr.IsNull(i) {
 		return true
+	}
+	if c.encoded {
+		if _, _, ok := logicalValue(c.Arr, i); !ok {
+			return true
+		}
 	}
 	for _, p := range c.parents {
 		if p.IsNull(i) {
@@ -107,4 +123,35 @@ func (c Column) IsNull(i int) bool {
 		}
 	}
 	return false
+}
+
+// logicalValue returns the array and index that hold the value of row i of a, through
+// dictionaries (the slot its index names) and run-end encoding (its run's value), nested
+// encodings included, and false where that value is null in any of those forms.
+func logicalValue(a arrow.Array, i int) (arrow.Array, int, bool) {
+	for {
+		switch x := a.(type) {
+		case *array.Dictionary:
+			if x.IsNull(i) {
+				return a, i, false
+			}
+			a, i = x.Dictionary(), x.GetValueIndex(i)
+		case *array.RunEndEncoded:
+			a, i = x.Values(), x.GetPhysicalIndex(i)
+		default:
+			return a, i, a.IsValid(i)
+		}
+	}
+}
+
+// valueNulls reports whether a (dictionary, run-end encoded or plain) may hold a null at any
+// level: an index, a dictionary slot, a run value. Values outside a slice count too.
+func valueNulls(a arrow.Array) bool {
+	switch x := a.(type) {
+	case *array.Dictionary:
+		return x.NullN() > 0 || valueNulls(x.Dictionary())
+	case *array.RunEndEncoded:
+		return valueNulls(x.Values())
+	}
+	return a.NullN() > 0
 }

@@ -189,8 +189,8 @@ func appendRaw(bld array.Builder, v []byte) error {
 // codec's key encoding (docs/protocol.md "Keys", codec.KeyEncoder), the same as keyby, dedup
 // and state-dump use: self-describing, integer widths unified, -0/+0 and NaNs normalised.
 // Output key columns keep the input type for the types that encoding carries natively
-// (integers, floats, booleans, strings, binaries, timestamps, dates, decimal128, dictionaries
-// of those); other types (nested, time of day, durations, …) are output as their JSON text.
+// (integers, floats, booleans, strings, binaries and views, timestamps, dates, decimal128,
+// dictionaries and run-end encodings of those); other types (nested, time of day, durations, …) are output as their JSON text.
 type KeyCodec struct {
 	enc    *codec.KeyEncoder // nil without key columns
 	fields []arrow.Field
@@ -224,15 +224,19 @@ func NewKeyCodec(s *arrow.Schema, paths []string) (*KeyCodec, error) {
 	return c, nil
 }
 
-// keyOutputType is the output type of a key column of type dt.
+// keyOutputType is the output type of a key column of type dt: a dictionary's or run-end
+// encoding's value type (the key encoding reads through both).
 func keyOutputType(dt arrow.DataType) arrow.DataType {
-	if d, ok := dt.(*arrow.DictionaryType); ok {
+	switch d := dt.(type) {
+	case *arrow.DictionaryType:
 		return keyOutputType(d.ValueType)
+	case *arrow.RunEndEncodedType:
+		return keyOutputType(d.Encoded())
 	}
 	switch dt.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
 		arrow.FLOAT32, arrow.FLOAT64, arrow.BOOL, arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW,
-		arrow.BINARY, arrow.LARGE_BINARY, arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64, arrow.DECIMAL128:
+		arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW, arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64, arrow.DECIMAL128:
 		return dt
 	}
 	return arrow.BinaryTypes.String
