@@ -17,7 +17,7 @@ import (
 // and string_view. Null must be one key in all of them and differ from "": DuckDB over the
 // same input (decoded by pyarrow) is the oracle for dedup's first row per key (also through
 // keyby --shards 3, which must route both nulls to one shard), window's GROUP BY hour, s,
-// the keys state-dump shows, and the Delta tables write-delta makes of those outputs (DuckDB's
+// window's count(s) and count_distinct(s) GROUP BY hour, p, the keys state-dump shows, and the Delta tables write-delta makes of those outputs (DuckDB's
 // DISTINCT and GROUP BY over delta_scan), and of the input partitioned by a dictionary column
 // with null slots (partition values and null counts in the log).
 func TestNullKeyForms(t *testing.T) {
@@ -47,6 +47,14 @@ func TestNullKeyForms(t *testing.T) {
 	}
 	toFile(t, in("dict"), out("keyby-window.arrow"), p.sk(append([]string{"keyby", "s", "--shards", "2", "--"}, window...)...))
 	oracle("window", in("dict"), out("keyby-window.arrow"))
+
+	// window aggregates: a null slot is a null value (count(s) and count_distinct(s) skip
+	// it), and a key p with null slots and null indices.
+	for _, form := range []string{"dict", "slot", "view"} {
+		toFile(t, in(form), out("aggs-"+form+".arrow"), p.sk("window", "tumbling", "--size", "1h", "--time", "ts", "--key", "p",
+			"--agg", "count, count(s), count_distinct(s)"))
+		oracle("aggs", in(form), out("aggs-"+form+".arrow"))
+	}
 
 	// state-dump: a null held in a dictionary slot is the key null, and --key s= (the key "")
 	// matches only "".

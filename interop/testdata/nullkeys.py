@@ -12,6 +12,9 @@
                                           first row per s of INPUT
     window INPUT OUTPUT                   compare a `window tumbling --size 1h --key s --agg count`
                                           output with DuckDB's GROUP BY hour, s over INPUT
+    aggs INPUT OUTPUT                     compare a `window tumbling --size 1h --key p --agg 'count,
+                                          count(s), count_distinct(s)'` output with DuckDB's
+                                          count(*), count(s), count(distinct s) GROUP BY hour, p
     keys INPUT STATE_JSON                 compare state-dump JSON lines with DuckDB's DISTINCT s
     delta-dedup INPUT TABLE               the Delta table written from dedup --key s: DuckDB's
                                           DISTINCT s over it equals that over INPUT, one row each
@@ -199,8 +202,8 @@ def check_dedup(inp, outs):
 WINDOW_ORACLE = "select epoch_us(date_trunc('hour', ts)) as w, s, count(*) as n from input group by all order by all"
 
 
-def compare_windows(con, got_query):
-    want = values(con, WINDOW_ORACLE)
+def compare_windows(con, got_query, oracle=WINDOW_ORACLE):
+    want = values(con, oracle)
     got = values(con, got_query)
     res = {"want_rows": len(want), "got_rows": len(got),
            "null_groups": sum(1 for r in got if r[1] is None),
@@ -215,6 +218,14 @@ def check_window(inp, out):
     con.register("input", read_plain(inp))
     con.register("got", read_plain(out))
     return compare_windows(con, "select epoch_us(window_start), s, count from got order by all")
+
+
+def check_aggs(inp, out):
+    con = duck()
+    con.register("input", read_plain(inp))
+    con.register("got", read_plain(out))
+    return compare_windows(con, "select epoch_us(window_start), p, count, count_s, count_distinct_s from got order by all",
+                           "select epoch_us(date_trunc('hour', ts)), p, count(*), count(s), count(distinct s) from input group by all order by all")
 
 
 def check_keys(inp, state):
@@ -290,6 +301,7 @@ def check_delta_partition(inp, table):
 CHECKS = {
     "dedup": lambda args: check_dedup(args[0], args[1:]),
     "window": lambda args: check_window(*args),
+    "aggs": lambda args: check_aggs(*args),
     "keys": lambda args: check_keys(*args),
     "delta-dedup": lambda args: check_delta_dedup(*args),
     "delta-window": lambda args: check_delta_window(*args),
