@@ -239,16 +239,7 @@ func TestKeyCodecTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keys EncodedKeys
-	c.Encode(rec, &keys)
-	ob := array.NewRecordBuilder(mem, arrow.NewSchema(c.Fields(), nil))
-	defer ob.Release()
-	for i := 0; i < keys.Len(); i++ {
-		if err := c.Decode(keys.Key(i), ob.Fields()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out := ob.NewRecordBatch()
+	out := encodeDecode(t, mem, c, rec)
 	defer out.Release()
 	var types []string
 	for _, f := range c.Fields() {
