@@ -18,8 +18,9 @@ import (
 // same input (decoded by pyarrow) is the oracle for dedup's first row per key (also through
 // keyby --shards 3, which must route both nulls to one shard), window's GROUP BY hour, s,
 // window's count(s) and count_distinct(s) GROUP BY hour, p, the keys state-dump shows, and the Delta tables write-delta makes of those outputs (DuckDB's
-// DISTINCT and GROUP BY over delta_scan), and of the input partitioned by a dictionary column
-// with null slots (partition values and null counts in the log).
+// DISTINCT and GROUP BY over delta_scan), of the input partitioned by a dictionary column
+// with null slots (partition values and null counts in the log), and of a backfill with
+// --dedup-cols s from the dictionary stream.
 func TestNullKeyForms(t *testing.T) {
 	p := needPeers(t)
 	dir := t.TempDir()
@@ -81,6 +82,11 @@ func TestNullKeyForms(t *testing.T) {
 	oracle("delta-window", in("dict"), out("t-window"))
 	toFile(t, in("dict"), os.DevNull, p.sk("write-delta", out("t-part"), "--partition-by", "p,v.p"))
 	oracle("delta-partition", in("dict"), out("t-part"))
+	// backfill --dedup-cols s into a table holding slot.arrow's keys (null, "x", "y"): of the
+	// dictionary stream only the first "" row is new.
+	toFile(t, in("slot"), os.DevNull, p.sk("dedup", "--key", "s"), p.sk("write-delta", out("t-backfill")))
+	toFile(t, "", os.DevNull, p.sk("backfill", "--from", in("dict"), "--format", "arrows", "--to", out("t-backfill"), "--flow", "bf", "--dedup-cols", "s"))
+	oracle("delta-backfill", out("t-backfill"), in("slot"), in("dict"))
 	runChecks(t, p, script, checks)
 }
 
@@ -130,7 +136,10 @@ func runChecks(t *testing.T, p peers, script string, checks [][]string) {
 		if err := json.Unmarshal(r, &ok); err != nil {
 			t.Fatalf("nullkeys.py check %v: %v: %s", checks[i], err, r)
 		}
-		name := checks[i][0] + " " + filepath.Base(checks[i][len(checks[i])-1])
+		name := checks[i][0]
+		for _, a := range checks[i][1:] {
+			name += " " + filepath.Base(a)
+		}
 		if !ok.OK {
 			t.Errorf("%s: %s", name, r)
 		} else {

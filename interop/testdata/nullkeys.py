@@ -20,6 +20,9 @@
                                           DISTINCT s over it equals that over INPUT, one row each
     delta-window INPUT TABLE              the Delta table written from the window output: its
                                           rows equal DuckDB's GROUP BY hour, s over INPUT
+    delta-backfill TABLE INPUT...         the Delta table written from dedup --key s of the first
+                                          INPUT, then backfilled from the others with --dedup-cols
+                                          s: one row per s of all INPUTs, the first by id
     delta-partition INPUT TABLE           the Delta table written from INPUT partitioned by p and
                                           by v.p: DuckDB's GROUP BY p over it equals that over
                                           INPUT, the log's partition values and null counts agree
@@ -258,6 +261,18 @@ def check_delta_window(inp, table):
     return compare_windows(con, "select epoch_us(window_start), s, count from got order by all")
 
 
+def check_delta_backfill(table, *inputs):
+    """table holds one row per key of the union of inputs (the first input as the target's
+    dedup output, the others backfilled with --dedup-cols s): the new keys' first rows."""
+    con = duck()
+    con.register("input", pa.concat_tables([read_plain(i) for i in inputs], promote_options="permissive"))
+    want = values(con, "select s, min(id) from input group by s order by all")
+    got = values(con, f"select s, min(id), count(*) from delta_scan('{table_uri(table)}') group by s order by all")
+    res = {"want": want, "got": got}
+    res["ok"] = [g[:2] for g in got] == want and all(g[2] == 1 for g in got)
+    return res
+
+
 def log_adds(table):
     adds = []
     for path in sorted(glob.glob(os.path.join(table, "_delta_log", "*.json"))):
@@ -306,6 +321,7 @@ CHECKS = {
     "delta-dedup": lambda args: check_delta_dedup(*args),
     "delta-window": lambda args: check_delta_window(*args),
     "delta-partition": lambda args: check_delta_partition(*args),
+    "delta-backfill": lambda args: check_delta_backfill(*args),
 }
 
 if __name__ == "__main__":
