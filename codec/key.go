@@ -20,8 +20,8 @@ import (
 // from null. A value also encodes the same in every physical form of its column: plain,
 // dictionary-encoded, run-end encoded, string/binary view or large, sliced or not; and so does
 // null, whether a validity bit, a null dictionary index, a null dictionary slot, a null run
-// value or a null enclosing struct holds it (Column.IsNull). The encoding is self-describing, so state-dump can render keys without knowing
-// the operator. Tags:
+// value or a null enclosing struct holds it (Column.IsNull). The encoding is self-describing,
+// so state-dump can render keys without knowing the operator. Tags:
 //
 //	0 null
 //	1 int     8 bytes big-endian two's complement (int8…int64, and uint8…uint32)

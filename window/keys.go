@@ -190,7 +190,8 @@ func appendRaw(bld array.Builder, v []byte) error {
 // and state-dump use: self-describing, integer widths unified, -0/+0 and NaNs normalised.
 // Output key columns keep the input type for the types that encoding carries natively
 // (integers, floats, booleans, strings, binaries and views, timestamps, dates, decimal128,
-// dictionaries and run-end encodings of those); other types (nested, time of day, durations, …) are output as their JSON text.
+// dictionaries and run-end encodings of those); other types (nested, time of day, durations,
+// …) are output as their JSON text.
 type KeyCodec struct {
 	enc    *codec.KeyEncoder // nil without key columns
 	fields []arrow.Field
