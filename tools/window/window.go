@@ -266,7 +266,8 @@ func (o *Op) Process(_ context.Context, rec arrow.RecordBatch, emit stage.Emit) 
 		return err
 	}
 	if n := len(rej.Late) + len(rej.BadTime); n > 0 {
-		o.env.Stats.BadRecords.Add(int64(n))
+		o.env.Stats.Reject(stage.LateRow, int64(len(rej.Late)))
+		o.env.Stats.Reject(stage.BadTimeRow, int64(len(rej.BadTime)))
 		if o.late != nil {
 			for _, rows := range [][]int32{rej.Late, rej.BadTime} {
 				if len(rows) == 0 {
