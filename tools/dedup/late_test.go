@@ -1,54 +1,15 @@
 package dedup
 
 import (
-	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/streamkit/streamkit/internal/peertest"
+	"github.com/streamkit/streamkit/state"
 )
-
-// bash runs script with bash -o pipefail in dir ($SK is the streamkit binary) and returns
-// stdout, stderr and the exit code.
-func bash(t *testing.T, dir string, env []string, script string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command("bash", "-o", "pipefail", "-c", script)
-	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "SK="+peertest.Binary(t)), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	code := 0
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
-}
-
-// writeFiles writes name → content under dir with increasing modification times.
-func writeFiles(t *testing.T, dir string, files ...[2]string) {
-	t.Helper()
-	base := time.Now().Add(-time.Hour)
-	for i, f := range files {
-		p := filepath.Join(dir, f[0])
-		if err := os.WriteFile(p, []byte(f[1]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		mt := base.Add(time.Duration(i) * time.Minute)
-		if err := os.Chtimes(p, mt, mt); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // rowNames is the "row" member of every JSON line of out, in order.
 func rowNames(t *testing.T, out string) []string {
@@ -76,13 +37,10 @@ func rowNames(t *testing.T, out string) []string {
 func TestTTLLateRowsDropped(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in")
-	if err := os.Mkdir(in, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFiles(t, in,
-		[2]string{"1.ndjson", `{"id":1,"row":"a","ts":"2024-05-01T10:00:00Z"}` + "\n"},
-		[2]string{"2.ndjson", `{"id":2,"row":"c","ts":"2024-05-01T12:00:00Z"}` + "\n"},
-		[2]string{"3.ndjson", `{"id":1,"row":"e","ts":"2024-05-01T10:05:00Z"}` + "\n" + `{"id":1,"row":"g","ts":"2024-05-01T12:30:00Z"}` + "\n"},
+	peertest.WriteFiles(t, in,
+		"1.ndjson", `{"id":1,"row":"a","ts":"2024-05-01T10:00:00Z"}`+"\n",
+		"2.ndjson", `{"id":2,"row":"c","ts":"2024-05-01T12:00:00Z"}`+"\n",
+		"3.ndjson", `{"id":1,"row":"e","ts":"2024-05-01T10:05:00Z"}`+"\n"+`{"id":1,"row":"g","ts":"2024-05-01T12:30:00Z"}`+"\n",
 	)
 	for _, c := range []struct{ name, dedup, dropped string }{
 		{"dedup", "$SK dedup", "dropped.ndjson"},
@@ -92,7 +50,7 @@ func TestTTLLateRowsDropped(t *testing.T) {
 			work := t.TempDir()
 			script := `$SK read-files "` + in + `/*.ndjson" --schema 'id bigint, row string, ts timestamp' --max-files-per-epoch 1 | ` +
 				c.dedup + ` --key id --ttl 1h --event-time ts --dropped-output dropped.ndjson | $SK print --format json`
-			out, stderr, code := bash(t, work, []string{"STREAMKIT_CHECKPOINT=" + filepath.Join(work, "ckpt")}, script)
+			out, stderr, code := peertest.Pipeline(t, work, []string{"STREAMKIT_CHECKPOINT=" + filepath.Join(work, "ckpt")}, script)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -113,6 +71,17 @@ func TestTTLLateRowsDropped(t *testing.T) {
 			}
 			if !strings.Contains(stderr, "late_rows_dropped=1") {
 				t.Errorf("the late row is not counted on stderr: %s", stderr)
+			}
+			// Past --max-bad-ratio the epoch with the late row fails before it commits.
+			work = t.TempDir()
+			script = strings.Replace(script, "--dropped-output dropped.ndjson", "--max-bad-ratio 0.4", 1)
+			out, stderr, code = peertest.Pipeline(t, work, []string{"STREAMKIT_CHECKPOINT=" + filepath.Join(work, "ckpt")}, script)
+			if want := "dedup: epoch 3: 1 of 2 records set aside (dropped_late_rows 1), ratio 0.5 > --max-bad-ratio 0.4"; code != 1 || !strings.Contains(stderr, want) {
+				t.Errorf("--max-bad-ratio 0.4: exit %d, want 1 and %q: %s", code, want, stderr)
+			}
+			_ = out // print shows rows as they come (at-least-once); what counts is the commit
+			if c, err := state.Committed(filepath.Join(work, "ckpt", "print")); err != nil || c != 2 {
+				t.Errorf("--max-bad-ratio 0.4: print committed epoch %d (%v), want 2", c, err)
 			}
 		})
 	}
