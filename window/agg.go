@@ -170,9 +170,19 @@ func (a *avgAgg) loadState(s int32, cols []arrow.Array, row int) {
 }
 
 // ---- min / max ----
-// Values compare with cmp.Less: a total order in which NaN sorts before every number, so the
-// result does not depend on arrival order (min is NaN if any value is NaN; max ignores NaN
-// unless all values are NaN).
+// Values compare with sqlLess, Spark SQL's order of floats (SQLOrderingUtil.compareDoubles,
+// also DuckDB's): NaN equals NaN and is greater than every other value, +Inf included, and
+// -0.0 equals 0.0. So max is NaN if any value is NaN, min ignores NaN unless all values are
+// NaN, and neither depends on arrival order. Nulls are skipped before comparing.
+
+// sqlLess reports a < b in Spark SQL's order: for floats NaN is the largest value; for other
+// types (where x != x never holds) it is a < b.
+func sqlLess[T cmp.Ordered](a, b T) bool {
+	if a != a { // NaN: less than nothing
+		return false
+	}
+	return b != b || a < b
+}
 
 type extremeAgg[T cmp.Ordered, O valueOps[T]] struct {
 	isMax   bool
@@ -199,7 +209,7 @@ func (a *extremeAgg[T, O]) update(c codec.Column, rows, slots []int32, _ []int64
 			continue
 		}
 		x := vals[r]
-		if !has[s] || (a.isMax && cmp.Less(v[s], x)) || (!a.isMax && cmp.Less(x, v[s])) {
+		if !has[s] || (a.isMax && sqlLess(v[s], x)) || (!a.isMax && sqlLess(x, v[s])) {
 			v[s], has[s] = o.clone(x), true
 		}
 	}
@@ -208,7 +218,7 @@ func (a *extremeAgg[T, O]) merge(dst, src int32) {
 	if !a.has[src] {
 		return
 	}
-	if x := a.v[src]; !a.has[dst] || (a.isMax && cmp.Less(a.v[dst], x)) || (!a.isMax && cmp.Less(x, a.v[dst])) {
+	if x := a.v[src]; !a.has[dst] || (a.isMax && sqlLess(a.v[dst], x)) || (!a.isMax && sqlLess(x, a.v[dst])) {
 		a.v[dst], a.has[dst] = x, true
 	}
 }

@@ -13,8 +13,8 @@ import (
 const (
 	FuncCount         = "count"          // count(*) or count(x): rows, or non-null x → int64
 	FuncSum           = "sum"            // sum(x): integers → int64 (wrapping), floats → float64; null if no non-null x
-	FuncMin           = "min"            // min(x): same type as x (numbers, temporal, strings, binary, bool); NaN sorts first
-	FuncMax           = "max"            // max(x): same type as x
+	FuncMin           = "min"            // min(x): same type as x (numbers, temporal, strings, binary, bool); NaN is the largest float (Spark)
+	FuncMax           = "max"            // max(x): same type as x; NaN if any x is NaN
 	FuncAvg           = "avg"            // avg(x): numbers → float64; null if no non-null x
 	FuncFirst         = "first"          // first(x): non-null x with the smallest event time (ties: earliest arrival)
 	FuncLast          = "last"           // last(x): non-null x with the largest event time (ties: latest arrival)
