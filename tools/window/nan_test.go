@@ -65,3 +65,44 @@ func TestMinMaxNaNLikeDuckDB(t *testing.T) {
 		t.Fatalf("window min/max differ from DuckDB's: %s", res)
 	}
 }
+
+// nanKeys compares window --key x --agg count (argv[2]) and dedup --key x (argv[3]) with
+// DuckDB's GROUP BY x over the rows of nanInput (argv[1]): -0.0 and 0.0 are one group, every
+// NaN (any payload or sign) one group, null one group, as Spark normalizes them in grouping.
+const nanKeys = `
+import sys, math, struct, duckdb, pyarrow as pa
+con = duckdb.connect()
+t = pa.ipc.open_stream(sys.argv[1]).read_all()
+con.register("input", t)
+con.register("got", pa.ipc.open_stream(sys.argv[2]).read_all())
+con.register("kept", pa.ipc.open_stream(sys.argv[3]).read_all())
+want = con.sql("select x, count(*) n from input group by x").fetchall()
+bad = con.sql("""select * from (select x, count(*) n from input group by x) w full join got g on g.x = w.x or (g.x is null and w.x is null)
+  where w.n is distinct from g.count""").fetchall()
+kept = con.sql("select count(*) from kept").fetchone()[0]
+print("ok %d groups" % len(want) if not bad and kept == len(want) else "differ: %r, dedup kept %d of %d" % (bad, kept, len(want)))
+`
+
+// TestFloatKeysLikeDuckDB (issue #25 item 5, keys): window --key and dedup --key on a float
+// column group -0.0 with 0.0 and all NaNs together, as DuckDB's GROUP BY and Spark's grouping
+// (which normalizes them) do. Also passed before the min/max fix: keys were already normalized.
+func TestFloatKeysLikeDuckDB(t *testing.T) {
+	py := peertest.Python(t)
+	dir := t.TempDir()
+	peertest.RunPython(t, py, nanInput+`
+import struct
+neg = struct.unpack('<d', struct.pack('<Q', 0xfff8000000000001))[0]  # a negative NaN with a payload
+t2 = pa.table({"k": ["z", "z", "z"], "x": pa.array([neg, 0.0, -0.0], pa.float64()), "y": pa.array([1.0, 2.0, 3.0], pa.float32()),
+               "ts": pa.array([1714550400000100 + i for i in range(3)], pa.timestamp("us", "UTC"))})
+with pa.ipc.new_stream(sys.argv[1], t.schema) as w:
+    for b in pa.concat_tables([t, t2]).to_batches(max_chunksize=4):
+        w.write_batch(b)
+`, dir+"/in.arrows")
+	_, stderr, code := peertest.Pipeline(t, dir, nil, "$SK window tumbling --size 1h --time ts --key x --agg count < in.arrows > got.arrows && $SK dedup --key x < in.arrows > kept.arrows")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if res := string(peertest.RunPython(t, py, nanKeys, dir+"/in.arrows", dir+"/got.arrows", dir+"/kept.arrows")); !strings.HasPrefix(res, "ok ") {
+		t.Fatalf("float keys differ from DuckDB: %s", res)
+	}
+}
