@@ -464,6 +464,10 @@ func (d *Dedup) Barrier(_ context.Context, n uint64, _ stage.Emit) error {
 // End: nothing is buffered; state is kept (pause) or not needed any more (final).
 func (d *Dedup) End(context.Context, codec.EndKind, stage.Emit) error {
 	d.env.Log.Info("dedup done", "keys", d.store.Len(), "duplicates_dropped", d.dropped, "late_rows_dropped", d.lateDropped)
+	if d.lateDropped > 0 && d.side == nil {
+		d.env.Log.Warn("rows older than the watermark were dropped as late and no --dropped-output was given; they are counted above",
+			"late_rows_dropped", d.lateDropped)
+	}
 	return nil
 }
 
