@@ -69,6 +69,7 @@ func (a *countAgg) loadState(s int32, cols []arrow.Array, row int) {
 
 type number interface{ int64 | float64 }
 
+// sumAgg is sum (and try_sum) of floats: float64, overflowing to ±Inf as in Spark.
 type sumAgg[T number, O valueOps[T]] struct {
 	v       []T
 	has     []bool
@@ -122,6 +123,112 @@ func (a *sumAgg[T, O]) loadState(s int32, cols []arrow.Array, row int) {
 	}
 }
 
+// intSumAgg is sum and try_sum of integers into bigint (int64), as Spark's Sum of integral
+// types in ANSI mode: an overflow is reported (sum: the stage fails with
+// ARITHMETIC_OVERFLOW, see Aggs.OnOverflow) or, for try_sum, makes the slot's result null for
+// good (Spark's TrySum). uint64 values above the bigint range overflow by themselves.
+type intSumAgg struct {
+	try      bool
+	unsigned bool // the input is uint64 (read as int64 bits)
+	v        []int64
+	has      []bool
+	over     []bool // try_sum: overflowed
+	scratch  []int64
+	report   func(s int32) // sum: called on the first overflow of a slot
+}
+
+func (a *intSumAgg) grow(n int) {
+	a.v, a.has = growTo(a.v, n), growTo(a.has, n)
+	if a.try {
+		a.over = growTo(a.over, n)
+	}
+}
+func (a *intSumAgg) reset(s int32) {
+	a.v[s], a.has[s] = 0, false
+	if a.try {
+		a.over[s] = false
+	}
+}
+func (a *intSumAgg) slotBytes() int { return 10 }
+
+// add folds x into slot s, checking for overflow (the sum's sign differs from both operands').
+func (a *intSumAgg) add(s int32, x int64, carry bool) {
+	if a.try && a.over[s] {
+		return
+	}
+	sum := a.v[s] + x
+	if carry || (a.v[s]^sum)&(x^sum) < 0 {
+		a.overflow(s)
+		return
+	}
+	a.v[s], a.has[s] = sum, true
+}
+
+func (a *intSumAgg) overflow(s int32) {
+	a.has[s] = true
+	if a.try {
+		a.over[s] = true
+		return
+	}
+	a.report(s)
+}
+
+func (a *intSumAgg) update(c codec.Column, rows, slots []int32, _ []int64) {
+	vals := i64Ops{}.batch(c.Arr, &a.scratch)
+	nulls := c.HasNulls()
+	for j, s := range slots {
+		r := rows[j]
+		if nulls && c.IsNull(int(r)) {
+			continue
+		}
+		x := vals[r]
+		a.add(s, x, a.unsigned && x < 0)
+	}
+}
+func (a *intSumAgg) merge(dst, src int32) {
+	if !a.has[src] {
+		return
+	}
+	if a.try && a.over[src] {
+		a.overflow(dst)
+		return
+	}
+	a.add(dst, a.v[src], false)
+}
+func (a *intSumAgg) result(s int32, b array.Builder) {
+	if !a.has[s] || a.try && a.over[s] {
+		b.AppendNull()
+		return
+	}
+	b.(*array.Int64Builder).Append(a.v[s])
+}
+func (a *intSumAgg) stateFields(name string) []arrow.Field {
+	f := []arrow.Field{{Name: name, Type: arrow.PrimitiveTypes.Int64, Nullable: true}}
+	if a.try {
+		f = append(f, arrow.Field{Name: name + ".overflow", Type: arrow.FixedWidthTypes.Boolean})
+	}
+	return f
+}
+func (a *intSumAgg) saveState(s int32, bs []array.Builder) {
+	if !a.has[s] || a.try && a.over[s] {
+		bs[0].AppendNull()
+	} else {
+		bs[0].(*array.Int64Builder).Append(a.v[s])
+	}
+	if a.try {
+		bs[1].(*array.BooleanBuilder).Append(a.over[s])
+	}
+}
+func (a *intSumAgg) loadState(s int32, cols []arrow.Array, row int) {
+	a.reset(s)
+	if !cols[0].IsNull(row) {
+		a.v[s], a.has[s] = cols[0].(*array.Int64).Value(row), true
+	}
+	if a.try && cols[1].(*array.Boolean).Value(row) {
+		a.has[s], a.over[s] = true, true
+	}
+}
+
 // ---- avg: sum (float64) + count ----
 
 type avgAgg struct {
@@ -170,9 +277,19 @@ func (a *avgAgg) loadState(s int32, cols []arrow.Array, row int) {
 }
 
 // ---- min / max ----
-// Values compare with cmp.Less: a total order in which NaN sorts before every number, so the
-// result does not depend on arrival order (min is NaN if any value is NaN; max ignores NaN
-// unless all values are NaN).
+// Values compare with sqlLess, Spark SQL's order of floats (SQLOrderingUtil.compareDoubles,
+// also DuckDB's): NaN equals NaN and is greater than every other value, +Inf included, and
+// -0.0 equals 0.0. So max is NaN if any value is NaN, min ignores NaN unless all values are
+// NaN, and neither depends on arrival order. Nulls are skipped before comparing.
+
+// sqlLess reports a < b in Spark SQL's order: for floats NaN is the largest value; for other
+// types (where x != x never holds) it is a < b.
+func sqlLess[T cmp.Ordered](a, b T) bool {
+	if a != a { // NaN: less than nothing
+		return false
+	}
+	return b != b || a < b
+}
 
 type extremeAgg[T cmp.Ordered, O valueOps[T]] struct {
 	isMax   bool
@@ -199,7 +316,7 @@ func (a *extremeAgg[T, O]) update(c codec.Column, rows, slots []int32, _ []int64
 			continue
 		}
 		x := vals[r]
-		if !has[s] || (a.isMax && cmp.Less(v[s], x)) || (!a.isMax && cmp.Less(x, v[s])) {
+		if !has[s] || (a.isMax && sqlLess(v[s], x)) || (!a.isMax && sqlLess(x, v[s])) {
 			v[s], has[s] = o.clone(x), true
 		}
 	}
@@ -208,7 +325,7 @@ func (a *extremeAgg[T, O]) merge(dst, src int32) {
 	if !a.has[src] {
 		return
 	}
-	if x := a.v[src]; !a.has[dst] || (a.isMax && cmp.Less(a.v[dst], x)) || (!a.isMax && cmp.Less(x, a.v[dst])) {
+	if x := a.v[src]; !a.has[dst] || (a.isMax && sqlLess(a.v[dst], x)) || (!a.isMax && sqlLess(x, a.v[dst])) {
 		a.v[dst], a.has[dst] = x, true
 	}
 }
@@ -399,10 +516,10 @@ func newAggImpl(c AggCall, dt arrow.DataType) (aggImpl, arrow.DataType, error) {
 	switch c.Func {
 	case FuncCount:
 		return &countAgg{star: c.Arg == ""}, arrow.PrimitiveTypes.Int64, nil
-	case FuncSum:
+	case FuncSum, FuncTrySum:
 		switch {
 		case isInteger(dt):
-			return &sumAgg[int64, i64Ops]{out: arrow.PrimitiveTypes.Int64}, arrow.PrimitiveTypes.Int64, nil
+			return &intSumAgg{try: c.Func == FuncTrySum, unsigned: dt.ID() == arrow.UINT64}, arrow.PrimitiveTypes.Int64, nil
 		case isFloat(dt):
 			return &sumAgg[float64, f64Ops]{out: arrow.PrimitiveTypes.Float64}, arrow.PrimitiveTypes.Float64, nil
 		}

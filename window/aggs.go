@@ -17,6 +17,7 @@ import (
 //
 //	count, count(x)   <name> int64
 //	sum(x)            <name> int64|float64, null when no non-null x was seen
+//	try_sum(x)        as sum; of integers also <name>.overflow bool (the sum overflowed: null)
 //	avg(x)            <name>.sum float64, <name>.count int64
 //	min(x), max(x)    <name> of x's type, null when none
 //	first(x), last(x) <name> of x's type, <name>.time timestamp[us, UTC] (event time of the value)
@@ -32,10 +33,13 @@ type Aggs struct {
 	spans   [][2]int // state columns of impl i: sfields[spans[i][0]:spans[i][1]]
 	cols    []codec.Column
 	slots   int
+	// onOverflow receives integer sums that overflow bigint (see OnOverflow).
+	onOverflow func(s int32, c AggCall)
 }
 
 // NewAggs binds calls to the input schema s: resolves argument paths and checks types.
-// Output types: count → int64; sum of integers → int64, of floats → float64; avg → float64;
+// Output types: count → int64; sum and try_sum of integers → int64 (see OnOverflow), of
+// floats → float64; avg → float64;
 // min, max, first, last keep the input type (numbers, booleans, temporal incl. timestamps,
 // strings, binaries); count_distinct → int64. Errors wrap ErrPath or ErrAggSpec.
 func NewAggs(s *arrow.Schema, calls []AggCall) (*Aggs, error) {
@@ -54,6 +58,13 @@ func NewAggs(s *arrow.Schema, calls []AggCall) (*Aggs, error) {
 		if err != nil {
 			return nil, err
 		}
+		if sum, ok := impl.(*intSumAgg); ok && !sum.try {
+			sum.report = func(s int32) {
+				if a.onOverflow != nil {
+					a.onOverflow(s, c)
+				}
+			}
+		}
 		a.inputs = append(a.inputs, fp)
 		a.impls = append(a.impls, impl)
 		nullable := c.Func != FuncCount && c.Func != FuncCountDistinct
@@ -65,6 +76,12 @@ func NewAggs(s *arrow.Schema, calls []AggCall) (*Aggs, error) {
 	a.cols = make([]codec.Column, len(calls))
 	return a, nil
 }
+
+// OnOverflow sets fn to be called, during Update or Merge, when sum(x) of integers leaves
+// the bigint range in slot s (c is the call). As Spark's ANSI mode (ARITHMETIC_OVERFLOW), the
+// sum has no valid result then: the caller must fail before the slot's result is used;
+// try_sum(x) gives null instead and never calls fn.
+func (a *Aggs) OnOverflow(fn func(s int32, c AggCall)) { a.onOverflow = fn }
 
 // Calls returns the bound calls.
 func (a *Aggs) Calls() []AggCall { return a.calls }

@@ -12,9 +12,10 @@ import (
 // Aggregate function names accepted by ParseAggs.
 const (
 	FuncCount         = "count"          // count(*) or count(x): rows, or non-null x → int64
-	FuncSum           = "sum"            // sum(x): integers → int64 (wrapping), floats → float64; null if no non-null x
-	FuncMin           = "min"            // min(x): same type as x (numbers, temporal, strings, binary, bool); NaN sorts first
-	FuncMax           = "max"            // max(x): same type as x
+	FuncSum           = "sum"            // sum(x): integers → int64, failing on overflow (Spark ANSI: ARITHMETIC_OVERFLOW); floats → float64; null if no non-null x
+	FuncTrySum        = "try_sum"        // try_sum(x): sum, but null on an integer overflow (Spark's try_sum)
+	FuncMin           = "min"            // min(x): same type as x (numbers, temporal, strings, binary, bool); NaN is the largest float (Spark)
+	FuncMax           = "max"            // max(x): same type as x; NaN if any x is NaN
 	FuncAvg           = "avg"            // avg(x): numbers → float64; null if no non-null x
 	FuncFirst         = "first"          // first(x): non-null x with the smallest event time (ties: earliest arrival)
 	FuncLast          = "last"           // last(x): non-null x with the largest event time (ties: latest arrival)
@@ -71,12 +72,12 @@ func ParseAggs(spec string) ([]AggCall, error) {
 		}
 		switch c.Func {
 		case FuncCount:
-		case FuncSum, FuncMin, FuncMax, FuncAvg, FuncFirst, FuncLast, FuncCountDistinct:
+		case FuncSum, FuncTrySum, FuncMin, FuncMax, FuncAvg, FuncFirst, FuncLast, FuncCountDistinct:
 			if c.Arg == "" {
 				return nil, fmt.Errorf("%w: %s needs a column in %q", ErrAggSpec, c.Func, item)
 			}
 		default:
-			return nil, fmt.Errorf("%w: unknown function %q in %q (want count, sum, min, max, avg, first, last, count_distinct)", ErrAggSpec, c.Func, item)
+			return nil, fmt.Errorf("%w: unknown function %q in %q (want count, sum, try_sum, min, max, avg, first, last, count_distinct)", ErrAggSpec, c.Func, item)
 		}
 		if c.Name == "" {
 			c.Name = c.Func

@@ -196,7 +196,8 @@ type Manager struct {
 	due      []int32
 	lateFire []int32
 
-	stale     bool // timers must be rebuilt after Restore
+	aggErr    error // the first integer sum overflow (Err)
+	stale     bool  // timers must be rebuilt after Restore
 	dirty     []int32
 	deletes   []deletedEntry
 	changed   []int32
@@ -249,6 +250,7 @@ func New(in *arrow.Schema, cfg Config) (*Manager, error) {
 	if m.aggs, err = NewAggs(in, calls); err != nil {
 		return nil, err
 	}
+	m.aggs.OnOverflow(m.overflowed)
 	m.wm = NewWatermarks(cfg.Watermark)
 	if len(cfg.Partition) > 0 && m.tx != nil {
 		if m.parts, err = codec.NewKeyEncoder(in, cfg.Partition); err != nil {

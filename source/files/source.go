@@ -254,7 +254,7 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 		s.cur = p.cursor
 	}
 	s.epochStart = s.cur
-	if s.bad, err = openBadRecords(s.cfg.BadRecords, env.Log, func() { env.Stats.BadRecords.Add(1) }); err != nil {
+	if s.bad, err = openBadRecords(s.cfg.BadRecords, env.Log, func() { env.Stats.Reject(stage.BadRecord, 1) }); err != nil {
 		return nil, stage.Usagef("read-files: %v", err)
 	}
 	if err := s.resolveSchema(ctx); err != nil {
@@ -831,7 +831,7 @@ func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 		if res := rec.Column(s.dec.NumFields() - 1); res.NullN() < res.Len() {
 			n := int64(res.Len() - res.NullN())
 			s.rescued += n
-			s.env.Stats.BadRecords.Add(n)
+			s.env.Stats.Reject(stage.RescuedRow, n)
 		}
 		return rec, nil
 	}

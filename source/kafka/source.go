@@ -881,7 +881,7 @@ func (s *Source) flush(limit stage.Position) (arrow.RecordBatch, error) {
 		s.inEpoch += rec.NumRows()
 	}
 	if s.b.bad > 0 && s.env.Stats != nil {
-		s.env.Stats.BadRecords.Add(s.b.bad)
+		s.env.Stats.Reject(stage.RescuedRow, s.b.bad)
 		s.b.bad = 0
 	}
 	s.updateLag()

@@ -37,7 +37,9 @@ type Config struct {
 	EventTime string
 	TimeUnit  string
 	Location  *time.Location
-	// TTL forgets a key once the watermark passes its first event time + TTL (needs EventTime).
+	// TTL forgets a key once the watermark passes its first event time + TTL (needs EventTime);
+	// rows older than the watermark of the last barrier are then late and dropped (counted,
+	// to DroppedOutput), as Spark's dropDuplicatesWithinWatermark drops them.
 	TTL time.Duration
 	// WatermarkDelay generates a watermark from event times: max event time − delay. Upstream
 	// watermark control batches also advance it (the later of both).
@@ -45,8 +47,9 @@ type Config struct {
 	// TTLProcessing forgets a key TTLProcessing after it was first seen by the wall clock.
 	// Not reproducible on replay (wall-clock dependent).
 	TTLProcessing time.Duration
-	// DroppedOutput is a file for the dropped duplicates (package sideoutput: .arrow Arrow IPC
-	// stream, .ndjson JSON lines); empty: they are only counted.
+	// DroppedOutput is a file for the dropped duplicates and, with TTL, the rows older than the
+	// watermark (package sideoutput: .arrow Arrow IPC stream, .ndjson JSON lines); empty: they
+	// are only counted.
 	DroppedOutput string
 }
 
@@ -104,6 +107,13 @@ type Dedup struct {
 	mask    *array.BooleanBuilder
 	lastOut int64
 	dropped int64
+	// epochWM is the watermark at the last barrier (or restored): with --ttl, rows older than
+	// it are late. late, onTime and rows are Process's scratch for them.
+	epochWM     int64
+	late        []bool
+	onTime      [][]byte
+	rows        []int
+	lateDropped int64
 	// side is the --dropped-output file, nil without one; dropMask selects the dropped rows.
 	side     *sideoutput.File
 	sidePath string
@@ -193,6 +203,7 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 	d.wm = window.NewWatermarks(window.WatermarkOptions{Generate: d.times != nil, Delay: d.cfg.WatermarkDelay})
 	d.wm.Register(0, env.Now())
 	d.mask = array.NewBooleanBuilder(env.Mem)
+	defer func() { d.epochWM = d.wm.Current() }()
 	var x extra
 	if env.Dir != nil && env.Committed > 0 {
 		man, err := d.store.Restore(env.Mem, env.Dir.Path, env.Committed)
@@ -260,8 +271,50 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 		d.keys = append(d.keys, d.keyBuf[start:d.keyEnds[r]])
 		start = d.keyEnds[r]
 	}
-	kept := 0
-	d.store.PutIfAbsentAll(d.keys, func(r int) int64 {
+	// With --ttl, rows older than the watermark of the epoch's start are late (Spark's
+	// dropDuplicatesWithinWatermark drops them): their key may have expired already, so
+	// keeping one would let it in again and then swallow a later, on-time row as its
+	// duplicate. They go to --dropped-output and are counted. The watermark of the last
+	// barrier is the same in a replay and in every shard of keyby --shards.
+	late := 0
+	if d.times != nil && d.cfg.TTL > 0 && d.epochWM != window.MinTime {
+		d.late = growBools(d.late, n)
+		for r := range n {
+			l := d.tsOK[r] && d.ts[r] < d.epochWM
+			d.late[r] = l
+			if l {
+				late++
+			}
+		}
+	}
+	// keys are the on-time rows' keys; d.rows maps them back to rows when some are late.
+	keys := d.keys
+	if late > 0 {
+		d.onTime, d.rows = d.onTime[:0], d.rows[:0]
+		for r := range n {
+			if !d.late[r] {
+				d.onTime = append(d.onTime, d.keys[r])
+				d.rows = append(d.rows, r)
+			}
+		}
+		keys = d.onTime
+	}
+	kept, next := 0, 0
+	// lateUpTo appends the mask entries of the late rows before row r.
+	lateUpTo := func(r int) {
+		for ; next < r; next++ {
+			d.mask.UnsafeAppend(false)
+			if d.side != nil {
+				d.dropMask.UnsafeAppend(true)
+			}
+		}
+		next = r + 1
+	}
+	d.store.PutIfAbsentAll(keys, func(i int) int64 {
+		r := i
+		if late > 0 {
+			r = d.rows[i]
+		}
 		switch {
 		case d.times != nil && d.tsOK[r]:
 			return d.ts[r]
@@ -271,7 +324,10 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 			return now
 		}
 		return noTime
-	}, func(r int, inserted bool) {
+	}, func(i int, inserted bool) {
+		if late > 0 {
+			lateUpTo(d.rows[i])
+		}
 		d.mask.UnsafeAppend(inserted)
 		if d.side != nil {
 			d.dropMask.UnsafeAppend(!inserted)
@@ -280,6 +336,11 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 			kept++
 		}
 	})
+	if late > 0 {
+		lateUpTo(n)
+		d.lateDropped += int64(late)
+		d.env.Stats.Reject(stage.DroppedLateRow, int64(late))
+	}
 	// Every row's event time moves the watermark, the duplicates' too (as Spark's
 	// withWatermark before dropDuplicatesWithinWatermark): keyby can then tell every shard the
 	// stream's progress without knowing which rows the shards keep.
@@ -292,7 +353,7 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 	}
 	mask := d.mask.NewBooleanArray()
 	defer mask.Release()
-	d.dropped += int64(n - kept)
+	d.dropped += int64(n - kept - late)
 	d.env.Stats.StateKeys.Store(int64(d.store.Len()))
 	ctx = compute.WithAllocator(ctx, d.env.Mem)
 	if d.side != nil {
@@ -380,6 +441,7 @@ func (d *Dedup) expire() {
 // epoch (with the file's size, so a restart resumes it exactly there).
 func (d *Dedup) Barrier(_ context.Context, n uint64, _ stage.Emit) error {
 	d.expire()
+	d.epochWM = d.wm.Current()
 	d.env.Stats.StateKeys.Store(int64(d.store.Len()))
 	x := extra{Watermark: d.wm.Current()}
 	if d.side != nil {
@@ -401,7 +463,11 @@ func (d *Dedup) Barrier(_ context.Context, n uint64, _ stage.Emit) error {
 
 // End: nothing is buffered; state is kept (pause) or not needed any more (final).
 func (d *Dedup) End(context.Context, codec.EndKind, stage.Emit) error {
-	d.env.Log.Info("dedup done", "keys", d.store.Len(), "duplicates_dropped", d.dropped)
+	d.env.Log.Info("dedup done", "keys", d.store.Len(), "duplicates_dropped", d.dropped, "late_rows_dropped", d.lateDropped)
+	if d.lateDropped > 0 && d.side == nil {
+		d.env.Log.Warn("rows older than the watermark were dropped as late and no --dropped-output was given; they are counted above",
+			"late_rows_dropped", d.lateDropped)
+	}
 	return nil
 }
 
@@ -433,7 +499,10 @@ else the key declared by keyby, else all columns.
 State is bounded by --ttl with --event-time: a key is forgotten once the watermark passes its
 first event time + TTL (Spark's dropDuplicatesWithinWatermark). The watermark is the later of
 the upstream watermark and max event time (of every row, duplicates too) − --watermark-delay;
-rows without an event time expire TTL after the watermark before their batch. As a shard of
+rows without an event time expire TTL after the watermark before their batch. As in Spark, a
+row older than the watermark at the last barrier is late: its key may have been forgotten
+already, so it is not kept (it would let an old duplicate in, which would then drop a later
+on-time row): it goes to --dropped-output and is counted (late_rows_dropped). As a shard of
 keyby --shards, dedup is told the latest event time of the whole stream after each batch, so
 its watermark is that of one dedup. --ttl-processing forgets keys by
 the wall clock instead (not reproducible on replay). Expired keys are forgotten at each barrier
@@ -441,7 +510,7 @@ the wall clock instead (not reproducible on replay). Expired keys are forgotten 
 (read-kafka --max-records-per-epoch) to bound the state. Without a TTL the state grows with the
 number of keys; the status line shows it.
 
---dropped-output FILE keeps the dropped duplicates for audits: an Arrow IPC stream (.arrow) or
+--dropped-output FILE keeps the dropped duplicates (and the late rows) for audits: an Arrow IPC stream (.arrow) or
 JSON lines (.ndjson); a .ndjson file is appended to, an existing .arrow file is refused. With a
 checkpoint the file is synced at every barrier and a restart continues it from the committed
 epoch, so it holds every dropped row of the committed epochs exactly once. As a shard of keyby
@@ -486,7 +555,15 @@ the committed epoch, and a restart with another key or TTL is refused.`,
 	f.DurationVar(&cfg.TTL, "ttl", 0, "forget a key once the watermark passes its first event time + TTL (0: never)")
 	f.DurationVar(&cfg.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
 	f.DurationVar(&cfg.TTLProcessing, "ttl-processing", 0, "forget a key this long after it was first seen, by the wall clock (0: never)")
-	f.StringVar(&cfg.DroppedOutput, "dropped-output", "", "file for the dropped duplicates: .arrow (Arrow IPC stream) or .ndjson (JSON lines)")
+	f.StringVar(&cfg.DroppedOutput, "dropped-output", "", "file for the dropped duplicates and late rows: .arrow (Arrow IPC stream) or .ndjson (JSON lines)")
 	o.AddFlags(f)
 	return cmd
+}
+
+// growBools returns s with length n (contents unspecified), reusing its memory.
+func growBools(s []bool, n int) []bool {
+	if cap(s) < n {
+		return make([]bool, n)
+	}
+	return s[:n]
 }

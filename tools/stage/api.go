@@ -40,6 +40,7 @@ type Env struct {
 
 	sink     bool
 	stateful bool
+	quality  qualityCheck // --max-bad-ratio and the warning, per epoch
 
 	lastEpoch   uint64 // the last barrier seen
 	seenBarrier bool

@@ -46,6 +46,11 @@ type Options struct {
 	// Interrupt, when not nil, is a signal source besides the OS signals: each value sent acts
 	// as one SIGINT (do not close it).
 	Interrupt <-chan struct{}
+	// MaxBadRatio is --max-bad-ratio: the stage fails an epoch, before it commits, in which a
+	// larger share of the records was set aside (Stats.Reject: bad records, rescued rows,
+	// late rows …), as Databricks' badRecordsPath users and Lakeflow's expect_or_fail do.
+	// Default off: the stage only warns when most of an epoch's records were set aside.
+	MaxBadRatio Ratio
 }
 
 // SourceOptions add the epoch and batching flags of sources (DESIGN.md §2, §3).
@@ -66,6 +71,7 @@ type SourceOptions struct {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Checkpoint, "checkpoint", "", "checkpoint directory of this stage (default $"+EnvCheckpoint+"/<name> when set; none otherwise)")
 	fs.StringVar(&o.Name, "name", "", "stage name, used for the checkpoint directory under $"+EnvCheckpoint+" (default: the tool name)")
+	fs.Var(&o.MaxBadRatio, "max-bad-ratio", "fail (exit 1) before an epoch commits when more than this share (0..1) of its records was set aside: bad records, _rescued_data rows, late or bad-time rows, rows dropped as late (default off: warn when most were)")
 }
 
 // AddFlags registers the stage and source flags on fs.

@@ -78,7 +78,7 @@ func restoreEpoch(o *Options, env *Env, upstream []string) error {
 }
 
 func newEnv(o *Options) *Env {
-	return &Env{Mem: Mem, Now: o.Now, Stats: newStats(), Log: o.Log}
+	return &Env{Mem: Mem, Now: o.Now, Stats: newStats(), Log: o.Log, quality: qualityCheck{max: o.MaxBadRatio}}
 }
 
 // outputSchema adds the stage's checkpoint directory to the upstream list of out.
@@ -353,6 +353,9 @@ func handle(ctx context.Context, o *Options, env *Env, op Operator, m codec.Mess
 		if err := checkEpoch(env, c.Epoch); err != nil {
 			return fmt.Errorf("%s: %w", o.Tool, err)
 		}
+		if err := env.quality.epoch(o, env.Stats, c.Epoch); err != nil {
+			return err
+		}
 		if err := op.Barrier(ctx, c.Epoch, emit); err != nil {
 			return fmt.Errorf("%s: epoch %d: %w", o.Tool, c.Epoch, err)
 		}
@@ -591,6 +594,9 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 		return nil
 	}
 	barrier := func(n uint64, writeWAL bool) error {
+		if err := env.quality.epoch(&o.Options, env.Stats, n); err != nil {
+			return err
+		}
 		if writeWAL && env.Dir != nil {
 			if err := env.Dir.WriteOffsets(n, src.Position()); err != nil {
 				return err

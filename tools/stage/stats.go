@@ -15,7 +15,9 @@ type Stats struct {
 	watermark  atomic.Int64  // µs since the Unix epoch; 0 = none
 	Lag        atomic.Int64  // records behind the source's end, -1 = unknown
 	StateKeys  atomic.Int64  // keys held by the operator's state, -1 = stateless
-	BadRecords atomic.Int64  // records sent to _rescued_data / bad-records output
+	BadRecords atomic.Int64  // records set aside: bad records, _rescued_data, late rows (see Reject)
+
+	rejects [numRejectKinds]atomic.Int64 // BadRecords by kind (Reject)
 }
 
 func newStats() *Stats {

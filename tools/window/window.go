@@ -6,6 +6,7 @@ package window
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -246,6 +247,13 @@ func (o *Op) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.S
 
 func (o *Op) flush(emit stage.Emit) error {
 	out := o.m.TakeOutput()
+	if err := o.m.Err(); err != nil {
+		// An aggregate has no valid result (sum overflow): fail before emitting anything.
+		for _, r := range out {
+			r.Release()
+		}
+		return fmt.Errorf("window: %w", err)
+	}
 	for i, rec := range out {
 		if err := emit(rec); err != nil {
 			for _, r := range out[i+1:] {
@@ -266,7 +274,8 @@ func (o *Op) Process(_ context.Context, rec arrow.RecordBatch, emit stage.Emit) 
 		return err
 	}
 	if n := len(rej.Late) + len(rej.BadTime); n > 0 {
-		o.env.Stats.BadRecords.Add(int64(n))
+		o.env.Stats.Reject(stage.LateRow, int64(len(rej.Late)))
+		o.env.Stats.Reject(stage.BadTimeRow, int64(len(rej.BadTime)))
 		if o.late != nil {
 			for _, rows := range [][]int32{rej.Late, rej.BadTime} {
 				if len(rows) == 0 {
@@ -370,6 +379,12 @@ max event time − --watermark-delay; a window fires when it passes the window's
 silently. --processing-time windows on the wall clock instead: a processing-time session
 window is a heartbeat monitor.
 
+Aggregates follow Spark SQL in ANSI mode: sum of integers is a bigint and fails the stage
+(exit 1, ARITHMETIC_OVERFLOW, naming the key and the window) when it leaves the bigint range;
+try_sum(x) gives null for that window instead. sum of floats is a double (±Inf on overflow),
+avg a double. min and max order NaN above every other float (+Inf included); nulls are
+skipped. Decimal columns are not summed yet (refused).
+
 End of input: end=final fires every open window; end=pause keeps them for the next run. State
 is checkpointed at every barrier; a restart with another window spec or aggregates is refused.`,
 	}
@@ -440,7 +455,7 @@ func kindCommand(kind string) *cobra.Command {
 	f.DurationVar(&s.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
 	f.DurationVar(&s.IdleTimeout, "idle-timeout", 0, "a source partition silent this long stops holding the watermark back (0: never)")
 	f.StringVar(&s.PartitionCol, "partition-col", "auto", "source-partition columns for per-partition watermarks (min over partitions of max event time − delay): auto (read-kafka's topic,partition when present), none, or dot paths")
-	f.StringVar(&s.Agg, "agg", "count", "aggregates: count, count(x), sum(x), min(x), max(x), avg(x), first(x), last(x), count_distinct(x) [as name]")
+	f.StringVar(&s.Agg, "agg", "count", "aggregates: count, count(x), sum(x) (fails on bigint overflow), try_sum(x) (null on overflow), min(x), max(x), avg(x), first(x), last(x), count_distinct(x) [as name]")
 	f.DurationVar(&s.Lateness, "allowed-lateness", 0, "keep fired windows this long past their end; late rows emit late_update rows")
 	f.StringVar(&s.LateOutput, "late-output", "", "file for rows later than the allowed lateness (.arrow or .ndjson)")
 	f.StringVar(&s.Emit, "emit", "final", "final, or update: also emit early partial results every --every")
