@@ -39,8 +39,13 @@ last stable offset under read_committed — then end=pause: "available now", for
 --isolation read_committed (default) never shows records of aborted or open transactions;
 transaction markers are consumed but never emitted, so positions (and --group commits) end
 past them. A checkpointed position that left the log (retention) or lies beyond its end
-(topic re-created) fails naming topic, partition and both ranges, unless --on-data-loss
-earliest|latest says where to continue (Spark's failOnDataLoss).
+fails naming topic, partition and both ranges, unless --on-data-loss earliest|latest says
+where to continue (Spark's failOnDataLoss). Positions also record each topic's ID (KIP-516,
+{"orders":{"0":42,"topicId":"vG1lUgy4QnOxGfVtqsxKxQ"}}), so a topic deleted and re-created
+under the same name is data loss too, even when the new log is longer than the checkpoint's
+offset: the run fails naming the topic and both IDs; --on-data-loss earliest reads the new
+topic from its earliest offset, latest from its end, with a warning. A checkpoint written
+before IDs were recorded is read as it is and records the IDs from then on.
 
 --group ID commits each epoch's offsets to a consumer group once the sink has committed the
 epoch, so kafka-consumer-groups.sh and lag monitors see progress; the checkpoint remains the
@@ -127,7 +132,7 @@ from the command line and never logged.`,
 	f.StringVar(&cfg.Start, "start", "earliest", "where a new checkpoint starts: earliest, latest, @<RFC 3339|epoch ms>, -N, or offsets JSON")
 	f.StringVar(&cfg.Until, "until", "never", "where reading ends: never (live), now (the end at start-up, then end=pause), @<time>, or offsets JSON")
 	f.StringVar(&cfg.Isolation, "isolation", kafka.ReadCommitted, "read_committed (skip aborted and open transactions) or read_uncommitted")
-	f.StringVar(&cfg.OnDataLoss, "on-data-loss", kafka.DataLossFail, "a position outside the log: fail, or continue at the earliest or latest offset")
+	f.StringVar(&cfg.OnDataLoss, "on-data-loss", kafka.DataLossFail, "a position outside the log or a re-created topic (new topic ID): fail, or continue at the earliest or latest offset")
 	f.StringVar(&cfg.Group, "group", "", "commit each committed epoch's offsets to this consumer group (monitoring only)")
 	f.DurationVar(&cfg.GroupCommitWait, "group-commit-wait", 0, "at the end of a run, wait this long for the sink's last commit before committing --group (default 10s)")
 	f.Int64Var(&cfg.MaxRecordsPerEpoch, "max-records-per-epoch", 0, "at most this many records per epoch (0: no limit); Spark's maxOffsetsPerTrigger")
