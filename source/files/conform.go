@@ -49,7 +49,10 @@ type converter struct {
 	names    []string
 }
 
-func newConverter(mem memory.Allocator, dec, out *arrow.Schema, meta bool, e *Entry, text bool, fsch *arrow.Schema) (*converter, error) {
+// newConverter prepares the conversion of a file with schema fsch into the stream schema dec
+// (out with _metadata). With strict, a column the file has whose type cannot be converted to
+// dec's at all is a *SchemaMismatchError (see Config.RescueSchemaMismatch).
+func newConverter(mem memory.Allocator, dec, out *arrow.Schema, meta bool, e *Entry, text bool, fsch *arrow.Schema, strict bool) (*converter, error) {
 	c := &converter{mem: mem, dec: dec, out: out, meta: meta, entry: e, text: text}
 	nData := dec.NumFields() - 1
 	if text {
@@ -79,6 +82,11 @@ func newConverter(mem memory.Allocator, dec, out *arrow.Schema, meta bool, e *En
 		if j != i || !arrow.TypeEqual(fsch.Field(j).Type, f.Type) {
 			c.identity = false
 		}
+		if j >= 0 && strict && !arrow.TypeEqual(fsch.Field(j).Type, f.Type) {
+			if err := castable(mem, fsch.Field(j).Type, f.Type); err != nil {
+				return nil, &SchemaMismatchError{Column: f.Name, FileType: fsch.Field(j).Type, Type: f.Type, Err: err}
+			}
+		}
 	}
 	for j, u := range used {
 		if !u && fsch.Field(j).Name != rescue.Column {
@@ -90,6 +98,36 @@ func newConverter(mem memory.Allocator, dec, out *arrow.Schema, meta bool, e *En
 		c.names[j] = f.Name
 	}
 	return c, nil
+}
+
+// SchemaMismatchError reports a file column whose type no cast converts to the stream
+// schema's (e.g. a struct read as a number, a string as a struct): every value of it would be
+// rescued, so it is a schema configuration error rather than bad values. The caller adds the
+// file's path.
+type SchemaMismatchError struct {
+	Column         string
+	FileType, Type arrow.DataType // the file's type and the stream schema's
+	Err            error          // why no cast exists
+}
+
+func (e *SchemaMismatchError) Error() string {
+	return fmt.Sprintf("column %s is %s in the file, which cannot be converted to the schema's %s (%v): "+
+		"the file's schema does not resolve to the stream schema (--schema, or the one this checkpoint recorded); "+
+		"fix --schema, or --on-schema-mismatch rescue reads on with the column null and its values in %s",
+		e.Column, e.FileType, e.Type, e.Err, rescue.Column)
+}
+
+// castable reports whether arrow compute casts from to to (safely) at all, whatever the values:
+// it casts an empty array.
+func castable(mem memory.Allocator, from, to arrow.DataType) error {
+	a := array.MakeArrayOfNull(mem, from, 0)
+	defer a.Release()
+	out, err := compute.CastArray(compute.WithAllocator(context.Background(), mem), a, compute.SafeCastOptions(to))
+	if err != nil {
+		return err
+	}
+	out.Release()
+	return nil
 }
 
 // convert returns b's rows in the stream schema (the caller releases it) and releases b.

@@ -74,6 +74,12 @@ type Config struct {
 	Mode rescue.Mode
 	// BadRecords is the NDJSON file receiving unparseable records ("" = log them only).
 	BadRecords string
+	// RescueSchemaMismatch (--on-schema-mismatch rescue) reads a binary file (Parquet, Avro,
+	// Arrow) whose column cannot be converted to the stream schema's type at all (no cast
+	// exists between the types: a schema mismatch, not a bad value) with that column null and
+	// its values in _rescued_data; by default such a file fails the run, naming the file, the
+	// column and both types (Spark's Avro and Parquet readers fail the same way).
+	RescueSchemaMismatch bool
 	// WithMetadata adds the _metadata struct column (MetadataType).
 	WithMetadata bool
 	// Location reads zone-less timestamps (default UTC; never the machine's zone).
@@ -390,7 +396,7 @@ func (s *Source) infer(ctx context.Context) (*arrow.Schema, error) {
 			return nil, err
 		}
 		s.setSchema(s.outputSchema(nullable(r.Schema())))
-		conv, err := newConverter(s.env.Mem, s.dec, s.out, s.cfg.WithMetadata, s.entries[s.cur.Next], text, r.Schema())
+		conv, err := newConverter(s.env.Mem, s.dec, s.out, s.cfg.WithMetadata, s.entries[s.cur.Next], text, r.Schema(), !s.cfg.RescueSchemaMismatch)
 		if err != nil {
 			r.Close()
 			return nil, err
@@ -884,7 +890,7 @@ func (s *Source) openNext(replay bool) error {
 		}
 		return fmt.Errorf("read-files: %w", err)
 	}
-	conv, err := newConverter(s.env.Mem, s.dec, s.out, s.cfg.WithMetadata, e, text, r.Schema())
+	conv, err := newConverter(s.env.Mem, s.dec, s.out, s.cfg.WithMetadata, e, text, r.Schema(), !s.cfg.RescueSchemaMismatch)
 	if err == nil && s.projecting && !text {
 		conv.extras = nil // --schema selects the columns of typed files
 	}

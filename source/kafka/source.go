@@ -97,6 +97,9 @@ type Config struct {
 	// Registry is the schema registry of --key-format/--value-format avro in the Confluent wire
 	// format (--schema-registry); URL "" means plain Avro binary with the given schema.
 	Registry schemaregistry.Config
+	// OnSchemaMismatch is what an avro key or value does whose writer schema the reader schema
+	// cannot resolve: SchemaMismatchFail (default) or SchemaMismatchRescue; see avro.go.
+	OnSchemaMismatch string
 	// BadRecords is the --bad-records file (JSON lines: topic, partition, offset, timestamp,
 	// reason, raw key and value) that receives every record whose key or value did not decode,
 	// besides its _rescued_data; "" keeps them in _rescued_data only.
@@ -276,6 +279,9 @@ func New(cfg Config) (*Source, error) {
 		return nil, stage.Usagef("%v", err)
 	}
 	if s.valC, err = codecFor(cfg.ValueFormat, cfg.ValueSchema, "--value-format", s.reg); err != nil {
+		return nil, stage.Usagef("%v", err)
+	}
+	if err := setOnSchemaMismatch(cfg.OnSchemaMismatch, s.keyC, s.valC); err != nil {
 		return nil, stage.Usagef("%v", err)
 	}
 	if s.cfg.DiscoveryInterval <= 0 {

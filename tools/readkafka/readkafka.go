@@ -73,8 +73,12 @@ binary, fixed → fixed_size_binary, decimal → decimal128, date → date32, ti
 -micros → timestamp[us, UTC], local-timestamp-* → timestamp[us], uuid → string. The column's
 field metadata holds streamkit.avro_schema and, from the registry, streamkit.schema_id,
 streamkit.schema_subject and streamkit.schema_version. A bad magic byte, truncated or
-corrupt Avro, an unknown schema id, an unreachable registry or a writer schema that does not
-resolve leave the column null and rescue the raw record with the reason. Registry basic auth:
+corrupt Avro, an unknown schema id or an unreachable registry leave the column null and rescue
+the raw record with the reason. A writer schema that the reader schema cannot resolve (a
+reader field without a default that the writer lacks, a type that neither matches nor
+promotes) is a configuration error, not a bad record: the run fails at the first record of
+that schema id, naming both schema ids and the field, unless --on-schema-mismatch rescue
+(Spark's from_avro PERMISSIVE; fail is its FAILFAST) rescues those records. Registry basic auth:
 --schema-registry-user with the password from --schema-registry-password-file or the
 variable named by --schema-registry-password-env (never on the command line);
 --schema-registry-ca verifies https.
@@ -141,6 +145,7 @@ from the command line and never logged.`,
 	f.StringVar(&cfg.KeySchema, "key-schema", "", "schema of json keys (Spark DDL, JSON Schema, Avro or Spark JSON: inline, @file, or a file path that is not valid DDL), or the Avro reader schema of avro keys")
 	f.StringVar(&cfg.ValueSchema, "value-schema", "", "schema of json values (Spark DDL, JSON Schema, Avro or Spark JSON: inline, @file, or a file path that is not valid DDL such as orders.json), or the Avro reader schema of avro values")
 	cfg.Registry.AddFlags(f)
+	f.StringVar(&cfg.OnSchemaMismatch, "on-schema-mismatch", kafka.SchemaMismatchFail, "an avro writer schema the reader schema cannot resolve: fail (naming both schema ids and the field) or rescue (column null, record in _rescued_data)")
 	f.StringVar(&cfg.BadRecords, "bad-records", "", "also write records whose key or value did not decode to this JSON-lines file (topic, partition, offset, reason, raw bytes)")
 	f.StringSliceVar(&cfg.Columns, "columns", nil, "output only these columns, in order (e.g. value.*,partition,offset: value.* flattens a json or avro value, value.seq picks one member); _rescued_data is always kept")
 	f.DurationVar(&cfg.DiscoveryInterval, "discovery-interval", 0, "how often live reading looks for new partitions and topics (default 10s)")
