@@ -474,6 +474,7 @@ func (s *Source) readerOptions(format formats.Format, sch *arrow.Schema) formats
 		Format: format, Schema: sch, BatchRows: s.env.BatchRows, CSV: s.cfg.CSV,
 		JSON: jsonrow.ReaderOptions{Layout: s.cfg.JSONLayout, BufferSize: s.cfg.BufferSize},
 		Mode: s.cfg.Mode, OnBadRecord: s.bad.handle, Location: s.cfg.Location, Allocator: s.env.Mem,
+		OnNotUTF8: s.bad.notUTF8Row,
 	}
 	if o.BatchRows <= 0 {
 		o.BatchRows = 1 << 16
@@ -492,6 +493,7 @@ func (s *Source) openReaderInfer(e *Entry, rows int) (formats.Reader, bool, erro
 	o := s.readerOptions(format, nil)
 	o.Mode = rescue.Permissive
 	o.OnBadRecord = func(rescue.BadRecord) error { return nil }
+	o.OnNotUTF8 = nil // counted when the file is read
 	o.CSV.Infer.Rows, o.JSON.Infer.Rows = rows, rows
 	r, err := s.openWith(e, format, o)
 	return r, isText(format), err
@@ -964,6 +966,7 @@ func (s *Source) finishFile() {
 		f.r.Close()
 		s.open = nil
 		s.files++
+		s.bad.fileDone(f.e.Path)
 	}
 	s.cur = cursor{Next: s.cur.Next + 1}
 }
