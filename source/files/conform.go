@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -47,13 +48,16 @@ type converter struct {
 	extras   []int // source columns not in the schema (rescued)
 	identity bool  // the source columns are dec's data columns, same order and types
 	names    []string
+	// onNotUTF8 counts a row whose string values are not valid UTF-8 (nil: not counted).
+	onNotUTF8 func()
 }
 
 // newConverter prepares the conversion of a file with schema fsch into the stream schema dec
 // (out with _metadata). With strict, a column the file has whose type cannot be converted to
-// dec's at all is a *SchemaMismatchError (see Config.RescueSchemaMismatch).
-func newConverter(mem memory.Allocator, dec, out *arrow.Schema, meta bool, e *Entry, text bool, fsch *arrow.Schema, strict bool) (*converter, error) {
-	c := &converter{mem: mem, dec: dec, out: out, meta: meta, entry: e, text: text}
+// dec's at all is a *SchemaMismatchError (see Config.RescueSchemaMismatch). onNotUTF8 is called
+// for every row of a binary file whose string column holds a value that is not valid UTF-8.
+func newConverter(mem memory.Allocator, dec, out *arrow.Schema, meta bool, e *Entry, text bool, fsch *arrow.Schema, strict bool, onNotUTF8 func()) (*converter, error) {
+	c := &converter{mem: mem, dec: dec, out: out, meta: meta, entry: e, text: text, onNotUTF8: onNotUTF8}
 	nData := dec.NumFields() - 1
 	if text {
 		if fsch.NumFields() != dec.NumFields() {
@@ -173,6 +177,25 @@ func (c *converter) convert(b formats.Batch) (arrow.RecordBatch, error) {
 			rescued = append(rescued, rec.Column(j))
 			rescuedNames = append(rescuedNames, c.names[j])
 		}
+		// String values that are not valid UTF-8 (a Parquet or Arrow writer that did not check):
+		// null in their column, their bytes rescued (base64).
+		var bad []bool
+		for i, a := range cols {
+			s, ok := a.(*array.String)
+			if !ok || utf8.Valid(s.ValueBytes()) {
+				continue
+			}
+			kept, only := splitNotUTF8(c.mem, s, &bad)
+			owned = append(owned, kept, only)
+			cols[i] = kept
+			rescued = append(rescued, only)
+			rescuedNames = append(rescuedNames, c.dec.Field(i).Name)
+		}
+		for _, b := range bad {
+			if b && c.onNotUTF8 != nil {
+				c.onNotUTF8()
+			}
+		}
 		a, err := c.rescue(rescued, rescuedNames, int(n))
 		if err != nil {
 			return nil, err
@@ -186,6 +209,32 @@ func (c *converter) convert(b formats.Batch) (arrow.RecordBatch, error) {
 		cols = append(cols, m)
 	}
 	return array.NewRecordBatch(c.out, cols, n), nil
+}
+
+// splitNotUTF8 splits s into kept (s with its values that are not valid UTF-8 made null) and
+// only (those values, null elsewhere), marking their rows in *bad.
+func splitNotUTF8(mem memory.Allocator, s *array.String, bad *[]bool) (kept, only arrow.Array) {
+	if *bad == nil {
+		*bad = make([]bool, s.Len())
+	}
+	kb, ob := array.NewStringBuilder(mem), array.NewStringBuilder(mem)
+	defer kb.Release()
+	defer ob.Release()
+	for r := 0; r < s.Len(); r++ {
+		switch v := s.Value(r); {
+		case s.IsNull(r):
+			kb.AppendNull()
+			ob.AppendNull()
+		case utf8.ValidString(v):
+			kb.Append(v)
+			ob.AppendNull()
+		default:
+			(*bad)[r] = true
+			kb.AppendNull()
+			ob.Append(v)
+		}
+	}
+	return kb.NewArray(), ob.NewArray()
 }
 
 // rescue renders the values of cols as the _rescued_data JSON of each row (null when a row
@@ -202,6 +251,10 @@ func (c *converter) rescue(cols []arrow.Array, names []string, n int) (arrow.Arr
 		rb.Reset()
 		for k, a := range cols {
 			if a.IsNull(r) {
+				continue
+			}
+			if s, ok := a.(*array.String); ok && !utf8.ValidString(s.Value(r)) {
+				rb.AddString(names[k], []byte(s.Value(r))) // kept base64 (codec/rescue)
 				continue
 			}
 			v, err := json.Marshal(a.GetOneForMarshal(r))

@@ -31,7 +31,7 @@ func TestConverterSchemaMismatch(t *testing.T) {
 		{Name: rescue.Column, Type: arrow.BinaryTypes.String, Nullable: true},
 	}, nil)
 	e := &Entry{Path: "/in/orders.avro"}
-	_, err := newConverter(mem, dec, dec, false, e, false, file, true)
+	_, err := newConverter(mem, dec, dec, false, e, false, file, true, nil)
 	var me *SchemaMismatchError
 	if !errors.As(err, &me) || me.Column != "user" || !arrow.TypeEqual(me.FileType, user) {
 		t.Fatalf("got %v, want a SchemaMismatchError for column user", err)
@@ -41,11 +41,11 @@ func TestConverterSchemaMismatch(t *testing.T) {
 			t.Errorf("%q lacks %q", err, want)
 		}
 	}
-	if _, err := newConverter(mem, dec, dec, false, e, false, file, false); err != nil {
+	if _, err := newConverter(mem, dec, dec, false, e, false, file, false, nil); err != nil {
 		t.Fatalf("not strict: %v", err)
 	}
 	ok := arrow.NewSchema([]arrow.Field{file.Field(0), file.Field(2)}, nil)
-	if _, err := newConverter(mem, dec, dec, false, e, false, ok, true); err != nil {
+	if _, err := newConverter(mem, dec, dec, false, e, false, ok, true, nil); err != nil {
 		t.Fatalf("castable columns: %v", err)
 	}
 }

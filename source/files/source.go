@@ -396,7 +396,7 @@ func (s *Source) infer(ctx context.Context) (*arrow.Schema, error) {
 			return nil, err
 		}
 		s.setSchema(s.outputSchema(nullable(r.Schema())))
-		conv, err := newConverter(s.env.Mem, s.dec, s.out, s.cfg.WithMetadata, s.entries[s.cur.Next], text, r.Schema(), !s.cfg.RescueSchemaMismatch)
+		conv, err := newConverter(s.env.Mem, s.dec, s.out, s.cfg.WithMetadata, s.entries[s.cur.Next], text, r.Schema(), !s.cfg.RescueSchemaMismatch, s.bad.notUTF8Row)
 		if err != nil {
 			r.Close()
 			return nil, err
@@ -892,7 +892,7 @@ func (s *Source) openNext(replay bool) error {
 		}
 		return fmt.Errorf("read-files: %w", err)
 	}
-	conv, err := newConverter(s.env.Mem, s.dec, s.out, s.cfg.WithMetadata, e, text, r.Schema(), !s.cfg.RescueSchemaMismatch)
+	conv, err := newConverter(s.env.Mem, s.dec, s.out, s.cfg.WithMetadata, e, text, r.Schema(), !s.cfg.RescueSchemaMismatch, s.bad.notUTF8Row)
 	if err == nil && s.projecting && !text {
 		conv.extras = nil // --schema selects the columns of typed files
 	}

@@ -140,7 +140,10 @@ records (integers with doubles widen to double, conflicting types to string) and
 --schema-hints pins some columns. Values that do not fit go to the _rescued_data column (JSON
 naming the fields and the file); records that cannot be parsed at all go to --bad-records
 (NDJSON: file, line, offset, reason, raw) and are counted in the progress and at exit.
---mode permissive|dropmalformed|failfast works as in Spark. Parquet, Avro and Arrow columns are
+--mode permissive|dropmalformed|failfast works as in Spark. A CSV or JSON field (or a top-level
+Parquet/Arrow string value) that is not valid UTF-8 is null with its bytes base64 in
+_rescued_data under <field>_base64 (one warning per file counts the rows); a bad record that is not UTF-8 has raw_base64 in --bad-records. Parquet,
+Avro and Arrow columns are
 matched by name and cast to the schema's type; values that do not cast are rescued, but a
 column whose type cannot be cast at all (a record read as a number, a string as a struct: the
 file's writer schema does not resolve to --schema) fails the run naming the file, the column

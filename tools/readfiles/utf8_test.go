@@ -102,3 +102,49 @@ func jsonBytes(t *testing.T, lit []byte) []byte {
 	r := strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\"`, `"`, `\\`, `\`)
 	return []byte(r.Replace(string(lit[1 : len(lit)-1])))
 }
+
+// TestNotUTF8Binary (issue #17 item 8): Parquet and Arrow IPC files written by pyarrow whose
+// string column holds bytes that are not UTF-8 (pyarrow does not check them when it builds an
+// array from buffers). read-files used to pass them on, so the stream's utf8 column failed
+// pyarrow's full validation. Now the value is null, its bytes base64 in _rescued_data, and the
+// stream validates.
+func TestNotUTF8Binary(t *testing.T) {
+	py := peertest.Python(t)
+	dir := t.TempDir()
+	peertest.RunPython(t, py, `
+import sys, pyarrow as pa, pyarrow.parquet as pq
+d = sys.argv[1]
+offs = pa.array([0, 2, 11], pa.int32()).buffers()[1]
+s = pa.Array.from_buffers(pa.string(), 2, [None, offs, pa.py_buffer(b"okbad\xff\xfeutf8")])
+t = pa.table({"id": pa.array([1, 2]), "s": s})
+pq.write_table(t, d + "/u.parquet")
+with pa.OSFile(d + "/u.arrow", "wb") as f:
+    w = pa.ipc.new_file(f, t.schema); w.write_table(t); w.close()
+`, dir)
+	for _, f := range []string{"u.parquet", "u.arrow"} {
+		_, stderr, code := shell(t, dir, nil, `"$SK" read-files --progress off --stable-after 0 `+f+` > `+f+`.arrows`)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s", f, code, stderr)
+		}
+		out := peertest.RunPython(t, py, `
+import sys, json, pyarrow as pa
+t = pa.ipc.open_stream(open(sys.argv[1], "rb")).read_all()
+t.validate(full=True)
+print(json.dumps(t.to_pylist()))
+`, filepath.Join(dir, f+".arrows"))
+		var rows []struct {
+			S       *string
+			Rescued *string `json:"_rescued_data"`
+		}
+		if err := json.Unmarshal(out, &rows); err != nil || len(rows) != 2 {
+			t.Fatalf("%s: %s %v", f, out, err)
+		}
+		if rows[0].S == nil || *rows[0].S != "ok" || rows[1].S != nil || rows[1].Rescued == nil ||
+			!strings.Contains(*rows[1].Rescued, `"s_base64":"`+base64.StdEncoding.EncodeToString([]byte("bad\xff\xfeutf8"))+`"`) {
+			t.Errorf("%s: %s", f, out)
+		}
+		if !strings.Contains(stderr, "not valid UTF-8") {
+			t.Errorf("%s: no warning:\n%s", f, stderr)
+		}
+	}
+}

@@ -56,7 +56,8 @@ null and are rescued); json with --key-schema/--value-schema (Spark DDL such as
 'order_id BIGINT, user STRUCT<id: STRING>', a JSON Schema, an Avro schema; inline, @file, or
 the path of an existing file such as orders.json when the text is not valid DDL)
 turns the key or value into a struct column, so value.user.id works downstream. Fields that do
-not fit go to the struct's _rescued_data member; a key or value that is not a JSON object
+not fit go to the struct's _rescued_data member (a field that is not valid UTF-8: null, its
+verbatim value base64 under <field>_base64, one warning per partition); a key or value that is not a JSON object
 leaves the struct null and lands, raw, in the top-level _rescued_data column with the reason
 and its topic/partition@offset. Nothing is dropped silently.
 
