@@ -14,6 +14,7 @@ package avrorow
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -118,34 +119,65 @@ func (d *Decoder) AppendNull() { d.b.AppendNull() }
 // reason ("" when the value decoded). Data written with the reader schema itself takes the
 // direct path (direct.go); data of another writer schema is decoded by goavro and resolved.
 func (d *Decoder) Append(b []byte) string {
+	bad, _ := d.appendValue(b, false)
+	return bad
+}
+
+// AppendStrict is Append, except for a value (Confluent wire format) whose writer schema the
+// reader schema cannot resolve: that is a configuration error rather than a bad value, so it
+// appends a null and returns a *ResolveError (Spark's from_avro FAILFAST mode; Append is its
+// PERMISSIVE mode). The error is the same for every later value of that schema id.
+func (d *Decoder) AppendStrict(b []byte) (bad string, err error) { return d.appendValue(b, true) }
+
+// ResolveError reports a writer schema that the reader schema cannot resolve (the Avro
+// specification's "Schema Resolution": a reader field without a default that the writer lacks,
+// types that neither match nor promote, enum or record names that differ...). Err names the
+// first field that does not resolve as a path from the record root ($.user.id).
+type ResolveError struct {
+	WriterID uint32 // the writer schema's registry id
+	Err      error
+}
+
+func (e *ResolveError) Error() string {
+	return "writer schema cannot be resolved to the reader schema: " + e.Err.Error()
+}
+
+func (e *ResolveError) Unwrap() error { return e.Err }
+
+func (d *Decoder) appendValue(b []byte, strict bool) (string, error) {
 	data, w := b, (*writer)(nil)
 	if d.lookup != nil {
 		if len(b) < WireHeader {
-			return d.bad(fmt.Sprintf("not Confluent wire format: %d bytes, shorter than the 5-byte header", len(b)))
+			return d.bad(fmt.Sprintf("not Confluent wire format: %d bytes, shorter than the 5-byte header", len(b))), nil
 		}
 		if b[0] != Magic {
-			return d.bad(fmt.Sprintf("not Confluent wire format: magic byte 0x%02x (want 0x00)", b[0]))
+			return d.bad(fmt.Sprintf("not Confluent wire format: magic byte 0x%02x (want 0x00)", b[0])), nil
 		}
 		id := binary.BigEndian.Uint32(b[1:5])
 		w = d.writer(id)
 		if w.err != nil {
-			return d.bad(fmt.Sprintf("schema id %d: %v", id, w.err))
+			var re *ResolveError
+			if strict && errors.As(w.err, &re) {
+				d.b.AppendNull()
+				return "", re
+			}
+			return d.bad(fmt.Sprintf("schema id %d: %v", id, w.err)), nil
 		}
 		data = b[WireHeader:]
 	}
 	if w == nil || w.res == nil {
 		r := rd{buf: data}
 		if err := d.reader.Node.check(&r); err != nil {
-			return d.bad("bad avro data: " + err.Error())
+			return d.bad("bad avro data: " + err.Error()), nil
 		}
 		if r.pos != len(data) {
-			return d.bad(fmt.Sprintf("bad avro data: %d bytes left after the datum", len(data)-r.pos))
+			return d.bad(fmt.Sprintf("bad avro data: %d bytes left after the datum", len(data)-r.pos)), nil
 		}
 		r.pos = 0
 		d.reader.Node.fill(&r, d.b)
-		return ""
+		return "", nil
 	}
-	return d.appendResolved(w.codec, w.res, data)
+	return d.appendResolved(w.codec, w.res, data), nil
 }
 
 func (d *Decoder) bad(why string) string {
@@ -201,7 +233,7 @@ func (d *Decoder) writer(id uint32) *writer {
 	} else if wn, err := Compile([]byte(doc)); err != nil {
 		w.err = fmt.Errorf("writer schema: %w", err)
 	} else if res, err := Resolve(wn, d.reader.Node); err != nil {
-		w.err = fmt.Errorf("writer schema cannot be resolved to the reader schema: %w", err)
+		w.err = &ResolveError{WriterID: id, Err: err}
 	} else {
 		w.codec, w.res = c, res
 	}

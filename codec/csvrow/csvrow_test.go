@@ -137,10 +137,10 @@ func TestDecode(t *testing.T) {
 {"_rescued_data":"{\"n\":\"2024-01-01T00:00:00Z\"}","n":null,"t":"2024-01-01T00:00:00Z"}`,
 		},
 		{
-			name:  "invalid utf-8 is replaced",
+			name:  "invalid utf-8 is kept base64 in the rescued data",
 			ddl:   "s string, b binary",
 			input: "a\xffb,\xff\n",
-			want:  `{"_rescued_data":null,"b":"/w==","s":"a�b"}`,
+			want:  `{"_rescued_data":"{\"s_base64\":\"Yf9i\"}","b":"/w==","s":null}`,
 		},
 	}
 	for _, tt := range tests {

@@ -24,7 +24,8 @@
 //	integers                optionally signed decimal digits, in range (no spaces)
 //	float, double           decimal or exponent notation, NaN, Inf, Infinity (signed)
 //	decimal(p,s)            decimal notation, rounded half-up to s digits, fitting p
-//	string                  the text; invalid UTF-8 bytes become U+FFFD
+//	string                  the text; text that is not valid UTF-8 does not fit (null, its bytes
+//	                        rescued base64 under "<column>_base64", codec/rescue)
 //	binary                  the raw bytes
 //	date                    YYYY-MM-DD
 //	timestamp               RFC 3339 (zone-less text in Options.Location), or an epoch number in
@@ -77,6 +78,9 @@ type Options struct {
 	EpochUnitSet bool
 	// Source names the stream in rescued data and bad records.
 	Source string
+	// OnNotUTF8, when set, is called once for every row whose rescued data keeps text that is
+	// not valid UTF-8 (base64, codec/rescue), so a reader can count them and warn.
+	OnNotUTF8 func()
 	// BatchRows is the maximum rows per batch (default 65536).
 	BatchRows int
 	// BufferSize is the initial read buffer (default 256 KiB; grows to the longest record).
@@ -333,6 +337,9 @@ func (d *Decoder) decode(r *record, dry bool) string {
 					if len(shown) > 64 {
 						shown = append(shown[:61:61], "..."...)
 					}
+					if c.Kind == textcol.String {
+						return fmt.Sprintf("field %s: %q is not valid UTF-8", c.name, shown)
+					}
 					return fmt.Sprintf("field %s: %q is not a valid %s", c.name, shown, textcol.TypeName(c.typ))
 				}
 				continue
@@ -357,6 +364,9 @@ func (d *Decoder) decode(r *record, dry bool) string {
 		c.B.AppendNull()
 	}
 	if !dry && d.rescued != nil {
+		if d.res.NotUTF8() && d.opts.OnNotUTF8 != nil {
+			d.opts.OnNotUTF8()
+		}
 		if out := d.res.Finish(d.opts.Source); out != nil {
 			d.rescued.BinaryBuilder.Append(out)
 		} else {
@@ -370,14 +380,12 @@ func (d *Decoder) decode(r *record, dry bool) string {
 func (d *Decoder) value(c *column, v []byte, dry bool) bool {
 	switch c.Kind {
 	case textcol.String:
-		if dry {
-			return true
-		}
 		if !utf8.Valid(v) {
-			d.scratch = append(d.scratch[:0], []byte(string([]rune(string(v))))...)
-			v = d.scratch
+			return false
 		}
-		c.Bin.Append(v)
+		if !dry {
+			c.Bin.Append(v)
+		}
 	case textcol.Binary:
 		if !dry {
 			c.Bin.Append(v)

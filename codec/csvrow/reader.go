@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -54,7 +55,9 @@ func NewReader(r io.Reader, s *arrow.Schema, opts Options) (*Reader, error) {
 			return nil, fmt.Errorf("csvrow: header of %s: %s", opts.Source, rec.bad)
 		default:
 			for i := range rec.ends {
-				rd.header = append(rd.header, string(rec.field(i)))
+				// A column name must be UTF-8 (Arrow schemas, JSON rescued data): bytes that
+				// are not become U+FFFD.
+				rd.header = append(rd.header, strings.ToValidUTF8(string(rec.field(i)), "\uFFFD"))
 			}
 		}
 	}

@@ -121,6 +121,9 @@ type Options struct {
 	// Mode, OnBadRecord: the rescue contract of text formats (see codec/rescue).
 	Mode        rescue.Mode
 	OnBadRecord rescue.Handler
+	// OnNotUTF8 is called for every row of a text format whose rescued data keeps text that is
+	// not valid UTF-8 (base64, see codec/rescue); nil: not counted.
+	OnNotUTF8 func()
 	// Location for zone-less timestamps in text formats (default UTC).
 	Location *time.Location
 	// Allocator for Arrow memory (default memory.DefaultAllocator).
@@ -308,6 +311,7 @@ func newStreamReader(r io.Reader, closer io.Closer, name string, format Format, 
 			co.Delimiter = '\t'
 		}
 		co.Mode, co.OnBadRecord, co.Allocator, co.Source, co.BatchRows = opts.Mode, opts.OnBadRecord, opts.Allocator, name, opts.BatchRows
+		co.OnNotUTF8 = opts.OnNotUTF8
 		if opts.Location != nil {
 			co.Location = opts.Location
 		}
@@ -331,6 +335,7 @@ func newStreamReader(r io.Reader, closer io.Closer, name string, format Format, 
 	case JSON:
 		jo := opts.JSON
 		jo.Mode, jo.OnBadRecord, jo.Allocator, jo.Source, jo.BatchRows = opts.Mode, opts.OnBadRecord, opts.Allocator, name, opts.BatchRows
+		jo.OnNotUTF8 = opts.OnNotUTF8
 		if opts.Location != nil {
 			jo.Location = opts.Location
 		}

@@ -44,6 +44,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -64,6 +65,9 @@ type Options struct {
 	// OnBadRecord receives unparseable records (and, in DropMalformed mode, mistyped ones).
 	// When nil, the first bad record is returned as a *rescue.Error.
 	OnBadRecord rescue.Handler
+	// OnNotUTF8, when set, is called once for every row whose rescued data keeps text that is
+	// not valid UTF-8 (base64, codec/rescue), so a reader can count them and warn.
+	OnNotUTF8 func()
 	// RescuedColumn names the rescued-data column appended to the schema (default
 	// rescue.Column). If the schema already has a string column of that name it is used.
 	// NoRescuedColumn disables it: extra fields are then ignored and mistyped values make the
@@ -335,6 +339,9 @@ func (d *Decoder) Append(data []byte, src Source) (bool, error) {
 	d.path = d.path[:0]
 	d.decodeStruct(d.root, 0, true)
 	if d.rescued != nil {
+		if d.res.NotUTF8() && d.opts.OnNotUTF8 != nil {
+			d.opts.OnNotUTF8()
+		}
 		if d.res.Len() > 0 {
 			d.rescued.BinaryBuilder.Append(d.res.Finish(src.name()))
 		} else {
@@ -408,7 +415,11 @@ func (d *Decoder) mismatch(f *field, ti int32) {
 			if len(raw) > 64 {
 				raw = append(raw[:61:61], "..."...)
 			}
-			d.problem = fmt.Sprintf("field %s: %s is not a valid %s", d.pathString(), raw, textcol.TypeName(f.typ))
+			if !utf8.Valid(raw) {
+				d.problem = fmt.Sprintf("field %s: %q is not valid UTF-8", d.pathString(), raw)
+			} else {
+				d.problem = fmt.Sprintf("field %s: %s is not a valid %s", d.pathString(), raw, textcol.TypeName(f.typ))
+			}
 		}
 		return
 	}
@@ -483,7 +494,8 @@ func (d *Decoder) decodeStruct(f *field, ti int32, top bool) {
 			}
 			if !d.dry && d.rescued != nil {
 				vt := &d.tz.toks[rescueIdx]
-				if len(d.path) == 0 && kt.kind == tStr {
+				if len(d.path) == 0 && (kt.kind == tStr || !utf8.Valid(d.data[kt.start:kt.end])) {
+					// (a name that is not UTF-8: AddRawKey keeps the member's bytes, base64)
 					d.res.AddRawKey(d.data[kt.start:kt.end], d.data[vt.start:vt.end])
 				} else {
 					d.path = append(d.path, pathSeg{name: string(key), index: -1})
@@ -610,6 +622,12 @@ func (d *Decoder) value(f *field, ti int32) {
 			f.Dec.Append(v)
 		}
 	case textcol.String:
+		// Text that is not valid UTF-8 does not fit a string column: rescued, base64, as a
+		// mistyped value (tStr tokens are valid by construction).
+		if t.kind != tStr && !utf8.Valid(d.data[t.start:t.end]) {
+			ok = false
+			break
+		}
 		if d.dry {
 			break
 		}

@@ -2,6 +2,7 @@ package jsonrow
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"unicode/utf8"
 
 	"github.com/streamkit/streamkit/codec/internal/textcol"
 	"github.com/streamkit/streamkit/codec/internal/textconv"
@@ -124,6 +125,11 @@ func (in *Inferrer) typeOf(ti int32) arrow.DataType {
 	seen := map[string]int{}
 	for k := ti + 1; k < t.next; {
 		kt := &in.tz.toks[k]
+		if kt.kind == tStrEsc && !utf8.Valid(in.data[kt.start:kt.end]) {
+			// A name that is not UTF-8 cannot name a column: the member is rescued (base64).
+			k = in.tz.toks[k+1].next
+			continue
+		}
 		var name string
 		if kt.kind == tStr {
 			name = string(in.data[kt.start+1 : kt.end-1])

@@ -19,6 +19,16 @@
 // "_file" (SourceKey) names the source — a file path, or topic/partition@offset for Kafka — and
 // is left out when the decoder was given no source. Keys appear in record order.
 //
+// Text that is not valid UTF-8 cannot go into a string column (Arrow utf8) nor a JSON string
+// without being rewritten, so its bytes are kept instead, base64 (RFC 4648 standard alphabet,
+// padded), under "<path>_base64" (Base64Suffix): {"name_base64":"YmFk//51dGY4"} is the CSV field
+// bad\xff\xfeutf8; for JSON input it is the field's verbatim JSON value, quotes included. A
+// string column whose value is not valid UTF-8 is left null and rescued that way, as a mistyped
+// value is (in DropMalformed/FailFast mode it makes the record bad). A field name that is not
+// valid UTF-8 is written with U+FFFD in the path and its member text ("name":value) is the
+// base64 value. Builder.NotUTF8 tells a decoder that the record held such text, so the reader
+// can count those rows and warn.
+//
 // Modes follow Spark's parse modes (DataFrameReader option "mode"):
 //
 //	Permissive     mistyped and extra fields are rescued; unparseable records go to the handler.
@@ -32,6 +42,7 @@
 package rescue
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -42,6 +53,10 @@ const Column = "_rescued_data"
 
 // SourceKey is the key naming the source inside a rescued-data object.
 const SourceKey = "_file"
+
+// Base64Suffix is appended to the path of a rescued value whose bytes are not valid UTF-8; its
+// value is then the bytes in standard base64 (see the package doc).
+const Base64Suffix = "_base64"
 
 // Mode is how a decoder treats records that do not fit the schema (see the package doc).
 type Mode int
@@ -124,12 +139,25 @@ func Report(m Mode, h Handler, br BadRecord) error {
 // Builder accumulates one record's rescued fields and renders the JSON object. The zero value
 // is ready; Reset reuses its memory.
 type Builder struct {
-	buf []byte
-	n   int
+	buf     []byte
+	n       int
+	notUTF8 bool
 }
 
 // Reset forgets the fields added so far.
-func (b *Builder) Reset() { b.buf, b.n = b.buf[:0], 0 }
+func (b *Builder) Reset() { b.buf, b.n, b.notUTF8 = b.buf[:0], 0, false }
+
+// NotUTF8 reports whether a field added since Reset was not valid UTF-8 (kept as base64).
+func (b *Builder) NotUTF8() bool { return b.notUTF8 }
+
+// addBase64 adds raw, which is not valid UTF-8, base64 under path + Base64Suffix.
+func (b *Builder) addBase64(path string, raw []byte) {
+	b.notUTF8 = true
+	b.key(path + Base64Suffix)
+	b.buf = append(b.buf, '"')
+	b.buf = base64.StdEncoding.AppendEncode(b.buf, raw)
+	b.buf = append(b.buf, '"')
+}
 
 // Len reports how many fields were added since Reset.
 func (b *Builder) Len() int { return b.n }
@@ -145,8 +173,13 @@ func (b *Builder) key(path string) {
 	b.buf = append(b.buf, ':')
 }
 
-// AddRaw adds a field whose value is already valid JSON text.
+// AddRaw adds a field whose value is already JSON text (verbatim input; kept base64 when it
+// is not valid UTF-8).
 func (b *Builder) AddRaw(path string, value []byte) {
+	if !utf8.Valid(value) {
+		b.addBase64(path, value)
+		return
+	}
 	b.key(path)
 	b.buf = append(b.buf, value...)
 }
@@ -154,6 +187,15 @@ func (b *Builder) AddRaw(path string, value []byte) {
 // AddRawKey adds a field whose key is already a quoted JSON string (as it appeared in the
 // input) and whose value is valid JSON text.
 func (b *Builder) AddRawKey(quotedKey, value []byte) {
+	if !utf8.Valid(quotedKey) {
+		member := append(append(append([]byte(nil), quotedKey...), ':'), value...)
+		b.addBase64(string(quotedKey[1:len(quotedKey)-1]), member)
+		return
+	}
+	if !utf8.Valid(value) {
+		b.addBase64(string(quotedKey[1:len(quotedKey)-1]), value)
+		return
+	}
 	if b.n == 0 {
 		b.buf = append(b.buf, '{')
 	} else {
@@ -165,8 +207,13 @@ func (b *Builder) AddRawKey(quotedKey, value []byte) {
 	b.buf = append(b.buf, value...)
 }
 
-// AddString adds a field whose value is text, written as a JSON string.
+// AddString adds a field whose value is text, written as a JSON string (kept base64 when it
+// is not valid UTF-8).
 func (b *Builder) AddString(path string, value []byte) {
+	if !utf8.Valid(value) {
+		b.addBase64(path, value)
+		return
+	}
 	b.key(path)
 	b.buf = AppendQuoted(b.buf, string(value))
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/internal/kafkaconn"
@@ -162,6 +163,43 @@ func (c *Cluster) ProduceFresh(t testing.TB, recs ...*kgo.Record) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Recreate deletes topic and creates it again with partitions (retrying while the deletion is
+// still under way), so it gets a new topic ID and its offsets start again at 0. Produce to it
+// with ProduceFresh.
+func (c *Cluster) Recreate(t testing.TB, topic string, partitions int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := c.Admin.DeleteTopic(ctx, topic); err != nil {
+		t.Fatalf("delete topic %s: %v", topic, err)
+	}
+	for {
+		r, err := c.Admin.CreateTopic(ctx, partitions, 1, nil, topic)
+		if err == nil && r.Err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("re-create topic %s: %v %v", topic, err, r.Err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TopicID returns topic's ID (KIP-516) on the brokers now, from a direct metadata request (a
+// client's cache may still hold a deleted topic's ID).
+func (c *Cluster) TopicID(t testing.TB, topic string) [16]byte {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), c.Client)
+	if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("metadata of %s: %v %+v", topic, err, resp)
+	}
+	return resp.Topics[0].TopicID
 }
 
 // TxnClient returns a transactional producer with id.

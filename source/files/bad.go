@@ -1,8 +1,10 @@
 package files
 
 import (
+	"encoding/base64"
 	"log/slog"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/streamkit/streamkit/codec/rescue"
 )
@@ -15,17 +17,33 @@ const logBad = 10
 //
 //	{"file":"/abs/x.json","line":7,"offset":312,"reason":"…","raw":"…"}
 //
-// (raw is the record's text without its line terminator, invalid UTF-8 as U+FFFD), counts
-// them, and logs the first few. The file is opened for appending: a replayed epoch appends
+// (raw is the record's text without its line terminator; a record that is not valid UTF-8 has
+// its bytes base64 under raw_base64 instead), counts them, and logs the first few. It also
+// counts the rows of the file being read whose rescued data keeps text that is not valid UTF-8
+// (codec/rescue: base64 under <field>_base64) and warns once per file with their number. The file is opened for appending: a replayed epoch appends
 // its bad records again (at-least-once, like any side output); the file is flushed and
 // synced before each epoch's offsets are written.
 type badRecords struct {
-	path  string
-	out   *rescue.LineFile
-	n     int64
-	log   *slog.Logger
-	onBad func()
-	buf   []byte
+	path    string
+	out     *rescue.LineFile
+	n       int64
+	log     *slog.Logger
+	onBad   func()
+	buf     []byte
+	notUTF8 int64 // rows of the current file with text that is not UTF-8
+}
+
+// notUTF8Row counts a row of the current file whose rescued data keeps text that is not UTF-8.
+func (b *badRecords) notUTF8Row() { b.notUTF8++ }
+
+// fileDone warns once about the rows of the file just read that held text that is not UTF-8.
+func (b *badRecords) fileDone(path string) {
+	if b.notUTF8 == 0 {
+		return
+	}
+	b.log.Warn("text that is not valid UTF-8: the fields are null and their bytes kept base64 in _rescued_data (<field>_base64); is the file in another encoding?",
+		"file", path, "rows", b.notUTF8)
+	b.notUTF8 = 0
 }
 
 func openBadRecords(path string, log *slog.Logger, onBad func()) (*badRecords, error) {
@@ -71,8 +89,14 @@ func (b *badRecords) handle(r rescue.BadRecord) error {
 	buf = strconv.AppendInt(buf, r.Offset, 10)
 	buf = append(buf, `,"reason":`...)
 	buf = rescue.AppendQuoted(buf, r.Reason)
-	buf = append(buf, `,"raw":`...)
-	buf = rescue.AppendQuoted(buf, string(r.Raw))
+	if utf8.Valid(r.Raw) {
+		buf = append(buf, `,"raw":`...)
+		buf = rescue.AppendQuoted(buf, string(r.Raw))
+	} else {
+		buf = append(buf, `,"raw_base64":"`...)
+		buf = base64.StdEncoding.AppendEncode(buf, r.Raw)
+		buf = append(buf, '"')
+	}
 	buf = append(buf, "}\n"...)
 	b.buf = buf
 	return b.out.Write(buf)

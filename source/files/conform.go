@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -47,10 +48,16 @@ type converter struct {
 	extras   []int // source columns not in the schema (rescued)
 	identity bool  // the source columns are dec's data columns, same order and types
 	names    []string
+	// onNotUTF8 counts a row whose string values are not valid UTF-8 (nil: not counted).
+	onNotUTF8 func()
 }
 
-func newConverter(mem memory.Allocator, dec, out *arrow.Schema, meta bool, e *Entry, text bool, fsch *arrow.Schema) (*converter, error) {
-	c := &converter{mem: mem, dec: dec, out: out, meta: meta, entry: e, text: text}
+// newConverter prepares the conversion of a file with schema fsch into the stream schema dec
+// (out with _metadata). With strict, a column the file has whose type cannot be converted to
+// dec's at all is a *SchemaMismatchError (see Config.RescueSchemaMismatch). onNotUTF8 is called
+// for every row of a binary file whose string column holds a value that is not valid UTF-8.
+func newConverter(mem memory.Allocator, dec, out *arrow.Schema, meta bool, e *Entry, text bool, fsch *arrow.Schema, strict bool, onNotUTF8 func()) (*converter, error) {
+	c := &converter{mem: mem, dec: dec, out: out, meta: meta, entry: e, text: text, onNotUTF8: onNotUTF8}
 	nData := dec.NumFields() - 1
 	if text {
 		if fsch.NumFields() != dec.NumFields() {
@@ -79,6 +86,11 @@ func newConverter(mem memory.Allocator, dec, out *arrow.Schema, meta bool, e *En
 		if j != i || !arrow.TypeEqual(fsch.Field(j).Type, f.Type) {
 			c.identity = false
 		}
+		if j >= 0 && strict && !arrow.TypeEqual(fsch.Field(j).Type, f.Type) {
+			if err := castable(mem, fsch.Field(j).Type, f.Type); err != nil {
+				return nil, &SchemaMismatchError{Column: f.Name, FileType: fsch.Field(j).Type, Type: f.Type, Err: err}
+			}
+		}
 	}
 	for j, u := range used {
 		if !u && fsch.Field(j).Name != rescue.Column {
@@ -90,6 +102,36 @@ func newConverter(mem memory.Allocator, dec, out *arrow.Schema, meta bool, e *En
 		c.names[j] = f.Name
 	}
 	return c, nil
+}
+
+// SchemaMismatchError reports a file column whose type no cast converts to the stream
+// schema's (e.g. a struct read as a number, a string as a struct): every value of it would be
+// rescued, so it is a schema configuration error rather than bad values. The caller adds the
+// file's path.
+type SchemaMismatchError struct {
+	Column         string
+	FileType, Type arrow.DataType // the file's type and the stream schema's
+	Err            error          // why no cast exists
+}
+
+func (e *SchemaMismatchError) Error() string {
+	return fmt.Sprintf("column %s is %s in the file, which cannot be converted to the schema's %s (%v): "+
+		"the file's schema does not resolve to the stream schema (--schema, or the one this checkpoint recorded); "+
+		"fix --schema, or --on-schema-mismatch rescue reads on with the column null and its values in %s",
+		e.Column, e.FileType, e.Type, e.Err, rescue.Column)
+}
+
+// castable reports whether arrow compute casts from to to (safely) at all, whatever the values:
+// it casts an empty array.
+func castable(mem memory.Allocator, from, to arrow.DataType) error {
+	a := array.MakeArrayOfNull(mem, from, 0)
+	defer a.Release()
+	out, err := compute.CastArray(compute.WithAllocator(context.Background(), mem), a, compute.SafeCastOptions(to))
+	if err != nil {
+		return err
+	}
+	out.Release()
+	return nil
 }
 
 // convert returns b's rows in the stream schema (the caller releases it) and releases b.
@@ -135,6 +177,25 @@ func (c *converter) convert(b formats.Batch) (arrow.RecordBatch, error) {
 			rescued = append(rescued, rec.Column(j))
 			rescuedNames = append(rescuedNames, c.names[j])
 		}
+		// String values that are not valid UTF-8 (a Parquet or Arrow writer that did not check):
+		// null in their column, their bytes rescued (base64).
+		var bad []bool
+		for i, a := range cols {
+			s, ok := a.(*array.String)
+			if !ok || utf8.Valid(s.ValueBytes()) {
+				continue
+			}
+			kept, only := splitNotUTF8(c.mem, s, &bad)
+			owned = append(owned, kept, only)
+			cols[i] = kept
+			rescued = append(rescued, only)
+			rescuedNames = append(rescuedNames, c.dec.Field(i).Name)
+		}
+		for _, b := range bad {
+			if b && c.onNotUTF8 != nil {
+				c.onNotUTF8()
+			}
+		}
 		a, err := c.rescue(rescued, rescuedNames, int(n))
 		if err != nil {
 			return nil, err
@@ -148,6 +209,32 @@ func (c *converter) convert(b formats.Batch) (arrow.RecordBatch, error) {
 		cols = append(cols, m)
 	}
 	return array.NewRecordBatch(c.out, cols, n), nil
+}
+
+// splitNotUTF8 splits s into kept (s with its values that are not valid UTF-8 made null) and
+// only (those values, null elsewhere), marking their rows in *bad.
+func splitNotUTF8(mem memory.Allocator, s *array.String, bad *[]bool) (kept, only arrow.Array) {
+	if *bad == nil {
+		*bad = make([]bool, s.Len())
+	}
+	kb, ob := array.NewStringBuilder(mem), array.NewStringBuilder(mem)
+	defer kb.Release()
+	defer ob.Release()
+	for r := 0; r < s.Len(); r++ {
+		switch v := s.Value(r); {
+		case s.IsNull(r):
+			kb.AppendNull()
+			ob.AppendNull()
+		case utf8.ValidString(v):
+			kb.Append(v)
+			ob.AppendNull()
+		default:
+			(*bad)[r] = true
+			kb.AppendNull()
+			ob.Append(v)
+		}
+	}
+	return kb.NewArray(), ob.NewArray()
 }
 
 // rescue renders the values of cols as the _rescued_data JSON of each row (null when a row
@@ -164,6 +251,10 @@ func (c *converter) rescue(cols []arrow.Array, names []string, n int) (arrow.Arr
 		rb.Reset()
 		for k, a := range cols {
 			if a.IsNull(r) {
+				continue
+			}
+			if s, ok := a.(*array.String); ok && !utf8.ValidString(s.Value(r)) {
+				rb.AddString(names[k], []byte(s.Value(r))) // kept base64 (codec/rescue)
 				continue
 			}
 			v, err := json.Marshal(a.GetOneForMarshal(r))

@@ -69,7 +69,8 @@
 // raw text, or the log), counted in the stage's progress and at exit; --mode selects Spark's
 // permissive / dropmalformed / failfast. Binary formats are conformed by column name: equal
 // types pass through, other types are cast (arrow compute, safe) and a column whose values
-// cannot be cast is null with its values rescued; columns the schema lacks are rescued with an
+// cannot be cast is null with its values rescued (a column whose type no cast converts at
+// all is a *SchemaMismatchError unless Config.RescueSchemaMismatch); columns the schema lacks are rescued with an
 // inferred schema and left out (not read, for Parquet) with an explicit --schema; a missing
 // nullable column is null.
 //

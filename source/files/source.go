@@ -74,6 +74,12 @@ type Config struct {
 	Mode rescue.Mode
 	// BadRecords is the NDJSON file receiving unparseable records ("" = log them only).
 	BadRecords string
+	// RescueSchemaMismatch (--on-schema-mismatch rescue) reads a binary file (Parquet, Avro,
+	// Arrow) whose column cannot be converted to the stream schema's type at all (no cast
+	// exists between the types: a schema mismatch, not a bad value) with that column null and
+	// its values in _rescued_data; by default such a file fails the run, naming the file, the
+	// column and both types (Spark's Avro and Parquet readers fail the same way).
+	RescueSchemaMismatch bool
 	// WithMetadata adds the _metadata struct column (MetadataType).
 	WithMetadata bool
 	// Location reads zone-less timestamps (default UTC; never the machine's zone).
@@ -390,7 +396,7 @@ func (s *Source) infer(ctx context.Context) (*arrow.Schema, error) {
 			return nil, err
 		}
 		s.setSchema(s.outputSchema(nullable(r.Schema())))
-		conv, err := newConverter(s.env.Mem, s.dec, s.out, s.cfg.WithMetadata, s.entries[s.cur.Next], text, r.Schema())
+		conv, err := newConverter(s.env.Mem, s.dec, s.out, s.cfg.WithMetadata, s.entries[s.cur.Next], text, r.Schema(), !s.cfg.RescueSchemaMismatch, s.bad.notUTF8Row)
 		if err != nil {
 			r.Close()
 			return nil, err
@@ -468,6 +474,7 @@ func (s *Source) readerOptions(format formats.Format, sch *arrow.Schema) formats
 		Format: format, Schema: sch, BatchRows: s.env.BatchRows, CSV: s.cfg.CSV,
 		JSON: jsonrow.ReaderOptions{Layout: s.cfg.JSONLayout, BufferSize: s.cfg.BufferSize},
 		Mode: s.cfg.Mode, OnBadRecord: s.bad.handle, Location: s.cfg.Location, Allocator: s.env.Mem,
+		OnNotUTF8: s.bad.notUTF8Row,
 	}
 	if o.BatchRows <= 0 {
 		o.BatchRows = 1 << 16
@@ -486,6 +493,7 @@ func (s *Source) openReaderInfer(e *Entry, rows int) (formats.Reader, bool, erro
 	o := s.readerOptions(format, nil)
 	o.Mode = rescue.Permissive
 	o.OnBadRecord = func(rescue.BadRecord) error { return nil }
+	o.OnNotUTF8 = nil // counted when the file is read
 	o.CSV.Infer.Rows, o.JSON.Infer.Rows = rows, rows
 	r, err := s.openWith(e, format, o)
 	return r, isText(format), err
@@ -884,7 +892,7 @@ func (s *Source) openNext(replay bool) error {
 		}
 		return fmt.Errorf("read-files: %w", err)
 	}
-	conv, err := newConverter(s.env.Mem, s.dec, s.out, s.cfg.WithMetadata, e, text, r.Schema())
+	conv, err := newConverter(s.env.Mem, s.dec, s.out, s.cfg.WithMetadata, e, text, r.Schema(), !s.cfg.RescueSchemaMismatch, s.bad.notUTF8Row)
 	if err == nil && s.projecting && !text {
 		conv.extras = nil // --schema selects the columns of typed files
 	}
@@ -958,6 +966,7 @@ func (s *Source) finishFile() {
 		f.r.Close()
 		s.open = nil
 		s.files++
+		s.bad.fileDone(f.e.Path)
 	}
 	s.cur = cursor{Next: s.cur.Next + 1}
 }

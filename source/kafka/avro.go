@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -38,10 +39,39 @@ type avroCodec struct {
 	reader *avrorow.Schema
 	meta   map[string]string
 	dec    *avrorow.Decoder
+	spec   string // --key-schema / --value-schema ("" : the registry's latest)
+	rescue bool   // --on-schema-mismatch rescue
+}
+
+// Choices of --on-schema-mismatch: what an Avro key or value whose writer schema (Confluent
+// wire format, by id) the reader schema cannot resolve does.
+const (
+	// SchemaMismatchFail (the default) fails the run at the first such record, naming both
+	// schema ids and the field that does not resolve: a configuration error, as Spark's
+	// from_avro mode FAILFAST.
+	SchemaMismatchFail = "fail"
+	// SchemaMismatchRescue leaves the column null and rescues the raw record with the reason,
+	// as any bad record (Spark's PERMISSIVE).
+	SchemaMismatchRescue = "rescue"
+)
+
+// setOnSchemaMismatch applies --on-schema-mismatch (mode) to the avro codecs among cs.
+func setOnSchemaMismatch(mode string, cs ...fieldCodec) error {
+	switch mode {
+	case "", SchemaMismatchFail, SchemaMismatchRescue:
+	default:
+		return fmt.Errorf("--on-schema-mismatch must be fail or rescue, got %q", mode)
+	}
+	for _, c := range cs {
+		if a, ok := c.(*avroCodec); ok {
+			a.rescue = mode == SchemaMismatchRescue
+		}
+	}
+	return nil
 }
 
 func newAvroCodec(which, spec string, reg *schemaregistry.Client) (*avroCodec, error) {
-	c := &avroCodec{which: which, reg: reg, meta: map[string]string{}}
+	c := &avroCodec{which: which, reg: reg, meta: map[string]string{}, spec: spec}
 	if spec == "" {
 		if reg == nil {
 			return nil, fmt.Errorf("--%s-format avro needs --%s-schema FILE.avsc (plain Avro binary) or --schema-registry URL (Confluent wire format)", which, which)
@@ -138,7 +168,32 @@ func (c *avroCodec) append(b []byte, _ func() string) (string, error) {
 		c.dec.AppendNull()
 		return "", nil
 	}
-	return c.dec.Append(b), nil
+	if c.rescue || c.reg == nil {
+		return c.dec.Append(b), nil
+	}
+	bad, err := c.dec.AppendStrict(b)
+	var re *avrorow.ResolveError
+	if errors.As(err, &re) {
+		return "", c.mismatch(re)
+	}
+	return bad, err
+}
+
+// mismatch is the error of a writer schema that the reader schema cannot resolve.
+func (c *avroCodec) mismatch(re *avrorow.ResolveError) error {
+	reader := "the reader schema --" + c.which + "-schema " + c.spec
+	if id, ok := c.meta[MetaSchemaID]; ok {
+		reader = fmt.Sprintf("reader schema id %s (subject %s version %s", id, c.meta[MetaSchemaSubject], c.meta[MetaSchemaVersion])
+		if c.spec == "" {
+			reader += ", the latest when the run started)"
+		} else {
+			reader += ", --" + c.which + "-schema " + c.spec + ")"
+		}
+	}
+	return fmt.Errorf("%s: writer schema id %d cannot be resolved to %s: %v; "+
+		"this is a schema configuration error, not a bad record: register a compatible schema version, give a --%s-schema "+
+		"that resolves every writer schema, or --on-schema-mismatch rescue to read on with such records null and rescued in %s",
+		c.which, re.WriterID, reader, re.Err, c.which, ColRescued)
 }
 
 func (c *avroCodec) finish() arrow.Array { return c.dec.NewArray() }

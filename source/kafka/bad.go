@@ -129,3 +129,26 @@ func (b *badFile) close() error {
 	}
 	return b.out.Close()
 }
+
+// warnNotUTF8 warns, once per partition and run, when the json key or value of r just decoded
+// held text that is not valid UTF-8: it is kept base64 in the struct's _rescued_data member
+// (codec/rescue), and the field is null. (Undecodable string keys and values are bad records,
+// counted and logged as such.)
+func (b *builder) warnNotUTF8(r *kgo.Record) {
+	for _, c := range []fieldCodec{b.keyC, b.valC} {
+		j, ok := c.(*jsonCodec)
+		if !ok || !j.notUTF8 {
+			continue
+		}
+		tp := TP{r.Topic, r.Partition}
+		if b.notUTF8Warned == nil {
+			b.notUTF8Warned = map[TP]bool{}
+		}
+		if !b.notUTF8Warned[tp] && b.log != nil {
+			b.notUTF8Warned[tp] = true
+			b.log("json text that is not valid UTF-8: the fields are null and their bytes kept base64 in _rescued_data (<field>_base64); further records of this partition are not logged",
+				"at", b.srcName())
+		}
+		return
+	}
+}

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -25,20 +26,22 @@ func (t TP) String() string { return fmt.Sprintf("%s/%d", t.Topic, t.Partition) 
 type Offsets map[TP]int64
 
 // MarshalJSON writes {"topic":{"partition":offset}} with topics and partitions in order.
-func (o Offsets) MarshalJSON() ([]byte, error) {
+func (o Offsets) MarshalJSON() ([]byte, error) { return o.appendJSON(nil, nil), nil }
+
+// appendJSON appends o's JSON form to b, with the topicId member of ids (when it has a
+// non-zero one) last in each topic's object.
+func (o Offsets) appendJSON(b []byte, ids map[string]TopicID) []byte {
 	tps := o.Sorted()
-	var b []byte
 	b = append(b, '{')
-	last := ""
 	for i, tp := range tps {
-		if i == 0 || tp.Topic != last {
+		if i == 0 || tp.Topic != tps[i-1].Topic {
 			if i > 0 {
+				b = appendTopicID(b, ids, tps[i-1].Topic)
 				b = append(b, "},"...)
 			}
 			k, _ := json.Marshal(tp.Topic)
 			b = append(b, k...)
 			b = append(b, ":{"...)
-			last = tp.Topic
 		} else {
 			b = append(b, ',')
 		}
@@ -48,29 +51,129 @@ func (o Offsets) MarshalJSON() ([]byte, error) {
 		b = strconv.AppendInt(b, o[tp], 10)
 	}
 	if len(tps) > 0 {
+		b = appendTopicID(b, ids, tps[len(tps)-1].Topic)
 		b = append(b, '}')
 	}
-	b = append(b, '}')
-	return b, nil
+	return append(b, '}')
 }
 
-// UnmarshalJSON reads Spark's offsets JSON.
+func appendTopicID(b []byte, ids map[string]TopicID, topic string) []byte {
+	if id, ok := ids[topic]; ok && !id.IsZero() {
+		b = append(b, `,"`+topicIDKey+`":"`...)
+		b = append(b, id.String()...)
+		b = append(b, '"')
+	}
+	return b
+}
+
+// UnmarshalJSON reads Spark's offsets JSON. A checkpoint position's topic IDs (the
+// "topicId" members of Position's JSON) are accepted and ignored, so a position can be pasted
+// into --start or --until.
 func (o *Offsets) UnmarshalJSON(b []byte) error {
-	var m map[string]map[string]int64
+	out, _, err := parseOffsets(b)
+	if err != nil {
+		return err
+	}
+	*o = out
+	return nil
+}
+
+// topicIDKey is the member of a topic's object in Position's JSON that holds its topic ID: it
+// cannot be a partition number.
+const topicIDKey = "topicId"
+
+// parseOffsets reads Spark's offsets JSON, with the optional topicIDKey member of each topic.
+func parseOffsets(b []byte) (Offsets, map[string]TopicID, error) {
+	var m map[string]map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("offsets JSON: %w (want {\"topic\":{\"0\":23,\"1\":-2}})", err)
+		return nil, nil, fmt.Errorf("offsets JSON: %w (want {\"topic\":{\"0\":23,\"1\":-2}})", err)
 	}
 	out := Offsets{}
+	var ids map[string]TopicID
 	for t, ps := range m {
-		for p, off := range ps {
+		for p, raw := range ps {
+			if p == topicIDKey {
+				var s string
+				if err := json.Unmarshal(raw, &s); err != nil {
+					return nil, nil, fmt.Errorf("offsets JSON: topic %q: %s is not a string", t, topicIDKey)
+				}
+				id, err := ParseTopicID(s)
+				if err != nil {
+					return nil, nil, fmt.Errorf("offsets JSON: topic %q: %w", t, err)
+				}
+				if ids == nil {
+					ids = map[string]TopicID{}
+				}
+				ids[t] = id
+				continue
+			}
 			n, err := strconv.ParseInt(p, 10, 32)
 			if err != nil || n < 0 {
-				return fmt.Errorf("offsets JSON: topic %q: partition %q is not a partition number", t, p)
+				return nil, nil, fmt.Errorf("offsets JSON: topic %q: partition %q is not a partition number", t, p)
+			}
+			var off int64
+			if err := json.Unmarshal(raw, &off); err != nil {
+				return nil, nil, fmt.Errorf("offsets JSON: topic %q partition %s: offset %s is not an integer", t, p, raw)
 			}
 			out[TP{t, int32(n)}] = off
 		}
 	}
-	*o = out
+	return out, ids, nil
+}
+
+// TopicID is a topic's ID (KIP-516): 16 bytes the controller gives a topic when it is created,
+// so a topic deleted and re-created under the same name has another ID. The zero value means
+// unknown (a checkpoint written before IDs were recorded). Its text form is Kafka's
+// (Uuid.toString: URL-safe base64 without padding, 22 characters), as kafka-topics.sh
+// --describe prints it.
+type TopicID [16]byte
+
+// String returns the ID as Kafka writes it, e.g. "vG1lUgy4QnOxGfVtqsxKxQ".
+func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// IsZero reports whether the ID is unknown.
+func (id TopicID) IsZero() bool { return id == TopicID{} }
+
+// ParseTopicID parses Kafka's text form of a topic ID (TopicID.String).
+func ParseTopicID(s string) (TopicID, error) {
+	var id TopicID
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != len(id) {
+		return id, fmt.Errorf("topic ID %q is not a Kafka topic ID (22 characters of URL-safe base64)", s)
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// Position is read-kafka's checkpoint position (its offsets WAL entry): the next offset of
+// every assigned partition, and the topic ID of every topic read, so a restart can tell a
+// topic that was deleted and re-created under the same name (whose offsets start again at 0)
+// from the one the checkpoint read. Its JSON form is Spark's offsets JSON with each topic's ID
+// beside its partitions,
+//
+//	{"orders":{"0":23,"1":42,"topicId":"vG1lUgy4QnOxGfVtqsxKxQ"}}
+//
+// A position written before IDs were recorded has none (TopicIDs nil): its topics are taken
+// as they are, and the next position records their IDs.
+type Position struct {
+	Offsets  Offsets
+	TopicIDs map[string]TopicID // topic → ID; a topic without one is not checked
+}
+
+// MarshalJSON writes Offsets as Offsets.MarshalJSON does, with the topicId member last in each
+// topic that has an ID.
+func (p Position) MarshalJSON() ([]byte, error) { return p.Offsets.appendJSON(nil, p.TopicIDs), nil }
+
+// UnmarshalJSON reads Position's JSON form, or Spark's offsets JSON (no IDs).
+func (p *Position) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	o, ids, err := parseOffsets(b)
+	if err != nil {
+		return err
+	}
+	p.Offsets, p.TopicIDs = o, ids
 	return nil
 }
 

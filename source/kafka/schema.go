@@ -123,9 +123,10 @@ func (*stringCodec) decodes() bool         { return true }
 // not a JSON object leaves the struct null and is rescued whole. A null Kafka key or value (a
 // tombstone) is a null struct.
 type jsonCodec struct {
-	schema *arrow.Schema
-	d      *jsonrow.Decoder
-	reason string
+	schema  *arrow.Schema
+	d       *jsonrow.Decoder
+	reason  string
+	notUTF8 bool // the last value's rescued data keeps text that is not UTF-8 (base64)
 }
 
 func (c *jsonCodec) field(name string) arrow.Field {
@@ -143,6 +144,7 @@ func (c *jsonCodec) open(mem memory.Allocator) error {
 	d, err := jsonrow.NewDecoder(c.schema, jsonrow.Options{
 		Allocator:   mem,
 		OnBadRecord: func(br rescue.BadRecord) error { c.reason = br.Reason; return nil },
+		OnNotUTF8:   func() { c.notUTF8 = true },
 	})
 	if err != nil {
 		return err
@@ -155,7 +157,7 @@ func (c *jsonCodec) append(b []byte, src func() string) (string, error) {
 		c.d.AppendNull()
 		return "", nil
 	}
-	c.reason = ""
+	c.reason, c.notUTF8 = "", false
 	ok, err := c.d.Append(b, jsonrow.Source{NameFunc: src})
 	if err != nil {
 		return "", err
@@ -239,6 +241,8 @@ type builder struct {
 	cur        *kgo.Record   // the record add is decoding
 	lastTopic  string        // topic of the last record (to reserve the next batch's topic bytes)
 	srcFn      func() string // b.srcName, bound once (a method value per record would allocate)
+	// notUTF8Warned: partitions whose json text that is not UTF-8 was logged (warnNotUTF8).
+	notUTF8Warned map[TP]bool
 }
 
 func newBuilder(mem memory.Allocator, schema *arrow.Schema, keyC, valC fieldCodec) (*builder, error) {
@@ -288,6 +292,7 @@ func (b *builder) add(r *kgo.Record) error {
 	if err != nil {
 		return err
 	}
+	b.warnNotUTF8(r)
 	b.topic.Append(r.Topic)
 	b.lastTopic = r.Topic
 	b.part.Append(r.Partition)

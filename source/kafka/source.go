@@ -18,7 +18,9 @@
 // Data loss. A position outside the log — before its start (retention, DeleteRecords) or after
 // its end (the topic was re-created) — fails with a *DataLossError naming the topic, the
 // partition and both ranges, unless --on-data-loss earliest|latest says where to go instead
-// (Spark's failOnDataLoss=false continues at the earliest available offset).
+// (Spark's failOnDataLoss=false continues at the earliest available offset). Positions record
+// each topic's ID (Position, topicid.go), so a topic deleted and re-created under the same name
+// is data loss as well, whatever its new log's length.
 package kafka
 
 import (
@@ -95,6 +97,9 @@ type Config struct {
 	// Registry is the schema registry of --key-format/--value-format avro in the Confluent wire
 	// format (--schema-registry); URL "" means plain Avro binary with the given schema.
 	Registry schemaregistry.Config
+	// OnSchemaMismatch is what an avro key or value does whose writer schema the reader schema
+	// cannot resolve: SchemaMismatchFail (default) or SchemaMismatchRescue; see avro.go.
+	OnSchemaMismatch string
 	// BadRecords is the --bad-records file (JSON lines: topic, partition, offset, timestamp,
 	// reason, raw key and value) that receives every record whose key or value did not decode,
 	// besides its _rescued_data; "" keeps them in _rescued_data only.
@@ -138,15 +143,22 @@ func orDefault(s, d string) string {
 
 func (c *Config) isolation() string { return orDefault(c.Isolation, ReadCommitted) }
 
-// DataLossError reports a position outside its partition's log.
+// DataLossError reports a position outside its partition's log, or a checkpointed topic that
+// was deleted and re-created (CheckpointTopicID set: the position belongs to another log).
 type DataLossError struct {
 	TP             TP
 	Offset         int64 // the position that is no longer readable
 	Start, End     int64 // the log: [Start, End)
 	CheckpointPath string
+	// CheckpointTopicID and TopicID: the topic's ID in the checkpoint and on the brokers now,
+	// when they differ (topicid.go); zero otherwise.
+	CheckpointTopicID, TopicID TopicID
 }
 
 func (e *DataLossError) Error() string {
+	if !e.CheckpointTopicID.IsZero() {
+		return e.recreated()
+	}
 	why := "records before offset %d were deleted (retention or DeleteRecords)"
 	at := e.Start
 	if e.Offset > e.End {
@@ -196,6 +208,7 @@ type Source struct {
 	limitRaw []byte
 	limit    Offsets
 	lastDisc time.Time
+	ids      map[string]TopicID // topic IDs of the topics read (topicid.go)
 }
 
 var (
@@ -207,7 +220,7 @@ var (
 // New validates cfg and returns a source; nothing connects before Open. Errors are usage
 // errors (bad flag values and combinations).
 func New(cfg Config) (*Source, error) {
-	s := &Source{cfg: cfg, parts: map[TP]*part{}}
+	s := &Source{cfg: cfg, parts: map[TP]*part{}, ids: map[string]TopicID{}}
 	modes := 0
 	if len(cfg.Topics) > 0 {
 		modes++
@@ -266,6 +279,9 @@ func New(cfg Config) (*Source, error) {
 		return nil, stage.Usagef("%v", err)
 	}
 	if s.valC, err = codecFor(cfg.ValueFormat, cfg.ValueSchema, "--value-format", s.reg); err != nil {
+		return nil, stage.Usagef("%v", err)
+	}
+	if err := setOnSchemaMismatch(cfg.OnSchemaMismatch, s.keyC, s.valC); err != nil {
 		return nil, stage.Usagef("%v", err)
 	}
 	if s.cfg.DiscoveryInterval <= 0 {
@@ -354,7 +370,7 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 	octx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 
-	var pos Offsets
+	var pos Position
 	if committed != nil {
 		if err := json.Unmarshal(committed, &pos); err != nil {
 			return nil, fmt.Errorf("read-kafka: checkpoint position %s: %w", committed, err)
@@ -364,7 +380,10 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 	if err != nil {
 		return nil, s.cfg.Conn.Explain(err)
 	}
-	if err := s.resolveStarts(octx, tps, pos); err != nil {
+	if err := s.checkTopicIDs(octx, tps, pos); err != nil {
+		return nil, err
+	}
+	if err := s.resolveStarts(octx, tps, pos.Offsets); err != nil {
 		return nil, err
 	}
 	if err := s.resolveEnds(octx); err != nil {
@@ -575,7 +594,11 @@ func (s *Source) resolveStarts(ctx context.Context, tps []TP, pos Offsets) error
 		checked := false
 		switch {
 		case pos != nil:
-			if off, ok := pos[tp]; ok {
+			if off, ok := pos[tp]; ok && off == OffsetEarliest { // a re-created topic (checkTopicIDs)
+				p.pos = r.start
+			} else if ok && off == OffsetLatest {
+				p.pos = s.stableEnd(r)
+			} else if ok {
 				p.pos, checked = off, true
 			} else {
 				p.pos = r.start // a partition new since the checkpoint
@@ -733,13 +756,14 @@ func (s *Source) consume(ps ...*part) {
 	}
 }
 
-// Position returns the next offset of every assigned partition as Spark offsets JSON.
+// Position returns the next offset of every assigned partition as Spark offsets JSON, with the
+// topic IDs (the JSON form of Position).
 func (s *Source) Position() stage.Position {
 	o := make(Offsets, len(s.order))
 	for _, p := range s.order {
 		o[p.tp] = p.pos
 	}
-	b, _ := o.MarshalJSON()
+	b, _ := Position{Offsets: o, TopicIDs: s.ids}.MarshalJSON()
 	return b
 }
 
@@ -912,10 +936,14 @@ func (s *Source) setLimit(ctx context.Context, limit stage.Position) error {
 	if s.limit != nil && string(limit) == string(s.limitRaw) {
 		return nil
 	}
-	var o Offsets
-	if err := json.Unmarshal(limit, &o); err != nil {
+	var lp Position
+	if err := json.Unmarshal(limit, &lp); err != nil {
 		return fmt.Errorf("read-kafka: offsets WAL position %s: %w", limit, err)
 	}
+	if err := s.checkLimitIDs(lp); err != nil {
+		return err
+	}
+	o := lp.Offsets
 	s.limit, s.limitRaw = o, append(s.limitRaw[:0], limit...)
 	var missing []TP
 	for tp := range o {
@@ -936,6 +964,9 @@ func (s *Source) addPartitions(ctx context.Context, tps []TP) error {
 	defer cancel()
 	rs, err := s.ranges(octx, tps)
 	if err != nil {
+		return s.cfg.Conn.Explain(err)
+	}
+	if err := s.learnTopicIDs(octx, topicsOf(tps)); err != nil {
 		return s.cfg.Conn.Explain(err)
 	}
 	var ps []*part

@@ -30,6 +30,7 @@ import (
 type DecodeFlags struct {
 	cfg                               *files.Config
 	format, schema, hints, mode, tz   string
+	onSchemaMismatch                  string
 	delimiter, quote, escape, comment string
 	noQuote                           bool
 }
@@ -51,6 +52,7 @@ func AddDecodeFlags(f *pflag.FlagSet, cfg *files.Config, prefix string) *DecodeF
 	f.StringVar(&d.comment, "comment", "", prefix+"CSV: lines starting with this character are skipped")
 	f.StringVar(&cfg.CSV.NullValue, "null-value", "", prefix+"CSV: the text of a null value (default: an empty field)")
 	f.StringVar(&d.mode, "mode", "permissive", prefix+"records that do not fit: permissive (rescue / bad records), dropmalformed (drop rows with mistyped fields), failfast (stop)")
+	f.StringVar(&d.onSchemaMismatch, "on-schema-mismatch", "fail", prefix+"a Parquet/Avro/Arrow column whose type cannot be converted to the schema's at all: fail (naming file, column and types), or rescue (column null, values in _rescued_data)")
 	f.StringVar(&cfg.BadRecords, "bad-records", "", prefix+"append unparseable records to this NDJSON file (file, line, offset, reason, raw); default: log them")
 	f.BoolVar(&cfg.WithMetadata, "with-metadata", false, prefix+"add a _metadata struct column: file_path, file_name, file_size, file_modification_time, row_index, line, byte_offset")
 	f.StringVar(&d.tz, "tz", "UTC", prefix+"time zone of zone-less timestamps (IANA name); never the machine's zone")
@@ -81,6 +83,12 @@ func (d *DecodeFlags) Apply(tool string) error {
 	}
 	if cfg.Mode, err = rescue.ParseMode(d.mode); err != nil {
 		return stage.Usagef("%s: --mode: %v", tool, err)
+	}
+	switch d.onSchemaMismatch {
+	case "fail", "rescue":
+		cfg.RescueSchemaMismatch = d.onSchemaMismatch == "rescue"
+	default:
+		return stage.Usagef("%s: --on-schema-mismatch must be fail or rescue, got %q", tool, d.onSchemaMismatch)
 	}
 	if cfg.Location, err = time.LoadLocation(d.tz); err != nil || d.tz == "" || strings.EqualFold(d.tz, "local") {
 		return stage.Usagef("%s: --tz %q: want an IANA zone name such as UTC or Europe/Paris (never the machine's Local zone)", tool, d.tz)
@@ -132,7 +140,14 @@ records (integers with doubles widen to double, conflicting types to string) and
 --schema-hints pins some columns. Values that do not fit go to the _rescued_data column (JSON
 naming the fields and the file); records that cannot be parsed at all go to --bad-records
 (NDJSON: file, line, offset, reason, raw) and are counted in the progress and at exit.
---mode permissive|dropmalformed|failfast works as in Spark.
+--mode permissive|dropmalformed|failfast works as in Spark. A CSV or JSON field (or a top-level
+Parquet/Arrow string value) that is not valid UTF-8 is null with its bytes base64 in
+_rescued_data under <field>_base64 (one warning per file counts the rows); a bad record that is not UTF-8 has raw_base64 in --bad-records. Parquet,
+Avro and Arrow columns are
+matched by name and cast to the schema's type; values that do not cast are rescued, but a
+column whose type cannot be cast at all (a record read as a number, a string as a struct: the
+file's writer schema does not resolve to --schema) fails the run naming the file, the column
+and both types, unless --on-schema-mismatch rescue (the column is null, its values rescued).
 
 With a checkpoint (--checkpoint or $STREAMKIT_CHECKPOINT) the files already read are
 remembered (path, size, modification time and a fingerprint of the first bytes), so a cron job

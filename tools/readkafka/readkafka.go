@@ -39,8 +39,13 @@ last stable offset under read_committed — then end=pause: "available now", for
 --isolation read_committed (default) never shows records of aborted or open transactions;
 transaction markers are consumed but never emitted, so positions (and --group commits) end
 past them. A checkpointed position that left the log (retention) or lies beyond its end
-(topic re-created) fails naming topic, partition and both ranges, unless --on-data-loss
-earliest|latest says where to continue (Spark's failOnDataLoss).
+fails naming topic, partition and both ranges, unless --on-data-loss earliest|latest says
+where to continue (Spark's failOnDataLoss). Positions also record each topic's ID (KIP-516,
+{"orders":{"0":42,"topicId":"vG1lUgy4QnOxGfVtqsxKxQ"}}), so a topic deleted and re-created
+under the same name is data loss too, even when the new log is longer than the checkpoint's
+offset: the run fails naming the topic and both IDs; --on-data-loss earliest reads the new
+topic from its earliest offset, latest from its end, with a warning. A checkpoint written
+before IDs were recorded is read as it is and records the IDs from then on.
 
 --group ID commits each epoch's offsets to a consumer group once the sink has committed the
 epoch, so kafka-consumer-groups.sh and lag monitors see progress; the checkpoint remains the
@@ -51,7 +56,8 @@ null and are rescued); json with --key-schema/--value-schema (Spark DDL such as
 'order_id BIGINT, user STRUCT<id: STRING>', a JSON Schema, an Avro schema; inline, @file, or
 the path of an existing file such as orders.json when the text is not valid DDL)
 turns the key or value into a struct column, so value.user.id works downstream. Fields that do
-not fit go to the struct's _rescued_data member; a key or value that is not a JSON object
+not fit go to the struct's _rescued_data member (a field that is not valid UTF-8: null, its
+verbatim value base64 under <field>_base64, one warning per partition); a key or value that is not a JSON object
 leaves the struct null and lands, raw, in the top-level _rescued_data column with the reason
 and its topic/partition@offset. Nothing is dropped silently.
 
@@ -68,8 +74,12 @@ binary, fixed → fixed_size_binary, decimal → decimal128, date → date32, ti
 -micros → timestamp[us, UTC], local-timestamp-* → timestamp[us], uuid → string. The column's
 field metadata holds streamkit.avro_schema and, from the registry, streamkit.schema_id,
 streamkit.schema_subject and streamkit.schema_version. A bad magic byte, truncated or
-corrupt Avro, an unknown schema id, an unreachable registry or a writer schema that does not
-resolve leave the column null and rescue the raw record with the reason. Registry basic auth:
+corrupt Avro, an unknown schema id or an unreachable registry leave the column null and rescue
+the raw record with the reason. A writer schema that the reader schema cannot resolve (a
+reader field without a default that the writer lacks, a type that neither matches nor
+promotes) is a configuration error, not a bad record: the run fails at the first record of
+that schema id, naming both schema ids and the field, unless --on-schema-mismatch rescue
+(Spark's from_avro PERMISSIVE; fail is its FAILFAST) rescues those records. Registry basic auth:
 --schema-registry-user with the password from --schema-registry-password-file or the
 variable named by --schema-registry-password-env (never on the command line);
 --schema-registry-ca verifies https.
@@ -127,7 +137,7 @@ from the command line and never logged.`,
 	f.StringVar(&cfg.Start, "start", "earliest", "where a new checkpoint starts: earliest, latest, @<RFC 3339|epoch ms>, -N, or offsets JSON")
 	f.StringVar(&cfg.Until, "until", "never", "where reading ends: never (live), now (the end at start-up, then end=pause), @<time>, or offsets JSON")
 	f.StringVar(&cfg.Isolation, "isolation", kafka.ReadCommitted, "read_committed (skip aborted and open transactions) or read_uncommitted")
-	f.StringVar(&cfg.OnDataLoss, "on-data-loss", kafka.DataLossFail, "a position outside the log: fail, or continue at the earliest or latest offset")
+	f.StringVar(&cfg.OnDataLoss, "on-data-loss", kafka.DataLossFail, "a position outside the log or a re-created topic (new topic ID): fail, or continue at the earliest or latest offset")
 	f.StringVar(&cfg.Group, "group", "", "commit each committed epoch's offsets to this consumer group (monitoring only)")
 	f.DurationVar(&cfg.GroupCommitWait, "group-commit-wait", 0, "at the end of a run, wait this long for the sink's last commit before committing --group (default 10s)")
 	f.Int64Var(&cfg.MaxRecordsPerEpoch, "max-records-per-epoch", 0, "at most this many records per epoch (0: no limit); Spark's maxOffsetsPerTrigger")
@@ -136,6 +146,7 @@ from the command line and never logged.`,
 	f.StringVar(&cfg.KeySchema, "key-schema", "", "schema of json keys (Spark DDL, JSON Schema, Avro or Spark JSON: inline, @file, or a file path that is not valid DDL), or the Avro reader schema of avro keys")
 	f.StringVar(&cfg.ValueSchema, "value-schema", "", "schema of json values (Spark DDL, JSON Schema, Avro or Spark JSON: inline, @file, or a file path that is not valid DDL such as orders.json), or the Avro reader schema of avro values")
 	cfg.Registry.AddFlags(f)
+	f.StringVar(&cfg.OnSchemaMismatch, "on-schema-mismatch", kafka.SchemaMismatchFail, "an avro writer schema the reader schema cannot resolve: fail (naming both schema ids and the field) or rescue (column null, record in _rescued_data)")
 	f.StringVar(&cfg.BadRecords, "bad-records", "", "also write records whose key or value did not decode to this JSON-lines file (topic, partition, offset, reason, raw bytes)")
 	f.StringSliceVar(&cfg.Columns, "columns", nil, "output only these columns, in order (e.g. value.*,partition,offset: value.* flattens a json or avro value, value.seq picks one member); _rescued_data is always kept")
 	f.DurationVar(&cfg.DiscoveryInterval, "discovery-interval", 0, "how often live reading looks for new partitions and topics (default 10s)")

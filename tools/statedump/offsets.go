@@ -32,6 +32,7 @@ const (
 	StatusNew         = "not in checkpoint" // on the brokers, not (yet) read by the stage
 	StatusDataLoss    = "before log start"  // records were deleted (retention) before they were read
 	StatusBeyondEnd   = "beyond log end"    // the topic was re-created or truncated
+	StatusRecreated   = "topic re-created"  // the topic's ID differs from the checkpoint's: deleted and re-created
 	StatusNoTopic     = "topic not found"
 	StatusNoPartition = "partition not found"
 )
@@ -191,19 +192,20 @@ func offsets(ctx context.Context, cfg Config, path string, out io.Writer) error 
 // the last stable offset (the end a read_committed consumer reaches).
 type logRange struct{ start, end, stable int64 }
 
-// brokerRanges lists the log range of every partition of topics on the brokers of conn.
-func brokerRanges(ctx context.Context, conn kafkaconn.Config, timeout time.Duration, topics []string) (map[kafka.TP]logRange, map[string]bool, error) {
+// brokerRanges lists the log range of every partition of topics on the brokers of conn, and
+// the topics' IDs.
+func brokerRanges(ctx context.Context, conn kafkaconn.Config, timeout time.Duration, topics []string) (map[kafka.TP]logRange, map[string]bool, map[string]kafka.TopicID, error) {
 	opts, err := conn.Opts(slog.Default())
 	if err != nil {
 		var ue *kafkaconn.UsageError
 		if errors.As(err, &ue) {
-			return nil, nil, stage.Usagef("state-dump: %s", ue.Msg)
+			return nil, nil, nil, stage.Usagef("state-dump: %s", ue.Msg)
 		}
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("state-dump: %w", conn.Explain(err))
+		return nil, nil, nil, fmt.Errorf("state-dump: %w", conn.Explain(err))
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
@@ -221,15 +223,15 @@ func brokerRanges(ctx context.Context, conn kafkaconn.Config, timeout time.Durat
 	}
 	starts, err := list("start", adm.ListStartOffsets)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ends, err := list("end", adm.ListEndOffsets)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stables, err := list("stable", adm.ListCommittedOffsets)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	out := map[kafka.TP]logRange{}
 	missing := map[string]bool{}
@@ -250,16 +252,27 @@ func brokerRanges(ctx context.Context, conn kafkaconn.Config, timeout time.Durat
 			if e.Err != nil || !ok1 || !ok2 || s.Err != nil || st.Err != nil {
 				for _, err := range []error{e.Err, s.Err, st.Err} {
 					if err != nil {
-						return nil, nil, fmt.Errorf("state-dump: offsets of %s/%d: %w", t, p, conn.Explain(err))
+						return nil, nil, nil, fmt.Errorf("state-dump: offsets of %s/%d: %w", t, p, conn.Explain(err))
 					}
 				}
-				return nil, nil, fmt.Errorf("state-dump: offsets of %s/%d: not listed by the brokers", t, p)
+				return nil, nil, nil, fmt.Errorf("state-dump: offsets of %s/%d: not listed by the brokers", t, p)
 			}
 			r.start, r.stable = s.Offset, st.Offset
 			out[kafka.TP{Topic: t, Partition: p}] = r
 		}
 	}
-	return out, missing, nil
+	// Topic IDs (KIP-516), to tell a topic re-created since the checkpoint.
+	ids := map[string]kafka.TopicID{}
+	md, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("state-dump: topic metadata: %w", conn.Explain(err))
+	}
+	for t, td := range md.Topics {
+		if td.Err == nil {
+			ids[t] = kafka.TopicID(td.ID)
+		}
+	}
+	return out, missing, ids, nil
 }
 
 // kafkaRows is the Kafka section: one row per stage and topic partition.
@@ -271,15 +284,16 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 		walEpoch       uint64
 		committed, wal *int64
 		isolation      string
+		topicID        kafka.TopicID // the committed position's, else the WAL's; zero: not recorded
 	}
 	var rows []row
 	topicSet := map[string]bool{}
 	for _, s := range srcs {
-		var c, w kafka.Offsets
+		var cp, wp kafka.Position
 		for _, p := range []struct {
 			raw json.RawMessage
-			dst *kafka.Offsets
-		}{{s.committedPos, &c}, {s.walPos, &w}} {
+			dst *kafka.Position
+		}{{s.committedPos, &cp}, {s.walPos, &wp}} {
 			if p.raw == nil || string(p.raw) == "null" {
 				continue
 			}
@@ -287,6 +301,7 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 				return nil, fmt.Errorf("state-dump: %s: position is not Kafka offsets JSON: %w", s.path, err)
 			}
 		}
+		c, w := cp.Offsets, wp.Offsets
 		tps := map[kafka.TP]bool{}
 		for tp := range c {
 			tps[tp] = true
@@ -296,7 +311,10 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 		}
 		iso := s.meta.Options["isolation"]
 		add := func(tp kafka.TP) {
-			r := row{stage: s.name, tp: tp, committedEpoch: s.committed, walEpoch: s.wal, isolation: iso}
+			r := row{stage: s.name, tp: tp, committedEpoch: s.committed, walEpoch: s.wal, isolation: iso, topicID: cp.TopicIDs[tp.Topic]}
+			if r.topicID.IsZero() {
+				r.topicID = wp.TopicIDs[tp.Topic]
+			}
 			if v, ok := c[tp]; ok {
 				r.committed = &v
 			}
@@ -312,10 +330,11 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 	}
 	var ranges map[kafka.TP]logRange
 	var missing map[string]bool
+	var ids map[string]kafka.TopicID
 	if cfg.Lag {
 		topics := sortedKeys(topicSet)
 		var err error
-		if ranges, missing, err = brokerRanges(ctx, cfg.Conn, cfg.Timeout, topics); err != nil {
+		if ranges, missing, ids, err = brokerRanges(ctx, cfg.Conn, cfg.Timeout, topics); err != nil {
 			return nil, err
 		}
 		// Partitions on the brokers that a stage has not recorded (new partitions).
@@ -353,6 +372,7 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 		{Name: "committed", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		{Name: "wal_epoch", Type: arrow.PrimitiveTypes.Uint64},
 		{Name: "wal", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "topic_id", Type: arrow.BinaryTypes.String, Nullable: true},
 	}
 	if cfg.Lag {
 		fields = append(fields,
@@ -379,27 +399,32 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 		opt(b.Field(4), r.committed)
 		b.Field(5).(*array.Uint64Builder).Append(r.walEpoch)
 		opt(b.Field(6), r.wal)
+		if r.topicID.IsZero() {
+			b.Field(7).AppendNull()
+		} else {
+			b.Field(7).(*array.StringBuilder).Append(r.topicID.String())
+		}
 		if !cfg.Lag {
 			continue
 		}
 		lr, ok := ranges[r.tp]
 		if !ok {
-			for i := 7; i <= 10; i++ {
+			for i := 8; i <= 11; i++ {
 				b.Field(i).AppendNull()
 			}
 			st := StatusNoPartition
 			if missing[r.tp.Topic] {
 				st = StatusNoTopic
 			}
-			b.Field(11).(*array.StringBuilder).Append(st)
+			b.Field(12).(*array.StringBuilder).Append(st)
 			continue
 		}
 		end := lr.stable
 		if r.isolation == kafka.ReadUncommitted {
 			end = lr.end
 		}
-		b.Field(7).(*array.Int64Builder).Append(lr.start)
-		b.Field(8).(*array.Int64Builder).Append(end)
+		b.Field(8).(*array.Int64Builder).Append(lr.start)
+		b.Field(9).(*array.Int64Builder).Append(end)
 		lag := func(pos *int64) *int64 {
 			if pos == nil {
 				return nil
@@ -407,10 +432,12 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 			v := end - max(*pos, lr.start)
 			return &v
 		}
-		opt(b.Field(9), lag(r.committed))
-		opt(b.Field(10), lag(r.wal))
+		opt(b.Field(10), lag(r.committed))
+		opt(b.Field(11), lag(r.wal))
 		st := StatusOK
-		switch {
+		switch now := ids[r.tp.Topic]; {
+		case !r.topicID.IsZero() && !now.IsZero() && r.topicID != now:
+			st = StatusRecreated
 		case r.committed == nil && r.wal == nil:
 			st = StatusNew
 		case r.committed != nil && *r.committed < lr.start || r.wal != nil && *r.wal < lr.start:
@@ -418,7 +445,7 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 		case r.committed != nil && *r.committed > lr.end || r.wal != nil && *r.wal > lr.end:
 			st = StatusBeyondEnd
 		}
-		b.Field(11).(*array.StringBuilder).Append(st)
+		b.Field(12).(*array.StringBuilder).Append(st)
 	}
 	return b.NewRecordBatch(), nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/streamkit/streamkit/internal/kafkatest"
 	"github.com/streamkit/streamkit/internal/peertest"
+	"github.com/streamkit/streamkit/source/kafka"
 	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/tools/stage"
 )
@@ -133,7 +134,7 @@ func TestOffsetsLagFake(t *testing.T) {
 	cfg.Conn.Brokers = c.Brokers
 	rows = partitionRows(jsonRows(t, cfg))
 	wantFields(t, "p0", rows["read-kafka "+topic+"/0"], map[string]string{
-		"committed": "4", "wal": "8", "log_start": "0", "log_end": "10", "lag": "6", "wal_lag": "2", "status": StatusOK})
+		"committed": "4", "wal": "8", "log_start": "0", "log_end": "10", "lag": "6", "wal_lag": "2", "status": StatusOK, "topic_id": "<nil>"})
 	wantFields(t, "p1", rows["read-kafka "+topic+"/1"], map[string]string{
 		"committed": "5", "wal": "9", "log_start": "7", "log_end": "9", "lag": "2", "wal_lag": "0", "status": StatusDataLoss})
 	wantFields(t, "p2", rows["read-kafka "+topic+"/2"], map[string]string{
@@ -169,6 +170,34 @@ func TestOffsetsLagFake(t *testing.T) {
 	if err := Run(context.Background(), cfg, &bytes.Buffer{}); !errors.As(err, &ue) {
 		t.Fatalf("no password: %v, want a usage error", err)
 	}
+}
+
+// TestOffsetsTopicID: the topic ID (KIP-516) a read-kafka position records is shown, and with
+// --lag a topic whose ID on the brokers differs (deleted and re-created) has its own status.
+func TestOffsetsTopicID(t *testing.T) {
+	c := kafkatest.NewFake(t)
+	topic := c.Topic(t, "tid", 1, nil)
+	c.Produce(t, &kgo.Record{Topic: topic, Partition: 0, Value: []byte("a")})
+	md, err := c.Admin.Metadata(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := kafka.TopicID(md.Topics[topic].ID)
+	other := id
+	other[0]++
+	root := t.TempDir()
+	kafkaCheckpoint(t, root, "same", 1, fmt.Sprintf(`{%q:{"0":0,"topicId":%q}}`, topic, id),
+		fmt.Sprintf(`{%q:{"0":1,"topicId":%q}}`, topic, id))
+	kafkaCheckpoint(t, root, "old", 1, fmt.Sprintf(`{%q:{"0":0,"topicId":%q}}`, topic, other),
+		fmt.Sprintf(`{%q:{"0":1,"topicId":%q}}`, topic, other))
+	rows := partitionRows(jsonRows(t, Config{Dir: root, Offsets: true}))
+	wantFields(t, "same", rows["same "+topic+"/0"], map[string]string{"committed": "1", "topic_id": id.String()})
+	wantFields(t, "old", rows["old "+topic+"/0"], map[string]string{"committed": "1", "topic_id": other.String()})
+	cfg := Config{Dir: root, Lag: true, Timeout: 20 * time.Second}
+	cfg.Conn.Brokers = c.Brokers
+	rows = partitionRows(jsonRows(t, cfg))
+	wantFields(t, "same", rows["same "+topic+"/0"], map[string]string{"status": StatusOK, "topic_id": id.String()})
+	wantFields(t, "old", rows["old "+topic+"/0"], map[string]string{"status": StatusRecreated})
 }
 
 // TestOffsetsFiles: read-files positions — files read by the committed epoch, the file being

@@ -169,7 +169,10 @@ window with fired=false is emitted with these aggregates.
 --sasl-user and the password from --sasl-password-file or $STREAMKIT_KAFKA_PASSWORD. The end
 offset is the last stable offset under read_committed (the stage's --isolation, the default),
 the high watermark under read_uncommitted; lag = end − committed position, wal_lag = end −
-newest WAL position.
+newest WAL position. topic_id is the topic's ID (KIP-516) the checkpoint recorded (empty in a
+checkpoint written before IDs were recorded); with --lag, a topic whose ID on the brokers
+differs has the status "topic re-created" (read-kafka refuses it unless --on-data-loss says
+otherwise).
 
 A corrupt or truncated file is reported with its path and the reason (exit 1); the other
 epochs still show.`,
