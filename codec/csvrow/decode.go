@@ -431,8 +431,9 @@ func (d *Decoder) value(c *column, v []byte, dry bool) bool {
 			c.Date.Append(arrow.Date32(x))
 		}
 	case textcol.Timestamp, textcol.TimestampNTZ:
-		us, ok := c.ParseTimestamp(v, d.opts.Location)
+		ts, ok := c.TimestampFromText(v, d.opts.Location) // in the column's unit
 		if !ok {
+			var us int64
 			if c.Kind == textcol.TimestampNTZ {
 				return false
 			}
@@ -444,9 +445,10 @@ func (d *Decoder) value(c *column, v []byte, dry bool) bool {
 			if !ok {
 				return false
 			}
+			ts = c.FromMicros(us)
 		}
 		if !dry {
-			c.Ts.Append(arrow.Timestamp(c.FromMicros(us)))
+			c.Ts.Append(arrow.Timestamp(ts))
 		}
 	case textcol.Null:
 		return false

@@ -651,9 +651,11 @@ func (d *Decoder) value(f *field, ti int32) {
 		}
 	case textcol.Timestamp, textcol.TimestampNTZ:
 		var us int64
+		inUnit := false // text is parsed into the column's unit, epoch numbers into µs
 		switch t.kind {
 		case tStr:
-			us, ok = f.ParseTimestamp(d.data[t.start+1:t.end-1], d.opts.Location)
+			us, ok = f.TimestampFromText(d.data[t.start+1:t.end-1], d.opts.Location)
+			inUnit = true
 		case tNumInt:
 			if f.Kind == textcol.TimestampNTZ {
 				ok = false
@@ -676,7 +678,10 @@ func (d *Decoder) value(f *field, ti int32) {
 			ok = false
 		}
 		if ok && !d.dry {
-			f.Ts.Append(arrow.Timestamp(f.FromMicros(us)))
+			if !inUnit {
+				us = f.FromMicros(us)
+			}
+			f.Ts.Append(arrow.Timestamp(us))
 		}
 	case textcol.Time32, textcol.Time64:
 		if t.kind != tStr {

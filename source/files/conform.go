@@ -2,7 +2,7 @@ package files
 
 import (
 	"context"
-	"encoding/json"
+
 	"fmt"
 	"path/filepath"
 	"time"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec/formats"
 	"github.com/streamkit/streamkit/codec/rescue"
+	"github.com/streamkit/streamkit/codec/textout"
 )
 
 // MetadataColumn is the name of the --with-metadata struct column.
@@ -160,17 +161,15 @@ func (c *converter) rescue(cols []arrow.Array, names []string, n int) (arrow.Arr
 	defer b.Release()
 	b.Reserve(n)
 	var rb rescue.Builder
+	var buf []byte
 	for r := 0; r < n; r++ {
 		rb.Reset()
 		for k, a := range cols {
 			if a.IsNull(r) {
 				continue
 			}
-			v, err := json.Marshal(a.GetOneForMarshal(r))
-			if err != nil {
-				return nil, fmt.Errorf("rescue column %s: %w", names[k], err)
-			}
-			rb.AddRaw(names[k], v)
+			buf = textout.AppendJSON(buf[:0], a, r)
+			rb.AddRaw(names[k], buf)
 		}
 		if out := rb.Finish(c.entry.Path); out != nil {
 			b.BinaryBuilder.Append(out)
