@@ -29,7 +29,8 @@
 //	date                    YYYY-MM-DD
 //	timestamp               RFC 3339 (zone-less text in Options.Location), or an epoch number in
 //	                        Options.EpochUnit (default milliseconds)
-//	timestamp_ntz           RFC 3339 without a zone
+//	timestamp_ntz           RFC 3339 without a zone (timestamps: expanded years such as
+//	                        +10000-01-01 are read; a timestamp(ns) column keeps nine digits)
 //
 // Nested types (struct, array, map) are not CSV column types; NewDecoder rejects them.
 package csvrow

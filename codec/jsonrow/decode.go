@@ -29,6 +29,9 @@
 //	                   Options.Location, never the machine's zone), or an epoch number in
 //	                   Options.EpochUnit (default milliseconds; fractions allowed)
 //	timestamp_ntz      an RFC 3339 string without a zone
+//	                   (timestamp text: years outside 0000–9999 as ISO 8601 expanded years,
+//	                   "+10000-01-01T00:00:00Z"; a timestamp(ns) column keeps all nine
+//	                   fraction digits, coarser units truncate)
 //	time               a "hh:mm[:ss[.ffffff]]" string
 //	array<T>           an array; each element decoded as T
 //	struct<...>        an object; members matched by exact (case-sensitive) name

@@ -233,7 +233,7 @@ func wallIn(civil int64, loc *time.Location) int64 {
 // without allocating:
 //
 //	YYYY-MM-DD                         midnight (or an expanded year, ±YYYYY-MM-DD)
-//	YYYY-MM-DD(T|t| )hh:mm[:ss[.f...]] with 1 to 9 fraction digits ('.' or ','; beyond µs truncated)
+//	YYYY-MM-DD(T|t| )hh:mm[:ss[.f...]] with 1 to 9 fraction digits ('.' or ','; beyond µs truncated: ParseCivilNanos keeps them)
 //	followed by an optional zone:      Z, z, ±hh, ±hh:mm, ±hhmm, or " UTC"/"UTC"
 //
 // civil is the reading in microseconds as if it were UTC; offset is the zone's offset east of
