@@ -188,10 +188,10 @@ func TestWritersRoundTrip(t *testing.T) {
 			}
 			return sk(t, nil, "read-files", side, "--stable-after", "0", "--schema", "@"+avsc), text
 		}},
-		{"write-kafka json / kfake", true, kafkaCase(false, "json")},
-		{"write-kafka avro / kfake", true, kafkaCase(false, "avro")},
-		{"write-kafka json / broker", true, kafkaCase(true, "json")},
-		{"write-kafka avro / broker", true, kafkaCase(true, "avro")},
+		{"write-kafka json, kfake", true, kafkaCase(false, "json")},
+		{"write-kafka avro, kfake", true, kafkaCase(false, "avro")},
+		{"write-kafka json, broker", true, kafkaCase(true, "json")},
+		{"write-kafka avro, broker", true, kafkaCase(true, "avro")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
