@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,6 +72,22 @@ func edgeInput(t *testing.T, nested bool) (arrow.RecordBatch, string) {
 	return out, path
 }
 
+// withEventTime returns rec with a column et (timestamp µs, UTC) of us in every row.
+func withEventTime(t *testing.T, rec arrow.RecordBatch, us int64) arrow.RecordBatch {
+	t.Helper()
+	b := array.NewTimestampBuilder(memory.NewGoAllocator(), &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"})
+	defer b.Release()
+	for i := 0; i < int(rec.NumRows()); i++ {
+		b.Append(arrow.Timestamp(us))
+	}
+	et := b.NewArray()
+	defer et.Release()
+	fields := append(rec.Schema().Fields(), arrow.Field{Name: "et", Type: et.DataType()})
+	out := array.NewRecordBatch(arrow.NewSchema(fields, nil), append(rec.Columns(), et), rec.NumRows())
+	t.Cleanup(out.Release)
+	return out
+}
+
 // sk runs streamkit, failing the test unless it exits 0.
 func sk(t *testing.T, stdin []byte, args ...string) []byte {
 	t.Helper()
@@ -128,9 +145,11 @@ func sameRows(t *testing.T, what []byte, want, got arrow.RecordBatch) {
 	}
 }
 
-// TestWritersRoundTrip runs every JSON, CSV and Avro writer of streamkit over real pipes and
-// reads what it wrote back with the matching reader, given the writer's schema: every value
-// must come back unchanged (floats bit for bit) and nothing may be rescued (issues #17, #25).
+// TestWritersRoundTrip runs every JSON, CSV and Avro writer of streamkit over real pipes (print
+// json and csv, dedup --dropped-output and window --late-output .ndjson, write-kafka json and
+// avro) and reads what it wrote back with the matching reader (read-files, read-kafka), given
+// the writer's schema: every value must come back unchanged (floats bit for bit) and nothing
+// may be rescued (issues #17, #25).
 // Kafka cases run on kfake and, when it is up, on the real broker.
 func TestWritersRoundTrip(t *testing.T) {
 	type writerCase struct {
@@ -187,6 +206,24 @@ func TestWritersRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			return sk(t, nil, "read-files", side, "--stable-after", "0", "--schema", "@"+avsc), text
+		}},
+		{"window late-output ndjson", true, func(t *testing.T, in []byte, avsc, dir string) ([]byte, []byte) {
+			// One row at 2030 moves the watermark; every row after it (at 2020) is late.
+			rec := arrowtest.ReadStream(t, in)
+			first, late := withEventTime(t, rec.NewSlice(0, 1), 1_893_456_000_000_000), withEventTime(t, rec, 1_577_836_800_000_000)
+			side := filepath.Join(dir, "late.ndjson")
+			sk(t, arrowtest.Stream(t, first, late), "window", "tumbling", "--time", "et", "--size", "1h", "--late-output", side)
+			text, err := os.ReadFile(side)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The reader's schema also has et (the comparison looks at the input's columns).
+			sc, err := os.ReadFile(avsc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc = append(bytes.TrimSuffix(sc, []byte("]}")), `,{"name":"et","type":{"type":"long","logicalType":"timestamp-micros"}}]}`...)
+			return sk(t, nil, "read-files", side, "--stable-after", "0", "--schema", string(sc)), text
 		}},
 		{"write-kafka json, kfake", true, kafkaCase(false, "json")},
 		{"write-kafka avro, kfake", true, kafkaCase(false, "avro")},
