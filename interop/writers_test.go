@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamkit/streamkit/codec/schema"
 	"github.com/streamkit/streamkit/codec/textout"
@@ -290,6 +291,33 @@ func TestBadRecordsRoundTrip(t *testing.T) {
 	for i, l := range lines {
 		if raw.IsNull(i) || raw.Value(i) != l {
 			t.Errorf("bad record %d: raw %q read back, the record was %q", i, raw.ValueStr(i), l)
+		}
+	}
+}
+
+// TestKafkaBadRecordsRoundTrip: read-kafka's --bad-records file keeps each undecodable value's
+// text exactly, as read-files reads the file back (kfake).
+func TestKafkaBadRecordsRoundTrip(t *testing.T) {
+	c := kafkatest.NewFake(t)
+	topic := c.Topic(t, "bad", 1, nil)
+	values := []string{`{"a": "x,"y"}`, `{"s":"", "t": "line\nbreak"`, `"NaN`, ``}
+	for _, v := range values {
+		c.Produce(t, &kgo.Record{Topic: topic, Value: []byte(v)})
+	}
+	bad := filepath.Join(t.TempDir(), "bad.ndjson")
+	sk(t, nil, "read-kafka", "-b", strings.Join(c.Brokers, ","), "-t", topic, "--until", "now", "--end", "final",
+		"--value-format", "json", "--value-schema", "a string", "--bad-records", bad)
+	text, _ := os.ReadFile(bad)
+	got := arrowtest.ReadStream(t, sk(t, nil, "read-files", bad, "--stable-after", "0", "--schema", "topic string, partition int, offset bigint, reason string, value string"))
+	val := got.Column(4)
+	if got.NumRows() == 0 || int(got.NumRows()) > len(values) {
+		t.Fatalf("%d bad records read back, produced %d values:\n%s", got.NumRows(), len(values), text)
+	}
+	t.Logf("%d of %d values were bad records", got.NumRows(), len(values))
+	for i := 0; i < int(got.NumRows()); i++ {
+		off := got.Column(2).(*array.Int64).Value(i)
+		if s, _ := textout.AppendText(nil, val, i); val.IsNull(i) || string(s) != values[off] {
+			t.Errorf("bad record at offset %d: value %q read back, the record was %q", off, s, values[off])
 		}
 	}
 }
