@@ -5,8 +5,8 @@
 // the columns named by Config (by default the columns "key", "value", "headers" and
 // "timestamp" when the input has them, as read-kafka writes them), the topic from -t or the
 // "topic" column. Binary and string columns are written as their bytes; a column of another
-// type (a struct, a number) is written as its JSON (codec/textout, spelled as Spark's to_json). With ValueFormat json the value is the
-// JSON object of the whole row. A null key or value is written as a null key or value (a
+// type (a struct, a number) is written as its JSON (codec/textout, spelled as Spark's
+// to_json). With ValueFormat json the value is the JSON object of the whole row. A null key or value is written as a null key or value (a
 // tombstone), an empty one as empty. A topic that does not exist is created by the broker when
 // it allows auto-creation (auto.create.topics.enable), as with Kafka's own producers; otherwise
 // the sink fails saying that the topic must be created (ensureTopic, missingTopic).
