@@ -30,7 +30,8 @@
 //	date                    YYYY-MM-DD
 //	timestamp               RFC 3339 (zone-less text in Options.Location), or an epoch number in
 //	                        Options.EpochUnit (default milliseconds)
-//	timestamp_ntz           RFC 3339 without a zone
+//	timestamp_ntz           RFC 3339 without a zone (timestamps: expanded years such as
+//	                        +10000-01-01 are read; a timestamp(ns) column keeps nine digits)
 //
 // Nested types (struct, array, map) are not CSV column types; NewDecoder rejects them.
 package csvrow
@@ -439,8 +440,9 @@ func (d *Decoder) value(c *column, v []byte, dry bool) bool {
 			c.Date.Append(arrow.Date32(x))
 		}
 	case textcol.Timestamp, textcol.TimestampNTZ:
-		us, ok := c.ParseTimestamp(v, d.opts.Location)
+		ts, ok := c.TimestampFromText(v, d.opts.Location) // in the column's unit
 		if !ok {
+			var us int64
 			if c.Kind == textcol.TimestampNTZ {
 				return false
 			}
@@ -452,9 +454,10 @@ func (d *Decoder) value(c *column, v []byte, dry bool) bool {
 			if !ok {
 				return false
 			}
+			ts = c.FromMicros(us)
 		}
 		if !dry {
-			c.Ts.Append(arrow.Timestamp(c.FromMicros(us)))
+			c.Ts.Append(arrow.Timestamp(ts))
 		}
 	case textcol.Null:
 		return false

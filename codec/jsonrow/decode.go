@@ -29,6 +29,9 @@
 //	                   Options.Location, never the machine's zone), or an epoch number in
 //	                   Options.EpochUnit (default milliseconds; fractions allowed)
 //	timestamp_ntz      an RFC 3339 string without a zone
+//	                   (timestamp text: years outside 0000–9999 as ISO 8601 expanded years,
+//	                   "+10000-01-01T00:00:00Z"; a timestamp(ns) column keeps all nine
+//	                   fraction digits, coarser units truncate)
 //	time               a "hh:mm[:ss[.ffffff]]" string
 //	array<T>           an array; each element decoded as T
 //	struct<...>        an object; members matched by exact (case-sensitive) name
@@ -669,9 +672,11 @@ func (d *Decoder) value(f *field, ti int32) {
 		}
 	case textcol.Timestamp, textcol.TimestampNTZ:
 		var us int64
+		inUnit := false // text is parsed into the column's unit, epoch numbers into µs
 		switch t.kind {
 		case tStr:
-			us, ok = f.ParseTimestamp(d.data[t.start+1:t.end-1], d.opts.Location)
+			us, ok = f.TimestampFromText(d.data[t.start+1:t.end-1], d.opts.Location)
+			inUnit = true
 		case tNumInt:
 			if f.Kind == textcol.TimestampNTZ {
 				ok = false
@@ -694,7 +699,10 @@ func (d *Decoder) value(f *field, ti int32) {
 			ok = false
 		}
 		if ok && !d.dry {
-			f.Ts.Append(arrow.Timestamp(f.FromMicros(us)))
+			if !inUnit {
+				us = f.FromMicros(us)
+			}
+			f.Ts.Append(arrow.Timestamp(us))
 		}
 	case textcol.Time32, textcol.Time64:
 		if t.kind != tStr {

@@ -5,8 +5,8 @@
 // the columns named by Config (by default the columns "key", "value", "headers" and
 // "timestamp" when the input has them, as read-kafka writes them), the topic from -t or the
 // "topic" column. Binary and string columns are written as their bytes; a column of another
-// type (a struct, a number) is written as its JSON. With ValueFormat json the value is the
-// JSON object of the whole row. A null key or value is written as a null key or value (a
+// type (a struct, a number) is written as its JSON (codec/textout, spelled as Spark's
+// to_json). With ValueFormat json the value is the JSON object of the whole row. A null key or value is written as a null key or value (a
 // tombstone), an empty one as empty. A topic that does not exist is created by the broker when
 // it allows auto-creation (auto.create.topics.enable), as with Kafka's own producers; otherwise
 // the sink fails saying that the topic must be created (ensureTopic, missingTopic).
@@ -24,13 +24,11 @@ package kafka
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +42,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/codec/textout"
 	"github.com/streamkit/streamkit/internal/kafkaconn"
 	"github.com/streamkit/streamkit/internal/schemaregistry"
 	"github.com/streamkit/streamkit/tools/stage"
@@ -57,6 +56,14 @@ const (
 
 // None disables a default column (--key none, --headers none, --timestamp none).
 const None = "none"
+
+// What --pre-epoch-timestamp does with a timestamp before 1970-01-01T00:00:00Z. Kafka
+// timestamps are milliseconds since the epoch; -1 means "no timestamp" and the Java producer
+// refuses any negative one (KIP-32: "Timestamp should always be non-negative or null").
+const (
+	PreEpochFail = "fail" // stop, naming the row (default)
+	PreEpochNow  = "now"  // produce the record without a timestamp: the producer stamps its clock, as for null
+)
 
 // Config are write-kafka's options.
 type Config struct {
@@ -78,6 +85,9 @@ type Config struct {
 	// Registry, when its URL is set, registers the Avro schemas under <topic>-key and
 	// <topic>-value and writes the Confluent wire format.
 	Registry schemaregistry.Config
+	// PreEpochTimestamp is PreEpochFail ("" is the same) or PreEpochNow: what a timestamp
+	// before 1970 does, which Kafka cannot store.
+	PreEpochTimestamp string
 	// TransactionalID makes every epoch one Kafka transaction (see the package doc).
 	TransactionalID string
 	// TransactionTimeout is the broker-side timeout of a transaction (default 60 s); an epoch
@@ -109,6 +119,7 @@ type Sink struct {
 	errMu      sync.Mutex
 	err        error
 	produced   atomic.Int64
+	rows       int64 // input rows before the current batch, for errors naming a row
 	stats      *stage.Stats
 	reg        *schemaregistry.Client
 	keyAvro    *avroOut
@@ -128,6 +139,11 @@ func New(cfg Config) (*Sink, error) {
 	case FormatColumn, FormatAvro:
 	default:
 		return nil, stage.Usagef("--key-format must be avro (or omitted: the key column), got %q", cfg.KeyFormat)
+	}
+	switch cfg.PreEpochTimestamp {
+	case "", PreEpochFail, PreEpochNow:
+	default:
+		return nil, stage.Usagef("--pre-epoch-timestamp must be fail or now, got %q", cfg.PreEpochTimestamp)
 	}
 	if cfg.ValueSchema != "" && cfg.ValueFormat != FormatAvro || cfg.KeySchema != "" && cfg.KeyFormat != FormatAvro {
 		return nil, stage.Usagef("--key-schema/--value-schema are Avro writer schemas: they need --key-format/--value-format avro")
@@ -509,8 +525,13 @@ func (s *Sink) Process(ctx context.Context, rec arrow.RecordBatch, _ stage.Emit)
 		ts = c.ts.Column(rec).Arr
 	}
 	var tsUnit arrow.TimeUnit
+	var tsv []arrow.Timestamp
 	if ts != nil {
 		tsUnit = ts.DataType().(*arrow.TimestampType).Unit
+		tsv = ts.(*array.Timestamp).TimestampValues()
+		if err := s.checkTimestamps(ts, tsv, keyCol, key); err != nil {
+			return err
+		}
 	}
 	hr, err := newHeaderReader(hdrs)
 	if err != nil {
@@ -572,13 +593,39 @@ func (s *Sink) Process(ctx context.Context, rec arrow.RecordBatch, _ stage.Emit)
 		if hr != nil {
 			r.Headers = hr.headers(i)
 		}
-		if ts != nil && ts.IsValid(i) {
-			r.Timestamp = ts.(*array.Timestamp).Value(i).ToTime(tsUnit)
+		if ts != nil && ts.IsValid(i) && tsv[i] >= 0 { // before 1970 (PreEpochNow): no timestamp
+			r.Timestamp = tsv[i].ToTime(tsUnit)
 		}
 		s.cl.Produce(ctx, r, promise)
 	}
 	s.txnRows += int64(n)
+	s.rows += int64(n)
 	s.produced.Add(int64(n))
+	return nil
+}
+
+// checkTimestamps refuses, before any record of the batch is produced, a timestamp before
+// 1970-01-01T00:00:00Z (a negative Kafka timestamp; -1 means none), unless
+// --pre-epoch-timestamp now. The error names the row (0-based in the input), its key and its
+// timestamp.
+func (s *Sink) checkTimestamps(ts arrow.Array, v []arrow.Timestamp, keyCol codec.Column, key arrow.Array) error {
+	if s.cfg.PreEpochTimestamp == PreEpochNow {
+		return nil
+	}
+	for i, t := range v {
+		if t >= 0 || ts.IsNull(i) {
+			continue
+		}
+		what := ""
+		if key != nil && !keyCol.IsNull(i) {
+			what = fmt.Sprintf(" (key %s)", textout.AppendJSON(nil, key, i))
+		}
+		tt := ts.DataType().(*arrow.TimestampType)
+		return fmt.Errorf("write-kafka: row %d%s: timestamp %s (column %s) is before 1970-01-01T00:00:00Z: "+
+			"Kafka timestamps are milliseconds since the epoch and cannot be negative (-1 means none); "+
+			"use --pre-epoch-timestamp now to let the producer stamp such records, or --timestamp none or another column",
+			s.rows+int64(i), what, textout.AppendTimestamp(nil, int64(t), tt), s.cols.ts.Name)
+	}
 	return nil
 }
 
@@ -602,11 +649,7 @@ func (s *Sink) bytesOf(a arrow.Array, i int) []byte {
 	case *array.FixedSizeBinary:
 		return nonNil(a.Value(i))
 	}
-	b, err := json.Marshal(a.GetOneForMarshal(i))
-	if err != nil {
-		return []byte(a.ValueStr(i))
-	}
-	return b
+	return textout.AppendJSON(nil, a, i)
 }
 
 // nonNil keeps an empty value empty (a nil slice would be produced as null).
@@ -617,7 +660,7 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// rowJSON encodes row i as a JSON object of all columns.
+// rowJSON encodes row i as a JSON object of all columns (codec/textout, as Spark's to_json).
 func (s *Sink) rowJSON(rec arrow.RecordBatch, i int) []byte {
 	b := make([]byte, 0, 64)
 	b = append(b, '{')
@@ -627,48 +670,9 @@ func (s *Sink) rowJSON(rec arrow.RecordBatch, i int) []byte {
 		}
 		b = append(b, s.cols.names[c]...)
 		b = append(b, ':')
-		b = appendJSON(b, col, i)
+		b = textout.AppendJSON(b, col, i)
 	}
 	return append(b, '}')
-}
-
-func appendJSON(b []byte, a arrow.Array, i int) []byte {
-	if a.IsNull(i) {
-		return append(b, "null"...)
-	}
-	switch a := a.(type) {
-	case *array.String:
-		return appendJSONString(b, a.Value(i))
-	case *array.Int64:
-		return strconv.AppendInt(b, a.Value(i), 10)
-	case *array.Int32:
-		return strconv.AppendInt(b, int64(a.Value(i)), 10)
-	case *array.Float64:
-		v := a.Value(i)
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return append(b, "null"...)
-		}
-		return strconv.AppendFloat(b, v, 'g', -1, 64)
-	case *array.Boolean:
-		return strconv.AppendBool(b, a.Value(i))
-	case *array.Binary:
-		b = append(b, '"')
-		b = base64.StdEncoding.AppendEncode(b, a.Value(i))
-		return append(b, '"')
-	case *array.Timestamp:
-		t := a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit).UTC()
-		return appendJSONString(b, t.Format("2006-01-02T15:04:05.999999Z07:00"))
-	}
-	v, err := json.Marshal(a.GetOneForMarshal(i))
-	if err != nil {
-		return appendJSONString(b, a.ValueStr(i))
-	}
-	return append(b, v...)
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	v, _ := json.Marshal(s)
-	return append(b, v...)
 }
 
 // headerReader reads the headers of each row from a list<struct<key, value>> column.

@@ -2,7 +2,7 @@ package files
 
 import (
 	"context"
-	"encoding/json"
+
 	"fmt"
 	"path/filepath"
 	"time"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec/formats"
 	"github.com/streamkit/streamkit/codec/rescue"
+	"github.com/streamkit/streamkit/codec/textout"
 )
 
 // MetadataColumn is the name of the --with-metadata struct column.
@@ -247,6 +248,7 @@ func (c *converter) rescue(cols []arrow.Array, names []string, n int) (arrow.Arr
 	defer b.Release()
 	b.Reserve(n)
 	var rb rescue.Builder
+	var buf []byte
 	for r := 0; r < n; r++ {
 		rb.Reset()
 		for k, a := range cols {
@@ -257,11 +259,8 @@ func (c *converter) rescue(cols []arrow.Array, names []string, n int) (arrow.Arr
 				rb.AddString(names[k], []byte(s.Value(r))) // kept base64 (codec/rescue)
 				continue
 			}
-			v, err := json.Marshal(a.GetOneForMarshal(r))
-			if err != nil {
-				return nil, fmt.Errorf("rescue column %s: %w", names[k], err)
-			}
-			rb.AddRaw(names[k], v)
+			buf = textout.AppendJSON(buf[:0], a, r)
+			rb.AddRaw(names[k], buf)
 		}
 		if out := rb.Finish(c.entry.Path); out != nil {
 			b.BinaryBuilder.Append(out)

@@ -6,23 +6,22 @@ package print
 import (
 	"bufio"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/lipgloss/table"
 	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/codec/rescue"
+	"github.com/streamkit/streamkit/codec/textout"
 	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/tools/stage"
 )
@@ -44,6 +43,9 @@ type Config struct {
 	ShowControl bool
 	// Color enables lipgloss styling of the table (a terminal without NO_COLOR).
 	Color bool
+	// NullValue is the text of a null value in CSV output (default "": an empty field; the
+	// empty string is written as "", as Spark's CSV writer writes it).
+	NullValue string
 }
 
 // Printer is the print operator.
@@ -51,7 +53,7 @@ type Printer struct {
 	cfg     Config
 	out     *bufio.Writer
 	schema  *arrow.Schema
-	csv     *csv.Writer
+	buf     []byte // one row (JSON) or up to 64 KiB of rows (CSV)
 	printed int64
 	header  bool
 }
@@ -64,6 +66,12 @@ func New(cfg Config, w io.Writer) (*Printer, error) {
 	case FormatTable, FormatJSON, FormatCSV:
 	default:
 		return nil, stage.Usagef("--format must be table, json or csv, got %q", cfg.Format)
+	}
+	if cfg.NullValue != "" && cfg.Format != FormatCSV {
+		return nil, stage.Usagef("--null-value is for --format csv")
+	}
+	if strings.ContainsAny(cfg.NullValue, ",\"\r\n") {
+		return nil, stage.Usagef("--null-value %q: a null value cannot hold a comma, quote or line break", cfg.NullValue)
 	}
 	if cfg.Limit < 0 {
 		return nil, stage.Usagef("--limit must be ≥ 0, got %d", cfg.Limit)
@@ -94,9 +102,6 @@ func (p *Printer) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*ar
 // call Process for each batch and Close.
 func (p *Printer) Start(in *arrow.Schema) {
 	p.schema = in
-	if p.cfg.Format == FormatCSV {
-		p.csv = csv.NewWriter(p.out)
-	}
 }
 
 // Process prints one batch.
@@ -136,119 +141,67 @@ func (p *Printer) json(rec arrow.RecordBatch, n int64) error {
 	cols := rec.Columns()
 	names := make([][]byte, len(cols))
 	for i, f := range rec.Schema().Fields() {
-		names[i], _ = json.Marshal(f.Name)
+		names[i] = rescue.AppendQuoted(nil, f.Name)
 	}
+	b := p.buf[:0]
 	for r := 0; r < int(n); r++ {
-		p.out.WriteByte('{')
+		b = append(b[:0], '{')
 		for c, col := range cols {
 			if c > 0 {
-				p.out.WriteByte(',')
+				b = append(b, ',')
 			}
-			p.out.Write(names[c])
-			p.out.WriteByte(':')
-			v := col.GetOneForMarshal(r)
-			if d, ok := decimalText(col, r); ok {
-				v = d
-			}
-			b, err := json.Marshal(v)
-			if err != nil {
-				return fmt.Errorf("print: column %s row %d: %w", rec.Schema().Field(c).Name, r, err)
-			}
-			p.out.Write(b)
+			b = append(b, names[c]...)
+			b = append(b, ':')
+			b = textout.AppendJSON(b, col, r)
 		}
-		p.out.WriteString("}\n")
-	}
-	return nil
-}
-
-// text renders one value for table and CSV output.
-func text(col arrow.Array, r int) (string, bool) {
-	if col.IsNull(r) {
-		return "", false
-	}
-	switch a := col.(type) {
-	case *array.String:
-		return a.Value(r), true
-	case *array.LargeString:
-		return a.Value(r), true
-	case *array.StringView:
-		return a.Value(r), true
-	case *array.Binary:
-		return fmt.Sprintf("%x", a.Value(r)), true
-	case *array.LargeBinary:
-		return fmt.Sprintf("%x", a.Value(r)), true
-	case *array.FixedSizeBinary:
-		return fmt.Sprintf("%x", a.Value(r)), true
-	case *array.BinaryView:
-		return fmt.Sprintf("%x", a.Value(r)), true
-	case *array.Float64:
-		return strconv.FormatFloat(a.Value(r), 'g', -1, 64), true
-	case *array.Float32:
-		return strconv.FormatFloat(float64(a.Value(r)), 'g', -1, 32), true
-	case *array.Timestamp:
-		return a.ValueStr(r), true
-	case *array.Date32:
-		return a.Value(r).ToTime().Format(time.DateOnly), true
-	}
-	if d, ok := decimalText(col, r); ok {
-		return d, true
-	}
-	v := col.GetOneForMarshal(r)
-	switch s := v.(type) {
-	case string:
-		return s, true
-	case nil:
-		return "", false
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return col.ValueStr(r), true
-	}
-	return string(b), true
-}
-
-// decimalText renders a non-null decimal exactly, in plain notation with the type's scale
-// ("-0.0000000001", "1.50"); arrow-go's own rendering uses %g ("-1e-10", "1.5"). ok is false
-// for other types.
-func decimalText(col arrow.Array, r int) (string, bool) {
-	dt, ok := col.DataType().(arrow.DecimalType)
-	if !ok || col.IsNull(r) {
-		return "", false
-	}
-	scale := dt.GetScale()
-	switch a := col.(type) {
-	case *array.Decimal32:
-		return a.Value(r).ToString(scale), true
-	case *array.Decimal64:
-		return a.Value(r).ToString(scale), true
-	case *array.Decimal128:
-		return a.Value(r).ToString(scale), true
-	case *array.Decimal256:
-		return a.Value(r).ToString(scale), true
-	}
-	return "", false
-}
-
-func (p *Printer) csvRows(rec arrow.RecordBatch, n int64) error {
-	if !p.header {
-		names := make([]string, rec.NumCols())
-		for i, f := range rec.Schema().Fields() {
-			names[i] = f.Name
-		}
-		p.csv.Write(names)
-		p.header = true
-	}
-	row := make([]string, rec.NumCols())
-	for r := 0; r < int(n); r++ {
-		for c, col := range rec.Columns() {
-			row[c], _ = text(col, r)
-		}
-		if err := p.csv.Write(row); err != nil {
+		b = append(b, '}', '\n')
+		if _, err := p.out.Write(b); err != nil {
 			return err
 		}
 	}
-	p.csv.Flush()
-	return p.csv.Error()
+	p.buf = b
+	return nil
+}
+
+// text renders one value for table output (textout.AppendText); ok is false for null.
+func text(col arrow.Array, r int) (string, bool) {
+	b, null := textout.AppendText(nil, col, r)
+	return string(b), !null
+}
+
+func (p *Printer) csvRows(rec arrow.RecordBatch, n int64) error {
+	b := p.buf[:0]
+	if !p.header {
+		for i, f := range rec.Schema().Fields() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = textout.AppendCSVField(b, []byte(f.Name), false, p.cfg.NullValue)
+		}
+		b = append(b, '\n')
+		p.header = true
+	}
+	var field []byte
+	for r := 0; r < int(n); r++ {
+		for c, col := range rec.Columns() {
+			if c > 0 {
+				b = append(b, ',')
+			}
+			var null bool
+			field, null = textout.AppendText(field[:0], col, r)
+			b = textout.AppendCSVField(b, field, null, p.cfg.NullValue)
+		}
+		b = append(b, '\n')
+		if len(b) >= 64<<10 {
+			if _, err := p.out.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
+	}
+	_, err := p.out.Write(b)
+	p.buf = b[:0]
+	return err
 }
 
 func (p *Printer) table(rec arrow.RecordBatch, n int64) error {
@@ -306,9 +259,6 @@ func (p *Printer) control(c codec.Control) error {
 		}
 		return p.flush()
 	}
-	if p.csv != nil {
-		p.csv.Flush()
-	}
 	if _, err := fmt.Fprintf(p.out, "-- %s\n", c); err != nil {
 		return err
 	}
@@ -316,9 +266,6 @@ func (p *Printer) control(c codec.Control) error {
 }
 
 func (p *Printer) flush() error {
-	if p.csv != nil {
-		p.csv.Flush()
-	}
 	return p.out.Flush()
 }
 
@@ -356,6 +303,13 @@ func Command() *cobra.Command {
 		Long: `print reads an Arrow IPC stream on stdin and writes it as text on stdout: an aligned
 table (default), JSON lines (one object per row, for jq) or CSV with a header.
 
+Values are written as Spark writes them (to_json, its CSV writer), so read-files reads the
+output back unchanged: NaN and infinities as "NaN", "Infinity", "-Infinity" (JSON strings);
+timestamps as ISO 8601 with the fraction digits they need (nine for nanoseconds), in the
+column's zone, without a zone for timestamp_ntz, and years past 9999 as "+10000-01-01T…";
+maps as JSON objects. In CSV a null is an empty field (or --null-value) and the empty string
+is "".
+
 It is a committing sink: after flushing epoch n it writes commit markers into every upstream
 checkpoint directory, so a restarted pipeline resumes after the last printed epoch
 (at-least-once: rows of an epoch that was printed but not yet committed are printed again).`,
@@ -379,6 +333,7 @@ checkpoint directory, so a restarted pipeline resumes after the last printed epo
 	f.StringVar(&cfg.Format, "format", FormatTable, "output format: table, json or csv")
 	f.Int64Var(&cfg.Limit, "limit", 0, "stop after this many rows (0: no limit)")
 	f.BoolVar(&cfg.ShowControl, "show-control", false, "also print control batches (barriers, watermarks, end) in stream order")
+	f.StringVar(&cfg.NullValue, "null-value", "", "CSV: the text of a null value (default: an empty field; the empty string is written as \"\")")
 	o.AddFlags(f)
 	return cmd
 }

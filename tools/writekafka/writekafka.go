@@ -22,7 +22,14 @@ headers and timestamp come from the columns "key", "value", "headers"
 (list<struct<key, value>>) and "timestamp" when the input has them (read-kafka's columns), or
 from the columns named by --key, --value, --headers, --timestamp ("none" disables one). Binary
 and string columns are written as their bytes, other types as JSON; --value-format json writes
-the whole row as a JSON object.
+the whole row as a JSON object, spelled as Spark's to_json writes it, so read-kafka
+--value-format json reads it back unchanged: NaN and infinities as "NaN", "Infinity" and
+"-Infinity" at every depth, timestamps as ISO 8601 with the fraction digits they need (nine
+for nanoseconds), timestamp_ntz without a zone, maps as objects.
+
+Kafka timestamps are milliseconds since 1970 and cannot be negative (-1 means "none"): a
+timestamp before 1970 stops write-kafka naming the row, unless --pre-epoch-timestamp now
+(such records get no timestamp, so the producer stamps its clock, as for a null one).
 
 --value-format avro writes the --value column, or without --value the whole row as a record,
 as Avro binary; --key-format avro does so for the key column. The writer schema is
@@ -76,6 +83,7 @@ consumers see each record exactly once.`,
 	cfg.Registry.AddFlags(f)
 	f.StringVar(&cfg.Headers, "headers", "", "headers column, list<struct<key, value>> (default: \"headers\" when present; none: no headers)")
 	f.StringVar(&cfg.Timestamp, "timestamp", "", "timestamp column (default: \"timestamp\" when present; none: the producer's clock)")
+	f.StringVar(&cfg.PreEpochTimestamp, "pre-epoch-timestamp", kafka.PreEpochFail, "a timestamp before 1970, which Kafka cannot store: fail (stop, naming the row) or now (no timestamp: the producer's clock)")
 	f.StringVar(&cfg.TransactionalID, "transactional-id", "", "one Kafka transaction per epoch under this id (exactly-once to read_committed consumers)")
 	f.DurationVar(&cfg.TransactionTimeout, "transaction-timeout", 0, "broker-side transaction timeout; an epoch must finish within it (default 60s)")
 	o.AddFlags(f)

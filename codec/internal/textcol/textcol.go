@@ -204,18 +204,33 @@ func (c *Column) AppendFloat(v float64) {
 	}
 }
 
-// ParseTimestamp parses RFC 3339 text (textconv.ParseCivil) for a timestamp column into µs:
-// zone-less text is read in loc (textconv.Instant); a timestamp_ntz column takes only
-// zone-less text, as UTC.
-func (c *Column) ParseTimestamp(b []byte, loc *time.Location) (int64, bool) {
+// TimestampFromText parses RFC 3339 text (textconv.ParseCivil) for a timestamp column into
+// the column's unit (seconds and milliseconds rounded toward the past; nanoseconds keep all
+// nine fraction digits): zone-less text is read in loc (textconv.Instant); a timestamp_ntz
+// column takes only zone-less text, as UTC. ok is false for other text and for an instant
+// the unit cannot hold (nanoseconds: years 1678 to 2261).
+func (c *Column) TimestampFromText(b []byte, loc *time.Location) (int64, bool) {
+	if c.mul == 1000 { // nanoseconds
+		civil, offset, hasZone, ok := textconv.ParseCivilNanos(b)
+		switch {
+		case !ok:
+			return 0, false
+		case c.Kind == TimestampNTZ:
+			return civil, !hasZone
+		case hasZone || loc == nil || loc == time.UTC:
+			return civil - offset, true
+		}
+		us := textconv.Instant(civil/1000, 0, false, loc) // the zone's offset is whole seconds
+		return us*1000 + civil%1000, true
+	}
 	civil, offset, hasZone, ok := textconv.ParseCivil(b)
 	switch {
 	case !ok:
 		return 0, false
 	case c.Kind == TimestampNTZ:
-		return civil, !hasZone
+		return c.FromMicros(civil), !hasZone
 	}
-	return textconv.Instant(civil, offset, hasZone, loc), true
+	return c.FromMicros(textconv.Instant(civil, offset, hasZone, loc)), true
 }
 
 // TypeName names t in a bad-record reason: Spark's names for integers and timestamps, Arrow's

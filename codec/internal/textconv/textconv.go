@@ -152,30 +152,55 @@ func digits(b []byte, n int) (int, bool) {
 	return v, true
 }
 
-// parseDate reads YYYY-MM-DD at the start of b.
-func parseDate(b []byte) (y, m, d int, ok bool) {
-	if len(b) < 10 || b[4] != '-' || b[7] != '-' {
-		return 0, 0, 0, false
+// maxYear bounds the years of expanded dates, so that every instant they name fits in int64
+// microseconds (±292,277 years around 1970).
+const maxYear = 290_000
+
+// parseDate reads YYYY-MM-DD at the start of b, or an ISO 8601 expanded year: a sign and 4
+// to 6 digits ("+10000-01-01", "-0001-12-31"; year 0 is 1 BC, as in java.time and Spark). n is
+// the length of the date.
+func parseDate(b []byte) (y, m, d, n int, ok bool) {
+	i, neg := 0, false
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		neg = b[0] == '-'
+		i = 1
 	}
-	y, ok1 := digits(b, 4)
-	m, ok2 := digits(b[5:], 2)
-	d, ok3 := digits(b[8:], 2)
-	if !ok1 || !ok2 || !ok3 || m < 1 || m > 12 || d < 1 || d > daysIn(y, m) {
-		return 0, 0, 0, false
+	j := i
+	for j < len(b) && j-i < 7 && b[j] >= '0' && b[j] <= '9' {
+		j++
 	}
-	return y, m, d, true
+	nd := j - i
+	if nd < 4 || nd > 4 && i == 0 || nd > 6 {
+		return 0, 0, 0, 0, false
+	}
+	y, _ = digits(b[i:], nd)
+	if neg {
+		y = -y
+	}
+	n = j + 6
+	if len(b) < n || b[j] != '-' || b[j+3] != '-' || y > maxYear || y < -maxYear {
+		return 0, 0, 0, 0, false
+	}
+	m, ok2 := digits(b[j+1:], 2)
+	d, ok3 := digits(b[j+4:], 2)
+	if !ok2 || !ok3 || m < 1 || m > 12 || d < 1 || d > daysIn(y, m) {
+		return 0, 0, 0, 0, false
+	}
+	return y, m, d, n, true
 }
 
-// ParseDate parses an ISO 8601 calendar date, YYYY-MM-DD, into days since 1970-01-01.
+// ParseDate parses an ISO 8601 calendar date, YYYY-MM-DD (or an expanded year, ±YYYYY-MM-DD),
+// into days since 1970-01-01.
 func ParseDate(b []byte) (int32, bool) {
-	if len(b) != 10 {
+	y, m, d, n, ok := parseDate(b)
+	if !ok || n != len(b) {
 		return 0, false
 	}
-	y, m, d, ok := parseDate(b)
-	if !ok {
+	days := DaysFromCivil(y, m, d)
+	if days > math.MaxInt32 || days < math.MinInt32 {
 		return 0, false
 	}
-	return int32(DaysFromCivil(y, m, d)), true
+	return int32(days), true
 }
 
 // ParseTimestamp parses an RFC 3339 / ISO 8601 timestamp (the spellings of ParseCivil) into
@@ -207,53 +232,70 @@ func wallIn(civil int64, loc *time.Location) int64 {
 // ParseCivil parses an RFC 3339 / ISO 8601 timestamp into its wall-clock reading and zone,
 // without allocating:
 //
-//	YYYY-MM-DD                         midnight
-//	YYYY-MM-DD(T|t| )hh:mm[:ss[.f...]] with 1 to 9 fraction digits ('.' or ','; beyond µs truncated)
+//	YYYY-MM-DD                         midnight (or an expanded year, ±YYYYY-MM-DD)
+//	YYYY-MM-DD(T|t| )hh:mm[:ss[.f...]] with 1 to 9 fraction digits ('.' or ','; beyond µs truncated: ParseCivilNanos keeps them)
 //	followed by an optional zone:      Z, z, ±hh, ±hh:mm, ±hhmm, or " UTC"/"UTC"
 //
 // civil is the reading in microseconds as if it were UTC; offset is the zone's offset east of
 // UTC in microseconds (0 without a zone), so the instant is civil − offset. hasZone reports
 // whether the text carried a zone; the caller reads zone-less text in a location of its choice.
 func ParseCivil(b []byte) (civil, offset int64, hasZone bool, ok bool) {
-	y, mo, d, ok := parseDate(b)
-	if !ok {
+	secs, nanos, off, hasZone, ok := parseCivil(b)
+	return secs*1_000_000 + nanos/1000, off * 1_000_000, hasZone, ok
+}
+
+// ParseCivilNanos is ParseCivil in nanoseconds, keeping all nine fraction digits, for
+// timestamp(ns) columns; ok is false when the reading does not fit int64 nanoseconds
+// (years 1678 to 2261).
+func ParseCivilNanos(b []byte) (civil, offset int64, hasZone bool, ok bool) {
+	secs, nanos, off, hasZone, ok := parseCivil(b)
+	if !ok || secs > math.MaxInt64/1_000_000_000-86400 || secs < math.MinInt64/1_000_000_000+86400 {
 		return 0, 0, false, false
 	}
+	return secs*1e9 + nanos, off * 1e9, hasZone, true
+}
+
+// parseCivil parses what ParseCivil accepts into whole seconds of the reading, its fraction
+// in nanoseconds and the zone's offset in seconds.
+func parseCivil(b []byte) (secs, nanos, offset int64, hasZone bool, ok bool) {
+	y, mo, d, i, ok := parseDate(b)
+	if !ok {
+		return 0, 0, 0, false, false
+	}
 	var h, mi, s, frac int
-	i := 10
 	if i < len(b) && (b[i] == 'T' || b[i] == 't' || b[i] == ' ') && i+1 < len(b) && b[i+1] >= '0' && b[i+1] <= '9' {
 		i++
 		var ok1, ok2 bool
 		h, ok1 = digits(b[i:], 2)
 		if !ok1 || i+2 >= len(b) || b[i+2] != ':' {
-			return 0, 0, false, false
+			return 0, 0, 0, false, false
 		}
 		mi, ok2 = digits(b[i+3:], 2)
 		if !ok2 || h > 23 || mi > 59 {
-			return 0, 0, false, false
+			return 0, 0, 0, false, false
 		}
 		i += 5
 		if i < len(b) && b[i] == ':' {
 			var ok3 bool
 			s, ok3 = digits(b[i+1:], 2)
 			if !ok3 || s > 59 {
-				return 0, 0, false, false
+				return 0, 0, 0, false, false
 			}
 			i += 3
 			if i < len(b) && (b[i] == '.' || b[i] == ',') {
 				i++
 				n := 0
 				for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-					if n < 6 {
+					if n < 9 {
 						frac = frac*10 + int(b[i]-'0')
 					}
 					n++
 					i++
 				}
 				if n == 0 || n > 9 {
-					return 0, 0, false, false
+					return 0, 0, 0, false, false
 				}
-				for ; n < 6; n++ {
+				for ; n < 9; n++ {
 					frac *= 10
 				}
 			}
@@ -270,7 +312,7 @@ func ParseCivil(b []byte) (civil, offset int64, hasZone bool, ok bool) {
 		hasZone = true
 		oh, ok1 := digits(rest[1:], 2)
 		if !ok1 || oh > 23 {
-			return 0, 0, false, false
+			return 0, 0, 0, false, false
 		}
 		om := 0
 		switch tail := rest[3:]; {
@@ -278,27 +320,27 @@ func ParseCivil(b []byte) (civil, offset int64, hasZone bool, ok bool) {
 		case len(tail) == 3 && tail[0] == ':':
 			v, ok2 := digits(tail[1:], 2)
 			if !ok2 || v > 59 {
-				return 0, 0, false, false
+				return 0, 0, 0, false, false
 			}
 			om = v
 		case len(tail) == 2:
 			v, ok2 := digits(tail, 2)
 			if !ok2 || v > 59 {
-				return 0, 0, false, false
+				return 0, 0, 0, false, false
 			}
 			om = v
 		default:
-			return 0, 0, false, false
+			return 0, 0, 0, false, false
 		}
 		off = oh*3600 + om*60
 		if rest[0] == '-' {
 			off = -off
 		}
 	default:
-		return 0, 0, false, false
+		return 0, 0, 0, false, false
 	}
-	secs := DaysFromCivil(y, mo, d)*86400 + int64(h*3600+mi*60+s)
-	return secs*1_000_000 + int64(frac), int64(off) * 1_000_000, hasZone, true
+	secs = DaysFromCivil(y, mo, d)*86400 + int64(h*3600+mi*60+s)
+	return secs, int64(frac), int64(off), hasZone, true
 }
 
 var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
