@@ -450,7 +450,10 @@ func OpenStateFile(mem memory.Allocator, path string, fi FileInfo) (*StateFile, 
 	if got := fmt.Sprintf("%08x", crc.Sum32()); got != fi.CRC32C {
 		return fail(fmt.Sprintf("checksum mismatch (manifest %s, computed %s)", fi.CRC32C, got))
 	}
-	r, err := ipc.NewFileReader(src, ipc.WithAllocator(mem))
+	// The file verified, so any block within it is genuine: lift arrow-go's default 256 MiB
+	// limit per batch body, which refused the single large batches of state files written
+	// before they were cut by bytes.
+	r, err := ipc.NewFileReader(src, ipc.WithAllocator(mem), ipc.WithBodySizeLimit(fi.Size))
 	if err != nil {
 		return fail(err.Error())
 	}
