@@ -312,7 +312,9 @@ func Reconstruct(mem memory.Allocator, path string, n uint64) (*Table, error) {
 				for _, c := range cols[:i] {
 					c.Release()
 				}
-				return nil, err
+				// The table is one batch: a string or binary column holds at most 2 GiB.
+				return nil, fmt.Errorf("state of %s at epoch %d: column %s does not fit one Arrow array (at most 2 GiB of string or binary data): %w",
+					path, n, schema.Field(i).Name, err)
 			}
 		}
 		if identity {

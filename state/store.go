@@ -18,6 +18,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // Columns every state file starts with; the value columns of the Codec follow.
@@ -81,8 +83,11 @@ type Store[V any] struct {
 	t             table[V]
 	schema        *arrow.Schema
 	SnapshotEvery uint64 // full snapshot when epoch % SnapshotEvery == 0; default 10
-	haveSnapshot  bool
-	tags          []uint32 // PutIfAbsentAll's scratch space
+	// BatchBytes cuts a record batch of a state file once its keys and values hold about
+	// this many bytes (besides the 64Ki-row limit); default codec.DefaultBatchBytes (64 MiB).
+	BatchBytes   int
+	haveSnapshot bool
+	tags         []uint32 // PutIfAbsentAll's scratch space
 }
 
 // NewStore returns an empty store for values encoded by c.
@@ -274,9 +279,10 @@ func WriteManifest(d *Dir, m Manifest) error {
 }
 
 // encode writes the entries keys (sorted by key) as state rows: tombstones as deletes (only
-// pending entries, so only in changelogs), live entries as upserts. The _op and _key columns
-// are built directly into reused buffers (no per-row builder calls); the value columns go
-// through the Codec's builders, reserved up front.
+// pending entries, so only in changelogs), live entries as upserts, in batches of at most
+// stateBatchRows rows cut once a batch holds BatchBytes (keys and values: a binary column
+// addresses at most 2 GiB per array). The _op and _key columns are built directly into reused
+// buffers (no per-row builder calls); the value columns go through the Codec's builders.
 func (s *Store[V]) encode(mem memory.Allocator, write func(arrow.RecordBatch) error, keys []uint32) error {
 	vals := make([]array.Builder, 0, len(s.schema.Fields())-2)
 	for _, f := range s.schema.Fields()[2:] {
@@ -284,28 +290,34 @@ func (s *Store[V]) encode(mem memory.Allocator, write func(arrow.RecordBatch) er
 		defer vb.Release()
 		vals = append(vals, vb)
 	}
+	size := codec.NewSizer(vals)
+	limit := s.BatchBytes
+	if limit <= 0 {
+		limit = codec.DefaultBatchBytes
+	}
 	n := min(len(keys), stateBatchRows)
 	var (
 		opData  = make([]byte, 0, n*len(OpUpsert))
 		opOffs  = make([]int32, 0, n+1)
-		keyData = make([]byte, 0, n*32)
+		keyData = make([]byte, 0, min(n*32, limit))
 		keyOffs = make([]int32, 0, n+1)
 	)
-	for lo := 0; lo < len(keys) || lo == 0; lo += stateBatchRows {
+	for lo := 0; lo < len(keys) || lo == 0; {
 		batch := keys[lo:min(lo+stateBatchRows, len(keys))]
 		opData, opOffs = opData[:0], append(opOffs[:0], 0)
 		keyData, keyOffs = keyData[:0], append(keyOffs[:0], 0)
 		for _, vb := range vals {
 			vb.Reserve(len(batch))
 		}
+		rows := 0
 		for g, ei := range batch {
 			if g%prefetchGroup == 0 {
 				s.t.touchKeys(batch[g:min(g+prefetchGroup, len(batch))])
 			}
 			e := s.t.ent(ei)
 			keyData = append(keyData, s.t.key(e.ref)...)
-			if len(keyData) > math.MaxInt32 {
-				return fmt.Errorf("state file batch: keys exceed %d bytes", math.MaxInt32)
+			if len(keyData) > math.MaxInt32 { // one key of 2 GiB
+				return fmt.Errorf("state file batch: a key of %d bytes exceeds %d", len(keyData), math.MaxInt32)
 			}
 			keyOffs = append(keyOffs, int32(len(keyData)))
 			if e.ref&refDeleted == 0 {
@@ -318,13 +330,18 @@ func (s *Store[V]) encode(mem memory.Allocator, write func(arrow.RecordBatch) er
 				}
 			}
 			opOffs = append(opOffs, int32(len(opData)))
+			rows++
+			if len(keyData)+size.Bytes(rows) >= limit {
+				break
+			}
 		}
-		if err := s.writeBatch(write, len(batch), opOffs, opData, keyOffs, keyData, vals); err != nil {
+		if err := s.writeBatch(write, rows, opOffs, opData, keyOffs, keyData, vals); err != nil {
 			return err
 		}
 		if len(keys) == 0 {
 			break
 		}
+		lo += rows
 	}
 	return nil
 }
@@ -375,26 +392,72 @@ func ReadManifest(path string, n uint64) (Manifest, error) {
 	return m, err
 }
 
-// OpenStateFile reads a state file listed in a manifest, verifies size and checksum, and
-// returns an Arrow IPC file reader over it; the caller releases it. A mismatch yields
+// StateFile is an open state file that verified against its manifest entry: an Arrow IPC
+// file reader over the file on disk, which reads each record batch when it is asked for (so
+// restoring state of any size holds one batch of the file at a time, not the whole file).
+// Close releases the reader and the file.
+type StateFile struct {
+	*ipc.FileReader
+	f *os.File
+}
+
+// Close closes the reader and the file.
+func (s *StateFile) Close() error {
+	err := s.FileReader.Close()
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// wholeFileMax is the size up to which OpenStateFile reads a state file into memory at once
+// (fewer system calls for the many small files of a busy checkpoint); larger files are read a
+// batch at a time.
+const wholeFileMax = 4 << 20
+
+// OpenStateFile opens a state file listed in a manifest, verifies size and checksum, and
+// returns an Arrow IPC file reader over it; the caller closes it. A file larger than 4 MiB is
+// verified in a pass of 1 MiB reads and then read a record batch at a time, so restoring
+// state of any size holds one batch of it in memory, not the whole file. A mismatch yields
 // *CorruptError naming the file.
-func OpenStateFile(mem memory.Allocator, path string, fi FileInfo) (*ipc.FileReader, error) {
+func OpenStateFile(mem memory.Allocator, path string, fi FileInfo) (*StateFile, error) {
 	p := filepath.Join(path, StateDir, fi.File)
-	b, err := os.ReadFile(p)
+	f, err := os.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("read state %s: %w", p, err)
 	}
-	if int64(len(b)) != fi.Size {
-		return nil, &CorruptError{Path: p, Reason: fmt.Sprintf("size %d, manifest says %d (truncated?)", len(b), fi.Size)}
+	fail := func(reason string) (*StateFile, error) {
+		f.Close()
+		return nil, &CorruptError{Path: p, Reason: reason}
 	}
-	if got := fmt.Sprintf("%08x", CRC32C(b)); got != fi.CRC32C {
-		return nil, &CorruptError{Path: p, Reason: fmt.Sprintf("checksum mismatch (manifest %s, computed %s)", fi.CRC32C, got)}
+	var src ipc.ReadAtSeeker = f
+	crc := crc32.New(castagnoli)
+	var n int64
+	if fi.Size <= wholeFileMax {
+		b, rerr := io.ReadAll(io.LimitReader(f, wholeFileMax+1))
+		n, err, src = int64(len(b)), rerr, bytes.NewReader(b)
+		crc.Write(b)
+	} else {
+		n, err = io.CopyBuffer(crc, f, make([]byte, 1<<20))
 	}
-	r, err := ipc.NewFileReader(bytes.NewReader(b), ipc.WithAllocator(mem))
 	if err != nil {
-		return nil, &CorruptError{Path: p, Reason: err.Error()}
+		f.Close()
+		return nil, fmt.Errorf("read state %s: %w", p, err)
 	}
-	return r, nil
+	if n != fi.Size {
+		return fail(fmt.Sprintf("size %d, manifest says %d (truncated?)", n, fi.Size))
+	}
+	if got := fmt.Sprintf("%08x", crc.Sum32()); got != fi.CRC32C {
+		return fail(fmt.Sprintf("checksum mismatch (manifest %s, computed %s)", fi.CRC32C, got))
+	}
+	// The file verified, so any block within it is genuine: lift arrow-go's default 256 MiB
+	// limit per batch body, which refused the single large batches of state files written
+	// before they were cut by bytes.
+	r, err := ipc.NewFileReader(src, ipc.WithAllocator(mem), ipc.WithBodySizeLimit(fi.Size))
+	if err != nil {
+		return fail(err.Error())
+	}
+	return &StateFile{FileReader: r, f: f}, nil
 }
 
 // ErrNoState is returned by Restore when a committed epoch has no state in the directory.

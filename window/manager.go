@@ -70,6 +70,11 @@ type Config struct {
 	Mem memory.Allocator
 	// BatchRows caps the rows of an output batch; default 65536.
 	BatchRows int
+	// BatchBytes cuts an output or state batch once its columns hold about this many bytes
+	// (codec.BuilderBytes), whatever its rows; default codec.DefaultBatchBytes (64 MiB).
+	// A string column addresses at most 2 GiB per array, so windows holding large values
+	// need it; it also bounds the memory of the batch being built.
+	BatchBytes int
 	// Partition lists the columns (dot paths) that identify the source partition of a row,
 	// e.g. read-kafka's "topic,partition". The generated watermark is then the minimum over
 	// partitions of max event time − Delay (DESIGN.md §4; Flink's per-split watermarks), so a
@@ -262,7 +267,7 @@ func New(in *arrow.Schema, cfg Config) (*Manager, error) {
 		m.gran = gcd(m.asg.countSize, m.asg.countStp)
 		m.maxChunks = m.asg.countSize / m.gran
 	}
-	if m.out, err = newOutput(m.mem, m.codec.Fields(), m.aggs.Fields(), cfg.BatchRows); err != nil {
+	if m.out, err = newOutput(m.mem, m.codec.Fields(), m.aggs.Fields(), cfg.BatchRows, m.batchBytes()); err != nil {
 		return nil, err
 	}
 	m.fireQ.init()
@@ -307,6 +312,14 @@ func (m *Manager) TakeOutput() []arrow.RecordBatch { return m.out.take() }
 func (m *Manager) Release() { m.out.release() }
 
 func (m *Manager) procTime() bool { return m.tx == nil }
+
+// batchBytes is Config.BatchBytes or its default.
+func (m *Manager) batchBytes() int {
+	if m.cfg.BatchBytes > 0 {
+		return m.cfg.BatchBytes
+	}
+	return codec.DefaultBatchBytes
+}
 
 // assignPartitions maps each row of rec to its watermark partition (partOf) and marks the
 // partitions present in the batch active at now.

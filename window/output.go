@@ -7,22 +7,27 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
-// output accumulates result rows in builders and cuts batches of at most max rows.
+// output accumulates result rows in builders and cuts batches of at most max rows, or once
+// they hold maxBytes (codec.BuilderBytes).
 type output struct {
-	schema *arrow.Schema
-	bld    *array.RecordBuilder
-	start  *array.TimestampBuilder
-	end    *array.TimestampBuilder
-	keyB   []array.Builder
-	aggB   []array.Builder
-	emitB  *array.StringBuilder
-	n, max int
-	done   []arrow.RecordBatch
+	schema   *arrow.Schema
+	bld      *array.RecordBuilder
+	start    *array.TimestampBuilder
+	end      *array.TimestampBuilder
+	keyB     []array.Builder
+	aggB     []array.Builder
+	emitB    *array.StringBuilder
+	n, max   int
+	maxBytes int
+	size     codec.Sizer
+	done     []arrow.RecordBatch
 }
 
-func newOutput(mem memory.Allocator, keys, aggs []arrow.Field, batchRows int) (*output, error) {
+func newOutput(mem memory.Allocator, keys, aggs []arrow.Field, batchRows, batchBytes int) (*output, error) {
 	if batchRows <= 0 {
 		batchRows = 1 << 16
 	}
@@ -49,7 +54,8 @@ func newOutput(mem memory.Allocator, keys, aggs []arrow.Field, batchRows int) (*
 		md = arrow.NewMetadata([]string{"streamkit.key"}, []string{strings.Join(names, ",")})
 	}
 	s := arrow.NewSchema(fields, &md)
-	o := &output{schema: s, bld: array.NewRecordBuilder(mem, s), max: batchRows}
+	o := &output{schema: s, bld: array.NewRecordBuilder(mem, s), max: batchRows, maxBytes: batchBytes}
+	o.size = codec.NewSizer(o.bld.Fields())
 	o.start = o.bld.Field(0).(*array.TimestampBuilder)
 	o.end = o.bld.Field(1).(*array.TimestampBuilder)
 	for i := range keys {
@@ -71,7 +77,7 @@ func (o *output) row(m *Manager, s int32, kind string) {
 	m.aggs.AppendResults(s, o.aggB)
 	o.emitB.Append(kind)
 	o.n++
-	if o.n >= o.max {
+	if o.n >= o.max || o.size.Bytes(o.n) >= o.maxBytes {
 		o.cut()
 	}
 }

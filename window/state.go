@@ -16,7 +16,8 @@ import (
 
 // Columns of state batches (Changelog, Snapshot, Restore). They follow the state file
 // convention of docs/protocol.md §7.4 (state.Store): _op, _key, then value columns, all
-// nullable; rows sorted by _key; at most StateBatchRows rows per batch.
+// nullable; rows sorted by _key; at most StateBatchRows rows and about Config.BatchBytes bytes
+// per batch.
 const (
 	StateOp    = "_op"          // "upsert" or "delete" (state.OpColumn)
 	StateKey   = "_key"         // entry identity: encoded key + window identity (see StateSchema)
@@ -206,6 +207,7 @@ type stateWriter struct {
 	fired *array.BooleanBuilder
 	accs  []array.Builder
 	rows  int
+	size  codec.Sizer
 }
 
 func (m *Manager) newStateWriter() *stateWriter {
@@ -218,6 +220,7 @@ func (m *Manager) newStateWriter() *stateWriter {
 	for i := stateFixed; i < b.Schema().NumFields(); i++ {
 		w.accs = append(w.accs, b.Field(i))
 	}
+	w.size = codec.NewSizer(b.Fields())
 	return w
 }
 
@@ -242,8 +245,10 @@ func (w *stateWriter) row(r stateRow) {
 	m.sFlags[s] = m.sFlags[s]&^fDirty | fPersisted
 }
 
-// write sorts rows by _key (an upsert wins over a delete of the same entry) and emits them
-// in batches of at most StateBatchRows; at least one (possibly empty) batch.
+// writeRows sorts rows by _key (an upsert wins over a delete of the same entry) and emits
+// them in batches of at most StateBatchRows rows, cut once a batch holds Config.BatchBytes
+// (large values: a string column addresses at most 2 GiB per array); at least one (possibly
+// empty) batch.
 func (m *Manager) writeRows(rows []stateRow, fn func(arrow.RecordBatch) error) error {
 	slices.SortStableFunc(rows, func(a, b stateRow) int {
 		if c := cmp.Compare(a.key, b.key); c != 0 {
@@ -259,7 +264,7 @@ func (m *Manager) writeRows(rows []stateRow, fn func(arrow.RecordBatch) error) e
 			continue
 		}
 		w.row(r)
-		if w.rows == StateBatchRows {
+		if w.rows == StateBatchRows || w.size.Bytes(w.rows) >= m.batchBytes() {
 			w.rows, sent = 0, true
 			if err := fn(w.bld.NewRecordBatch()); err != nil {
 				return err
