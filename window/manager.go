@@ -75,8 +75,18 @@ type Config struct {
 	// partitions of max event time − Delay (DESIGN.md §4; Flink's per-split watermarks), so a
 	// backlog read unevenly across partitions does not make the others' rows late; with
 	// IdleTimeout a silent partition stops holding it back. Empty: one partition. Partitions
-	// count from their first row; state restores keep them.
+	// count from their first row; state restores keep them. A data batch that names its source
+	// partition (codec.KeyPartition, as read-kafka's do) belongs to that partition instead,
+	// whatever columns it has or keeps: these columns serve untagged input (foreign producers).
 	Partition []string
+	// Partitions are the source partitions the source declared (codec.SchemaPartitions, by
+	// the names of codec.KeyPartition): each holds the generated watermark back from the start,
+	// before its first row, until it delivers or goes idle (Flink's per-split watermarks), so
+	// rows of a partition that is read later are not late.
+	Partitions []string
+	// OnePartition puts every row into one watermark partition: batch metadata and Partitions
+	// are ignored (--partition-col none; Partition must then be empty).
+	OnePartition bool
 	// Changelog tracks changed and dropped entries for Changelog (set it when the stage
 	// checkpoints; it costs a little time per record and memory per changed entry until the
 	// next Changelog). Snapshot works either way.
@@ -148,8 +158,8 @@ type Manager struct {
 	kind     Kind
 	codec    *KeyCodec
 	tx       *TimeExtractor
-	parts    *codec.KeyEncoder // nil: one watermark partition
-	partIDs  map[string]int    // encoded partition → watermark partition index
+	parts    *codec.KeyEncoder // nil: no partition columns
+	partIDs  map[string]int    // partition (encoded columns, or tagPrefix+name) → watermark partition index
 	partOf   []int             // per row of the current batch
 	partBuf  []byte
 	aggs     *Aggs
@@ -250,11 +260,14 @@ func New(in *arrow.Schema, cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m.wm = NewWatermarks(cfg.Watermark)
-	if len(cfg.Partition) > 0 && m.tx != nil {
-		if m.parts, err = codec.NewKeyEncoder(in, cfg.Partition); err != nil {
-			return nil, fmt.Errorf("%w: partition column: %v", ErrConfig, err)
+	if m.tx != nil {
+		if len(cfg.Partition) > 0 {
+			if m.parts, err = codec.NewKeyEncoder(in, cfg.Partition); err != nil {
+				return nil, fmt.Errorf("%w: partition column: %v", ErrConfig, err)
+			}
 		}
 		m.partIDs = map[string]int{}
+		m.registerDeclared()
 	}
 	if m.kind == Count {
 		m.gran = gcd(m.asg.countSize, m.asg.countStp)
@@ -306,26 +319,57 @@ func (m *Manager) Release() { m.out.release() }
 
 func (m *Manager) procTime() bool { return m.tx == nil }
 
+// tagPrefix starts the partIDs key of a partition named by batch metadata (KeyPartition); an
+// encoded column key starts with a small type tag, so the two never collide.
+const tagPrefix = "\xff"
+
+// partID returns the watermark partition of key, registering a new one at now.
+func (m *Manager) partID(key string, now time.Time) int {
+	p, ok := m.partIDs[key]
+	if !ok {
+		p = len(m.partIDs)
+		m.partIDs[key] = p
+		m.wm.Register(p, now)
+	}
+	return p
+}
+
+// registerDeclared registers the declared partitions (Config.Partitions) with the watermark
+// tracker: after a restore too, which keeps only the partitions that had rows.
+func (m *Manager) registerDeclared() {
+	if m.cfg.OnePartition {
+		return
+	}
+	now := m.now()
+	for _, name := range m.cfg.Partitions {
+		m.wm.Register(m.partID(tagPrefix+name, now), now)
+	}
+}
+
 // assignPartitions maps each row of rec to its watermark partition (partOf) and marks the
 // partitions present in the batch active at now.
 func (m *Manager) assignPartitions(rec arrow.RecordBatch, now time.Time) {
 	n := int(rec.NumRows())
 	m.partOf = grow(m.partOf, n)
-	if m.parts == nil {
-		clear(m.partOf)
-		m.wm.Active(0, now)
+	// A batch that names its source partition belongs to it; an untagged one without
+	// partition columns to one unnamed partition (the only one of an input that names none).
+	name, tagged := codec.BatchPartition(rec)
+	if m.cfg.OnePartition {
+		name, tagged = "", false
+	}
+	if tagged || m.parts == nil {
+		p := m.partID(tagPrefix+name, now)
+		for i := range m.partOf {
+			m.partOf[i] = p
+		}
+		m.wm.Active(p, now)
 		return
 	}
 	cols := m.parts.Columns(rec)
 	last := -1
 	for i := 0; i < n; i++ {
 		m.partBuf = codec.AppendRow(m.partBuf[:0], cols, i)
-		p, ok := m.partIDs[string(m.partBuf)]
-		if !ok {
-			p = len(m.partIDs)
-			m.partIDs[string(m.partBuf)] = p
-			m.wm.Register(p, now)
-		}
+		p := m.partID(string(m.partBuf), now)
 		m.partOf[i] = p
 		if p != last {
 			m.wm.Active(p, now)

@@ -169,6 +169,7 @@ func (m *Manager) RestoreExtra(x Extra) error {
 		for i, k := range x.Partitions {
 			m.partIDs[string(k)] = i
 		}
+		m.registerDeclared() // restored as the watermark tracker has them; new ones wait
 	}
 	m.created = max(m.created, x.Created)
 	m.stats.Records, m.stats.Late, m.stats.BadTime = x.Records, x.Late, x.BadTime

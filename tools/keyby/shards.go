@@ -562,6 +562,7 @@ func (s *Sharded) routeBatch(ctx context.Context, mem, bufs memory.Allocator, en
 		if err != nil {
 			return err
 		}
+		prec = codec.CarryMetadata(prec, rec) // the rows' source partition, if named
 		err = children[i].w.Write(prec)
 		prec.Release()
 		if err != nil {
