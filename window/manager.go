@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
@@ -160,6 +162,7 @@ type Manager struct {
 	tx       *TimeExtractor
 	parts    *codec.KeyEncoder // nil: no partition columns
 	partIDs  map[string]int    // partition (encoded columns, or tagPrefix+name) → watermark partition index
+	kafka    [2]int            // field indices of Partition = topic (utf8), partition (int32); -1: not that shape
 	partOf   []int             // per row of the current batch
 	partBuf  []byte
 	aggs     *Aggs
@@ -261,10 +264,12 @@ func New(in *arrow.Schema, cfg Config) (*Manager, error) {
 	}
 	m.wm = NewWatermarks(cfg.Watermark)
 	if m.tx != nil {
+		m.kafka = [2]int{-1, -1}
 		if len(cfg.Partition) > 0 {
 			if m.parts, err = codec.NewKeyEncoder(in, cfg.Partition); err != nil {
 				return nil, fmt.Errorf("%w: partition column: %v", ErrConfig, err)
 			}
+			m.kafka = kafkaColumns(in, cfg.Partition)
 		}
 		m.partIDs = map[string]int{}
 		m.registerDeclared()
@@ -334,6 +339,36 @@ func (m *Manager) partID(key string, now time.Time) int {
 	return p
 }
 
+// kafkaColumns returns the field indices of read-kafka's topic and partition columns when
+// paths names exactly them, else -1s.
+func kafkaColumns(in *arrow.Schema, paths []string) [2]int {
+	no := [2]int{-1, -1}
+	if len(paths) != 2 || paths[0] != "topic" || paths[1] != "partition" {
+		return no
+	}
+	t, p := in.FieldIndices("topic"), in.FieldIndices("partition")
+	if len(t) != 1 || len(p) != 1 || in.Field(t[0]).Type.ID() != arrow.STRING || in.Field(p[0]).Type.ID() != arrow.INT32 {
+		return no
+	}
+	return [2]int{t[0], p[0]}
+}
+
+// kafkaName returns the partition name (codec.KeyPartition: topic/partition) of an encoded
+// topic,partition column key, so that read-kafka's rows, tagged or identified by their
+// columns, and the partitions of checkpoints that keyed them by column, are one partition.
+func kafkaName(key []byte) (string, bool) {
+	v, err := codec.DecodeKey(key)
+	if err != nil || len(v) != 2 {
+		return "", false
+	}
+	t, ok1 := v[0].(string)
+	p, ok2 := v[1].(int64)
+	if !ok1 || !ok2 {
+		return "", false
+	}
+	return t + "/" + strconv.FormatInt(p, 10), true
+}
+
 // registerDeclared registers the declared partitions (Config.Partitions) with the watermark
 // tracker: after a restore too, which keeps only the partitions that had rows.
 func (m *Manager) registerDeclared() {
@@ -366,9 +401,21 @@ func (m *Manager) assignPartitions(rec arrow.RecordBatch, now time.Time) {
 		return
 	}
 	cols := m.parts.Columns(rec)
+	var topics *array.String
+	var nums *array.Int32
+	if m.kafka[0] >= 0 {
+		topics, _ = rec.Column(m.kafka[0]).(*array.String)
+		nums, _ = rec.Column(m.kafka[1]).(*array.Int32)
+	}
 	last := -1
 	for i := 0; i < n; i++ {
-		m.partBuf = codec.AppendRow(m.partBuf[:0], cols, i)
+		if topics != nil && nums != nil && topics.IsValid(i) && nums.IsValid(i) {
+			// Named as read-kafka tags its batches.
+			m.partBuf = append(append(append(m.partBuf[:0], tagPrefix...), topics.Value(i)...), '/')
+			m.partBuf = strconv.AppendInt(m.partBuf, int64(nums.Value(i)), 10)
+		} else {
+			m.partBuf = codec.AppendRow(m.partBuf[:0], cols, i)
+		}
 		p := m.partID(string(m.partBuf), now)
 		m.partOf[i] = p
 		if p != last {

@@ -368,7 +368,10 @@ emit (on_time, late_update or early). The semantics are Flink's DataStream windo
 
 Event time comes from --time (a timestamp column, epoch integers with --time-unit, or RFC 3339
 text; zone-less values need --tz). The watermark is the later of the upstream watermark and
-max event time − --watermark-delay; a window fires when it passes the window's end. With
+max event time − --watermark-delay, kept per source partition (the minimum over partitions that
+are not idle, --idle-timeout): read-kafka names the partition of every batch, whatever its
+--columns keep, and the partitions with a backlog hold the watermark back until they deliver.
+A window fires when the watermark passes the window's end. With
 --allowed-lateness a fired window is kept until end + lateness and late rows update it
 (late_update); rows later than that go to --late-output and are counted, never dropped
 silently. --processing-time windows on the wall clock instead: a processing-time session
