@@ -60,6 +60,7 @@ out, src = sys.argv[1], sys.argv[2]
 with pa.OSFile(out, "rb") as f:
     got = pa.ipc.open_stream(f).read_all()
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
 con.register("got", got)
 want = f"""SELECT time_bucket(INTERVAL 1 HOUR, ts::TIMESTAMP) AS ws, k, count(*) AS n
            FROM read_json('{src}', columns={{'id':'BIGINT','ts':'TIMESTAMP','k':'VARCHAR'}}) GROUP BY ALL"""
@@ -170,7 +171,7 @@ func TestColumnsWithoutTopicKeepPartitionWatermarks(t *testing.T) {
 		{"--columns", "value.*,partition,offset", "--batch-rows", "50"},
 		// The partition each batch names survives stages that filter and shard the rows.
 		{"--columns", "value.*,offset", "--max-records-per-epoch", "500", "|", "dedup", "--key", "id"},
-		{"--columns", "value.*,offset", "--max-records-per-epoch", "500", "|", "keyby", "k", "--shards", "2", "--", "dedup", "--key", "id"},
+		{"--columns", "value.*,offset", "--max-records-per-epoch", "500", "|", "keyby", "id", "--shards", "2", "--", "dedup", "--key", "id"},
 	} {
 		late, got := runBacklogWindow(t, c, topic, ndjson, nil, args...)
 		t.Logf("%v: late=%d %s", args, late, got)
