@@ -230,6 +230,60 @@ func TestWithInfoKeepsForeignMetadata(t *testing.T) {
 	if cleared := Info(WithInfo(out, StreamInfo{})); cleared.Key != nil || cleared.EventTime != "" || cleared.Checkpoints != nil {
 		t.Fatalf("not cleared: %+v", cleared)
 	}
+	if p := Info(WithInfo(s, StreamInfo{Partitions: []string{"t/0", "t/3"}})).Partitions; len(p) != 2 || p[1] != "t/3" {
+		t.Fatalf("partitions %q", p)
+	}
+}
+
+// writeThenRead writes rec and an end=final as a stream and returns a reader of it.
+func writeThenRead(t *testing.T, mem memory.Allocator, rec arrow.RecordBatch) *Reader {
+	t.Helper()
+	var buf bytes.Buffer
+	w := NewWriter(&buf, rec.Schema(), mem)
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	w.WriteControl(EndControl(Final))
+	w.Close()
+	r, err := NewReader(&buf, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A batch's source partition (KeyPartition) goes over the wire and onto batches made from it.
+func TestBatchPartitionCarried(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b := array.NewRecordBuilder(mem, s)
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3}, nil)
+	defer b.Release()
+	rec := WithPartition(b.NewRecordBatch(), "orders/2")
+	defer rec.Release()
+	r := writeThenRead(t, mem, rec)
+	defer r.Release()
+	msg, err := r.Next()
+	if err != nil || msg.Batch == nil {
+		t.Fatalf("next: %v %+v", err, msg)
+	}
+	defer msg.Batch.Release()
+	if p, ok := BatchPartition(msg.Batch); !ok || p != "orders/2" {
+		t.Fatalf("read back partition %q %v", p, ok)
+	}
+	sub := msg.Batch.NewSlice(0, 1)
+	sub = CarryMetadata(sub, msg.Batch)
+	defer sub.Release()
+	if p, _ := BatchPartition(sub); p != "orders/2" || sub.NumRows() != 1 {
+		t.Fatalf("carried partition %q, %d rows", p, sub.NumRows())
+	}
+	b.Field(0).(*array.Int64Builder).Append(4)
+	plain := b.NewRecordBatch() // no metadata: CarryMetadata returns dst itself
+	if got := CarryMetadata(plain, plain); got != plain {
+		t.Fatal("CarryMetadata wrapped a batch without metadata")
+	}
+	plain.Release()
 }
 
 // A data batch whose string offsets point outside the data (as a corrupt or hostile producer
@@ -242,18 +296,8 @@ func TestMalformedOffsetsRejected(t *testing.T) {
 		data := array.NewData(arrow.BinaryTypes.String, 2, []*memory.Buffer{nil, ob, memory.NewBufferBytes([]byte("abcdefgh"))}, nil, 0, 0)
 		col := array.MakeFromData(data)
 		rec := array.NewRecordBatch(s, []arrow.Array{col}, 2)
-		var buf bytes.Buffer
-		w := NewWriter(&buf, s, mem)
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		w.WriteControl(EndControl(Final))
-		w.Close()
-		r, err := NewReader(&buf, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = r.Next()
+		r := writeThenRead(t, mem, rec)
+		_, err := r.Next()
 		if err == nil || !strings.Contains(err.Error(), `column "s"`) {
 			t.Fatalf("offsets %v: got %v, want a malformed-column error", offs, err)
 		}

@@ -38,6 +38,17 @@ const (
 	// SchemaCheckpoints lists the absolute checkpoint directories of every upstream stage
 	// that keeps a checkpoint, newline-separated; sinks write commit markers into each.
 	SchemaCheckpoints = "streamkit.checkpoints"
+	// SchemaPartitions lists, newline-separated, the source partitions (names as in
+	// KeyPartition) that a source has records to deliver from when it starts: a stage that
+	// generates per-partition watermarks lets each of them hold its watermark back until the
+	// partition delivers (or goes idle), as Flink's per-split watermarks do. A source that
+	// sets it tags every data batch with KeyPartition.
+	SchemaPartitions = "streamkit.partitions"
+
+	// KeyPartition, in the custom metadata of a data batch, names the one source partition
+	// all the batch's rows come from (read-kafka: "topic/partition"). Stages that forward a
+	// batch or a subset of its rows keep it (CarryMetadata), whatever columns the rows keep.
+	KeyPartition = "streamkit.partition"
 )
 
 // EndOfTime is the watermark a source sends when its input is complete (end=final): every
@@ -247,6 +258,7 @@ type StreamInfo struct {
 	Key         []string // key columns as dot paths; nil when undeclared
 	EventTime   string   // event-time column; "" when undeclared
 	Checkpoints []string // upstream checkpoint directories, in pipeline order
+	Partitions  []string // source partitions declared by the source (SchemaPartitions)
 }
 
 // Info reads the streamkit keys of s's metadata.
@@ -262,6 +274,9 @@ func Info(s *arrow.Schema) StreamInfo {
 	if v, ok := md.GetValue(SchemaCheckpoints); ok && v != "" {
 		in.Checkpoints = strings.Split(v, "\n")
 	}
+	if v, ok := md.GetValue(SchemaPartitions); ok && v != "" {
+		in.Partitions = strings.Split(v, "\n")
+	}
 	return in
 }
 
@@ -271,7 +286,7 @@ func WithInfo(s *arrow.Schema, in StreamInfo) *arrow.Schema {
 	md := s.Metadata()
 	var keys, vals []string
 	for i, k := range md.Keys() {
-		if k == SchemaKey || k == SchemaEventTime || k == SchemaCheckpoints {
+		if k == SchemaKey || k == SchemaEventTime || k == SchemaCheckpoints || k == SchemaPartitions {
 			continue
 		}
 		keys = append(keys, k)
@@ -285,6 +300,40 @@ func WithInfo(s *arrow.Schema, in StreamInfo) *arrow.Schema {
 	add(SchemaKey, strings.Join(in.Key, ","))
 	add(SchemaEventTime, in.EventTime)
 	add(SchemaCheckpoints, strings.Join(in.Checkpoints, "\n"))
+	add(SchemaPartitions, strings.Join(in.Partitions, "\n"))
 	m := arrow.NewMetadata(keys, vals)
 	return arrow.NewSchema(s.Fields(), &m)
+}
+
+// BatchPartition returns the source partition a data batch's rows come from (KeyPartition in
+// its custom metadata), or "" and false when the batch does not say.
+func BatchPartition(rec arrow.RecordBatch) (string, bool) {
+	rm, ok := rec.(arrow.RecordBatchWithMetadata)
+	if !ok {
+		return "", false
+	}
+	return rm.Metadata().GetValue(KeyPartition)
+}
+
+// WithPartition returns rec tagged with source partition name (KeyPartition), taking over the
+// caller's reference to rec.
+func WithPartition(rec arrow.RecordBatch, name string) arrow.RecordBatch {
+	return withMetadata(rec, arrow.NewMetadata([]string{KeyPartition}, []string{name}))
+}
+
+func withMetadata(rec arrow.RecordBatch, md arrow.Metadata) arrow.RecordBatch {
+	out := array.NewRecordBatchWithMetadata(rec.Schema(), rec.Columns(), rec.NumRows(), md)
+	rec.Release()
+	return out
+}
+
+// CarryMetadata returns dst with the custom metadata of src (a data batch that dst was made
+// from: a filtered subset, a shard's rows), taking over the caller's reference to dst; dst
+// itself when src has none. It keeps KeyPartition across stages that build new batches.
+func CarryMetadata(dst, src arrow.RecordBatch) arrow.RecordBatch {
+	rm, ok := src.(arrow.RecordBatchWithMetadata)
+	if !ok || rm.Metadata().Len() == 0 {
+		return dst
+	}
+	return withMetadata(dst, rm.Metadata())
 }

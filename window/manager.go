@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
@@ -80,8 +82,18 @@ type Config struct {
 	// partitions of max event time − Delay (DESIGN.md §4; Flink's per-split watermarks), so a
 	// backlog read unevenly across partitions does not make the others' rows late; with
 	// IdleTimeout a silent partition stops holding it back. Empty: one partition. Partitions
-	// count from their first row; state restores keep them.
+	// count from their first row; state restores keep them. A data batch that names its source
+	// partition (codec.KeyPartition, as read-kafka's do) belongs to that partition instead,
+	// whatever columns it has or keeps: these columns serve untagged input (foreign producers).
 	Partition []string
+	// Partitions are the source partitions the source declared (codec.SchemaPartitions, by
+	// the names of codec.KeyPartition): each holds the generated watermark back from the start,
+	// before its first row, until it delivers or goes idle (Flink's per-split watermarks), so
+	// rows of a partition that is read later are not late.
+	Partitions []string
+	// OnePartition puts every row into one watermark partition: batch metadata and Partitions
+	// are ignored (--partition-col none; Partition must then be empty).
+	OnePartition bool
 	// Changelog tracks changed and dropped entries for Changelog (set it when the stage
 	// checkpoints; it costs a little time per record and memory per changed entry until the
 	// next Changelog). Snapshot works either way.
@@ -153,8 +165,9 @@ type Manager struct {
 	kind     Kind
 	codec    *KeyCodec
 	tx       *TimeExtractor
-	parts    *codec.KeyEncoder // nil: one watermark partition
-	partIDs  map[string]int    // encoded partition → watermark partition index
+	parts    *codec.KeyEncoder // nil: no partition columns
+	partIDs  map[string]int    // partition (encoded columns, or tagPrefix+name) → watermark partition index
+	kafka    [2]int            // field indices of Partition = topic (utf8), partition (int32); -1: not that shape
 	partOf   []int             // per row of the current batch
 	partBuf  []byte
 	aggs     *Aggs
@@ -257,11 +270,16 @@ func New(in *arrow.Schema, cfg Config) (*Manager, error) {
 	}
 	m.aggs.OnOverflow(m.overflowed)
 	m.wm = NewWatermarks(cfg.Watermark)
-	if len(cfg.Partition) > 0 && m.tx != nil {
-		if m.parts, err = codec.NewKeyEncoder(in, cfg.Partition); err != nil {
-			return nil, fmt.Errorf("%w: partition column: %v", ErrConfig, err)
+	if m.tx != nil {
+		m.kafka = [2]int{-1, -1}
+		if len(cfg.Partition) > 0 {
+			if m.parts, err = codec.NewKeyEncoder(in, cfg.Partition); err != nil {
+				return nil, fmt.Errorf("%w: partition column: %v", ErrConfig, err)
+			}
+			m.kafka = kafkaColumns(in, cfg.Partition)
 		}
 		m.partIDs = map[string]int{}
+		m.registerDeclared()
 	}
 	if m.kind == Count {
 		m.gran = gcd(m.asg.countSize, m.asg.countStp)
@@ -321,26 +339,99 @@ func (m *Manager) batchBytes() int {
 	return codec.DefaultBatchBytes
 }
 
+// tagPrefix starts the partIDs key of a partition named by batch metadata (KeyPartition); an
+// encoded column key starts with a small type tag, so the two never collide.
+const tagPrefix = "\xff"
+
+// partID returns the watermark partition of key, registering a new one at now.
+func (m *Manager) partID(key string, now time.Time) int {
+	p, ok := m.partIDs[key]
+	if !ok {
+		p = len(m.partIDs)
+		m.partIDs[key] = p
+		m.wm.Register(p, now)
+	}
+	return p
+}
+
+// kafkaColumns returns the field indices of read-kafka's topic and partition columns when
+// paths names exactly them, else -1s.
+func kafkaColumns(in *arrow.Schema, paths []string) [2]int {
+	no := [2]int{-1, -1}
+	if len(paths) != 2 || paths[0] != "topic" || paths[1] != "partition" {
+		return no
+	}
+	t, p := in.FieldIndices("topic"), in.FieldIndices("partition")
+	if len(t) != 1 || len(p) != 1 || in.Field(t[0]).Type.ID() != arrow.STRING || in.Field(p[0]).Type.ID() != arrow.INT32 {
+		return no
+	}
+	return [2]int{t[0], p[0]}
+}
+
+// kafkaName returns the partition name (codec.KeyPartition: topic/partition) of an encoded
+// topic,partition column key, so that read-kafka's rows, tagged or identified by their
+// columns, and the partitions of checkpoints that keyed them by column, are one partition.
+func kafkaName(key []byte) (string, bool) {
+	v, err := codec.DecodeKey(key)
+	if err != nil || len(v) != 2 {
+		return "", false
+	}
+	t, ok1 := v[0].(string)
+	p, ok2 := v[1].(int64)
+	if !ok1 || !ok2 {
+		return "", false
+	}
+	return t + "/" + strconv.FormatInt(p, 10), true
+}
+
+// registerDeclared registers the declared partitions (Config.Partitions) with the watermark
+// tracker: after a restore too, which keeps only the partitions that had rows.
+func (m *Manager) registerDeclared() {
+	if m.cfg.OnePartition {
+		return
+	}
+	now := m.now()
+	for _, name := range m.cfg.Partitions {
+		m.wm.Register(m.partID(tagPrefix+name, now), now)
+	}
+}
+
 // assignPartitions maps each row of rec to its watermark partition (partOf) and marks the
 // partitions present in the batch active at now.
 func (m *Manager) assignPartitions(rec arrow.RecordBatch, now time.Time) {
 	n := int(rec.NumRows())
 	m.partOf = grow(m.partOf, n)
-	if m.parts == nil {
-		clear(m.partOf)
-		m.wm.Active(0, now)
+	// A batch that names its source partition belongs to it; an untagged one without
+	// partition columns to one unnamed partition (the only one of an input that names none).
+	name, tagged := codec.BatchPartition(rec)
+	if m.cfg.OnePartition {
+		name, tagged = "", false
+	}
+	if tagged || m.parts == nil {
+		p := m.partID(tagPrefix+name, now)
+		for i := range m.partOf {
+			m.partOf[i] = p
+		}
+		m.wm.Active(p, now)
 		return
 	}
 	cols := m.parts.Columns(rec)
+	var topics *array.String
+	var nums *array.Int32
+	if m.kafka[0] >= 0 {
+		topics, _ = rec.Column(m.kafka[0]).(*array.String)
+		nums, _ = rec.Column(m.kafka[1]).(*array.Int32)
+	}
 	last := -1
 	for i := 0; i < n; i++ {
-		m.partBuf = codec.AppendRow(m.partBuf[:0], cols, i)
-		p, ok := m.partIDs[string(m.partBuf)]
-		if !ok {
-			p = len(m.partIDs)
-			m.partIDs[string(m.partBuf)] = p
-			m.wm.Register(p, now)
+		if topics != nil && nums != nil && topics.IsValid(i) && nums.IsValid(i) {
+			// Named as read-kafka tags its batches.
+			m.partBuf = append(append(append(m.partBuf[:0], tagPrefix...), topics.Value(i)...), '/')
+			m.partBuf = strconv.AppendInt(m.partBuf, int64(nums.Value(i)), 10)
+		} else {
+			m.partBuf = codec.AppendRow(m.partBuf[:0], cols, i)
 		}
+		p := m.partID(string(m.partBuf), now)
 		m.partOf[i] = p
 		if p != last {
 			m.wm.Active(p, now)

@@ -168,8 +168,12 @@ func (m *Manager) RestoreExtra(x Extra) error {
 	if m.partIDs != nil {
 		clear(m.partIDs)
 		for i, k := range x.Partitions {
+			if name, ok := kafkaName(k); ok && m.kafka[0] >= 0 {
+				k = []byte(tagPrefix + name) // keyed by topic,partition columns before partitions had names
+			}
 			m.partIDs[string(k)] = i
 		}
+		m.registerDeclared() // restored as the watermark tracker has them; new ones wait
 	}
 	m.created = max(m.created, x.Created)
 	m.stats.Records, m.stats.Late, m.stats.BadTime = x.Records, x.Late, x.BadTime

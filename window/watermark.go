@@ -58,11 +58,11 @@ func (w *Watermarks) part(p int) *wmPart {
 }
 
 // Register declares partition p (≥ 0) at processing time now. A registered partition without
-// data holds the watermark back until it produces a record or goes idle.
+// data holds the watermark back until it produces a record or goes idle. Registering never
+// moves the watermark (a partition more can only lower the minimum): after a Restore, the
+// partitions registered one by one must not advance it on the way.
 func (w *Watermarks) Register(p int, now time.Time) {
-	pp := w.part(p)
-	pp.last = now
-	w.recompute()
+	w.part(p).last = now
 }
 
 // Active records that partition p delivered input at processing time now (call once per

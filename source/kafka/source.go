@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/bits"
 	"regexp"
 	"slices"
 	"sort"
@@ -42,6 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/internal/kafkaconn"
 	"github.com/streamkit/streamkit/internal/schemaregistry"
 	"github.com/streamkit/streamkit/tools/stage"
@@ -184,27 +186,32 @@ type part struct {
 
 // Source is the read-kafka stage.Source.
 type Source struct {
-	cfg      Config
-	start    Start
-	until    Until
-	pattern  *regexp.Regexp
-	assign   []TP
-	iso      kgo.IsolationLevel
-	keyC     fieldCodec
-	valC     fieldCodec
-	reg      *schemaregistry.Client
-	env      *stage.Env
-	log      *slog.Logger
-	cl       *kgo.Client
-	adm      *kadm.Client
-	parts    map[TP]*part
-	order    []*part
-	rr       int
-	schema   *arrow.Schema
-	full     *arrow.Schema // every column (schemaFor); schema is its --columns projection
-	proj     *projection   // nil without --columns
-	b        *builder
-	inEpoch  int64
+	cfg     Config
+	start   Start
+	until   Until
+	pattern *regexp.Regexp
+	assign  []TP
+	iso     kgo.IsolationLevel
+	keyC    fieldCodec
+	valC    fieldCodec
+	reg     *schemaregistry.Client
+	env     *stage.Env
+	log     *slog.Logger
+	cl      *kgo.Client
+	adm     *kadm.Client
+	parts   map[TP]*part
+	order   []*part
+	rr      int
+	schema  *arrow.Schema
+	full    *arrow.Schema // every column (schemaFor); schema is its --columns projection
+	proj    *projection   // nil without --columns
+	b       *builder
+	cur     *part // the partition of the rows in b: a batch holds one partition's rows
+	inEpoch int64
+	// capEnd are the epoch's end offsets under --max-records-per-epoch when the backlog is
+	// larger than the cap (nil otherwise): the cap spread over the partitions in proportion to
+	// their lag, as Spark's maxOffsetsPerTrigger (KafkaMicroBatchStream.rateLimit).
+	capEnd   map[TP]int64
 	limitRaw []byte
 	limit    Offsets
 	lastDisc time.Time
@@ -411,7 +418,33 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 	s.consume(s.order...)
 	s.lastDisc = time.Now()
 	s.updateLag()
+	s.schema = s.declarePartitions(s.schema)
 	return s.schema, nil
+}
+
+// declarePartitions lists in the schema metadata (codec.SchemaPartitions) the partitions with
+// records to read at the start, so that a stage generating per-partition watermarks waits for
+// each of them (a backlog read one partition after another, e.g. under
+// --max-records-per-epoch, then makes no row late). Partitions without a backlog count from
+// their first record, as before, so an empty partition does not stall a live pipeline.
+func (s *Source) declarePartitions(sc *arrow.Schema) *arrow.Schema {
+	info := codec.Info(sc)
+	info.Partitions = nil
+	for _, p := range s.order {
+		if p.pos < s.bound(p) {
+			info.Partitions = append(info.Partitions, p.tp.String())
+		}
+	}
+	return codec.WithInfo(sc, info)
+}
+
+// bound is the offset a partition's known records reach: its bounded end, else the latest
+// high watermark (-1 when unknown).
+func (s *Source) bound(p *part) int64 {
+	if p.end >= 0 {
+		return p.end
+	}
+	return p.hwm
 }
 
 // resolveAvro takes the reader schema of avro keys and values without a schema file from the
@@ -767,13 +800,74 @@ func (s *Source) Position() stage.Position {
 	return b
 }
 
-// EpochFull reports that --max-records-per-epoch is reached.
+// EpochFull reports that --max-records-per-epoch is reached: the epoch's records, or every
+// partition's share of the cap (capEnd).
 func (s *Source) EpochFull() bool {
-	return s.cfg.MaxRecordsPerEpoch > 0 && s.inEpoch >= s.cfg.MaxRecordsPerEpoch
+	if s.cfg.MaxRecordsPerEpoch <= 0 {
+		return false
+	}
+	if s.inEpoch >= s.cfg.MaxRecordsPerEpoch {
+		return true
+	}
+	if s.capEnd == nil {
+		return false
+	}
+	for tp, end := range s.capEnd {
+		if p := s.parts[tp]; p != nil && p.pos < end {
+			return false
+		}
+	}
+	return true
 }
 
-// EpochCut starts a new epoch's count.
-func (s *Source) EpochCut() { s.inEpoch = 0 }
+// EpochCut starts a new epoch's count; the next Read spreads the cap afresh.
+func (s *Source) EpochCut() { s.inEpoch, s.capEnd = 0, nil }
+
+// spreadCap sets capEnd at the start of an epoch under --max-records-per-epoch N: when the
+// partitions' lag (bound − position) adds up to more than N, each partition may read
+// N × lag / total offsets in this epoch (Spark's maxOffsetsPerTrigger rule), the remainder of
+// the integer division going one offset each to the largest fractions (ties: partition order),
+// so the shares add up to exactly N. A backlog is then read evenly across partitions instead
+// of one partition after another. The epoch's end position goes to the offsets WAL as usual,
+// so a replay is identical. With less lag than N the cap only counts records.
+func (s *Source) spreadCap() {
+	n := s.cfg.MaxRecordsPerEpoch
+	if n <= 0 || s.capEnd != nil || s.inEpoch > 0 {
+		return
+	}
+	lag := make([]int64, len(s.order))
+	var total int64
+	for i, p := range s.order {
+		if b := s.bound(p); b > p.pos {
+			lag[i] = b - p.pos
+			total += lag[i]
+		}
+	}
+	if total <= n {
+		return
+	}
+	type share struct {
+		i    int
+		frac uint64
+	}
+	shares := make([]share, 0, len(s.order))
+	s.capEnd = make(map[TP]int64, len(s.order))
+	left := n
+	for i, p := range s.order {
+		if lag[i] == 0 {
+			continue
+		}
+		hi, lo := bits.Mul64(uint64(n), uint64(lag[i]))
+		q, r := bits.Div64(hi, lo, uint64(total)) // hi < total: lag[i] ≤ total, n < 2^63
+		s.capEnd[p.tp] = p.pos + int64(q)
+		left -= int64(q)
+		shares = append(shares, share{i, r})
+	}
+	sort.SliceStable(shares, func(a, b int) bool { return shares[a].frac > shares[b].frac })
+	for _, sh := range shares[:left] { // left < len(shares): each share lost less than 1
+		s.capEnd[s.order[sh.i].tp]++
+	}
+}
 
 // CommitWait is how long the end of a run waits for the sink's last commit (with --group).
 func (s *Source) CommitWait() time.Duration {
@@ -850,11 +944,11 @@ func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 		maxRows = 64 * 1024
 	}
 	if limit == nil && s.cfg.MaxRecordsPerEpoch > 0 {
-		left := s.cfg.MaxRecordsPerEpoch - s.inEpoch
-		if left <= 0 {
+		s.spreadCap()
+		if s.EpochFull() {
 			return nil, nil
 		}
-		maxRows = int(min(int64(maxRows), left))
+		maxRows = int(min(int64(maxRows), s.cfg.MaxRecordsPerEpoch-s.inEpoch))
 	}
 	linger := s.env.Linger
 	if linger <= 0 {
@@ -862,10 +956,11 @@ func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 	}
 	deadline := time.Now().Add(linger)
 	for {
-		if err := s.drain(maxRows); err != nil {
+		full, err := s.drain(maxRows)
+		if err != nil {
 			return nil, err
 		}
-		if s.b.rows >= maxRows {
+		if full || limit == nil && s.capEnd != nil && s.EpochFull() {
 			return s.flush(limit)
 		}
 		if s.done() {
@@ -901,6 +996,10 @@ func (s *Source) flush(limit stage.Position) (arrow.RecordBatch, error) {
 		rec.Release()
 		rec = out
 	}
+	if rec != nil {
+		rec = codec.WithPartition(rec, s.cur.tp.String())
+	}
+	s.cur = nil
 	if rec != nil && limit == nil {
 		s.inEpoch += rec.NumRows()
 	}
@@ -1022,16 +1121,35 @@ func (s *Source) done() bool {
 	return true
 }
 
+// drainTarget is the offset drain may read p up to: target, lowered to p's share of the
+// epoch's cap (capEnd; a partition without a share waits for the next epoch).
+func (s *Source) drainTarget(p *part) int64 {
+	t := s.target(p)
+	if s.capEnd == nil || s.limit != nil {
+		return t
+	}
+	c, ok := s.capEnd[p.tp]
+	if !ok {
+		c = p.pos
+	}
+	if t < 0 {
+		return c
+	}
+	return min(t, c)
+}
+
 // drain moves pending records below their partition's target into the batch, up to maxRows.
-func (s *Source) drain(maxRows int) error {
+// A batch holds the records of one partition (codec.KeyPartition names it): full reports that
+// the batch is complete, because it has maxRows rows or another partition has records to add.
+func (s *Source) drain(maxRows int) (full bool, err error) {
 	n := len(s.order)
 	if n == 0 {
-		return nil
+		return false, nil
 	}
 	s.rr = (s.rr + 1) % n
 	for i := 0; i < n; i++ {
 		p := s.order[(s.rr+i)%n]
-		t := s.target(p)
+		t := s.drainTarget(p)
 		j := 0
 		for ; j < len(p.pending); j++ {
 			r := p.pending[j]
@@ -1044,15 +1162,21 @@ func (s *Source) drain(maxRows int) error {
 				break
 			}
 			if s.b.rows >= maxRows {
+				full = true
 				break
 			}
 			if r.Attrs.IsControl() {
 				p.pos = r.Offset + 1
 				continue // a transaction marker: consumed, never emitted
 			}
-			if err := s.b.add(r); err != nil {
-				return fmt.Errorf("read-kafka: topic %s partition %d offset %d: %w", r.Topic, r.Partition, r.Offset, err)
+			if s.cur != p && s.b.rows > 0 {
+				full = true // the next batch starts with this partition
+				break
 			}
+			if err := s.b.add(r); err != nil {
+				return false, fmt.Errorf("read-kafka: topic %s partition %d offset %d: %w", r.Topic, r.Partition, r.Offset, err)
+			}
+			s.cur = p
 			p.pos = r.Offset + 1
 		}
 		if j > 0 {
@@ -1065,10 +1189,10 @@ func (s *Source) drain(maxRows int) error {
 		}
 		s.flowControl(p, t)
 		if s.b.rows >= maxRows {
-			return nil
+			return true, nil
 		}
 	}
-	return nil
+	return full, nil
 }
 
 // DefaultFetchMaxPartitionBytes is the default Config.FetchMaxPartitionBytes: 2 MiB. Fetched
@@ -1189,7 +1313,7 @@ func (s *Source) outOfRange(ctx context.Context, p *part) error {
 func (s *Source) maybeProbe(ctx context.Context) error {
 	now := time.Now()
 	for _, p := range s.order {
-		t := s.target(p)
+		t := s.drainTarget(p)
 		if t < 0 || p.pos >= t || len(p.pending) > 0 || now.Sub(p.quietAt) < s.cfg.ProbeAfter {
 			continue
 		}

@@ -99,8 +99,17 @@ func (c *collector) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*
 	return nil, nil
 }
 func (c *collector) Process(_ context.Context, rec arrow.RecordBatch, _ stage.Emit) error {
-	c.out.Rows = append(c.out.Rows, kafkatest.Rows(rec)...)
+	rows := kafkatest.Rows(rec)
+	c.out.Rows = append(c.out.Rows, rows...)
 	c.out.Events = append(c.out.Events, fmt.Sprintf("rows %d", rec.NumRows()))
+	// Every batch names the one partition its rows come from.
+	tag, ok := codec.BatchPartition(rec)
+	for _, r := range rows {
+		if want := fmt.Sprintf("%s/%d", r.Topic, r.Partition); !ok || tag != want {
+			c.out.Events = append(c.out.Events, fmt.Sprintf("bad partition tag %q (%v) on a row of %s", tag, ok, want))
+			break
+		}
+	}
 	return nil
 }
 func (c *collector) Watermark(context.Context, time.Time, stage.Emit) error { return nil }
@@ -146,6 +155,7 @@ var scenarios = []struct {
 	{"JSONValues", testJSONValues},
 	{"PatternPicksUpNewTopics", testPatternPicksUpNewTopics},
 	{"ReplayBeyondTheLog", testReplayBeyondTheLog},
+	{"CapSpreadOverPartitions", testCapSpreadOverPartitions},
 }
 
 func TestFake(t *testing.T) {
@@ -891,5 +901,55 @@ func testReplayBeyondTheLog(t *testing.T, c *kafkatest.Cluster) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("the replay waited for offsets beyond the log")
+	}
+}
+
+// testCapSpreadOverPartitions (issue #17): --max-records-per-epoch spreads the cap over the
+// partitions in proportion to their lag (Spark's maxOffsetsPerTrigger), instead of reading one
+// partition after another; the schema declares the partitions with a backlog, and every batch
+// names its partition.
+func testCapSpreadOverPartitions(t *testing.T, c *kafkatest.Cluster) {
+	topic := c.Topic(t, "capspread", 4, nil)
+	var recs []*kgo.Record
+	for p, n := range []int{40, 20, 10, 0} {
+		for i := 0; i < n; i++ {
+			recs = append(recs, rec(topic, int32(p), nil, []byte(fmt.Sprint(i))))
+		}
+	}
+	c.Produce(t, recs...)
+	cfg := base(c, topic)
+	cfg.MaxRecordsPerEpoch = 10
+	out, err := run(t, cfg, runOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(codec.Info(out.Schema).Partitions, ","), fmt.Sprintf("%[1]s/0,%[1]s/1,%[1]s/2", topic); got != want {
+		t.Errorf("declared partitions %q, want %q (those with a backlog)", got, want)
+	}
+	perEpoch := []map[int32]int{{}}
+	i := 0
+	for _, e := range out.Events {
+		var n int
+		switch {
+		case strings.HasPrefix(e, "bad partition tag"):
+			t.Error(e)
+		case strings.HasPrefix(e, "barrier"):
+			perEpoch = append(perEpoch, map[int32]int{})
+		default:
+			if _, err := fmt.Sscanf(e, "rows %d", &n); err == nil {
+				for ; n > 0; n-- {
+					perEpoch[len(perEpoch)-1][out.Rows[i].Partition]++
+					i++
+				}
+			}
+		}
+	}
+	// Lags 40, 20, 10: shares 5.71, 2.86, 1.43 of 10; the two offsets left over go to the
+	// largest fractions (partitions 1 and 0).
+	if got := fmt.Sprint(perEpoch[0]); got != "map[0:6 1:3 2:1]" {
+		t.Errorf("epoch 1 read %s per partition, want map[0:6 1:3 2:1]; events %v", got, out.Events)
+	}
+	if len(out.Rows) != 70 || len(out.Barriers()) != 7 {
+		t.Errorf("%d rows in %d epochs, want 70 in 7; events %v", len(out.Rows), len(out.Barriers()), out.Events)
 	}
 }

@@ -376,7 +376,7 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 	if err != nil {
 		return fmt.Errorf("dedup: filter: %w", err)
 	}
-	return emit(out)
+	return emit(codec.CarryMetadata(out, rec)) // the source partition of the rows, if named
 }
 
 // writeDropped writes the rows of rec selected by drop (all of them when all) to the

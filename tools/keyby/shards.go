@@ -562,6 +562,7 @@ func (s *Sharded) routeBatch(ctx context.Context, mem, bufs memory.Allocator, en
 		if err != nil {
 			return err
 		}
+		prec = codec.CarryMetadata(prec, rec) // the rows' source partition, if named
 		err = children[i].w.Write(prec)
 		prec.Release()
 		if err != nil {
@@ -617,20 +618,18 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 	// lists are united so the sink commits every child's directory.
 	first := readers[0].Schema()
 	info := codec.Info(first)
-	seen := map[string]bool{}
-	var dirs []string
+	// So are their source partitions (each names them as its own: stage.shardPartition).
+	seen, seenPart := map[string]bool{}, map[string]bool{}
+	var dirs, parts []string
 	for i, r := range readers {
 		if !r.Schema().Equal(first) {
 			return fmt.Errorf("keyby: shard %d output schema differs from shard 0: %v vs %v", i, r.Schema(), first)
 		}
-		for _, d := range codec.Info(r.Schema()).Checkpoints {
-			if !seen[d] {
-				seen[d] = true
-				dirs = append(dirs, d)
-			}
-		}
+		ri := codec.Info(r.Schema())
+		dirs = appendNew(dirs, seen, ri.Checkpoints)
+		parts = appendNew(parts, seenPart, ri.Partitions)
 	}
-	info.Checkpoints = dirs
+	info.Checkpoints, info.Partitions = dirs, parts
 	w := codec.NewWriter(o.Stdout, codec.WithInfo(first, info), mem)
 
 	// Data goes to stdout from each child's reader goroutine, under mu, as it comes; controls
@@ -985,4 +984,15 @@ func (p *commitPropagator) run(stop <-chan struct{}) {
 			}
 		}
 	}
+}
+
+// appendNew appends the items of add not in seen to list, in order, and marks them seen.
+func appendNew(list []string, seen map[string]bool, add []string) []string {
+	for _, d := range add {
+		if !seen[d] {
+			seen[d] = true
+			list = append(list, d)
+		}
+	}
+	return list
 }

@@ -81,15 +81,27 @@ func newEnv(o *Options) *Env {
 	return &Env{Mem: Mem, Now: o.Now, Stats: newStats(), Log: o.Log, quality: qualityCheck{max: o.MaxBadRatio}}
 }
 
-// outputSchema adds the stage's checkpoint directory to the upstream list of out.
+// outputSchema adds the stage's checkpoint directory to the upstream list of out, and names the
+// declared source partitions as this shard's (shardPartition).
 func outputSchema(out *arrow.Schema, upstream []string, env *Env) *arrow.Schema {
 	info := codec.Info(out)
 	info.Checkpoints = append([]string(nil), upstream...)
 	if env.Dir != nil {
 		info.Checkpoints = append(info.Checkpoints, env.Dir.Path)
 	}
+	if sh := ShardName(); sh != "" {
+		for i, p := range info.Partitions {
+			info.Partitions[i] = shardPartition(p, sh)
+		}
+	}
 	return codec.WithInfo(out, info)
 }
+
+// shardPartition names source partition p as it leaves shard sh of keyby --shards: "p@sh".
+// keyby interleaves its shards' output, so the rows of one source partition arrive in order
+// per shard only; per-partition watermarks downstream are then kept per (partition, shard),
+// as Flink keeps one per input channel.
+func shardPartition(p, sh string) string { return p + "@" + sh }
 
 // RunOperator runs op over the Arrow IPC stream on o.Stdin, writing its output to o.Stdout
 // (DESIGN.md §2-3). It returns nil at the end of input or when the downstream reader goes away,
@@ -155,10 +167,14 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 	prog := startProgress(o.Progress, o.StageName(), o.Stderr, env.Stats, o.ProgressInterval)
 	defer prog.stop()
 
+	shard := ShardName()
 	emit := func(rec arrow.RecordBatch) error {
 		if w == nil {
 			rec.Release()
 			return fmt.Errorf("%s: a sink emitted a batch", o.Tool)
+		}
+		if p, ok := codec.BatchPartition(rec); ok && shard != "" {
+			rec = codec.WithPartition(rec, shardPartition(p, shard))
 		}
 		env.Stats.RecordsOut.Add(rec.NumRows())
 		return w.send(ctx, outItem{rec: rec})

@@ -42,8 +42,10 @@ type Spec struct {
 	Emit           string // final|update
 	Every          time.Duration
 	Trigger        string // global: interval:D
-	// PartitionCol names the source-partition columns for per-partition watermarks: "auto"
-	// (default: read-kafka's topic,partition when present), "none", or comma-separated paths.
+	// PartitionCol names the source-partition columns for per-partition watermarks of input
+	// batches that do not name their partition (read-kafka's do, codec.KeyPartition): "auto"
+	// (default: topic,partition when present), "none" (one watermark, tags ignored too), or
+	// comma-separated paths.
 	PartitionCol string
 }
 
@@ -197,6 +199,8 @@ func (o *Op) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.S
 		AllowedLateness: o.spec.Lateness,
 		Watermark:       window.WatermarkOptions{Generate: o.spec.Time != "", Delay: o.spec.WatermarkDelay, IdleTimeout: o.spec.IdleTimeout},
 		Partition:       o.partitionPaths(in),
+		Partitions:      codec.Info(in).Partitions,
+		OnePartition:    o.spec.PartitionCol == "none",
 		Now:             env.Now,
 		Mem:             env.Mem,
 		Changelog:       env.Dir != nil,
@@ -373,7 +377,10 @@ emit (on_time, late_update or early). The semantics are Flink's DataStream windo
 
 Event time comes from --time (a timestamp column, epoch integers with --time-unit, or RFC 3339
 text; zone-less values need --tz). The watermark is the later of the upstream watermark and
-max event time − --watermark-delay; a window fires when it passes the window's end. With
+max event time − --watermark-delay, kept per source partition (the minimum over partitions that
+are not idle, --idle-timeout): read-kafka names the partition of every batch, whatever its
+--columns keep, and the partitions with a backlog hold the watermark back until they deliver.
+A window fires when the watermark passes the window's end. With
 --allowed-lateness a fired window is kept until end + lateness and late rows update it
 (late_update); rows later than that go to --late-output and are counted, never dropped
 silently. --processing-time windows on the wall clock instead: a processing-time session
@@ -454,7 +461,7 @@ func kindCommand(kind string) *cobra.Command {
 	f.BoolVar(&s.ProcessingTime, "processing-time", false, "window on the wall clock instead of an event-time column")
 	f.DurationVar(&s.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
 	f.DurationVar(&s.IdleTimeout, "idle-timeout", 0, "a source partition silent this long stops holding the watermark back (0: never)")
-	f.StringVar(&s.PartitionCol, "partition-col", "auto", "source-partition columns for per-partition watermarks (min over partitions of max event time − delay): auto (read-kafka's topic,partition when present), none, or dot paths")
+	f.StringVar(&s.PartitionCol, "partition-col", "auto", "per-partition watermarks (min over source partitions of max event time − delay) come from the partition read-kafka names on every batch, whatever --columns keeps; this names the partition columns of other input: auto (topic,partition when present), none (one watermark for all rows), or dot paths")
 	f.StringVar(&s.Agg, "agg", "count", "aggregates: count, count(x), sum(x) (fails on bigint overflow), try_sum(x) (null on overflow), min(x), max(x), avg(x), first(x), last(x), count_distinct(x) [as name]")
 	f.DurationVar(&s.Lateness, "allowed-lateness", 0, "keep fired windows this long past their end; late rows emit late_update rows")
 	f.StringVar(&s.LateOutput, "late-output", "", "file for rows later than the allowed lateness (.arrow or .ndjson)")
