@@ -258,17 +258,12 @@ func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (_ 
 	if env.Dir != nil {
 		holder.Checkpoint = env.Dir.Path
 	}
-	_, statErr := os.Stat(root)
-	newDir := errors.Is(statErr, os.ErrNotExist)
 	if w.lock, err = delta.LockFlow(ctx, root, w.flow, 0, holder); err != nil {
 		return nil, fmt.Errorf("write-delta: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			if newDir { // leave no directory behind for a table that was not created
-				w.lock.Remove(root)
-			}
-			w.lock.Release()
+			w.lock.Finish() // leaves no lock behind in a directory that is not a table
 			w.lock = nil
 		}
 	}()
@@ -1111,7 +1106,9 @@ func (w *Writer) Close() error {
 		}
 	}
 	err := w.discardEpoch()
-	w.lock.Release()
+	// A run that failed before its first commit (malformed input, a truncated stream) created
+	// no table: Finish removes the lock it made, so no directory is left that looks like one.
+	w.lock.Finish()
 	for _, c := range w.consts {
 		c.Release()
 	}
