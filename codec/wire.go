@@ -38,6 +38,13 @@ const (
 	// SchemaCheckpoints lists the absolute checkpoint directories of every upstream stage
 	// that keeps a checkpoint, newline-separated; sinks write commit markers into each.
 	SchemaCheckpoints = "streamkit.checkpoints"
+	// SchemaReplayable is "true" when the stream's epochs are replayable: its source keeps a
+	// checkpoint (an offsets write-ahead log), so after a restart it numbers its epochs on from
+	// the committed one and an epoch number seen again carries the same rows as before (a
+	// replay). Absent (or any other value): epochs are numbered from 1 on every run (a source
+	// without a checkpoint, a foreign producer), and a sink must not skip an epoch because a
+	// previous run committed one with its number. Every stage passes it on unchanged.
+	SchemaReplayable = "streamkit.replayable"
 )
 
 // EndOfTime is the watermark a source sends when its input is complete (end=final): every
@@ -247,6 +254,7 @@ type StreamInfo struct {
 	Key         []string // key columns as dot paths; nil when undeclared
 	EventTime   string   // event-time column; "" when undeclared
 	Checkpoints []string // upstream checkpoint directories, in pipeline order
+	Replayable  bool     // the epochs are replayable (SchemaReplayable)
 }
 
 // Info reads the streamkit keys of s's metadata.
@@ -262,6 +270,9 @@ func Info(s *arrow.Schema) StreamInfo {
 	if v, ok := md.GetValue(SchemaCheckpoints); ok && v != "" {
 		in.Checkpoints = strings.Split(v, "\n")
 	}
+	if v, ok := md.GetValue(SchemaReplayable); ok && v == "true" {
+		in.Replayable = true
+	}
 	return in
 }
 
@@ -271,7 +282,7 @@ func WithInfo(s *arrow.Schema, in StreamInfo) *arrow.Schema {
 	md := s.Metadata()
 	var keys, vals []string
 	for i, k := range md.Keys() {
-		if k == SchemaKey || k == SchemaEventTime || k == SchemaCheckpoints {
+		if k == SchemaKey || k == SchemaEventTime || k == SchemaCheckpoints || k == SchemaReplayable {
 			continue
 		}
 		keys = append(keys, k)
@@ -285,6 +296,9 @@ func WithInfo(s *arrow.Schema, in StreamInfo) *arrow.Schema {
 	add(SchemaKey, strings.Join(in.Key, ","))
 	add(SchemaEventTime, in.EventTime)
 	add(SchemaCheckpoints, strings.Join(in.Checkpoints, "\n"))
+	if in.Replayable {
+		add(SchemaReplayable, "true")
+	}
 	m := arrow.NewMetadata(keys, vals)
 	return arrow.NewSchema(s.Fields(), &m)
 }

@@ -81,13 +81,16 @@ func newEnv(o *Options) *Env {
 	return &Env{Mem: Mem, Now: o.Now, Stats: newStats(), Log: o.Log}
 }
 
-// outputSchema adds the stage's checkpoint directory to the upstream list of out.
-func outputSchema(out *arrow.Schema, upstream []string, env *Env) *arrow.Schema {
+// outputSchema adds the stage's checkpoint directory to the upstream list of out and marks
+// it replayable as replayable says (an operator passes its input's mark on; a source's epochs
+// are replayable when it keeps a checkpoint).
+func outputSchema(out *arrow.Schema, upstream []string, replayable bool, env *Env) *arrow.Schema {
 	info := codec.Info(out)
 	info.Checkpoints = append([]string(nil), upstream...)
 	if env.Dir != nil {
 		info.Checkpoints = append(info.Checkpoints, env.Dir.Path)
 	}
+	info.Replayable = replayable
 	return codec.WithInfo(out, info)
 }
 
@@ -145,7 +148,7 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 
 	var w *writer
 	if out != nil {
-		w = startWriter(o.Stdout, outputSchema(out, upstream, env), env.Mem)
+		w = startWriter(o.Stdout, outputSchema(out, upstream, codec.Info(in).Replayable, env), env.Mem)
 		defer func() {
 			if cerr := w.close(sig.aborted); err == nil && cerr != nil && cerr != errQuiet {
 				err = fmt.Errorf("%s: write stdout: %w", o.Tool, cerr)
@@ -501,7 +504,7 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 			return err
 		}
 	}
-	w := startWriter(o.Stdout, outputSchema(schema, nil, env), env.Mem)
+	w := startWriter(o.Stdout, outputSchema(schema, nil, env.Dir != nil, env), env.Mem)
 	closed := false
 	closeOut := func() error {
 		if closed {
