@@ -219,15 +219,15 @@ func TestParseControlErrors(t *testing.T) {
 
 func TestWithInfoKeepsForeignMetadata(t *testing.T) {
 	s := testSchema()
-	out := WithInfo(s, StreamInfo{Key: []string{"a", "b.c"}, EventTime: "ts", Checkpoints: []string{"/x", "/y"}})
+	out := WithInfo(s, StreamInfo{Key: []string{"a", "b.c"}, EventTime: "ts", Checkpoints: []string{"/x", "/y"}, Replayable: true})
 	in := Info(out)
 	if v, _ := out.Metadata().GetValue("owner"); v != "me" {
 		t.Fatalf("foreign metadata lost: %v", out.Metadata())
 	}
-	if len(in.Key) != 2 || in.Key[1] != "b.c" || in.EventTime != "ts" || len(in.Checkpoints) != 2 || in.Checkpoints[1] != "/y" {
+	if len(in.Key) != 2 || in.Key[1] != "b.c" || in.EventTime != "ts" || len(in.Checkpoints) != 2 || in.Checkpoints[1] != "/y" || !in.Replayable {
 		t.Fatalf("got %+v", in)
 	}
-	if cleared := Info(WithInfo(out, StreamInfo{})); cleared.Key != nil || cleared.EventTime != "" || cleared.Checkpoints != nil {
+	if cleared := Info(WithInfo(out, StreamInfo{})); cleared.Key != nil || cleared.EventTime != "" || cleared.Checkpoints != nil || cleared.Replayable {
 		t.Fatalf("not cleared: %+v", cleared)
 	}
 	if p := Info(WithInfo(s, StreamInfo{Partitions: []string{"t/0", "t/3"}})).Partitions; len(p) != 2 || p[1] != "t/3" {

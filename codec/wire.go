@@ -49,6 +49,14 @@ const (
 	// all the batch's rows come from (read-kafka: "topic/partition"). Stages that forward a
 	// batch or a subset of its rows keep it (CarryMetadata), whatever columns the rows keep.
 	KeyPartition = "streamkit.partition"
+
+	// SchemaReplayable is "true" when the stream's epochs are replayable: its source keeps a
+	// checkpoint (an offsets write-ahead log), so after a restart it numbers its epochs on from
+	// the committed one and an epoch number seen again carries the same rows as before (a
+	// replay). Absent (or any other value): epochs are numbered from 1 on every run (a source
+	// without a checkpoint, a foreign producer), and a sink must not skip an epoch because a
+	// previous run committed one with its number. Every stage passes it on unchanged.
+	SchemaReplayable = "streamkit.replayable"
 )
 
 // EndOfTime is the watermark a source sends when its input is complete (end=final): every
@@ -259,6 +267,7 @@ type StreamInfo struct {
 	EventTime   string   // event-time column; "" when undeclared
 	Checkpoints []string // upstream checkpoint directories, in pipeline order
 	Partitions  []string // source partitions declared by the source (SchemaPartitions)
+	Replayable  bool     // the epochs are replayable (SchemaReplayable)
 }
 
 // Info reads the streamkit keys of s's metadata.
@@ -277,6 +286,9 @@ func Info(s *arrow.Schema) StreamInfo {
 	if v, ok := md.GetValue(SchemaPartitions); ok && v != "" {
 		in.Partitions = strings.Split(v, "\n")
 	}
+	if v, ok := md.GetValue(SchemaReplayable); ok && v == "true" {
+		in.Replayable = true
+	}
 	return in
 }
 
@@ -286,7 +298,7 @@ func WithInfo(s *arrow.Schema, in StreamInfo) *arrow.Schema {
 	md := s.Metadata()
 	var keys, vals []string
 	for i, k := range md.Keys() {
-		if k == SchemaKey || k == SchemaEventTime || k == SchemaCheckpoints || k == SchemaPartitions {
+		if k == SchemaKey || k == SchemaEventTime || k == SchemaCheckpoints || k == SchemaPartitions || k == SchemaReplayable {
 			continue
 		}
 		keys = append(keys, k)
@@ -301,6 +313,9 @@ func WithInfo(s *arrow.Schema, in StreamInfo) *arrow.Schema {
 	add(SchemaEventTime, in.EventTime)
 	add(SchemaCheckpoints, strings.Join(in.Checkpoints, "\n"))
 	add(SchemaPartitions, strings.Join(in.Partitions, "\n"))
+	if in.Replayable {
+		add(SchemaReplayable, "true")
+	}
 	m := arrow.NewMetadata(keys, vals)
 	return arrow.NewSchema(s.Fields(), &m)
 }

@@ -106,3 +106,17 @@ func Run(t testing.TB, env []string, stdin []byte, args ...string) (stdout []byt
 	}
 	return out.Bytes(), errb.String(), code
 }
+
+// Output runs cmd and returns its combined stdout and stderr and its exit code; failing to
+// start it fails t.
+func Output(t testing.TB, cmd *exec.Cmd) (string, int) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}

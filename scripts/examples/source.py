@@ -278,7 +278,8 @@ def run(args, intr):
         if committed > 0:
             start = ckpt.read_offsets(committed)["next_id"]
         replay = {n: ckpt.read_offsets(n)["next_id"] for n in ckpt.offsets() if n > committed}
-        schema = SCHEMA.with_metadata({"streamkit.checkpoints": ckpt.path})
+        # It replays its uncommitted epochs exactly (offsets WAL): its epochs are replayable.
+        schema = SCHEMA.with_metadata({"streamkit.checkpoints": ckpt.path, "streamkit.replayable": "true"})
     out = Output(schema)
     pos, n = start, committed + 1
     while n <= args.epochs or n in replay:

@@ -72,6 +72,9 @@ func (e *FlowBusyError) Error() string {
 type FlowLock struct {
 	f    *os.File
 	path string
+	root string
+	// newRoot: LockFlow created the table root (it did not exist before).
+	newRoot bool
 	// Prev is what the lock file held before this process took it (zero for a new file).
 	Prev FlowRecord
 	rec  FlowRecord
@@ -94,6 +97,8 @@ func FlowLockPath(root, flow string) string {
 // it recorded (see [FlowLock.Prev] and [FlowLock.Bind]).
 func LockFlow(ctx context.Context, root, flow string, wait time.Duration, holder FlowHolder) (*FlowLock, error) {
 	p := FlowLockPath(root, flow)
+	_, statErr := os.Stat(root)
+	newRoot := errors.Is(statErr, os.ErrNotExist)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, fmt.Errorf("lock flow %s: %w", flow, err)
 	}
@@ -111,7 +116,7 @@ func LockFlow(ctx context.Context, root, flow string, wait time.Duration, holder
 			if sameFile(f, p) {
 				break
 			}
-			f.Close() // the file was removed (RemoveFlowLock) before we locked it: start over
+			f.Close() // the file was removed (FlowLock.Finish) before we locked it: start over
 			f = nil
 			continue
 		}
@@ -134,7 +139,7 @@ func LockFlow(ctx context.Context, root, flow string, wait time.Duration, holder
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	l := &FlowLock{f: f, path: p}
+	l := &FlowLock{f: f, path: p, root: root, newRoot: newRoot}
 	if rec, err := readFlowRecord(p); err == nil {
 		l.Prev = rec
 	}
@@ -220,17 +225,22 @@ func sameFile(f *os.File, p string) bool {
 	return err == nil && os.SameFile(a, b)
 }
 
-// Remove deletes the lock file and the empty directories above it up to and including the
-// table root (nothing that is not empty), then releases the lock: for a writer that created
-// them for a table it then did not create. Processes waiting for the lock start over.
-func (l *FlowLock) Remove(root string) {
+// Finish releases the lock at the end of a run. When the root holds no Delta table (no
+// _delta_log: the writer failed, or was stopped, before its first commit), it first deletes
+// the lock file and the directories above it that are then empty, up to the table root, which
+// goes too only if LockFlow created it: a failed run leaves no directory that looks like a
+// table, and an existing directory the user gave stays. Processes waiting for the lock start
+// over. Safe on nil.
+func (l *FlowLock) Finish() {
 	if l == nil || l.f == nil {
 		return
 	}
-	os.Remove(l.path)
-	for d := filepath.Dir(l.path); len(d) >= len(root); d = filepath.Dir(d) {
-		if os.Remove(d) != nil {
-			break
+	if _, err := os.Stat(filepath.Join(l.root, LogDir)); errors.Is(err, os.ErrNotExist) {
+		os.Remove(l.path)
+		for d := filepath.Dir(l.path); len(d) > len(l.root) || (d == l.root && l.newRoot); d = filepath.Dir(d) {
+			if os.Remove(d) != nil {
+				break
+			}
 		}
 	}
 	l.Release()

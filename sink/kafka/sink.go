@@ -115,6 +115,8 @@ type Sink struct {
 	txnRows int64
 	// kafkaEpoch is the last epoch committed in Kafka (transactions), 0 when none.
 	kafkaEpoch uint64
+	in         *arrow.Schema // the input schema (its streamkit metadata)
+	sawBarrier bool
 	topicID    [16]byte // of cfg.Topic, for TxnOffsetCommit v6+
 	errMu      sync.Mutex
 	err        error
@@ -205,7 +207,7 @@ func resolve(in *arrow.Schema, flag, name, def string) (*codec.Path, error) {
 // same transactional id and reads the last epoch committed in Kafka.
 func (s *Sink) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (*arrow.Schema, error) {
 	env.MarkSink()
-	s.log, s.stats = env.Log, env.Stats
+	s.log, s.stats, s.in = env.Log, env.Stats, in
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -747,6 +749,20 @@ func (s *Sink) Watermark(context.Context, time.Time, stage.Emit) error { return 
 func (s *Sink) Barrier(ctx context.Context, n uint64, _ stage.Emit) error {
 	fctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
+	if !s.sawBarrier && s.cfg.TransactionalID != "" {
+		// Epochs up to Kafka's are aborted as replays: only a replayable stream may be.
+		if err := stage.RequireReplayable("write-kafka", s.in, "run write-kafka without --transactional-id "+
+			"(every record is then written, at least once)"); err != nil {
+			if s.inTxn {
+				s.inTxn = false
+				if aerr := s.cl.EndTransaction(fctx, kgo.TryAbort); aerr != nil {
+					s.log.Warn("abort transaction failed", "err", aerr)
+				}
+			}
+			return err
+		}
+	}
+	s.sawBarrier = true
 	if err := s.cl.Flush(fctx); err != nil {
 		return fmt.Errorf("write-kafka: flush epoch %d: %w", n, err)
 	}

@@ -67,6 +67,7 @@ var scenarios = []struct {
 	{"ValueJSON", testValueJSON},
 	{"MissingTopicCreated", testMissingTopicCreated},
 	{"MissingTopicTransactional", testMissingTopicTransactional},
+	{"UnreplayableTransactionalRefused", testUnreplayableTransactionalRefused},
 }
 
 // TestFake runs the scenarios on kfake, which creates missing topics as a broker with
@@ -262,9 +263,14 @@ func testValueJSON(t *testing.T, c *kafkatest.Cluster) {
 // runBatch runs write-kafka on one batch of (topic, value) string rows, from row `from` on (a
 // sliced batch), followed by barrier 1 and the end.
 func runBatch(t *testing.T, cfg sink.Config, from int64, topics, values []string) error {
+	return runBatchInfo(t, cfg, codec.StreamInfo{}, from, topics, values)
+}
+
+// runBatchInfo is runBatch with the stream's schema metadata info (e.g. Replayable).
+func runBatchInfo(t *testing.T, cfg sink.Config, info codec.StreamInfo, from int64, topics, values []string) error {
 	t.Helper()
 	mem := memory.NewGoAllocator()
-	sc := arrow.NewSchema([]arrow.Field{{Name: "topic", Type: arrow.BinaryTypes.String}, {Name: "value", Type: arrow.BinaryTypes.String}}, nil)
+	sc := codec.WithInfo(arrow.NewSchema([]arrow.Field{{Name: "topic", Type: arrow.BinaryTypes.String}, {Name: "value", Type: arrow.BinaryTypes.String}}, nil), info)
 	b := array.NewRecordBuilder(mem, sc)
 	b.Field(0).(*array.StringBuilder).AppendValues(topics, nil)
 	b.Field(1).(*array.StringBuilder).AppendValues(values, nil)
@@ -311,5 +317,32 @@ func TestMissingTopicColumnRefused(t *testing.T) {
 	err := runBatch(t, sink.Config{Conn: c.Conn}, 0, []string{out}, []string{"v"})
 	if err == nil || !strings.Contains(err.Error(), "topic "+out+" does not exist and the broker did not create it") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// testUnreplayableTransactionalRefused: with --transactional-id, write-kafka aborts epochs up to
+// the one Kafka holds as replays, so a stream whose epochs are not replayable (a source without
+// a checkpoint, numbering from 1 on every run) is refused at its first barrier, saying how to
+// run it, and nothing of it is committed; the same rows from a replayable stream are written,
+// and a second run of them (same epoch 1) is aborted as the replay it is.
+func testUnreplayableTransactionalRefused(t *testing.T, c *kafkatest.Cluster) {
+	out := c.Topic(t, "unreplayable-out", 1, nil)
+	cfg := sink.Config{Conn: c.Conn, Topic: out, TransactionalID: "tx-" + out}
+	rows := []string{out, out}
+	err := runBatchInfo(t, cfg, codec.StreamInfo{}, 0, rows, []string{"a", "b"})
+	if err == nil || stage.ExitCode(err) != 2 || !strings.Contains(err.Error(), "epochs are not replayable") ||
+		!strings.Contains(err.Error(), "without --transactional-id") {
+		t.Fatalf("unreplayable stream: %v (exit %d)", err, stage.ExitCode(err))
+	}
+	if got := c.Consume(t, out, false); len(got) != 0 {
+		t.Fatalf("read_committed sees %d records of the refused epoch", len(got))
+	}
+	for run := 0; run < 2; run++ {
+		if err := runBatchInfo(t, cfg, codec.StreamInfo{Replayable: true}, 0, rows, []string{"a", "b"}); err != nil {
+			t.Fatalf("replayable stream, run %d: %v", run, err)
+		}
+	}
+	if got := c.Consume(t, out, false); len(got) != 2 {
+		t.Fatalf("read_committed sees %d records, want 2", len(got))
 	}
 }

@@ -261,7 +261,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		if err != nil {
 			return err
 		}
-		defer lock.Release()
+		defer lock.Finish() // a run that created no table leaves no lock file behind
 	}
 	if err := r.loadTarget(ctx); err != nil {
 		return err

@@ -706,3 +706,38 @@ func TestFromFlagsCommandLine(t *testing.T) {
 		t.Fatalf("rows %v", rows)
 	}
 }
+
+// A backfill into a new target that fails before its commit (here: a data file of the source
+// table is corrupt) creates no table and must leave no _streamkit/flows/*.lock behind: the
+// target it created goes again; a target directory that existed (empty) stays, empty.
+func TestBackfillFailureLeavesNoLock(t *testing.T) {
+	mem := newMem(t)
+	ctx := context.Background()
+	for _, existing := range []bool{false, true} {
+		base := t.TempDir()
+		src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
+		commitRows(t, mem, src, evSchema, nil, evRows(span(0, 5)...))
+		files, _ := filepath.Glob(filepath.Join(src, "*.parquet"))
+		if len(files) != 1 {
+			t.Fatalf("source files %v", files)
+		}
+		if err := os.WriteFile(files[0], []byte("not parquet"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if existing {
+			if err := os.Mkdir(dst, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := Run(ctx, baseCfg(t, mem, src, dst, "hist")); err == nil {
+			t.Fatal("a corrupt source file was not an error")
+		}
+		entries, err := os.ReadDir(dst)
+		switch {
+		case !existing && !errors.Is(err, os.ErrNotExist):
+			t.Fatalf("the target %s was left behind: %v", dst, entries)
+		case existing && (err != nil || len(entries) > 0):
+			t.Fatalf("existing target not left empty: %v %v", entries, err)
+		}
+	}
+}

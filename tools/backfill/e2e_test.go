@@ -58,15 +58,7 @@ func check(t *testing.T, table string) tableCheck {
 
 func backfill(t *testing.T, bin string, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"backfill", "--progress", "off"}, args...)...)
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return string(out), code
+	return peertest.Output(t, exec.Command(bin, append([]string{"backfill", "--progress", "off"}, args...)...))
 }
 
 // liveFlow runs `read-delta --follow SRC | write-delta DST --with record_source=stream`.

@@ -33,7 +33,8 @@ exactly. --start only applies to a checkpoint without a position:
   earliest (default) | latest | @2024-05-01T00:00:00Z or @<epoch ms> | -N (last N per
   partition) | Spark offsets JSON {"orders":{"0":42,"1":-2}} (-2 earliest, -1 latest)
 --until ends the run: never (default, live) | now (every partition's end at start-up — the
-last stable offset under read_committed — then end=pause: "available now", for cron) |
+last stable offset under read_committed — then, as --end says, end=pause with a checkpoint (the
+next run continues after it: "available now", for cron) and end=final without one) |
 @<time> | offsets JSON.
 
 --isolation read_committed (default) never shows records of aborted or open transactions;
@@ -122,9 +123,6 @@ from the command line and never logged.`,
 			if err != nil {
 				return err
 			}
-			if cfg.Until == "now" && so.End == "" {
-				so.End = "pause"
-			}
 			so.StateOptions = cfg.StateOptions()
 			return stage.RunSource(cmd.Context(), so, src)
 		},
@@ -135,7 +133,7 @@ from the command line and never logged.`,
 	f.StringVar(&cfg.Pattern, "pattern", "", "read every topic whose whole name matches this regular expression")
 	f.StringArrayVar(&cfg.Assign, "assign", nil, "read these partitions only: topic:0,2 or topic:0-3 (repeatable)")
 	f.StringVar(&cfg.Start, "start", "earliest", "where a new checkpoint starts: earliest, latest, @<RFC 3339|epoch ms>, -N, or offsets JSON")
-	f.StringVar(&cfg.Until, "until", "never", "where reading ends: never (live), now (the end at start-up, then end=pause), @<time>, or offsets JSON")
+	f.StringVar(&cfg.Until, "until", "never", "where reading ends: never (live), now (the end at start-up; then end=pause with a checkpoint, final without), @<time>, or offsets JSON")
 	f.StringVar(&cfg.Isolation, "isolation", kafka.ReadCommitted, "read_committed (skip aborted and open transactions) or read_uncommitted")
 	f.StringVar(&cfg.OnDataLoss, "on-data-loss", kafka.DataLossFail, "a position outside the log or a re-created topic (new topic ID): fail, or continue at the earliest or latest offset")
 	f.StringVar(&cfg.Group, "group", "", "commit each committed epoch's offsets to this consumer group (monitoring only)")

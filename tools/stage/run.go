@@ -81,9 +81,11 @@ func newEnv(o *Options) *Env {
 	return &Env{Mem: Mem, Now: o.Now, Stats: newStats(), Log: o.Log, quality: qualityCheck{max: o.MaxBadRatio}}
 }
 
-// outputSchema adds the stage's checkpoint directory to the upstream list of out, and names the
-// declared source partitions as this shard's (shardPartition).
-func outputSchema(out *arrow.Schema, upstream []string, env *Env) *arrow.Schema {
+// outputSchema adds the stage's checkpoint directory to the upstream list of out, names the
+// declared source partitions as this shard's (shardPartition), and marks it replayable as
+// replayable says (an operator passes its input's mark on; a source's epochs are replayable
+// when it keeps a checkpoint).
+func outputSchema(out *arrow.Schema, upstream []string, replayable bool, env *Env) *arrow.Schema {
 	info := codec.Info(out)
 	info.Checkpoints = append([]string(nil), upstream...)
 	if env.Dir != nil {
@@ -94,6 +96,7 @@ func outputSchema(out *arrow.Schema, upstream []string, env *Env) *arrow.Schema 
 			info.Partitions[i] = shardPartition(p, sh)
 		}
 	}
+	info.Replayable = replayable
 	return codec.WithInfo(out, info)
 }
 
@@ -157,7 +160,7 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 
 	var w *writer
 	if out != nil {
-		w = startWriter(o.Stdout, outputSchema(out, upstream, env), env.Mem)
+		w = startWriter(o.Stdout, outputSchema(out, upstream, codec.Info(in).Replayable, env), env.Mem)
 		defer func() {
 			if cerr := w.close(sig.aborted); err == nil && cerr != nil && cerr != errQuiet {
 				err = fmt.Errorf("%s: write stdout: %w", o.Tool, cerr)
@@ -520,7 +523,7 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 			return err
 		}
 	}
-	w := startWriter(o.Stdout, outputSchema(schema, nil, env), env.Mem)
+	w := startWriter(o.Stdout, outputSchema(schema, nil, env.Dir != nil, env), env.Mem)
 	closed := false
 	closeOut := func() error {
 		if closed {

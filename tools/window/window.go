@@ -340,10 +340,22 @@ func (o *Op) Barrier(_ context.Context, n uint64, _ stage.Emit) error {
 	return o.st.Checkpoint(o.env.Mem, o.env.Dir, n)
 }
 
-// End fires every open window at a final end; a pause keeps them for the next run.
+// End fires every open window at a final end; a pause keeps them for the next run in the
+// checkpoint. Without a checkpoint there is no next run to keep them for, so a pause fires them
+// as a final end does (logged once: the rows would otherwise be lost while every stage exits 0).
 func (o *Op) End(_ context.Context, kind codec.EndKind, emit stage.Emit) error {
-	if kind == codec.Final {
+	open := o.m.Stats()
+	switch {
+	case kind == codec.Final:
 		o.m.Final()
+	case open.Windows == 0:
+	case o.env.Dir == nil:
+		o.env.Log.Warn("end=pause but this window keeps no checkpoint, so nothing is kept for a next run: the open windows fire now as at end=final",
+			"open_windows", open.Windows, "keys", open.Keys)
+		o.m.Final()
+	default:
+		o.env.Log.Info("end=pause with open windows: they stay in the checkpoint and the next run continues them",
+			"open_windows", open.Windows, "keys", open.Keys, "checkpoint", o.env.Dir.Path)
 	}
 	st := o.m.Stats()
 	o.env.Log.Info("window done", "records", st.Records, "on_time", st.OnTime, "late_update", st.LateUpdate,
@@ -392,8 +404,10 @@ try_sum(x) gives null for that window instead. sum of floats is a double (±Inf 
 avg a double. min and max order NaN above every other float (+Inf included); nulls are
 skipped. Decimal columns are not summed yet (refused).
 
-End of input: end=final fires every open window; end=pause keeps them for the next run. State
-is checkpointed at every barrier; a restart with another window spec or aggregates is refused.`,
+End of input: end=final fires every open window; end=pause keeps them in the checkpoint for the
+next run (logged with their number). Without a checkpoint nothing can be kept, so end=pause
+fires them as end=final does, and a warning says so. State is checkpointed at every barrier; a
+restart with another window spec or aggregates is refused.`,
 	}
 	for _, kind := range []string{"tumbling", "sliding", "session", "count", "global"} {
 		cmd.AddCommand(kindCommand(kind))

@@ -28,6 +28,15 @@ table's txn version for the flow are skipped without writing a data file, so eac
 lands in the table once. Without --checkpoint or $STREAMKIT_CHECKPOINT each run commits under a
 new flow id and a restart cannot be exactly-once (a warning says so).
 
+Skipping is right only for replays, so with a checkpoint write-delta requires a replayable
+input: one whose source keeps a checkpoint (read-kafka, read-files, read-delta, generate with
+--checkpoint or $STREAMKIT_CHECKPOINT) and so numbers its epochs on from the committed one; its
+schema says streamkit.replayable=true, passed on by every stage in between. A source without a
+checkpoint numbers its epochs from 1 on every run, and the second run's rows would be skipped
+as "already committed": such an input is refused at its first barrier (exit 2). Give the
+source a checkpoint, or run write-delta without one. A stream without barriers (a foreign
+producer) is committed as one final epoch after the committed ones, so it is accepted.
+
 Several write-delta processes with different flows may append to one table at the same time
 (append flows): commits are put-if-absent and lost races are retried without rewriting data.
 A concurrent change of the table's schema, properties or protocol stops the writer with an
@@ -53,7 +62,7 @@ commit (remove actions for all live files), as Spark's complete output mode; mea
 that deliver one epoch, e.g. exporting a state snapshot.`,
 		Example: cli.Examples(
 			"# Exactly-once ingestion of Kafka records into a partitioned table\nSTREAMKIT_CHECKPOINT=./ckpt streamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format json --value-schema orders.json | streamkit write-delta ./lake/orders --partition-by value.region",
-			"# Append a second flow to the same table, tagging its rows\nstreamkit read-files 'backfill/*.parquet' | streamkit write-delta ./lake/orders --flow backfill-2024 --with record_source=backfill --checkpoint ./ckpt/backfill",
+			"# Append a second flow to the same table, tagging its rows\nstreamkit read-files 'backfill/*.parquet' --checkpoint ./ckpt/backfill-files | streamkit write-delta ./lake/orders --flow backfill-2024 --with record_source=backfill --checkpoint ./ckpt/backfill",
 			"# Export a state snapshot, replacing the table's contents\nstreamkit state-dump ./ckpt/dedup | streamkit write-delta file:///data/dedup_state --mode overwrite --compression zstd",
 			"# A foreign producer (plain Arrow IPC, no barriers) writes one commit\npython3 make_arrow.py | streamkit write-delta ./lake/events --merge-schema --table-property delta.checkpointInterval=20",
 		),

@@ -51,9 +51,28 @@ type stream struct {
 }
 
 func newStream(t testing.TB, mem memory.Allocator, sc *arrow.Schema) *stream {
+	return newStreamAs(t, mem, sc, replayable(sc, true))
+}
+
+// unreplayableStream is newStream for a stream whose epochs are not replayable (a source
+// without a checkpoint).
+func unreplayableStream(t testing.TB, mem memory.Allocator, sc *arrow.Schema) *stream {
+	return newStreamAs(t, mem, sc, replayable(sc, false))
+}
+
+// newStreamAs builds a stream of rows of sc whose schema message is wire (sc with metadata).
+func newStreamAs(t testing.TB, mem memory.Allocator, sc, wire *arrow.Schema) *stream {
 	s := &stream{t: t, mem: mem, sc: sc}
-	s.w = codec.NewWriter(&s.buf, sc, mem)
+	s.w = codec.NewWriter(&s.buf, wire, mem)
 	return s
+}
+
+// replayable returns sc with streamkit.replayable set as r says (true: as from a source that
+// keeps a checkpoint).
+func replayable(sc *arrow.Schema, r bool) *arrow.Schema {
+	info := codec.Info(sc)
+	info.Replayable = r
+	return codec.WithInfo(sc, info)
 }
 
 // ids writes one batch of rows id = from..to-1, s = "v<id>".

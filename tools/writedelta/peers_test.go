@@ -68,7 +68,7 @@ func startWD(t testing.TB, mem memory.Allocator, sc *arrow.Schema, args ...strin
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p.w = codec.NewWriter(p.in, sc, mem)
+	p.w = codec.NewWriter(p.in, replayable(sc, true), mem)
 	return p
 }
 

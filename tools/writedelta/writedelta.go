@@ -154,6 +154,7 @@ type Writer struct {
 	ownEpoch uint64 // newest epoch committed in the own checkpoint directory
 	takeover bool   // --flow-takeover moved the flow to this run and it has not committed yet
 
+	in          *arrow.Schema // the input schema (its streamkit metadata)
 	lastBarrier uint64
 	sawBarrier  bool
 
@@ -246,7 +247,7 @@ func (w *Writer) Flow() string { return w.flow }
 // otherwise it prepares the metadata of the table to create at the first commit.
 func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (_ *arrow.Schema, err error) {
 	env.MarkSink()
-	w.env = env
+	w.env, w.in = env, in
 	root := w.cfg.Table
 	w.table = delta.NewTable(root, env.Mem)
 	w.table.EngineInfo = "streamkit write-delta"
@@ -258,17 +259,12 @@ func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (_ 
 	if env.Dir != nil {
 		holder.Checkpoint = env.Dir.Path
 	}
-	_, statErr := os.Stat(root)
-	newDir := errors.Is(statErr, os.ErrNotExist)
 	if w.lock, err = delta.LockFlow(ctx, root, w.flow, 0, holder); err != nil {
 		return nil, fmt.Errorf("write-delta: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			if newDir { // leave no directory behind for a table that was not created
-				w.lock.Remove(root)
-			}
-			w.lock.Release()
+			w.lock.Finish() // leaves no lock behind in a directory that is not a table
 			w.lock = nil
 		}
 	}()
@@ -675,6 +671,15 @@ func (w *Writer) discardEpoch() error {
 // Barrier commits epoch n (its data files, or only txn + commitInfo when it had no rows), or
 // skips it when the table already holds it for this flow.
 func (w *Writer) Barrier(ctx context.Context, n uint64, _ stage.Emit) error {
+	if !w.sawBarrier && w.env.Dir != nil {
+		// With a checkpoint, epochs up to the table's txn version are skipped as replays:
+		// only a replayable stream may be skipped.
+		if err := stage.RequireReplayable(Tool, w.in, "run write-delta without --checkpoint "+
+			"(every run then commits its rows under a new flow id; a stream without barriers, a foreign producer's, is committed as one final epoch either way)"); err != nil {
+			w.discardEpoch()
+			return err
+		}
+	}
 	if err := w.endEpoch(ctx, n, true); err != nil {
 		return err
 	}
@@ -1111,7 +1116,9 @@ func (w *Writer) Close() error {
 		}
 	}
 	err := w.discardEpoch()
-	w.lock.Release()
+	// A run that failed before its first commit (malformed input, a truncated stream) created
+	// no table: Finish removes the lock it made, so no directory is left that looks like one.
+	w.lock.Finish()
 	for _, c := range w.consts {
 		c.Release()
 	}

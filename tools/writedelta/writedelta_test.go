@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/sink/delta"
@@ -342,15 +343,20 @@ func TestUnsupportedTypeNamesColumn(t *testing.T) {
 	}
 }
 
+// nanoSchema has a nanosecond timestamp column, which Delta cannot store without truncation.
+var nanoSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}},
+}, nil)
+
+// nanoInput is one epoch of nanoSchema whose timestamp has digits below the microsecond.
+func nanoInput(t testing.TB, mem memory.Allocator) []byte {
+	return newStream(t, mem, nanoSchema).json(`[{"id":1,"ts":"2024-01-01T00:00:00.123456789Z"}]`).barrier(1).end(codec.Final)
+}
+
 func TestTimestampPrecision(t *testing.T) {
 	mem := newMem(t)
-	sc := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}},
-	}, nil)
-	in := func() []byte {
-		return newStream(t, mem, sc).json(`[{"id":1,"ts":"2024-01-01T00:00:00.123456789Z"}]`).barrier(1).end(codec.Final)
-	}
+	in := func() []byte { return nanoInput(t, mem) }
 	root := filepath.Join(t.TempDir(), "t")
 	_, err := run(t, Config{Table: root}, "", in())
 	if err == nil || !strings.Contains(err.Error(), "column ts") || !strings.Contains(err.Error(), "nanosecond") {
@@ -623,5 +629,63 @@ func TestShardFlows(t *testing.T) {
 	}
 	if got := tableIDs(t, root); !equalIDs(got, seq(0, 20)) {
 		t.Fatalf("ids %v", got)
+	}
+}
+
+// A run that fails before its first commit — malformed input (a timestamp with nanoseconds
+// and no --truncate-timestamps) or a truncated stream (the upstream died) — creates no table,
+// so it must leave no _streamkit/flows/*.lock behind: a directory holding only that looks like
+// a table to nobody and blocks nothing, it is litter. A root it created goes too; a root that
+// existed (empty) stays, empty. A later good run still creates the table.
+func TestFailedFirstEpochLeavesNoLock(t *testing.T) {
+	mem := newMem(t)
+	sc := nanoSchema
+	nanos := func() []byte { return nanoInput(t, mem) }
+	truncated := func() []byte {
+		// rows, then the bytes stop before their barrier: no end batch, no end-of-stream marker
+		return newStream(t, mem, sc).json(`[{"id":1,"ts":"2024-01-01T00:00:00.123456Z"}]`).buf.Bytes()
+	}
+	for _, c := range []struct {
+		name  string
+		input func() []byte
+		want  string
+	}{
+		{"nanoseconds", nanos, "nanosecond"},
+		{"truncated", truncated, "without an end-of-stream marker"},
+	} {
+		for _, existing := range []bool{false, true} {
+			for _, ckpt := range []bool{false, true} {
+				name := fmt.Sprintf("%s/existing=%v/checkpoint=%v", c.name, existing, ckpt)
+				base := t.TempDir()
+				root := filepath.Join(base, "t")
+				if existing {
+					if err := os.Mkdir(root, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				dir := ""
+				if ckpt {
+					dir = filepath.Join(base, "ck")
+				}
+				log, err := run(t, Config{Table: root}, dir, c.input())
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("%s: got %v\n%s", name, err, log)
+				}
+				entries, statErr := os.ReadDir(root)
+				switch {
+				case !existing && !errors.Is(statErr, os.ErrNotExist):
+					t.Fatalf("%s: the table root %s was left behind (%v)", name, root, entries)
+				case existing && (statErr != nil || len(entries) > 0):
+					t.Fatalf("%s: the existing directory was not left as it was: %v %v", name, entries, statErr)
+				}
+				good := newStream(t, mem, sc).json(`[{"id":1,"ts":"2024-01-01T00:00:00.123456Z"}]`).barrier(1).end(codec.Final)
+				if log, err := run(t, Config{Table: root, Flow: "good"}, filepath.Join(base, "ck2"), good); err != nil {
+					t.Fatalf("%s: a good run after the failed one: %v\n%s", name, err, log)
+				}
+				if !exists(delta.FlowLockPath(root, "good")) || !equalIDs(tableIDs(t, root), []int64{1}) {
+					t.Fatalf("%s: a table's flow lock is kept", name)
+				}
+			}
+		}
 	}
 }
