@@ -140,14 +140,17 @@ func TestCappedEpochsNoLateRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var offs map[string]map[string]int64
+	var offs map[string]map[string]json.RawMessage // partition → offset, and the topic's "topicId"
 	if err := json.Unmarshal(pos, &offs); err != nil {
 		t.Fatal(err)
 	}
 	ends := c.Ends(t, topic)
 	total := 0
 	for p, end := range ends {
-		got := offs[topic][fmt.Sprint(p)]
+		var got int64
+		if err := json.Unmarshal(offs[topic][fmt.Sprint(p)], &got); err != nil {
+			t.Fatalf("partition %d: %v: %s", p, err, pos)
+		}
 		share := 500 * float64(end) / backlogRows
 		if float64(got) < share-1 || float64(got) > share+1 {
 			t.Errorf("epoch 1 read partition %d up to %d, want its share %.1f of 500 (%d of %d records): %s", p, got, share, end, backlogRows, pos)
