@@ -489,7 +489,7 @@ func (d *Dedup) Close() error {
 func Command() *cobra.Command {
 	var cfg Config
 	var key, tz string
-	o := stage.Options{Tool: "dedup"}
+	o := stage.Options{Tool: "dedup", Stateful: true}
 	cmd := &cobra.Command{
 		Use:   "dedup",
 		Short: "Drop duplicate rows by key, with state bounded by a TTL",

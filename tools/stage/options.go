@@ -51,6 +51,12 @@ type Options struct {
 	// late rows …), as Databricks' badRecordsPath users and Lakeflow's expect_or_fail do.
 	// Default off: the stage only warns when most of an epoch's records were set aside.
 	MaxBadRatio Ratio
+	// Stateful marks an operator whose state spans epochs (dedup, window). Without a checkpoint
+	// it cannot restore that state after a restart, so its output is not replayable even when
+	// its input is (codec.SchemaReplayable is dropped, with a warning): a checkpointed sink
+	// behind it then refuses the stream (RequireReplayable) instead of losing or duplicating
+	// the rows that state held. Default false (stateless: the mark is passed on).
+	Stateful bool
 }
 
 // SourceOptions add the epoch and batching flags of sources (DESIGN.md §2, §3).

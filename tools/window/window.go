@@ -418,7 +418,7 @@ restart with another window spec or aggregates is refused.`,
 func kindCommand(kind string) *cobra.Command {
 	var s Spec
 	var key string
-	o := stage.Options{Tool: "window"}
+	o := stage.Options{Tool: "window", Stateful: true}
 	ex := map[string]string{
 		"tumbling": "# Hourly flight counts and delays per origin airport\nstreamkit read-files flights.parquet | streamkit window tumbling --size 1h --time date --key origin --agg 'count, avg(delay), max(delay)' | streamkit print",
 		"sliding":  "# 10-minute revenue every minute, tolerating 30 s of disorder\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format json --value-schema orders.json | streamkit window sliding --size 10m --slide 1m --time timestamp --watermark-delay 30s --agg 'sum(value.amount) as revenue' | streamkit print",

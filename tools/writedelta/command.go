@@ -31,7 +31,8 @@ new flow id and a restart cannot be exactly-once (a warning says so).
 Skipping is right only for replays, so with a checkpoint write-delta requires a replayable
 input: one whose source keeps a checkpoint (read-kafka, read-files, read-delta, generate with
 --checkpoint or $STREAMKIT_CHECKPOINT) and so numbers its epochs on from the committed one; its
-schema says streamkit.replayable=true, passed on by every stage in between. A source without a
+schema says streamkit.replayable=true, passed on by every stage in between (dedup and window
+pass it on only with a checkpoint of their own: without one a restart loses their state). A source without a
 checkpoint numbers its epochs from 1 on every run, and the second run's rows would be skipped
 as "already committed": such an input is refused at its first barrier (exit 2). Give the
 source a checkpoint, or run write-delta without one. A stream without barriers (a foreign

@@ -54,8 +54,8 @@ writes commit markers (at-least-once). With --transactional-id ID every epoch is
 transaction committed at its barrier, together with the epoch number (consumer group ID,
 topic partition 0), so a replay after a crash never commits an epoch twice: read_committed
 consumers see each record exactly once. Epochs up to the one Kafka holds are aborted as
-replays, so --transactional-id requires a replayable input (its source keeps a checkpoint;
-schema metadata streamkit.replayable=true): a stream from a source without a checkpoint, which
+replays, so --transactional-id requires a replayable input (its source, and dedup or window
+in between, keep a checkpoint; schema metadata streamkit.replayable=true): a stream from a source without a checkpoint, which
 numbers its epochs from 1 on every run, is refused at its first barrier (exit 2).`,
 		Example: cli.Examples(
 			"# Copy a topic (keys, values, headers and timestamps preserved)\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --until now | streamkit write-kafka -b 127.0.0.1:9092 -t orders-copy",
