@@ -163,9 +163,9 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		replayable := codec.Info(in).Replayable
 		if replayable && o.Stateful && env.Dir == nil {
 			replayable = false
-			o.Log.Warn("this stage keeps state across epochs but no checkpoint, so its output is not replayable: "+
-				"a restart would lose or repeat what its state held, and a checkpointed sink behind it refuses the stream; "+
-				"give it --checkpoint DIR (or export "+EnvCheckpoint+"=DIR for every stage)")
+			o.Log.Warn("this stage keeps state across epochs but no checkpoint, so its output is not replayable: " +
+				"a restart would lose or repeat what its state held, and a checkpointed sink behind it refuses the stream; " +
+				"give it --checkpoint DIR (or export " + EnvCheckpoint + "=DIR for every stage)")
 		}
 		w = startWriter(o.Stdout, outputSchema(out, upstream, replayable, env), env.Mem)
 		defer func() {
