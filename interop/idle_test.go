@@ -152,13 +152,65 @@ wait:
 			t.Errorf("sensor %d: last_heartbeat_time %v, want its last heartbeat's time %v", id, time.UnixMicro(s.LastUs), at)
 		}
 	}
-	out2, err := exec.Command(p.python, "-c", "import sys; from deltalake import DeltaTable; print(DeltaTable(sys.argv[1]).version())", table).Output()
+	// Version 0 creates the table; at most one commit per session firing moment after it
+	// (sensors 4-5, then 1-3, possibly split over two epochs each), none for idle epochs.
+	if v := tableVersion(t, p, table); v > "4" || len(v) > 1 {
+		t.Errorf("table at version %s after the idle epochs, want at most 4 (no empty commits)", v)
+	}
+}
+
+// tableVersion is the table's version as delta-rs reads it.
+func tableVersion(t *testing.T, p peers, table string) string {
+	t.Helper()
+	out, err := exec.Command(p.python, "-c", "import sys; from deltalake import DeltaTable; print(DeltaTable(sys.argv[1]).version())", table).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Version 0 creates the table; at most one commit per session firing moment after it
-	// (sensors 4-5, then 1-3, possibly split over two epochs each), none for idle epochs.
-	if v := strings.TrimSpace(string(out2)); v > "4" || len(v) > 1 {
-		t.Errorf("table at version %s after the idle epochs, want at most 4 (no empty commits)", v)
+	return strings.TrimSpace(string(out))
+}
+
+// An idle live read-kafka | write-delta (1 s epochs) writes no empty Delta versions; an idle
+// --until now run over the same checkpoint still ends promptly, adding none either (issue #26).
+func TestIdleRunsWriteNoEmptyVersions(t *testing.T) {
+	p := needPeers(t)
+	kc := kafkatest.NewReal(t)
+	topic := kc.Topic(t, "idle", 2, nil)
+	dir := t.TempDir()
+	table := filepath.Join(dir, "t")
+	kc.Produce(t, &kgo.Record{Topic: topic, Partition: 0, Value: []byte("a")}, &kgo.Record{Topic: topic, Partition: 1, Value: []byte("b")})
+	src := func(extra ...string) []string {
+		return p.sk(append([]string{"read-kafka", "-b", kc.Brokers[0], "-t", topic, "--start", "earliest", "--epoch-interval", "1s",
+			"--checkpoint", filepath.Join(dir, "rk")}, extra...)...)
+	}
+	sink := p.sk("write-delta", table, "--checkpoint", filepath.Join(dir, "wd"))
+	pl := start(t, true, nil, src(), sink)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(table, "_delta_log", "00000000000000000000.json")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			pl.interrupt(t, syscall.SIGINT)
+			t.Fatalf("no table after 30 s:\n%s", report(pl.wait(t)))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // the two rows are committed
+	v1 := tableVersion(t, p, table)
+	time.Sleep(5 * time.Second) // five idle epochs
+	v2 := tableVersion(t, p, table)
+	pl.interrupt(t, syscall.SIGINT)
+	wantCodes(t, pl.wait(t), 130, 130)
+	if v1 != v2 {
+		t.Errorf("idle live run: table version %s, then %s after five idle epochs, want no new version", v1, v2)
+	}
+	began := time.Now()
+	_, exits := run(t, nil, src("--until", "now"), sink)
+	wantCodes(t, exits, 0, 0)
+	if d := time.Since(began); d > 15*time.Second {
+		t.Errorf("idle --until now run took %v", d)
+	}
+	if v3 := tableVersion(t, p, table); v3 != v2 {
+		t.Errorf("idle --until now run: table version %s, want %s", v3, v2)
 	}
 }
