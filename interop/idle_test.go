@@ -60,17 +60,7 @@ func TestHeartbeatAlertsWhileSilent(t *testing.T) {
 			"--checkpoint", filepath.Join(dir, "w")),
 		p.sk("write-delta", table, "--checkpoint", filepath.Join(dir, "wd")))
 	// The first epoch creates the table: read-kafka has resolved --start latest by then.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(table, "_delta_log", "00000000000000000000.json")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			pl.interrupt(t, syscall.SIGINT)
-			t.Fatalf("no table after 30 s:\n%s", report(pl.wait(t)))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitTable(t, pl, table)
 	watch := exec.Command(p.python, "-c", deltaWatcher, table)
 	out, err := watch.StdoutPipe()
 	if err != nil {
@@ -159,6 +149,22 @@ wait:
 	}
 }
 
+// waitTable waits (up to 30 s) for pl's first epoch to create table.
+func waitTable(t *testing.T, pl *pipeline, table string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(table, "_delta_log", "00000000000000000000.json")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			pl.interrupt(t, syscall.SIGINT)
+			t.Fatalf("no table after 30 s:\n%s", report(pl.wait(t)))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // tableVersion is the table's version as delta-rs reads it.
 func tableVersion(t *testing.T, p peers, table string) string {
 	t.Helper()
@@ -184,17 +190,7 @@ func TestIdleRunsWriteNoEmptyVersions(t *testing.T) {
 	}
 	sink := p.sk("write-delta", table, "--checkpoint", filepath.Join(dir, "wd"))
 	pl := start(t, true, nil, src(), sink)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(table, "_delta_log", "00000000000000000000.json")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			pl.interrupt(t, syscall.SIGINT)
-			t.Fatalf("no table after 30 s:\n%s", report(pl.wait(t)))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitTable(t, pl, table)
 	time.Sleep(2 * time.Second) // the two rows are committed
 	v1 := tableVersion(t, p, table)
 	time.Sleep(5 * time.Second) // five idle epochs
