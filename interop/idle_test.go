@@ -210,3 +210,52 @@ func TestIdleRunsWriteNoEmptyVersions(t *testing.T) {
 		t.Errorf("idle --until now run: table version %s, want %s", v3, v2)
 	}
 }
+
+// An event-time window whose watermark advances through --idle-timeout (a silent Kafka
+// partition stops holding it back) fires and commits without waiting for new rows: the
+// window's row reaches the table within a few epochs (issue #26).
+func TestIdleTimeoutWindowCommits(t *testing.T) {
+	p := needPeers(t)
+	kc := kafkatest.NewReal(t)
+	topic := kc.Topic(t, "idlewm", 2, nil)
+	dir := t.TempDir()
+	table := filepath.Join(dir, "t")
+	t0 := time.Date(2024, 1, 1, 10, 0, 0, 0, time.UTC)
+	// Partition 1 holds the watermark at t0 until it has been silent for 1 s; partition 0's
+	// row at t0+10s then moves it past the end of window [t0, t0+5s).
+	kc.Produce(t, &kgo.Record{Topic: topic, Partition: 1, Timestamp: t0, Value: []byte("x")},
+		&kgo.Record{Topic: topic, Partition: 0, Timestamp: t0, Value: []byte("y")},
+		&kgo.Record{Topic: topic, Partition: 0, Timestamp: t0.Add(10 * time.Second), Value: []byte("z")})
+	pl := start(t, true, nil,
+		p.sk("read-kafka", "-b", kc.Brokers[0], "-t", topic, "--start", "earliest", "--epoch-interval", "1s",
+			"--checkpoint", filepath.Join(dir, "rk")),
+		p.sk("window", "tumbling", "--time", "timestamp", "--size", "5s", "--idle-timeout", "1s", "--agg", "count",
+			"--checkpoint", filepath.Join(dir, "w")),
+		p.sk("write-delta", table, "--checkpoint", filepath.Join(dir, "wd")))
+	sent := time.Now()
+	// The rows arrive in the first epochs; the window fires only after the idle timeout,
+	// when no more rows come: the table (created by the first epoch) gets a version 1.
+	var v string
+	for time.Since(sent) < 15*time.Second {
+		if _, err := os.Stat(filepath.Join(table, "_delta_log", "00000000000000000000.json")); err == nil {
+			if v = tableVersion(t, p, table); v != "0" {
+				break
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	took := time.Since(sent)
+	pl.interrupt(t, syscall.SIGINT)
+	exits := pl.wait(t)
+	if v == "0" || v == "" {
+		t.Fatalf("the window [t0, t0+5s) fired by the idle timeout is not in the table after %v\n%s", took, report(exits))
+	}
+	out, err := exec.Command(p.python, "-c", "import sys; from deltalake import DeltaTable; print(DeltaTable(sys.argv[1]).to_pyarrow_table().column('count').to_pylist())", table).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "[2]" {
+		t.Fatalf("window counts %s, want [2] (the window of t0 with both partitions' rows)", got)
+	}
+	t.Logf("committed %v after the rows were sent", took)
+}
