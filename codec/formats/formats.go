@@ -165,8 +165,10 @@ func (o *Options) fill() {
 	}
 }
 
-// Open opens the file at path. The format comes from Options.Format or the extension; gzip and
-// zstd compression from the extension or the file's magic bytes. Parquet and Arrow IPC files
+// Open opens the file at path. The format comes from Options.Format or the extension (a file
+// named as the Arrow IPC file format, .arrow/.feather/.ipc, that does not start with the magic
+// ARROW1 is read as an Arrow IPC stream); gzip and zstd compression from the extension or the
+// file's magic bytes. Parquet and Arrow IPC files
 // need random access, so they cannot be compressed.
 func Open(path string, opts Options) (Reader, error) {
 	opts.fill()
@@ -180,6 +182,11 @@ func Open(path string, opts Options) (Reader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if format == ArrowFile && !arrowFileMagic(f) {
+		// .arrow names both Arrow IPC formats (streamkit's side outputs and `> x.arrow` write
+		// the stream format): the file format starts with its magic ARROW1, else it is a stream.
+		format = ArrowStream
 	}
 	switch format {
 	case Parquet, ArrowFile:
@@ -244,6 +251,14 @@ func compressionMismatch(name string, comp Compression) error {
 }
 
 // sniff reports the compression of f from its magic bytes and rewinds it.
+// arrowFileMagic reports whether f starts with the Arrow IPC file format's magic "ARROW1"
+// (an Arrow IPC stream starts with a message length or continuation marker instead).
+func arrowFileMagic(f *os.File) bool {
+	var magic [6]byte
+	n, _ := f.ReadAt(magic[:], 0)
+	return string(magic[:n]) == "ARROW1"
+}
+
 func sniff(f *os.File) (Compression, error) {
 	var magic [4]byte
 	n, _ := io.ReadFull(f, magic[:])

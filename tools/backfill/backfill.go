@@ -1207,6 +1207,16 @@ func (r *run) commit(ctx context.Context) error {
 			return nil
 		}
 		var ce *dl.ConflictError
+		if errors.As(err, &ce) && ce.Kind == dl.ConflictMetadata && r.create && attempt < 100 {
+			// A live flow's first commit created the table first (as write-delta does, join it
+			// when it has the schema and partitioning our files were written for; with dedup,
+			// its rows' keys are dropped from the backfill like any lost race's).
+			if jerr := r.joinCreated(ctx); jerr != nil {
+				r.abort()
+				return jerr
+			}
+			continue
+		}
 		if errors.As(err, &ce) {
 			r.abort()
 			if ce.Kind == dl.ConflictTransaction {
@@ -1242,6 +1252,29 @@ func jsonList(l []string) string {
 	return string(b)
 }
 
+// joinCreated adopts the table another writer created while the backfill meant to create it,
+// when its schema and partition columns are the ones the backfill's files were written for;
+// with dedup the keys of the rows it already holds are removed from the backfill (resolveRace).
+func (r *run) joinCreated(ctx context.Context) error {
+	snap, err := r.tbl.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("backfill: reload %s: %w", r.root, err)
+	}
+	m := snap.Metadata()
+	if m.SchemaString != r.meta.SchemaString || !slices.Equal(m.PartitionColumns, r.meta.PartitionColumns) {
+		return fmt.Errorf("backfill: table %s was created concurrently with another schema or partitioning than the backfill's; nothing was committed", r.root)
+	}
+	r.cfg.Log.Info("backfill: the table was created concurrently; appending to it", "target", r.root, "version", snap.Version())
+	r.create, r.proto = false, nil
+	if r.cfg.Dedup {
+		if _, err := r.resolveRaceFrom(ctx, nil, snap); err != nil {
+			return err
+		}
+	}
+	r.snap, r.meta = snap, m
+	return nil
+}
+
 // resolveRace loads the commits made since the snapshot the backfill read; their added files'
 // keys that the backfill also writes are removed from its files. It reports whether the table
 // moved (a race was lost).
@@ -1253,18 +1286,27 @@ func (r *run) resolveRace(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("backfill: reload %s: %w", r.root, err)
 	}
-	if newer.Version() == r.snap.Version() {
-		return false, nil
+	return r.resolveRaceFrom(ctx, r.snap, newer)
+}
+
+// resolveRaceFrom is resolveRace from snapshot old (nil: before the table existed) to newer.
+func (r *run) resolveRaceFrom(ctx context.Context, old, newer *dl.Snapshot) (bool, error) {
+	from := int64(0)
+	if old != nil {
+		if newer.Version() == old.Version() {
+			return false, nil
+		}
+		from = old.Version() + 1
 	}
 	if tv, ok := newer.TxnVersion(r.cfg.Flow); ok && tv >= r.txnVer {
 		r.abort()
 		return false, fmt.Errorf("backfill: another run of flow %q committed txn version %d meanwhile; nothing of this run was committed", r.cfg.Flow, tv)
 	}
-	if newer.Metadata() != r.snap.Metadata() && newer.Metadata().SchemaString != r.snap.Metadata().SchemaString {
+	if old != nil && newer.Metadata() != old.Metadata() && newer.Metadata().SchemaString != old.Metadata().SchemaString {
 		return false, fmt.Errorf("backfill: the target's schema changed concurrently; nothing was committed, run the backfill again")
 	}
 	var added []*dl.Add
-	for v := r.snap.Version() + 1; v <= newer.Version(); v++ {
+	for v := from; v <= newer.Version(); v++ {
 		acts, err := r.tbl.ReadCommit(v)
 		if err != nil {
 			return false, fmt.Errorf("backfill: read concurrent commit: %w", err)
@@ -1276,7 +1318,7 @@ func (r *run) resolveRace(ctx context.Context) (bool, error) {
 		}
 	}
 	collide := newKeySet(0, 1)
-	err = scanTable(ctx, r.root, newer.Metadata(), added, r.keyColumns(), r.cfg.Mem, func(_ *dl.Add, rec arrow.RecordBatch) error {
+	err := scanTable(ctx, r.root, newer.Metadata(), added, r.keyColumns(), r.cfg.Mem, func(_ *dl.Add, rec arrow.RecordBatch) error {
 		kr, enc, err := r.keyRecord(ctx, rec)
 		if err != nil {
 			return err

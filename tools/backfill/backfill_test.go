@@ -294,23 +294,33 @@ func TestBackfillDedupAgainstLiveRows(t *testing.T) {
 	}
 }
 
+// raceSetup makes a source of ids 0..n-1 and a backfill config (flow hist, record_source =
+// backfill, --dedup-cols id with dedup) into dst, after target(dst, mem) when not nil.
+func raceSetup(t *testing.T, dedup bool, n int, target func(dst string, mem memory.Allocator)) (memory.Allocator, context.Context, string, Config) {
+	mem := newMem(t)
+	base := t.TempDir()
+	src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
+	if target != nil {
+		target(dst, mem)
+	}
+	commitRows(t, mem, src, evSchema, nil, evRows(span(0, n)...))
+	cfg := baseCfg(t, mem, src, dst, "hist")
+	cfg.With = []KV{{"record_source", "backfill"}}
+	if dedup {
+		cfg.DedupCols = []string{"id"}
+	}
+	return mem, context.Background(), dst, cfg
+}
+
 // TestBackfillConcurrentLiveCommit commits a live flow's rows between the backfill's read of
 // the target and its commit: without overlapping keys both flows' rows are present once; with
 // a shared key the backfill's copy is dropped and the commit retried.
 func TestBackfillConcurrentLiveCommit(t *testing.T) {
 	for _, dedup := range []bool{false, true} {
 		t.Run(fmt.Sprintf("dedup=%v", dedup), func(t *testing.T) {
-			mem := newMem(t)
-			ctx := context.Background()
-			base := t.TempDir()
-			src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
-			commitRows(t, mem, dst, liveSchema, &dl.Txn{AppID: "live", Version: 1}, liveRows(100, 101))
-			commitRows(t, mem, src, evSchema, nil, evRows(span(0, 10)...))
-			cfg := baseCfg(t, mem, src, dst, "hist")
-			cfg.With = []KV{{"record_source", "backfill"}}
-			if dedup {
-				cfg.DedupCols = []string{"id"}
-			}
+			mem, ctx, dst, cfg := raceSetup(t, dedup, 10, func(dst string, mem memory.Allocator) {
+				commitRows(t, mem, dst, liveSchema, &dl.Txn{AppID: "live", Version: 1}, liveRows(100, 101))
+			})
 			once := false
 			testHookBeforeCommit = func() {
 				// Two live epochs land while the backfill is about to commit; the second
@@ -348,6 +358,41 @@ func TestBackfillConcurrentLiveCommit(t *testing.T) {
 			// No orphan files of the rewritten attempt are left behind.
 			if onDisk := countParquet(dst); onDisk != snap.NumFiles() {
 				t.Fatalf("%d parquet files on disk, %d live", onDisk, snap.NumFiles())
+			}
+		})
+	}
+}
+
+// TestBackfillLosesTableCreation: the target does not exist; a live flow's first commit
+// creates it between the backfill's read and its commit (the backfill meant to create it). The
+// backfill joins that table instead of failing ("created concurrently"), with dedup dropping
+// the key the live flow committed (issue #26).
+func TestBackfillLosesTableCreation(t *testing.T) {
+	for _, dedup := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dedup=%v", dedup), func(t *testing.T) {
+			mem, ctx, dst, cfg := raceSetup(t, dedup, 5, nil)
+			once := false
+			testHookBeforeCommit = func() {
+				if !once {
+					once = true
+					commitRows(t, mem, dst, liveSchema, &dl.Txn{AppID: "live", Version: 1}, liveRows(100, 3))
+				}
+			}
+			defer func() { testHookBeforeCommit = nil }()
+			if err := Run(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+			rows, _ := tableRows(t, mem, dst)
+			want := []string{"0:backfill", "1:backfill", "2:backfill", "3:backfill", "3:stream", "4:backfill", "100:stream"}
+			if dedup {
+				want = []string{"0:backfill", "1:backfill", "2:backfill", "3:stream", "4:backfill", "100:stream"}
+			}
+			if !reflect.DeepEqual(rows, want) {
+				t.Fatalf("rows %v\nwant %v", rows, want)
+			}
+			snap, _ := dl.NewTable(dst, mem).Snapshot(ctx)
+			if tv, _ := snap.TxnVersion("hist"); tv != 1 || snap.Version() != 1 {
+				t.Fatalf("txn %d version %d, want 1 and 1", tv, snap.Version())
 			}
 		})
 	}

@@ -58,7 +58,9 @@ dies commits nothing; the next run starts over.
 insert-only semantics: a row is written only when no row with the same key is in the target,
 and only once from the backfill itself. When a live flow commits to the target meanwhile,
 the rows it added are checked too: backfill rows whose key arrived concurrently are removed
-and the commit retried, so no key is written twice.
+and the commit retried, so no key is written twice. A target that does not exist yet and is
+created meanwhile by another writer (a live flow's first epoch) is joined, as write-delta does,
+when its schema and partitioning are the backfill's.
 
 The overlap check serves backfills next to a live stream (as Databricks feature tables):
 --overlap-col COL --min-overlap 1h runs the backfill only once its max value of COL exceeds

@@ -2,6 +2,7 @@ package backfill_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,4 +204,49 @@ func version(t *testing.T, table string) int64 {
 		t.Fatal(err)
 	}
 	return vr.Latest
+}
+
+// TestBackfillRacesLiveFirstEpoch starts a backfill at the same moment as a live
+// `read-files | write-delta` flow whose first epoch creates the target, 20 times: whichever
+// creates the table, both flows commit (issue #26: the backfill exited 1, "the table was
+// created concurrently; run the backfill again").
+func TestBackfillRacesLiveFirstEpoch(t *testing.T) {
+	bin := peertest.Binary(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "a.ndjson")
+	if err := os.WriteFile(src, []byte("{\"id\":1}\n{\"id\":2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour) // not a file still being written: no settle wait
+	os.Chtimes(src, old, old)
+	joined := 0
+	for trial := 0; trial < 20; trial++ {
+		target := filepath.Join(dir, fmt.Sprintf("t%d", trial))
+		live := exec.Command("sh", "-c", `"$0" read-files "$1" | "$0" write-delta "$2" --flow live`, bin, src, target)
+		liveOut := &strings.Builder{}
+		live.Stderr = liveOut
+		if err := live.Start(); err != nil {
+			t.Fatal(err)
+		}
+		out, code := backfill(t, bin, "--from", src, "--to", target, "--flow", "history")
+		if err := live.Wait(); err != nil {
+			t.Fatalf("trial %d: live flow: %v\n%s", trial, err, liveOut)
+		}
+		if code != 0 {
+			t.Fatalf("trial %d: backfill: exit %d\n%s", trial, code, out)
+		}
+		if strings.Contains(out, "created concurrently") {
+			joined++
+		}
+		snap, err := delta.NewTable(target, nil).Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, flow := range []string{"live", "history"} {
+			if _, ok := snap.TxnVersion(flow); !ok {
+				t.Fatalf("trial %d: no commit of flow %s in the table", trial, flow)
+			}
+		}
+	}
+	t.Logf("the backfill joined a table the live flow created in %d of 20 trials", joined)
 }

@@ -506,7 +506,10 @@ on-time row): it goes to --dropped-output and is counted (late_rows_dropped). As
 keyby --shards, dedup is told the latest event time of the whole stream after each batch, so
 its watermark is that of one dedup. --ttl-processing forgets keys by
 the wall clock instead (not reproducible on replay). Expired keys are forgotten at each barrier
-(so a replay forgets them at the same points): reading a backlog, cap the source's epochs
+(so a replay forgets them at the same points): a key is forgotten between TTL and TTL + the
+source's --epoch-interval after it was first seen (sources cut epochs on time also while
+idle), so a duplicate arriving in that span is still dropped; keep --epoch-interval well below
+--ttl-processing where that matters. reading a backlog, cap the source's epochs
 (read-kafka --max-records-per-epoch) to bound the state. Without a TTL the state grows with the
 number of keys; the status line shows it.
 
@@ -554,7 +557,7 @@ the committed epoch, and a restart with another key or TTL is refused.`,
 	f.StringVar(&tz, "tz", "", "time zone of zone-less event times (e.g. UTC, America/New_York); never the machine's zone")
 	f.DurationVar(&cfg.TTL, "ttl", 0, "forget a key once the watermark passes its first event time + TTL (0: never)")
 	f.DurationVar(&cfg.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
-	f.DurationVar(&cfg.TTLProcessing, "ttl-processing", 0, "forget a key this long after it was first seen, by the wall clock (0: never)")
+	f.DurationVar(&cfg.TTLProcessing, "ttl-processing", 0, "forget a key this long after it was first seen, by the wall clock, at the next barrier (so up to one --epoch-interval later; 0: never)")
 	f.StringVar(&cfg.DroppedOutput, "dropped-output", "", "file for the dropped duplicates and late rows: .arrow (Arrow IPC stream) or .ndjson (JSON lines)")
 	o.AddFlags(f)
 	return cmd

@@ -131,8 +131,9 @@ func Command() *cobra.Command {
 		Long: `read-files reads the files matched by PATTERNs — doublestar globs ('landing/**/*.csv'),
 files, directories (everything below them) or - for stdin — into one Arrow IPC stream on
 stdout. The format comes from --format or each file's extension: .csv, .tsv, .json/.ndjson/
-.jsonl (lines or one array), .parquet, .avro, .arrow/.feather (IPC file), .arrows (IPC
-stream); .gz and .zst files are decompressed.
+.jsonl (lines or one array), .parquet, .avro, .arrow/.feather/.ipc (the IPC file format when
+the file starts with its magic ARROW1, else an IPC stream, as side outputs such as
+window --late-output x.arrow write), .arrows (IPC stream); .gz and .zst files are decompressed.
 
 Schema: --schema as Spark DDL ("id long, ts timestamp, tags array<string>"), or @file (or a path
 that is not valid DDL, e.g. schema.json) holding DDL, a JSON Schema or an Avro schema; otherwise it is inferred from the first --infer-rows

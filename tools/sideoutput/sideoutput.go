@@ -4,7 +4,7 @@
 //
 // The format follows the file name: .arrow, .arrows or .ipc is an Arrow IPC stream (the
 // input's schema and metadata, an end=final control and the end-of-stream marker at Close:
-// `streamkit print < file`, pyarrow.ipc.open_stream and DuckDB read it); .ndjson, .jsonl or
+// `streamkit print < file`, `streamkit read-files file`, pyarrow.ipc.open_stream and DuckDB read it); .ndjson, .jsonl or
 // .json is JSON lines as `streamkit print --format json` writes them, appended to an existing
 // file. An Arrow IPC stream cannot be appended to, so an existing non-empty .arrow file is an
 // error. The file is synced at every barrier (Sync). An operator with a checkpoint records

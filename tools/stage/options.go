@@ -83,7 +83,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // AddFlags registers the stage and source flags on fs.
 func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Options.AddFlags(fs)
-	fs.DurationVar(&o.EpochInterval, "epoch-interval", 5*time.Second, "cut a checkpoint epoch every interval")
+	fs.DurationVar(&o.EpochInterval, "epoch-interval", 5*time.Second, "cut a checkpoint epoch every interval, also while no rows arrive (an idle epoch is one barrier; sinks commit nothing for it)")
 	fs.IntVar(&o.BatchRows, "batch-rows", 64*1024, "maximum rows per Arrow batch")
 	fs.DurationVar(&o.Linger, "linger", 100*time.Millisecond, "longest wait to fill a batch before sending it")
 	fs.StringVar(&o.End, "end", "", "end of input sends end=final or end=pause (default: pause with a checkpoint, final without)")

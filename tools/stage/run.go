@@ -472,8 +472,8 @@ func WriteCommits(dirs []string, n uint64, tool string) error {
 }
 
 // RunSource runs src, writing its stream to o.Stdout: it replays the uncommitted epochs of
-// the offsets WAL exactly, then reads new input, cutting epochs every o.EpochInterval and at
-// the end of input, writing each epoch's end position to the WAL before its barrier. At the
+// the offsets WAL exactly, then reads new input, cutting epochs every o.EpochInterval (rows or
+// not) and at the end of input, writing each epoch's end position to the WAL before its barrier. At the
 // end of input it sends end=pause when checkpointing and end=final otherwise (o.End
 // overrides). On the first signal it cuts the current epoch, sends end=pause and returns
 // ErrInterrupted.
@@ -603,12 +603,8 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 
 	wmSrc, hasWM := src.(SourceWatermarker)
 	var lastWM time.Time
-	send := func(rec arrow.RecordBatch) error {
-		env.Stats.RecordsIn.Add(rec.NumRows())
-		env.Stats.RecordsOut.Add(rec.NumRows())
-		if err := w.send(ctx, outItem{rec: rec}); err != nil {
-			return err
-		}
+	// sendWM forwards the source's watermark when it advanced (after a batch, or while idle).
+	sendWM := func() error {
 		if hasWM {
 			if wm, ok := wmSrc.Watermark(); ok && wm.After(lastWM) {
 				lastWM = wm
@@ -618,6 +614,14 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 			}
 		}
 		return nil
+	}
+	send := func(rec arrow.RecordBatch) error {
+		env.Stats.RecordsIn.Add(rec.NumRows())
+		env.Stats.RecordsOut.Add(rec.NumRows())
+		if err := w.send(ctx, outItem{rec: rec}); err != nil {
+			return err
+		}
+		return sendWM()
 	}
 	barrier := func(n uint64, writeWAL bool) error {
 		if err := env.quality.epoch(&o.Options, env.Stats, n); err != nil {
@@ -699,7 +703,7 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 		return nil
 	}
 	// moved reports whether the position advanced without rows (e.g. past Kafka transaction
-	// markers), which is worth an epoch of its own.
+	// markers), which is worth an epoch of its own at the end of the input.
 	moved := func() bool { return !bytes.Equal(src.Position(), lastPos) }
 	finish := func(kind codec.EndKind, interrupted bool) error {
 		if kind == codec.Final {
@@ -748,13 +752,19 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 			if err := send(rec); err != nil {
 				return err
 			}
+		} else if err := sendWM(); err != nil {
+			return err
 		}
 		if limits && limiter.EpochFull() {
 			if err := cut(); err != nil {
 				return err
 			}
 		}
-		if o.Now().Sub(epochStart) >= o.EpochInterval && (rows > 0 || moved()) {
+		// Epochs are cut on time whether or not rows arrived: an idle epoch costs one barrier
+		// (and one offsets file, garbage-collected once committed), and it is what lets the
+		// stages downstream commit what their timers emitted meanwhile (processing-time
+		// sessions, idle-timeout watermarks, TTL expiry). Sinks commit nothing for it.
+		if o.Now().Sub(epochStart) >= o.EpochInterval {
 			if err := cut(); err != nil {
 				return err
 			}

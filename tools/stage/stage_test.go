@@ -31,6 +31,8 @@ type countSource struct {
 	mem         memory.Allocator
 	onRead      func(n int64) // called before each batch
 	tick        func()        // advances the test clock by one second per batch
+	idleAt      int64         // at this position the source is idle for idleReads reads
+	idleReads   int           // (each returns no batch and advances the clock one second)
 }
 
 type countPos struct {
@@ -60,6 +62,13 @@ func (s *countSource) Read(_ context.Context, limit Position) (arrow.RecordBatch
 	}
 	if s.next >= end {
 		return nil, io.EOF
+	}
+	if limit == nil && s.next == s.idleAt && s.idleReads > 0 {
+		s.idleReads--
+		if s.tick != nil {
+			s.tick()
+		}
+		return nil, nil
 	}
 	if s.onRead != nil {
 		s.onRead(s.next)
@@ -538,6 +547,43 @@ func TestAsyncSinkMarkers(t *testing.T) {
 	for _, d := range []string{"count", "rec"} {
 		if c, _ := state.Committed(filepath.Join(root2, d)); c != 1 {
 			t.Fatalf("%s committed %d after the failed commit of epoch 2, want 1", d, c)
+		}
+	}
+}
+
+// An idle source keeps cutting epochs on its interval (each committed by the sink), and many
+// idle epochs leave a bounded offsets WAL and commit log (GC).
+func TestIdleSourceCutsEpochs(t *testing.T) {
+	withChecked(t)
+	root := t.TempDir()
+	rec := &recorder{}
+	src := &countSource{total: 20, idleAt: 10, idleReads: 60}
+	serr, oerr := pipeline(t, root, src, rec, nil)
+	if serr != nil || oerr != nil {
+		t.Fatal(serr, oerr)
+	}
+	barriers := 0
+	for _, l := range rec.lines {
+		if strings.HasPrefix(l, "barrier ") {
+			barriers++
+		}
+	}
+	// 62 s of clock at a 2 s interval: about 31 epochs, nearly all of them idle.
+	if barriers < 28 {
+		t.Fatalf("%d barriers, want about 31 (an epoch every 2 s while idle): %v", barriers, rec.lines)
+	}
+	// The source collects what the sink committed at its next barrier (here a rerun's: this
+	// in-process sink lags the fake clock's burst of epochs).
+	if serr, oerr := pipeline(t, root, &countSource{total: 20}, &recorder{}, nil); serr != nil || oerr != nil {
+		t.Fatal(serr, oerr)
+	}
+	for _, d := range []string{"count/offsets", "count/commits", "rec/commits"} {
+		es, err := os.ReadDir(filepath.Join(root, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) > Retain+2 {
+			t.Errorf("%s holds %d files after %d epochs, want at most %d (GC)", d, len(es), barriers, Retain+2)
 		}
 	}
 }

@@ -20,9 +20,10 @@ func Command() *cobra.Command {
 directory or a file:// URI), which Spark (delta-spark), delta-rs and DuckDB read. The table is
 created from the stream's schema at the first commit, even when no rows arrive.
 
-Exactly-once: every epoch of the stream becomes one Delta commit with its Parquet data files
-and a txn action {appId = flow id, version = epoch}; epochs without rows commit only the txn,
-so progress is recorded. The flow id is --flow, or generated once and kept in the checkpoint
+Exactly-once: every epoch of the stream with rows becomes one Delta commit with its Parquet
+data files and a txn action {appId = flow id, version = epoch}; epochs without rows (an idle
+source still cuts one every --epoch-interval) make no Delta commit, except the first, which
+creates the table; their progress is kept in the checkpoint directory. The flow id is --flow, or generated once and kept in the checkpoint
 directory (write-delta.json). After a restart, replayed epochs whose number is at most the
 table's txn version for the flow are skipped without writing a data file, so each input row
 lands in the table once. Without --checkpoint or $STREAMKIT_CHECKPOINT each run commits under a

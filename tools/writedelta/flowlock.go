@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/streamkit/streamkit/sink/delta"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/tools/stage"
 )
 
@@ -97,8 +96,8 @@ func (w *Writer) checkOwner(env *stage.Env) error {
 func (w *Writer) bindTable(tableID string) error {
 	if w.env.Dir != nil && w.rec.ID != "" && w.rec.TableID != tableID {
 		w.rec.TableID = tableID
-		if err := state.WriteJSON(w.env.Dir.Path, FlowFile, w.rec); err != nil {
-			return fmt.Errorf("write-delta: record the table id in %s: %w", w.env.Dir.Path, err)
+		if err := w.writeFlowFile(); err != nil {
+			return err
 		}
 	}
 	if w.lock != nil && w.lock.Record().TableID != tableID {

@@ -105,7 +105,7 @@ func TestFreshCheckpointForExistingFlow(t *testing.T) {
 	mem := newMem(t)
 	dir := t.TempDir()
 	root := filepath.Join(dir, "t")
-	mustRun(t, Config{Table: root, Flow: "f"}, "", newStream(t, mem, idSchema).ids(0, 3).barrier(1).barrier(2).end(codec.Final))
+	mustRun(t, Config{Table: root, Flow: "f"}, "", newStream(t, mem, idSchema).ids(0, 2).barrier(1).ids(2, 3).barrier(2).end(codec.Final))
 	os.RemoveAll(filepath.Join(root, "_streamkit")) // a table from before the flow lock
 	in := func() []byte { return newStream(t, mem, idSchema).ids(3, 6).barrier(1).end(codec.Final) }
 	_, err := run(t, Config{Table: root, Flow: "f"}, filepath.Join(dir, "ck"), in())

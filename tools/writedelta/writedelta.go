@@ -125,6 +125,11 @@ type flowRecord struct {
 	// TableID is the table's metaData.id once the flow committed to it: a table replaced
 	// under the same path is detected.
 	TableID string `json:"table_id,omitempty"`
+	// TxnBeforeEmpty is set while the newest epochs committed here carried no rows and so
+	// made no Delta commit: the flow's txn version in the table when the first of them was
+	// skipped (-1: the flow had none). The next Delta commit clears it. A restart then
+	// expects the table's txn at this version, not at the newest committed epoch.
+	TxnBeforeEmpty *int64 `json:"txn_before_empty,omitempty"`
 }
 
 // Writer is the write-delta operator (a stage.Operator sink).
@@ -311,7 +316,7 @@ func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (_ 
 		if w.ownEpoch, err = env.Dir.Committed(); err != nil {
 			return nil, err
 		}
-		if w.ownEpoch > 0 && (!w.haveTxn || uint64(w.txn) < w.ownEpoch) {
+		if w.ownEpoch > 0 && !w.tableHoldsCommitted() {
 			have := "no txn"
 			if w.haveTxn {
 				have = fmt.Sprintf("txn version %d", w.txn)
@@ -668,8 +673,9 @@ func (w *Writer) discardEpoch() error {
 	return nil
 }
 
-// Barrier commits epoch n (its data files, or only txn + commitInfo when it had no rows), or
-// skips it when the table already holds it for this flow.
+// Barrier commits epoch n (its data files and txn), or skips it when the table already holds
+// it for this flow or when it had no rows (no empty Delta commit; the table is still created
+// by the first epoch, rows or not).
 func (w *Writer) Barrier(ctx context.Context, n uint64, _ stage.Emit) error {
 	if !w.sawBarrier && w.env.Dir != nil {
 		// With a checkpoint, epochs up to the table's txn version are skipped as replays:
@@ -826,6 +832,16 @@ func (w *Writer) endEpoch(ctx context.Context, n uint64, async bool) error {
 		w.env.Log.Info("epoch already committed to the table: skipped", "epoch", n, "flow", w.flow, "txn_version", w.txn, "rows", rows)
 		return nil
 	}
+	if w.rows == 0 && w.ew == nil && len(w.held) == 0 && w.snap != nil && w.pendMeta == nil && !w.takeover {
+		// An epoch without rows (an idle source's barrier) makes no Delta commit: the table's
+		// txn stays at the last epoch with rows, which a replay compares with as before.
+		if err := w.noteEmptyEpoch(); err != nil {
+			return err
+		}
+		w.settled = n
+		w.env.Log.Debug("epoch without rows: no Delta commit", "epoch", n)
+		return nil
+	}
 	if w.ew != nil || len(w.held) > 0 {
 		if err := w.write(nil); err != nil { // held rows go into the epoch's files
 			return err
@@ -970,6 +986,12 @@ func (w *Writer) committedEpoch(ctx context.Context, n uint64, res *delta.Commit
 	}
 	w.txn, w.haveTxn, w.takeover = int64(n), true, false
 	w.settled = n
+	if w.rec.TxnBeforeEmpty != nil {
+		w.rec.TxnBeforeEmpty = nil
+		if err := w.writeFlowFile(); err != nil {
+			return err
+		}
+	}
 	w.committed++
 	w.rowsTotal += rows
 	d := time.Since(start)
@@ -977,6 +999,38 @@ func (w *Writer) committedEpoch(ctx context.Context, n uint64, res *delta.Commit
 	w.env.Log.Debug("committed epoch", "epoch", n, "version", res.Version, "rows", rows, "files", files,
 		"attempts", res.Attempts, "ms", d.Milliseconds())
 	return nil
+}
+
+// noteEmptyEpoch records, before the commit marker of the first of a run of epochs without
+// rows, the txn version the table keeps for the flow meanwhile (flowRecord.TxnBeforeEmpty).
+func (w *Writer) noteEmptyEpoch() error {
+	if w.env.Dir == nil || w.rec.TxnBeforeEmpty != nil {
+		return nil
+	}
+	v := int64(-1)
+	if w.haveTxn {
+		v = w.txn
+	}
+	w.rec.TxnBeforeEmpty = &v
+	return w.writeFlowFile()
+}
+
+// writeFlowFile rewrites FlowFile from w.rec.
+func (w *Writer) writeFlowFile() error {
+	if err := state.WriteJSON(w.env.Dir.Path, FlowFile, w.rec); err != nil {
+		return fmt.Errorf("write-delta: record the flow in %s: %w", w.env.Dir.Path, err)
+	}
+	return nil
+}
+
+// tableHoldsCommitted reports whether the table's txn for the flow covers what the checkpoint
+// records as committed: the newest committed epoch, or, after epochs without rows, the txn
+// version before them (a commit after them leaves the txn higher, never lower).
+func (w *Writer) tableHoldsCommitted() bool {
+	if p := w.rec.TxnBeforeEmpty; p != nil {
+		return *p < 0 && w.snap != nil || w.haveTxn && w.txn >= *p
+	}
+	return w.haveTxn && uint64(w.txn) >= w.ownEpoch
 }
 
 // errSkipAfterJoin is returned by commit when the table another writer created already holds
