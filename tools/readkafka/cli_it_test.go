@@ -473,7 +473,7 @@ func TestColumnsFlatten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf(`{"a":1,"b":"x\u0026y","partition":0,"offset":0,"_rescued_data":null}
+	want := fmt.Sprintf(`{"a":1,"b":"x&y","partition":0,"offset":0,"_rescued_data":null}
 {"a":null,"b":null,"partition":0,"offset":1,"_rescued_data":"{\"value\":\"notjson\",\"_error\":\"value: invalid literal at byte 0\",\"_file\":\"%[1]s/0@1\"}"}
 {"a":null,"b":"y","partition":0,"offset":2,"_rescued_data":"{\"z\":[1],\"a\":\"bad\",\"_file\":\"%[1]s/0@2\"}"}
 {"a":null,"b":null,"partition":0,"offset":3,"_rescued_data":null}`, topic)
@@ -489,7 +489,7 @@ func TestColumnsFlatten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = fmt.Sprintf(`{"b":"x\u0026y","offset":0,"_rescued_data":null}
+	want = fmt.Sprintf(`{"b":"x&y","offset":0,"_rescued_data":null}
 {"b":null,"offset":1,"_rescued_data":"{\"value\":\"notjson\",\"_error\":\"value: invalid literal at byte 0\",\"_file\":\"%[1]s/0@1\"}"}
 {"b":"y","offset":2,"_rescued_data":"{\"z\":[1],\"a\":\"bad\",\"_file\":\"%[1]s/0@2\"}"}
 {"b":null,"offset":3,"_rescued_data":null}`, topic)
