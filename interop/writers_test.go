@@ -379,3 +379,34 @@ func TestWriteKafkaPreEpochTimestamp(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteKafkaFarTimestamp: a timestamp after 2262-04-11 (past int64 nanoseconds, which the
+// Kafka client encodes record times through) was produced as a wrong, negative Kafka timestamp
+// with exit 0 (10000-01-01 in ms became 1816-03-30). Now write-kafka refuses it before
+// producing anything, naming the row and the timestamp, in every unit.
+func TestWriteKafkaFarTimestamp(t *testing.T) {
+	c := kafkatest.NewFake(t)
+	mem := memory.NewGoAllocator()
+	at := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for unit, v := range map[arrow.TimeUnit]int64{arrow.Second: at.Unix(), arrow.Millisecond: at.UnixMilli(), arrow.Microsecond: at.UnixMicro()} {
+		s := arrow.NewSchema([]arrow.Field{
+			{Name: "value", Type: arrow.BinaryTypes.String, Nullable: true},
+			{Name: "timestamp", Type: &arrow.TimestampType{Unit: unit, TimeZone: "UTC"}, Nullable: true},
+		}, nil)
+		b := array.NewRecordBuilder(mem, s)
+		b.Field(0).(*array.StringBuilder).AppendValues([]string{"ok", "far"}, nil)
+		b.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{arrow.Timestamp(v / 10000), arrow.Timestamp(v)}, nil)
+		rec := b.NewRecordBatch()
+		b.Release()
+		in := arrowtest.Stream(t, rec)
+		rec.Release()
+		topic := c.Topic(t, "far-"+unit.String(), 1, nil)
+		_, stderr, code := peertest.Run(t, []string{"STREAMKIT_CHECKPOINT="}, in, "write-kafka", "-b", strings.Join(c.Brokers, ","), "-t", topic)
+		if code != 1 || !strings.Contains(stderr, "row 1") || !strings.Contains(stderr, "+10000-01-01T00:00:00") {
+			t.Errorf("%s: exit %d, want 1 naming row 1 and its timestamp:\n%s", unit, code, stderr)
+		}
+		if got := c.Consume(t, topic, true); len(got) != 0 {
+			t.Errorf("%s: %d records produced from the refused batch (first at %s), want none", unit, len(got), got[0].Timestamp)
+		}
+	}
+}

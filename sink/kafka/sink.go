@@ -596,7 +596,7 @@ func (s *Sink) Process(ctx context.Context, rec arrow.RecordBatch, _ stage.Emit)
 			r.Headers = hr.headers(i)
 		}
 		if ts != nil && ts.IsValid(i) && tsv[i] >= 0 { // before 1970 (PreEpochNow): no timestamp
-			r.Timestamp = tsv[i].ToTime(tsUnit)
+			r.Timestamp = time.UnixMilli(kafkaMillis(int64(tsv[i]), tsUnit))
 		}
 		s.cl.Produce(ctx, r, promise)
 	}
@@ -606,23 +606,56 @@ func (s *Sink) Process(ctx context.Context, rec arrow.RecordBatch, _ stage.Emit)
 	return nil
 }
 
+// kafkaMillis converts v in unit to the milliseconds of a Kafka timestamp directly, truncated
+// toward the past, not through nanoseconds (arrow.Timestamp.ToTime), which overflow int64
+// after 2262-04-11 and would turn a later instant into a wrong, possibly negative one.
+func kafkaMillis(v int64, unit arrow.TimeUnit) int64 {
+	floorDiv := func(a, b int64) int64 {
+		q := a / b
+		if a%b < 0 {
+			q--
+		}
+		return q
+	}
+	switch unit {
+	case arrow.Second:
+		return v * 1000 // |v| < 2^63/1000 s is ±292 million years
+	case arrow.Microsecond:
+		return floorDiv(v, 1000)
+	case arrow.Nanosecond:
+		return floorDiv(v, 1_000_000)
+	}
+	return v
+}
+
+// maxKafkaMillis is the latest Kafka timestamp the client can carry: franz-go encodes a
+// record's time.Time through UnixNano, which overflows int64 after 2262-04-11T23:47:16.854Z.
+const maxKafkaMillis = math.MaxInt64 / int64(time.Millisecond)
+
 // checkTimestamps refuses, before any record of the batch is produced, a timestamp before
 // 1970-01-01T00:00:00Z (a negative Kafka timestamp; -1 means none), unless
-// --pre-epoch-timestamp now. The error names the row (0-based in the input), its key and its
+// --pre-epoch-timestamp now, and always one after maxKafkaMillis (it would reach the broker as a
+// wrong, negative timestamp). The error names the row (0-based in the input), its key and its
 // timestamp.
 func (s *Sink) checkTimestamps(ts arrow.Array, v []arrow.Timestamp, keyCol codec.Column, key arrow.Array) error {
-	if s.cfg.PreEpochTimestamp == PreEpochNow {
-		return nil
-	}
+	tt := ts.DataType().(*arrow.TimestampType)
 	for i, t := range v {
-		if t >= 0 || ts.IsNull(i) {
+		if ts.IsNull(i) {
+			continue
+		}
+		late := t > 0 && (tt.Unit == arrow.Second && int64(t) > maxKafkaMillis/1000 || kafkaMillis(int64(t), tt.Unit) > maxKafkaMillis)
+		if !late && (t >= 0 || s.cfg.PreEpochTimestamp == PreEpochNow) {
 			continue
 		}
 		what := ""
 		if key != nil && !keyCol.IsNull(i) {
 			what = fmt.Sprintf(" (key %s)", textout.AppendJSON(nil, key, i))
 		}
-		tt := ts.DataType().(*arrow.TimestampType)
+		if late {
+			return fmt.Errorf("write-kafka: row %d%s: timestamp %s (column %s) is after 2262-04-11T23:47:16.854Z, the latest "+
+				"a Kafka record can carry here (the client encodes it as int64 nanoseconds); use --timestamp none or another column",
+				s.rows+int64(i), what, textout.AppendTimestamp(nil, int64(t), tt), s.cols.ts.Name)
+		}
 		return fmt.Errorf("write-kafka: row %d%s: timestamp %s (column %s) is before 1970-01-01T00:00:00Z: "+
 			"Kafka timestamps are milliseconds since the epoch and cannot be negative (-1 means none); "+
 			"use --pre-epoch-timestamp now to let the producer stamp such records, or --timestamp none or another column",
