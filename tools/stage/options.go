@@ -77,7 +77,7 @@ type SourceOptions struct {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Checkpoint, "checkpoint", "", "checkpoint directory of this stage (default $"+EnvCheckpoint+"/<name> when set; none otherwise)")
 	fs.StringVar(&o.Name, "name", "", "stage name, used for the checkpoint directory under $"+EnvCheckpoint+" (default: the tool name)")
-	fs.Var(&o.MaxBadRatio, "max-bad-ratio", "fail (exit 1) before an epoch commits when more than this share (0..1) of its records was set aside: bad records, _rescued_data rows, late or bad-time rows, rows dropped as late (default off: warn when most were)")
+	fs.Var(&o.MaxBadRatio, "max-bad-ratio", "fail (exit 1) before an epoch commits when more than this share (0..1) of the records this stage read in it were set aside by this stage: a source's bad records and _rescued_data rows, window's late or bad-time rows, dedup's rows older than the watermark (not counts of stages upstream: give the flag to the stage that sets rows aside; default off: warn when most were)")
 }
 
 // AddFlags registers the stage and source flags on fs.
