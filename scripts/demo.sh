@@ -17,7 +17,7 @@ pipeline() {
   # keyby origin: the key the window groups by
   # dedup: drops the 2,000 flights the second export delivered again
   # window: daily flights, average and worst delay per origin airport (event time = date)
-  # write-delta: one Delta commit per epoch, exactly once (txn = flow id + epoch)
+  # write-delta: one Delta commit per epoch with rows, exactly once (txn = flow id + epoch)
   local q=(--progress off --log-level warn)
   "$SK" "${q[@]}" read-files "$WORK/landing" \
     | "$SK" "${q[@]}" keyby origin \
@@ -47,12 +47,12 @@ say "3. Run the same pipeline again: every file was already read, so nothing is 
 pipeline
 rows2=$(count)
 echo "rows in the table: $rows2 (before: $rows1)"
-echo "The table's history: the first run committed the rows, the second only its (empty) epoch:"
+echo "The table's history: the first run committed the rows; the second read nothing, and an epoch without rows makes no Delta commit:"
 "$SK" delta history "$TABLE"
 
 if [[ "$rows1" != "$rows2" ]]; then
   echo "demo: the second run changed the table ($rows1 -> $rows2 rows)" >&2
   exit 1
 fi
-say "Done. 22,000 rows read, 2,000 duplicates dropped, one Delta commit per epoch; the second run"
+say "Done. 22,000 rows read, 2,000 duplicates dropped, one Delta commit per epoch with rows; the second run"
 echo "read nothing new and wrote no rows. Files: $WORK (table, checkpoints)."
