@@ -416,13 +416,20 @@ func (f *flow) position(t testing.TB) int64 {
 	if err != nil {
 		t.Fatalf("offsets of committed epoch %d: %v", c, err)
 	}
-	var pos map[string]map[string]int64
+	var pos map[string]map[string]json.RawMessage // partition → offset, and the topic's "topicId"
 	if err := json.Unmarshal(b, &pos); err != nil {
 		t.Fatalf("offsets %s: %v", b, err)
 	}
 	var n int64
 	for _, ps := range pos {
-		for _, o := range ps {
+		for p, raw := range ps {
+			if p == "topicId" {
+				continue
+			}
+			var o int64
+			if err := json.Unmarshal(raw, &o); err != nil {
+				t.Fatalf("offsets %s: partition %s: %v", b, p, err)
+			}
 			n += o
 		}
 	}
