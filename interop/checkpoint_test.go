@@ -188,7 +188,7 @@ func TestCheckpointCommits(t *testing.T) {
 // barrier print printed. A second run resumes from the markers: every row is printed exactly
 // once over both runs, no gap, no duplicate.
 //
-// Known race (tools/stage): a stage exits 130 only if its own signal watcher has run before
+// Known race (stage): a stage exits 130 only if its own signal watcher has run before
 // the upstream's end=pause (sent in reaction to the same SIGINT) is processed; otherwise it
 // exits 0. With a keyby between source and print, one of the two streamkit stages exited 0
 // in about 1 run of 8 on a loaded machine; source | print has not shown it. The fix needs the

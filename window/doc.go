@@ -1,7 +1,7 @@
 // Package window is the pure logic behind the window and dedup tools (DESIGN.md §4): window
 // assigners, event-time extraction, watermarks, aggregate functions and the keyed window state
 // with its triggers. It reads Arrow record batches and produces Arrow record batches, but never
-// touches pipes, files or the wall clock: the stage loop (tools/stage) drives it and injects
+// touches pipes, files or the wall clock: the stage loop (stage) drives it and injects
 // the clock.
 //
 // Semantics follow Apache Flink's DataStream windows

@@ -9,7 +9,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec/avrorow"
 	"github.com/streamkit/streamkit/internal/schemaregistry"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // FormatAvro (--value-format avro, --key-format avro) writes Avro binary: of the value column

@@ -45,7 +45,7 @@ import (
 	"github.com/streamkit/streamkit/codec/textout"
 	"github.com/streamkit/streamkit/internal/kafkaconn"
 	"github.com/streamkit/streamkit/internal/schemaregistry"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // Value formats of --value-format.

@@ -24,7 +24,7 @@ import (
 	sink "github.com/streamkit/streamkit/sink/kafka"
 	source "github.com/streamkit/streamkit/source/kafka"
 	"github.com/streamkit/streamkit/state"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // pipe runs read-kafka | write-kafka in-process with checkpoints under root.

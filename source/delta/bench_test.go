@@ -16,7 +16,7 @@ import (
 
 	"github.com/streamkit/streamkit/internal/peertest"
 	dl "github.com/streamkit/streamkit/sink/delta"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // FlightsFile is vega-datasets' flights-3m.parquet (3,000,000 rows: a timestamp, two

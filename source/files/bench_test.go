@@ -23,7 +23,7 @@ import (
 	"github.com/streamkit/streamkit/codec/csvrow"
 	"github.com/streamkit/streamkit/codec/schema"
 	"github.com/streamkit/streamkit/internal/peertest"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // benchFile writes n records of about 100 bytes as NDJSON or CSV (with a header).

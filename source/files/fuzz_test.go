@@ -12,7 +12,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec/csvrow"
 	"github.com/streamkit/streamkit/codec/rescue"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // FuzzSource writes arbitrary bytes as a .csv, .ndjson, .json.gz … file and reads it through

@@ -20,7 +20,7 @@ import (
 	"github.com/streamkit/streamkit/codec/jsonrow"
 	"github.com/streamkit/streamkit/codec/rescue"
 	"github.com/streamkit/streamkit/codec/schema"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // Rewrite is what happens to a file that changes after it was read (--on-rewrite).

@@ -23,7 +23,7 @@ import (
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/codec/schema"
 	"github.com/streamkit/streamkit/state"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 func mustSchema(t testing.TB, ddl string) *arrow.Schema {
@@ -516,7 +516,7 @@ func (s *sink) epochs() map[int][]string {
 	return out
 }
 
-// pipeline runs src | sink in-process over an OS pipe (as tools/stage's tests do).
+// pipeline runs src | sink in-process over an OS pipe (as stage's tests do).
 func pipeline(t *testing.T, root string, cfg Config, so stage.SourceOptions, snk *sink) (error, error) {
 	t.Helper()
 	src, err := NewSource(cfg)

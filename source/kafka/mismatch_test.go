@@ -15,7 +15,7 @@ import (
 	"github.com/streamkit/streamkit/internal/kafkatest"
 	"github.com/streamkit/streamkit/internal/schemaregistry"
 	"github.com/streamkit/streamkit/source/kafka"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // TestSchemaMismatch (issue #17 item 9): the registry's latest reader schema (id 2) cannot

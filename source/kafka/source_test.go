@@ -26,7 +26,7 @@ import (
 	"github.com/streamkit/streamkit/internal/schemaregistry"
 	"github.com/streamkit/streamkit/source/kafka"
 	"github.com/streamkit/streamkit/state"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // run runs read-kafka in-process and returns its decoded output and error. dir is the

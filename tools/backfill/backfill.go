@@ -42,7 +42,7 @@ import (
 	"github.com/streamkit/streamkit/codec/rescue"
 	dl "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // testHookBeforeCommit, when set by a test, runs before every commit attempt.

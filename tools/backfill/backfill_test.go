@@ -26,7 +26,7 @@ import (
 	rd "github.com/streamkit/streamkit/source/delta"
 	"github.com/streamkit/streamkit/source/files"
 	"github.com/streamkit/streamkit/tools/readfiles"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 var evSchema = arrow.NewSchema([]arrow.Field{

@@ -7,7 +7,7 @@ import (
 
 	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/tools/readfiles"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 func parseKVs(flag string, vals []string) ([]KV, error) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/streamkit/streamkit/source/files"
 	"github.com/streamkit/streamkit/tools/readfiles"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // filesFlags are the read-files options backfill accepts with --from: read-files' decoding

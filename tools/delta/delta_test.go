@@ -21,7 +21,7 @@ import (
 
 	"github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 var schema = arrow.NewSchema([]arrow.Field{

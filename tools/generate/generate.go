@@ -14,7 +14,7 @@ import (
 	"github.com/streamkit/streamkit/codec/schema"
 	gen "github.com/streamkit/streamkit/source/generate"
 	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 const long = `generate writes synthetic rows as an Arrow IPC stream: --rows N then the end (bounded), or

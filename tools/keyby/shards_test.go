@@ -22,7 +22,7 @@ import (
 	"github.com/streamkit/streamkit/internal/peertest"
 	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/tools/dedup"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 var shardSchema = arrow.NewSchema([]arrow.Field{

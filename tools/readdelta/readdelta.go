@@ -13,7 +13,7 @@ import (
 
 	"github.com/streamkit/streamkit/source/delta"
 	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // ParseTime parses a --timestamp value: RFC 3339 (2024-05-01T12:00:00Z), a date and time

@@ -18,7 +18,7 @@ import (
 	"github.com/streamkit/streamkit/codec/schema"
 	"github.com/streamkit/streamkit/source/files"
 	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // DecodeFlags are read-files' options on how files are decoded (format, schema, inference,

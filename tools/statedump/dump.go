@@ -21,7 +21,7 @@ import (
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/tools/print"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // dumpBatchRows is the size of the record batches of an Arrow dump.

@@ -20,7 +20,7 @@ import (
 	"github.com/streamkit/streamkit/internal/peertest"
 	"github.com/streamkit/streamkit/source/kafka"
 	"github.com/streamkit/streamkit/state"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // kafkaCheckpoint writes a read-kafka checkpoint directory root/name as read-kafka does: the

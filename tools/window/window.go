@@ -17,7 +17,7 @@ import (
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/tools/sideoutput"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/window"
 	"github.com/streamkit/streamkit/window/checkpoint"
 )

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // Command returns the cobra command of `streamkit write-delta`.

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/streamkit/streamkit/sink/delta"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // One writer per flow. Open takes the flow's lock in the table (delta.LockFlow:

@@ -17,7 +17,7 @@ import (
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/state"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 func TestEpochsBecomeCommitsWithTxn(t *testing.T) {

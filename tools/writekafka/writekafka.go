@@ -7,7 +7,7 @@ import (
 
 	"github.com/streamkit/streamkit/sink/kafka"
 	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/tools/stage"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // Command returns the cobra command of `streamkit write-kafka`.
