@@ -41,7 +41,11 @@
 # Environment: BENCH_SCALE (1.0), BENCH_SEED (1), BENCH_WORKLOADS ("w0 w1 w2 w3"),
 # BENCH_ENGINES ("streamkit spark kcat-deltalake flink"), BENCH_REPORT (docs/benchmarks.md),
 # BENCH_KEEP=1 keeps the engines' output tables (default: removed once checked, they are large),
-# STREAMKIT_KAFKA_PORT (broker base port, 9092 as scripts/kafka.sh).
+# STREAMKIT_KAFKA_PORT (broker base port, 9092 as scripts/kafka.sh), BENCH_BASELINE_BIN (a
+# streamkit binary built from an earlier commit: each streamkit run is preceded by the same run
+# with it, as engine streamkit-baseline, so a change is compared with its base in one run, e.g.
+#   git worktree add /tmp/base <rev> && (cd /tmp/base && go build -o /tmp/sk-base ./cmd/streamkit)
+#   BENCH_SCALE=0.1 BENCH_ENGINES=streamkit BENCH_BASELINE_BIN=/tmp/sk-base make bench ).
 # Results of each run: .it/bench/results/<UTC time>/ (logs, measurements, checks, profiles).
 set -euo pipefail
 
@@ -56,6 +60,7 @@ REPORT="${BENCH_REPORT:-docs/benchmarks.md}"
 export STREAMKIT_KAFKA_PORT="${STREAMKIT_KAFKA_PORT:-9092}"
 PY="$ROOT/.venv/bin/python"
 SK="$ROOT/bin/streamkit"
+BASELINE="${BENCH_BASELINE_BIN:-}"
 KCAT="$ROOT/.it/bin/kcat"
 PIN=(taskset -c 0,1)
 
@@ -189,9 +194,9 @@ run_engine() {
   [[ "$engine" != streamkit ]] || { prof="$RES/$id.prof"; mkdir -p "$prof"; }
   log "$id: running"
   rc=0
-  measured "$id" env "$@" BENCH_KAFKA="$B" BENCH_TOPIC="bench-$w" BENCH_W2_ARROW="$DATA/w2.arrows" \
+  measured "$id" env BENCH_KAFKA="$B" BENCH_TOPIC="bench-$w" BENCH_W2_ARROW="$DATA/w2.arrows" \
     BENCH_WATERMARK_DELAY="$WM_DELAY" BENCH_PARTITIONS="$(case $w in w2) echo 1 ;; *) echo 2 ;; esac)" \
-    BENCH_BIN="$SK" BENCH_PYTHON="$PY" BENCH_KCAT="$KCAT" BENCH_PROFILE_DIR="$prof" \
+    BENCH_BIN="$SK" BENCH_PYTHON="$PY" BENCH_KCAT="$KCAT" BENCH_PROFILE_DIR="$prof" "$@" \
     bash "$script" "$w" "$out" || rc=$?
   reason="$(grep -v '^[[:space:]]*$' "$RES/$id.log" | tail -1 || true)"
   if [[ "$rc" == 3 ]]; then
@@ -245,8 +250,14 @@ for w in w1 w2 w3; do
     case "$e:$w" in
       kcat-deltalake:w2|kcat-deltalake:w3) continue ;;
     esac
+    if [[ "$e" == streamkit && -n "$BASELINE" ]]; then
+      run_engine "$w" streamkit streamkit-baseline "$n" BENCH_BIN="$BASELINE"
+    fi
     run_engine "$w" "$e" "$e" "$n"
     if [[ "$e:$w" == streamkit:w3 ]]; then
+      if [[ -n "$BASELINE" ]]; then
+        run_engine w3 streamkit "streamkit-shards2-baseline" "$n" BENCH_STREAMKIT_SHARDS=2 BENCH_BIN="$BASELINE"
+      fi
       run_engine w3 streamkit "streamkit-shards2" "$n" BENCH_STREAMKIT_SHARDS=2
     fi
   done
