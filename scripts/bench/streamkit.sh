@@ -51,8 +51,11 @@ w3)
   # Flink's jobs write (spark_job.py selects "v.*"). Epochs of at most 1M records, as Spark's
   # maxOffsetsPerTrigger 1,000,000: dedup forgets expired keys at each barrier, so the epoch
   # size bounds its state. Without a cap the broker's backlog is read in epochs of 5 s, ~3.5M
-  # records each, and dedup holds them all.
-  dedup=(dedup --key id --ttl 10m --event-time ts)
+  # records each, and dedup holds them all. Spark's withWatermark("ts", "10 minutes") before
+  # dropDuplicatesWithinWatermark is a watermark of max ts − 10 min, below which rows are late,
+  # and a key's state kept until the watermark passes its ts + 10 min: --watermark-delay 10m
+  # --ttl 10m. Without the delay every row behind the newest one is late (dropped, counted).
+  dedup=(dedup --key id --ttl 10m --watermark-delay 10m --event-time ts)
   if (( ${BENCH_STREAMKIT_SHARDS:-1} > 1 )); then
     read_kafka 'id STRING, ts TIMESTAMP, payload STRING' --columns 'value.*' --max-records-per-epoch 1000000 \
       | sk keyby keyby id --shards "$BENCH_STREAMKIT_SHARDS" -- "${dedup[@]}" \
