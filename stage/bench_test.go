@@ -10,6 +10,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +26,21 @@ const (
 	benchRowsPerBatch = 64
 	benchEpochBatches = 100 // batches per epoch
 )
+
+// cpuTime is the process's user + system CPU time (all threads: the reader and writer
+// goroutines and GC included), for a figure that the machine's other load does not skew.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per op and batches per CPU-second since cpu0.
+func reportCPU(b *testing.B, cpu0 time.Duration) {
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(b.N*benchBatches)/cpu.Seconds(), "batches/cpu-s")
+}
 
 func benchLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -102,6 +118,7 @@ func benchOperator(b *testing.B, sink bool) {
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		o := Options{Tool: "pass", Stdin: bytes.NewReader(stream), Stdout: io.Discard, Stderr: io.Discard,
 			Progress: ProgressOff, NoSignals: true, Log: benchLog()}
@@ -110,6 +127,7 @@ func benchOperator(b *testing.B, sink bool) {
 		}
 	}
 	b.ReportMetric(float64(b.N*benchBatches)/b.Elapsed().Seconds(), "batches/s")
+	reportCPU(b, cpu0)
 }
 
 // BenchmarkRunOperator: an operator that forwards each batch (read, process, write).
@@ -148,6 +166,7 @@ func (s *repeatSource) Close() error                 { s.rec.Release(); return n
 // BenchmarkRunSource: a source of small batches with a watermark after each, written out.
 func BenchmarkRunSource(b *testing.B) {
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		o := SourceOptions{Options: Options{Tool: "repeat", Stdout: io.Discard, Stderr: io.Discard,
 			Progress: ProgressOff, NoSignals: true, Log: benchLog()}, EpochInterval: time.Hour, BatchRows: 1 << 16}
@@ -156,4 +175,5 @@ func BenchmarkRunSource(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*benchBatches)/b.Elapsed().Seconds(), "batches/s")
+	reportCPU(b, cpu0)
 }
