@@ -20,10 +20,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/sink/sideoutput"
+	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/tools/sideoutput"
-	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/window"
 )
 
@@ -48,7 +48,7 @@ type Config struct {
 	// Not reproducible on replay (wall-clock dependent).
 	TTLProcessing time.Duration
 	// DroppedOutput is a file for the dropped duplicates and, with TTL, the rows older than the
-	// watermark (package sideoutput: .arrow Arrow IPC stream, .ndjson JSON lines); empty: they
+	// watermark (sink/sideoutput: .arrow Arrow IPC stream, .ndjson JSON lines); empty: they
 	// are only counted.
 	DroppedOutput string
 }

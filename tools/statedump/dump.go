@@ -19,9 +19,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/state"
-	"github.com/streamkit/streamkit/tools/print"
+	"github.com/streamkit/streamkit/sink/print"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 // dumpBatchRows is the size of the record batches of an Arrow dump.

@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/tools/sideoutput"
+	"github.com/streamkit/streamkit/sink/sideoutput"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/window"
 	"github.com/streamkit/streamkit/window/checkpoint"
 )

@@ -27,7 +27,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/tools/print"
+	"github.com/streamkit/streamkit/sink/print"
 	"github.com/streamkit/streamkit/stage"
 )
 
