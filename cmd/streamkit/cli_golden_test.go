@@ -233,13 +233,15 @@ type normalizer struct {
 var (
 	rfc3339  = regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 	epochMS  = regexp.MustCompile(`\b1\d{12}\b`)
+	uuid     = regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
 	duration = regexp.MustCompile(`\b(\d+h)?(\d+m)?\d+\.\d+(ns|µs|us|ms|s)\b`)
 )
 
 // apply replaces in s: the case directory (also as its symlink-free path) by $TMP; RFC 3339
 // times within a minute of the run (file modification times, commit times) by <now>; 13-digit
 // epoch milliseconds within a minute of the run by <now-ms>; Go durations with a fraction
-// (elapsed times such as 1.234567ms or 2m3.5s; whole ones such as 5s are options, kept) by <dur>.
+// (elapsed times such as 1.234567ms or 2m3.5s; whole ones such as 5s are options, kept) by
+// <dur>; UUIDs (generated flow ids, data file names) by <uuid>.
 func (n normalizer) apply(s string) string {
 	for _, d := range n.dirs {
 		if real, err := filepath.EvalSymlinks(d); err == nil && real != d {
@@ -262,6 +264,7 @@ func (n normalizer) apply(s string) string {
 		}
 		return "<now-ms>"
 	})
+	s = uuid.ReplaceAllString(s, "<uuid>")
 	return duration.ReplaceAllString(s, "<dur>")
 }
 
