@@ -33,7 +33,7 @@ const caseTimeout = 30 * time.Second
 // testdata/cli/README.md). The cmd runs with bash -o pipefail in a fresh temporary directory
 // holding copies of the case's input* files, with the streamkit under test first on PATH; its
 // stdout must equal the file stdout, its exit code the file exit (0 when missing) and, when
-// the file stderr exists, its stderr that file, all after normalize. -update rewrites stdout,
+// the file stderr exists, its stderr that file, all after normalizer.apply. -update rewrites stdout,
 // exit and stderr (stderr when it exists or the exit code is not 0) from the current binary.
 //
 // Directories with a file args instead of cmd are the older cases of print and state-dump,
@@ -180,8 +180,8 @@ func caseEnv(binDir, work string) []string {
 // copyInputs copies the files and directories of case dir whose names start with "input"
 // into work, keeping their names. The copies' modification times are 2024-01-01T00:00:00Z plus
 // one second per file in lexical order of their paths: fixed, so read-files --with-metadata
-// prints the same times every run, in name order, so read-files (which reads in order of
-// modification time) reads them in name order, and old, so none waits for --stable-after.
+// prints the same times every run; ascending, so read-files (which reads in order of
+// modification time) reads them in name order; old, so none waits for --stable-after.
 func copyInputs(dir, work string) error {
 	matches, err := filepath.Glob(filepath.Join(dir, "input*"))
 	if err != nil {
