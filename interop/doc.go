@@ -8,5 +8,5 @@
 // STREAMKIT_REQUIRE_PEERS=1.
 //
 //	go test ./interop                 # run
-//	go test ./interop -run Golden -update   # regenerate testdata/cli/print/*/stdout
+//	go test ./interop -run Golden -update   # regenerate testdata/cli/print/*/stdout of the args cases
 package interop

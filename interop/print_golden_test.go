@@ -14,8 +14,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden stdout files of testdata/cli/<tool>/<case>/")
 
-// TestPrintGolden runs the CLI golden cases of print: each directory testdata/cli/print/<case>/
-// holds
+// TestPrintGolden runs the pyarrow-fed CLI golden cases of print: each directory
+// testdata/cli/print/<case>/ with a file args holds
 //
 //	input   the arrowgen.py case piped into streamkit (pyarrow → streamkit over a real pipe)
 //	args    the streamkit command line after "streamkit", split on white space
@@ -24,14 +24,16 @@ var update = flag.Bool("update", false, "rewrite the golden stdout files of test
 // Both processes must exit 0.
 func TestPrintGolden(t *testing.T) {
 	p := needPeers(t)
-	dirs, err := filepath.Glob(filepath.Join(peertest.Root(t), "testdata", "cli", "print", "*"))
+	// The cases with an args file; those with a cmd file are cmd/streamkit's TestCLI.
+	argFiles, err := filepath.Glob(filepath.Join(peertest.Root(t), "testdata", "cli", "print", "*", "args"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dirs) == 0 {
+	if len(argFiles) == 0 {
 		t.Fatal("no golden cases under testdata/cli/print")
 	}
-	for _, dir := range dirs {
+	for _, argFile := range argFiles {
+		dir := filepath.Dir(argFile)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			input := readCaseFile(t, dir, "input")
 			args := strings.Fields(readCaseFile(t, dir, "args"))
