@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/streamkit/streamkit/internal/kafkaconn"
 	"github.com/streamkit/streamkit/stage"
 )
 
@@ -24,4 +25,21 @@ func SourceFlags(f *pflag.FlagSet, o *stage.SourceOptions) {
 	f.IntVar(&o.BatchRows, "batch-rows", 64*1024, "maximum rows per Arrow batch")
 	f.DurationVar(&o.Linger, "linger", 100*time.Millisecond, "longest wait to fill a batch before sending it")
 	f.StringVar(&o.End, "end", "", "end of input sends end=final or end=pause (default: pause with a checkpoint, final without)")
+}
+
+// KafkaFlags registers the Kafka connection flags on f, into c: -b/--brokers, TLS (--tls,
+// --tls-ca, --tls-cert, --tls-key, --tls-server-name) and SASL (--sasl-mechanism, --sasl-user,
+// --sasl-password-file, --sasl-password-env; the password is never a flag). read-kafka,
+// write-kafka and state-dump --lag connect with them.
+func KafkaFlags(f *pflag.FlagSet, c *kafkaconn.Config) {
+	f.StringSliceVarP(&c.Brokers, "brokers", "b", nil, "seed brokers, host:port (repeatable or comma-separated)")
+	f.BoolVar(&c.TLS, "tls", false, "connect with TLS, verifying brokers with the system roots (implied by --tls-ca/--tls-cert)")
+	f.StringVar(&c.TLSCA, "tls-ca", "", "PEM file of the CA certificates that verify the brokers")
+	f.StringVar(&c.TLSCert, "tls-cert", "", "PEM client certificate for mutual TLS (with --tls-key)")
+	f.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.StringVar(&c.TLSServerName, "tls-server-name", "", "name to verify in the broker certificates (default: the broker host)")
+	f.StringVar(&c.SASLMechanism, "sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: no SASL)")
+	f.StringVar(&c.SASLUser, "sasl-user", "", "SASL user name")
+	f.StringVar(&c.SASLPasswordFile, "sasl-password-file", "", "file holding the SASL password (default: the variable named by --sasl-password-env)")
+	f.StringVar(&c.SASLPasswordEnv, "sasl-password-env", kafkaconn.EnvPassword, "environment variable holding the SASL password when no --sasl-password-file is given")
 }

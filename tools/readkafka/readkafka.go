@@ -131,7 +131,7 @@ from the command line and never logged.`,
 			return stage.RunSource(cmd.Context(), so, src)
 		},
 		Flags: func(f *pflag.FlagSet) {
-			cfg.Conn.AddFlags(f)
+			cli.KafkaFlags(f, &cfg.Conn)
 			f.StringArrayVarP(&cfg.Topics, "topic", "t", nil, "topic to read (repeatable)")
 			f.StringVar(&cfg.Pattern, "pattern", "", "read every topic whose whole name matches this regular expression")
 			f.StringArrayVar(&cfg.Assign, "assign", nil, "read these partitions only: topic:0,2 or topic:0-3 (repeatable)")

@@ -225,7 +225,7 @@ epochs still show.`,
 			f.BoolVar(&cfg.Offsets, "offsets", false, "show the source positions: Kafka offsets per partition, files read and pending, Delta versions, other sources as recorded")
 			f.BoolVar(&cfg.Lag, "lag", false, "with --offsets: compare Kafka positions with the brokers' end offsets (needs -b)")
 			f.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "with --lag: bound on the broker requests")
-			cfg.Conn.AddFlags(f)
+			cli.KafkaFlags(f, &cfg.Conn)
 		},
 	}
 }

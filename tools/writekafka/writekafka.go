@@ -78,7 +78,7 @@ numbers its epochs from 1 on every run, is refused at its first barrier (exit 2)
 			return stage.RunOperator(cmd.Context(), o, s)
 		},
 		Flags: func(f *pflag.FlagSet) {
-			cfg.Conn.AddFlags(f)
+			cli.KafkaFlags(f, &cfg.Conn)
 			f.StringVarP(&cfg.Topic, "topic", "t", "", "topic to write (default: each row's \"topic\" column)")
 			f.StringVar(&cfg.Key, "key", "", "key column (default: \"key\" when present; none: no key)")
 			f.StringVar(&cfg.Value, "value", "", "value column (default: \"value\")")
