@@ -11,7 +11,7 @@ E2E_ROWS      ?= 3000000
 E2E_KILLS     ?= 30
 TEST_E2E_ROWS ?= 1000000
 
-.PHONY: build test unit e2e peers fuzz lint demo bench clean
+.PHONY: build test unit e2e peers fuzz lint demo bench docs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/streamkit
@@ -53,6 +53,11 @@ e2e:
 # run; see scripts/bench/run.sh. Not part of make test (the full run takes an hour or more).
 bench:
 	scripts/bench/run.sh
+
+# Regenerates docs/cli/<tool>.md and docs/cli/README.md from the tools' specs (cli.Spec);
+# TestCLIDocs, part of make test and make unit, fails while the committed pages differ.
+docs:
+	$(GO) test -count=1 -run '^TestCLIDocs$$' ./cmd/streamkit -update
 
 # Quick Go-only run; tests that need a peer skip when it is missing.
 unit:

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/streamkit/streamkit/codec"
 )
 
@@ -71,22 +69,6 @@ type SourceOptions struct {
 	// End overrides the end kind at the end of input: "" = pause with a checkpoint, final
 	// without; "final" or "pause".
 	End string
-}
-
-// AddFlags registers --checkpoint and --name on fs.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Checkpoint, "checkpoint", "", "checkpoint directory of this stage (default $"+EnvCheckpoint+"/<name> when set; none otherwise)")
-	fs.StringVar(&o.Name, "name", "", "stage name, used for the checkpoint directory under $"+EnvCheckpoint+" (default: the tool name)")
-	fs.Var(&o.MaxBadRatio, "max-bad-ratio", "fail (exit 1) before an epoch commits when more than this share (0..1) of the records this stage read in it were set aside by this stage: a source's bad records and _rescued_data rows, window's late or bad-time rows, dedup's rows older than the watermark (not counts of stages upstream: give the flag to the stage that sets rows aside; default off: warn when most were)")
-}
-
-// AddFlags registers the stage and source flags on fs.
-func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
-	o.Options.AddFlags(fs)
-	fs.DurationVar(&o.EpochInterval, "epoch-interval", 5*time.Second, "cut a checkpoint epoch every interval, also while no rows arrive (an idle epoch is one barrier; sinks commit nothing for it)")
-	fs.IntVar(&o.BatchRows, "batch-rows", 64*1024, "maximum rows per Arrow batch")
-	fs.DurationVar(&o.Linger, "linger", 100*time.Millisecond, "longest wait to fill a batch before sending it")
-	fs.StringVar(&o.End, "end", "", "end of input sends end=final or end=pause (default: pause with a checkpoint, final without)")
 }
 
 // EnvShard is set by `keyby --shards` for each child process to its shard index; a stage

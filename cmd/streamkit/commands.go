@@ -1,9 +1,8 @@
 package main
 
 import (
-	"github.com/spf13/cobra"
-
 	"github.com/streamkit/streamkit/tools/backfill"
+	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/tools/dedup"
 	deltacmd "github.com/streamkit/streamkit/tools/delta"
 	"github.com/streamkit/streamkit/tools/generate"
@@ -18,21 +17,22 @@ import (
 	"github.com/streamkit/streamkit/tools/writekafka"
 )
 
-// commands lists every tool's cobra command; each tool lives in tools/<tool>.
-func commands() []*cobra.Command {
-	return []*cobra.Command{
-		backfill.Command(),
-		dedup.Command(),
-		deltacmd.Command(),
-		generate.Command(),
-		keyby.Command(),
-		print.Command(),
-		readdelta.Command(),
-		readfiles.Command(),
-		readkafka.Command(),
-		writekafka.Command(),
-		statedump.Command(),
-		windowtool.Command(),
-		writedelta.Command(),
+// specs lists every tool's spec, from which its cobra command and its page docs/cli/<tool>.md
+// come; each tool lives in tools/<tool without dashes>.
+func specs() []cli.Spec {
+	return []cli.Spec{
+		backfill.CommandSpec(),
+		dedup.CommandSpec(),
+		deltacmd.CommandSpec(),
+		generate.CommandSpec(),
+		keyby.CommandSpec(),
+		print.CommandSpec(),
+		readdelta.CommandSpec(),
+		readfiles.CommandSpec(),
+		readkafka.CommandSpec(),
+		writekafka.CommandSpec(),
+		statedump.CommandSpec(),
+		windowtool.CommandSpec(),
+		writedelta.CommandSpec(),
 	}
 }

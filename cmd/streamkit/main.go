@@ -2,6 +2,9 @@
 // IPC streams over pipes, with checkpoints for exactly-once delivery (see README.md).
 package main
 
+// The pages docs/cli/*.md are generated from the tools' specs; see TestCLIDocs.
+//go:generate go test -count=1 -run ^TestCLIDocs$ . -update
+
 import (
 	"context"
 	"errors"
@@ -13,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 func main() {
@@ -88,8 +91,8 @@ Environment:
 	}
 	root.SetFlagErrorFunc(cli.FlagError)
 	cli.AddGlobalFlags(root)
-	for _, c := range commands() {
-		root.AddCommand(c)
+	for _, s := range specs() {
+		root.AddCommand(cli.Command(s))
 	}
 	return root
 }

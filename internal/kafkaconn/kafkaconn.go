@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -62,20 +61,6 @@ type Config struct {
 	ClientID string
 	// DialTimeout bounds one connection attempt (default 10 s).
 	DialTimeout time.Duration
-}
-
-// AddFlags registers the connection flags on fs.
-func (c *Config) AddFlags(fs *pflag.FlagSet) {
-	fs.StringSliceVarP(&c.Brokers, "brokers", "b", nil, "seed brokers, host:port (repeatable or comma-separated)")
-	fs.BoolVar(&c.TLS, "tls", false, "connect with TLS, verifying brokers with the system roots (implied by --tls-ca/--tls-cert)")
-	fs.StringVar(&c.TLSCA, "tls-ca", "", "PEM file of the CA certificates that verify the brokers")
-	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM client certificate for mutual TLS (with --tls-key)")
-	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
-	fs.StringVar(&c.TLSServerName, "tls-server-name", "", "name to verify in the broker certificates (default: the broker host)")
-	fs.StringVar(&c.SASLMechanism, "sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: no SASL)")
-	fs.StringVar(&c.SASLUser, "sasl-user", "", "SASL user name")
-	fs.StringVar(&c.SASLPasswordFile, "sasl-password-file", "", "file holding the SASL password (default: the variable named by --sasl-password-env)")
-	fs.StringVar(&c.SASLPasswordEnv, "sasl-password-env", EnvPassword, "environment variable holding the SASL password when no --sasl-password-file is given")
 }
 
 // UsageError is a configuration mistake (bad flag combination, unreadable file); tools map it

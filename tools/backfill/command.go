@@ -4,10 +4,11 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/tools/readfiles"
-	"github.com/streamkit/streamkit/stage"
 )
 
 func parseKVs(flag string, vals []string) ([]KV, error) {
@@ -39,13 +40,16 @@ func splitList(s string) []string {
 }
 
 // Command returns the cobra command of `streamkit backfill`.
-func Command() *cobra.Command {
+func Command() *cobra.Command { return cli.Command(CommandSpec()) }
+
+// CommandSpec declares `streamkit backfill`: its usage, help, flags and examples (docs/cli/backfill.md).
+func CommandSpec() cli.Spec {
 	cfg := Config{FromVersion: -1}
 	var with, streamFilter []string
 	var dedupCols, partitionBy, targetSize string
 	var from []string
 	var fl *filesFlags
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "backfill (--from PATTERN | --from-delta TABLE) --to TABLE --flow NAME",
 		Short: "Copy files or a Delta table into a Delta table once, with MERGE dedup and an overlap check",
 		Long: `backfill is a bounded flow that runs once (Lakeflow's "once" append flow): it reads files
@@ -74,14 +78,14 @@ the first live commit) it runs anyway and says so.
 as JSON, and writes nothing. A lock file in <target>/_streamkit/flows keeps two cron runs of
 the same flow from overlapping. Exit codes: 0 done (or nothing to do), 1 error, 2 usage,
 3 overlap not reached yet.`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# Load a year of Parquet files into a table, once (a second run does nothing)\nstreamkit backfill --from 'archive/2023/**/*.parquet' --to ./lake/orders --flow orders-2023",
 			"# One-time load of a Delta table into another, skipping rows whose id is already there\nstreamkit backfill --from-delta ./lake/orders_2023 --to ./lake/orders --flow orders-2023 --dedup-cols id",
 			"# Cron: backfill history next to a live stream once they overlap by an hour (exit 3 until then)\nstreamkit backfill --from-delta ./archive/events --to ./lake/events --flow events-history --dedup-cols event_id --overlap-col ts --min-overlap 1h --stream-filter record_source=stream --overlap-deadline 48h --with record_source=backfill",
 			"# Dry run: what would be read and how many keys already exist\nstreamkit backfill --from-delta ./archive/events --to ./lake/events --flow events-history --dedup-cols event_id --plan",
-		),
+		},
 		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Run: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if cfg.With, err = parseKVs("--with", with); err != nil {
 				return err
@@ -107,28 +111,32 @@ the same flow from overlapping. Exit codes: 0 done (or nothing to do), 1 error, 
 			cfg.Stdout, cfg.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			return Run(cmd.Context(), cfg)
 		},
+		Flags: func(f *pflag.FlagSet) {
+			f.StringArrayVar(&from, "from", nil, "read these files (glob patterns, as read-files; repeatable)")
+			f.StringVar(&cfg.FromDelta, "from-delta", "", "read this Delta table (its latest version, or --from-version)")
+			f.Int64Var(&cfg.FromVersion, "from-version", -1, "with --from-delta: read this version of the source table")
+			f.StringVar(&cfg.FromWhere, "from-where", "", "with --from-delta: partition filter on the source (read-delta --where syntax)")
+			f.StringVar(&cfg.To, "to", "", "target Delta table (created when missing)")
+			f.StringVar(&cfg.Flow, "flow", "", "flow name: recorded as the txn appId in the target, so the backfill runs once")
+			f.BoolVar(&cfg.Rerun, "rerun", false, "run again although the flow already ran")
+			f.BoolVar(&cfg.Dedup, "dedup", false, "insert-only MERGE: skip rows whose key is already in the target or earlier in the backfill (key: --dedup-cols, default every source column)")
+			f.StringVar(&dedupCols, "dedup-cols", "", "dedup key columns, comma-separated dot paths (implies --dedup)")
+			f.StringVar(&cfg.OverlapCol, "overlap-col", "", "overlap check column (timestamp, date or numeric)")
+			f.StringVar(&cfg.MinOverlap, "min-overlap", "", "required overlap between the backfill's max and the live rows' min of --overlap-col (e.g. 1h, 2d; a number for numeric columns)")
+			f.StringArrayVar(&streamFilter, "stream-filter", nil, "COL=VALUE selecting the live rows of the target for the overlap check (repeatable; default: all rows)")
+			f.DurationVar(&cfg.OverlapDeadline, "overlap-deadline", 0, "run anyway this long after the first live commit, even without the overlap (0: never)")
+			f.StringArrayVar(&with, "with", nil, "add a constant column COL=VALUE to every row (repeatable)")
+			f.BoolVar(&cfg.Plan, "plan", false, "print the plan as JSON (files, rows, overlap, dedup key hits) and write nothing")
+			f.StringVar(&partitionBy, "partition-by", "", "partition columns of a new target table, comma-separated")
+			f.BoolVar(&cfg.MergeSchema, "merge-schema", false, "add source columns the target lacks")
+			f.StringVar(&cfg.Compression, "compression", "snappy", "Parquet compression: snappy, zstd, gzip or uncompressed")
+			f.StringVar(&targetSize, "target-file-size", "", "roll data files at about this size (e.g. 128MiB; default 128 MiB)")
+			f.DurationVar(&cfg.LockWait, "lock-wait", 0, "wait this long for a running backfill of the same flow instead of failing at once")
+			// addFilesFlags registers on a command of its own (its tests build one); its flags
+			// join f as they are, bound to fl.
+			c := &cobra.Command{}
+			fl = addFilesFlags(c)
+			f.AddFlagSet(c.Flags())
+		},
 	}
-	f := cmd.Flags()
-	f.StringArrayVar(&from, "from", nil, "read these files (glob patterns, as read-files; repeatable)")
-	f.StringVar(&cfg.FromDelta, "from-delta", "", "read this Delta table (its latest version, or --from-version)")
-	f.Int64Var(&cfg.FromVersion, "from-version", -1, "with --from-delta: read this version of the source table")
-	f.StringVar(&cfg.FromWhere, "from-where", "", "with --from-delta: partition filter on the source (read-delta --where syntax)")
-	f.StringVar(&cfg.To, "to", "", "target Delta table (created when missing)")
-	f.StringVar(&cfg.Flow, "flow", "", "flow name: recorded as the txn appId in the target, so the backfill runs once")
-	f.BoolVar(&cfg.Rerun, "rerun", false, "run again although the flow already ran")
-	f.BoolVar(&cfg.Dedup, "dedup", false, "insert-only MERGE: skip rows whose key is already in the target or earlier in the backfill (key: --dedup-cols, default every source column)")
-	f.StringVar(&dedupCols, "dedup-cols", "", "dedup key columns, comma-separated dot paths (implies --dedup)")
-	f.StringVar(&cfg.OverlapCol, "overlap-col", "", "overlap check column (timestamp, date or numeric)")
-	f.StringVar(&cfg.MinOverlap, "min-overlap", "", "required overlap between the backfill's max and the live rows' min of --overlap-col (e.g. 1h, 2d; a number for numeric columns)")
-	f.StringArrayVar(&streamFilter, "stream-filter", nil, "COL=VALUE selecting the live rows of the target for the overlap check (repeatable; default: all rows)")
-	f.DurationVar(&cfg.OverlapDeadline, "overlap-deadline", 0, "run anyway this long after the first live commit, even without the overlap (0: never)")
-	f.StringArrayVar(&with, "with", nil, "add a constant column COL=VALUE to every row (repeatable)")
-	f.BoolVar(&cfg.Plan, "plan", false, "print the plan as JSON (files, rows, overlap, dedup key hits) and write nothing")
-	f.StringVar(&partitionBy, "partition-by", "", "partition columns of a new target table, comma-separated")
-	f.BoolVar(&cfg.MergeSchema, "merge-schema", false, "add source columns the target lacks")
-	f.StringVar(&cfg.Compression, "compression", "snappy", "Parquet compression: snappy, zstd, gzip or uncompressed")
-	f.StringVar(&targetSize, "target-file-size", "", "roll data files at about this size (e.g. 128MiB; default 128 MiB)")
-	f.DurationVar(&cfg.LockWait, "lock-wait", 0, "wait this long for a running backfill of the same flow instead of failing at once")
-	fl = addFilesFlags(cmd)
-	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/streamkit/streamkit/stage"
@@ -27,11 +28,13 @@ type Globals struct {
 var G = Globals{LogLevel: "info", LogFormat: "text", Progress: stage.ProgressAuto, Stderr: os.Stderr}
 
 // AddGlobalFlags registers the persistent flags on root.
-func AddGlobalFlags(root *cobra.Command) {
-	pf := root.PersistentFlags()
-	pf.StringVar(&G.LogLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
-	pf.StringVar(&G.LogFormat, "log-format", "text", "log format on stderr: text or json")
-	pf.StringVar(&G.Progress, "progress", stage.ProgressAuto, "progress on stderr: auto (a status line on a terminal), json (JSON lines), off")
+func AddGlobalFlags(root *cobra.Command) { addGlobalFlags(root.PersistentFlags(), &G) }
+
+// addGlobalFlags registers the global flags on pf, bound to g.
+func addGlobalFlags(pf *pflag.FlagSet, g *Globals) {
+	pf.StringVar(&g.LogLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
+	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	pf.StringVar(&g.Progress, "progress", stage.ProgressAuto, "progress on stderr: auto (a status line on a terminal), json (JSON lines), off")
 }
 
 // Setup validates the global flags and installs the logger; the root's PersistentPreRunE.

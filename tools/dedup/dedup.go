@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/sink/sideoutput"
@@ -486,11 +487,14 @@ func (d *Dedup) Close() error {
 }
 
 // Command returns the cobra command of `streamkit dedup`.
-func Command() *cobra.Command {
+func Command() *cobra.Command { return cli.Command(CommandSpec()) }
+
+// CommandSpec declares `streamkit dedup`: its usage, help, flags and examples (docs/cli/dedup.md).
+func CommandSpec() cli.Spec {
 	var cfg Config
 	var key, tz string
 	o := stage.Options{Tool: "dedup", Stateful: true}
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "dedup",
 		Short: "Drop duplicate rows by key, with state bounded by a TTL",
 		Long: `dedup keeps the first row of each key and drops later ones. The key is --key (dot paths),
@@ -521,13 +525,13 @@ epoch, so it holds every dropped row of the committed epochs exactly once. As a 
 
 State is checkpointed at every barrier (changelog + periodic snapshot); a restart resumes from
 the committed epoch, and a restart with another key or TTL is refused.`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# Exactly-once dedup of Kafka records by a field of the JSON value\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format json --value-schema orders.json | streamkit dedup --key value.order_id | streamkit print",
 			"# Forget keys an hour (event time) after their first occurrence\nstreamkit read-files 'events/*.json' | streamkit dedup --key id --event-time ts --ttl 1h --watermark-delay 5m | streamkit print",
 			"# Keep the dropped duplicates as JSON lines for an audit\nstreamkit read-files 'events/*.json' | streamkit dedup --key id --dropped-output dropped.ndjson | streamkit print",
-		),
+		},
 		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Run: func(cmd *cobra.Command, _ []string) error {
 			cli.Fill(&o, cmd)
 			if cmd.Flags().Changed("key") {
 				k, err := cli.KeyList("dedup: --key", key)
@@ -549,18 +553,18 @@ the committed epoch, and a restart with another key or TTL is refused.`,
 			}
 			return stage.RunOperator(cmd.Context(), o, d)
 		},
+		Flags: func(f *pflag.FlagSet) {
+			f.StringVar(&key, "key", "", "key columns, comma-separated dot paths (default: the declared key, else all columns)")
+			f.StringVar(&cfg.EventTime, "event-time", "", "event-time column for --ttl (timestamp, epoch integer with --time-unit, or RFC 3339 text)")
+			f.StringVar(&cfg.TimeUnit, "time-unit", "", "unit of an integer event-time column: s, ms, us or ns")
+			f.StringVar(&tz, "tz", "", "time zone of zone-less event times (e.g. UTC, America/New_York); never the machine's zone")
+			f.DurationVar(&cfg.TTL, "ttl", 0, "forget a key once the watermark passes its first event time + TTL (0: never)")
+			f.DurationVar(&cfg.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
+			f.DurationVar(&cfg.TTLProcessing, "ttl-processing", 0, "forget a key this long after it was first seen, by the wall clock, at the next barrier (so up to one --epoch-interval later; 0: never)")
+			f.StringVar(&cfg.DroppedOutput, "dropped-output", "", "file for the dropped duplicates and late rows: .arrow (Arrow IPC stream) or .ndjson (JSON lines)")
+			cli.StageFlags(f, &o)
+		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&key, "key", "", "key columns, comma-separated dot paths (default: the declared key, else all columns)")
-	f.StringVar(&cfg.EventTime, "event-time", "", "event-time column for --ttl (timestamp, epoch integer with --time-unit, or RFC 3339 text)")
-	f.StringVar(&cfg.TimeUnit, "time-unit", "", "unit of an integer event-time column: s, ms, us or ns")
-	f.StringVar(&tz, "tz", "", "time zone of zone-less event times (e.g. UTC, America/New_York); never the machine's zone")
-	f.DurationVar(&cfg.TTL, "ttl", 0, "forget a key once the watermark passes its first event time + TTL (0: never)")
-	f.DurationVar(&cfg.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
-	f.DurationVar(&cfg.TTLProcessing, "ttl-processing", 0, "forget a key this long after it was first seen, by the wall clock, at the next barrier (so up to one --epoch-interval later; 0: never)")
-	f.StringVar(&cfg.DroppedOutput, "dropped-output", "", "file for the dropped duplicates and late rows: .arrow (Arrow IPC stream) or .ndjson (JSON lines)")
-	o.AddFlags(f)
-	return cmd
 }
 
 // growBools returns s with length n (contents unspecified), reusing its memory.

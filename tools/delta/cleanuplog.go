@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/tools/cli"
@@ -48,10 +49,10 @@ func CleanupLog(ctx context.Context, root string, opts CleanupLogOptions) (*delt
 	return res, nil
 }
 
-func cleanupLogCommand() *cobra.Command {
+func cleanupLogSpec() cli.Spec {
 	var opts CleanupLogOptions
 	var retain string
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "cleanup-log TABLE",
 		Short: "Delete expired files of a Delta table's transaction log",
 		Long: `cleanup-log deletes the commit files, checkpoints, .crc and log compaction files of TABLE's
@@ -62,12 +63,12 @@ the retention stays loadable (time travel), and so does the version current at t
 The cut-off is now minus the retention, truncated to the previous midnight UTC, as in Spark;
 the retention defaults to the table's delta.logRetentionDuration (30 days unless set), and a
 shorter --retain needs --force. Data files are not touched (that is vacuum).`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# Which log files have expired?\nstreamkit delta cleanup-log ./lake/orders --dry-run",
 			"# Keep one week of history only (shorter than the table's setting)\nstreamkit delta cleanup-log ./lake/orders --retain 7d --force",
-		),
+		},
 		Args: cli.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Run: func(cmd *cobra.Command, args []string) error {
 			root, err := tableAndRetention("cleanup-log", args[0], retain, &opts.Retain)
 			if err != nil {
 				return err
@@ -93,10 +94,10 @@ shorter --retain needs --force. Data files are not touched (that is vacuum).`,
 			}
 			return nil
 		},
+		Flags: func(f *pflag.FlagSet) {
+			f.StringVar(&retain, "retain", "", "keep log files younger than this, e.g. 720h or 30d (default: the table's delta.logRetentionDuration)")
+			f.BoolVar(&opts.DryRun, "dry-run", false, "list the files that would be deleted, delete nothing")
+			f.BoolVar(&opts.Force, "force", false, "allow a retention below the table's delta.logRetentionDuration")
+		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&retain, "retain", "", "keep log files younger than this, e.g. 720h or 30d (default: the table's delta.logRetentionDuration)")
-	f.BoolVar(&opts.DryRun, "dry-run", false, "list the files that would be deleted, delete nothing")
-	f.BoolVar(&opts.Force, "force", false, "allow a retention below the table's delta.logRetentionDuration")
-	return cmd
 }

@@ -15,44 +15,48 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/tools/writedelta"
 )
 
 func usagef(format string, args ...any) error { return stage.Usagef(format, args...) }
 
 // Command returns the cobra command group `streamkit delta`.
-func Command() *cobra.Command {
-	cmd := &cobra.Command{
+func Command() *cobra.Command { return cli.Command(CommandSpec()) }
+
+// CommandSpec declares `streamkit delta` and its subcommands: their usage, help, flags and
+// examples (docs/cli/delta.md).
+func CommandSpec() cli.Spec {
+	return cli.Spec{
 		Use:   "delta",
 		Short: "Maintain Delta tables: history, optimize, vacuum, cleanup-log",
 		Long: `The delta commands inspect and maintain Delta Lake tables (local directories or file://
 URIs), such as the ones write-delta produces. They commit like any other writer, so they are
 safe to run while write-delta processes append to the table.`,
-		Args: cli.NoArgs,
+		Args:     cli.NoArgs,
+		Commands: []cli.Spec{historySpec(), optimizeSpec(), vacuumSpec(), cleanupLogSpec()},
 	}
-	cmd.AddCommand(historyCommand(), optimizeCommand(), vacuumCommand(), cleanupLogCommand())
-	return cmd
 }
 
-func historyCommand() *cobra.Command {
+func historySpec() cli.Spec {
 	var format string
 	var limit int
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "history TABLE",
 		Short: "Show a Delta table's versions, operations, metrics and progress per flow",
 		Long: `history lists the commits of TABLE, newest first: version, time, operation, its parameters
 and metrics, and the txn (flow id and epoch) a streaming writer recorded, then the newest
 committed epoch of every flow (txn appId). Commits whose log files were cleaned up are not
 shown. --format json prints one JSON document for jq.`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# What happened to a table, newest first\nstreamkit delta history ./lake/orders --limit 20",
 			"# The newest committed epoch of each flow, with jq\nstreamkit delta history ./lake/orders --format json | jq '.flows'",
-		),
+		},
 		Args: cli.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Run: func(cmd *cobra.Command, args []string) error {
 			if format != "table" && format != "json" {
 				return usagef("delta history: --format must be table or json, got %q", format)
 			}
@@ -74,10 +78,11 @@ shown. --format json prints one JSON document for jq.`,
 			}
 			return printHistory(cmd.OutOrStdout(), h)
 		},
+		Flags: func(f *pflag.FlagSet) {
+			f.StringVar(&format, "format", "table", "output format: table or json")
+			f.IntVar(&limit, "limit", 0, "show at most this many commits (0: all)")
+		},
 	}
-	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
-	cmd.Flags().IntVar(&limit, "limit", 0, "show at most this many commits (0: all)")
-	return cmd
 }
 
 func kv(m map[string]string) string {
@@ -133,10 +138,10 @@ func printHistory(w io.Writer, h *History) error {
 	return nil
 }
 
-func optimizeCommand() *cobra.Command {
+func optimizeSpec() cli.Spec {
 	var opts OptimizeOptions
 	var target string
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "optimize TABLE",
 		Short: "Compact small data files of a Delta table (bin-packing)",
 		Long: `optimize rewrites the small data files of TABLE into fewer, larger ones (Delta's OPTIMIZE
@@ -150,12 +155,12 @@ stay on disk for readers of older versions until 'streamkit delta vacuum'.
 --where restricts the work to partitions matching a predicate over partition columns, e.g.
 "day >= 2024-01-01 AND region IN ('eu', 'us')" (=, !=, <, <=, >, >=, IN, IS [NOT] NULL,
 AND, OR, NOT), with read-delta --where's syntax and SQL null semantics.`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# Compact the whole table\nstreamkit delta optimize ./lake/orders",
 			"# Only yesterday's partition, into files of about 256 MiB\nstreamkit delta optimize ./lake/orders --where \"day = '2024-03-09'\" --target-file-size 256MiB",
-		),
+		},
 		Args: cli.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Run: func(cmd *cobra.Command, args []string) error {
 			root, err := writedelta.TableRoot(args[0])
 			if err != nil {
 				return err
@@ -183,18 +188,18 @@ AND, OR, NOT), with read-delta --where's syntax and SQL null semantics.`,
 				res.Version, res.FilesRemoved, res.BytesRemoved, res.FilesAdded, res.BytesAdded, res.PartitionsTouched, res.Rows)
 			return nil
 		},
+		Flags: func(f *pflag.FlagSet) {
+			f.StringVar(&opts.Where, "where", "", "partition predicate selecting the partitions to compact (default: all)")
+			f.StringVar(&target, "target-file-size", "", "size to pack files up to, e.g. 256MiB (default: delta.targetFileSize, else 128MiB)")
+			f.StringVar(&opts.Compression, "compression", "snappy", "Parquet compression of the new files: snappy or zstd")
+		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&opts.Where, "where", "", "partition predicate selecting the partitions to compact (default: all)")
-	f.StringVar(&target, "target-file-size", "", "size to pack files up to, e.g. 256MiB (default: delta.targetFileSize, else 128MiB)")
-	f.StringVar(&opts.Compression, "compression", "snappy", "Parquet compression of the new files: snappy or zstd")
-	return cmd
 }
 
-func vacuumCommand() *cobra.Command {
+func vacuumSpec() cli.Spec {
 	var opts VacuumOptions
 	var retain string
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "vacuum TABLE",
 		Short: "Delete files a Delta table no longer references",
 		Long: `vacuum deletes the files in TABLE's directory that the current version does not use and
@@ -205,13 +210,13 @@ ones). The retention keeps what readers of older versions (time travel) and conc
 delta.deletedFileRetentionDuration (168h unless set); a shorter --retain is refused without
 --force. _delta_log, hidden files and directories and deletion vector files are never touched.
 --dry-run lists the files without deleting them.`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# What would be deleted?\nstreamkit delta vacuum ./lake/orders --dry-run",
 			"# Delete unreferenced files older than 30 days\nstreamkit delta vacuum ./lake/orders --retain 720h",
 			"# Reclaim space now, when no writer is running (time travel to older versions breaks)\nstreamkit delta vacuum ./lake/orders --retain 0h --force",
-		),
+		},
 		Args: cli.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Run: func(cmd *cobra.Command, args []string) error {
 			root, err := tableAndRetention("vacuum", args[0], retain, &opts.Retain)
 			if err != nil {
 				return err
@@ -231,12 +236,12 @@ delta.deletedFileRetentionDuration (168h unless set); a shorter --retain is refu
 			fmt.Fprintf(out, "deleted %d files (%d bytes) older than %s\n", len(res.Files), res.Bytes, res.Retention)
 			return nil
 		},
+		Flags: func(f *pflag.FlagSet) {
+			f.StringVar(&retain, "retain", "", "keep unreferenced files younger than this, e.g. 168h or 7d (default: the table's delta.deletedFileRetentionDuration)")
+			f.BoolVar(&opts.DryRun, "dry-run", false, "list the files that would be deleted, delete nothing")
+			f.BoolVar(&opts.Force, "force", false, "allow a retention below the table's delta.deletedFileRetentionDuration")
+		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&retain, "retain", "", "keep unreferenced files younger than this, e.g. 168h or 7d (default: the table's delta.deletedFileRetentionDuration)")
-	f.BoolVar(&opts.DryRun, "dry-run", false, "list the files that would be deleted, delete nothing")
-	f.BoolVar(&opts.Force, "force", false, "allow a retention below the table's delta.deletedFileRetentionDuration")
-	return cmd
 }
 
 // tableAndRetention resolves the TABLE argument of delta SUB (a path or file:// URI) to its root

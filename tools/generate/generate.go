@@ -10,11 +10,12 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/codec/schema"
 	gen "github.com/streamkit/streamkit/source/generate"
-	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 const long = `generate writes synthetic rows as an Arrow IPC stream: --rows N then the end (bounded), or
@@ -77,25 +78,28 @@ earlier row chosen uniformly among the previous --duplicates-within rows (for de
 const RateDDL = "timestamp timestamp, value bigint"
 
 // Command returns the cobra command of `streamkit generate`.
-func Command() *cobra.Command {
+func Command() *cobra.Command { return cli.Command(CommandSpec()) }
+
+// CommandSpec declares `streamkit generate`: its usage, help, flags and examples (docs/cli/generate.md).
+func CommandSpec() cli.Spec {
 	var cfg gen.Config
 	var ddl, rate, preset string
 	var gens []string
 	o := stage.SourceOptions{Options: stage.Options{Tool: "generate"}}
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "generate",
 		Short: "Deterministic synthetic data: distributions, rates, duplicates, Nexmark bids",
 		Long:  long,
-		Example: cli.Examples(
+		Examples: []string{
 			"# Spark's rate source: timestamp and value, 100 rows per second\nstreamkit generate --rate 100/s | streamkit print",
 			"# 1000 rows of three columns, as CSV\nstreamkit generate --schema 'id bigint, user string, amount double' --gen id=sequence --gen user=names --gen 'amount=normal(100, 15) nulls=0.05' --rows 1000 | streamkit print --format csv",
 			"# A live, checkpointed stream of skewed keys at 1000 rows per second\nstreamkit generate --schema 'k int, v double, ts timestamp' --gen 'k=zipf(1.2, 1, 1000)' --rate 1000/s --checkpoint ./ckpt/gen | streamkit print",
 			"# Out-of-order event times and 10% duplicates, for dedup\nstreamkit generate --schema 'id bigint, ts timestamp' --gen id=sequence --gen 'ts=timestamp(2024-05-01T00:00:00Z, 100/s, 2s)' --duplicates 0.1 --rows 100000 | streamkit dedup --key id | streamkit print --limit 5",
 			"# Nested fields and lists\nstreamkit generate --schema 'user struct<id:int, name:string>, tags array<string>' --gen user.name=names --gen 'tags=list(1, 3)' --gen 'tags.element=choice(red, green, blue)' --rows 10 | streamkit print --format json",
 			"# The Nexmark Bid stream\nstreamkit generate --preset nexmark-bids --rows 1000000 | streamkit print --limit 10",
-		),
+		},
 		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Run: func(cmd *cobra.Command, _ []string) error {
 			cli.Fill(&o.Options, cmd)
 			src, err := build(&cfg, ddl, rate, preset, gens, cmd.Flags().Changed("watermark-delay"))
 			if err != nil {
@@ -104,21 +108,21 @@ func Command() *cobra.Command {
 			o.StateOptions = stateOptions(&cfg, src)
 			return stage.RunSource(cmd.Context(), o, src)
 		},
+		Flags: func(f *pflag.FlagSet) {
+			f.StringVar(&ddl, "schema", "", "columns as Spark DDL ('id bigint, user struct<name:string>'), a JSON/Avro schema, or @file (or a file path that is not valid DDL)")
+			f.StringArrayVar(&gens, "gen", nil, "a column's generator, 'COLUMN=SPEC' (repeatable; see above)")
+			f.StringVar(&preset, "preset", "", "a built-in schema with generators: "+gen.PresetNames())
+			f.Int64Var(&cfg.Rows, "rows", 0, "end after this many rows (0: unbounded)")
+			f.StringVar(&rate, "rate", "", "live: rows per second, e.g. 1000 or 1000/s or 5/ms (default: as fast as the pipe takes them)")
+			f.Uint64Var(&cfg.Seed, "seed", 0, "seed of all generators; the same seed gives the same rows")
+			f.Float64Var(&cfg.Duplicates, "duplicates", 0, "fraction of rows that copy an earlier row exactly")
+			f.Int64Var(&cfg.DuplicatesWithin, "duplicates-within", gen.DefaultDuplicatesWithin, "a duplicate copies one of this many previous rows")
+			f.Int64Var(&cfg.MaxRecordsPerEpoch, "max-records-per-epoch", 0, "at most this many rows per epoch (0: no limit); Spark's maxOffsetsPerTrigger")
+			f.StringVar(&cfg.EventTime, "event-time", "", "declare this timestamp column as the event time (default: the preset's)")
+			f.DurationVar(&cfg.WatermarkDelay, "watermark-delay", 0, "emit watermarks: max event time so far − delay (needs --event-time)")
+			cli.SourceFlags(f, &o)
+		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&ddl, "schema", "", "columns as Spark DDL ('id bigint, user struct<name:string>'), a JSON/Avro schema, or @file (or a file path that is not valid DDL)")
-	f.StringArrayVar(&gens, "gen", nil, "a column's generator, 'COLUMN=SPEC' (repeatable; see above)")
-	f.StringVar(&preset, "preset", "", "a built-in schema with generators: "+gen.PresetNames())
-	f.Int64Var(&cfg.Rows, "rows", 0, "end after this many rows (0: unbounded)")
-	f.StringVar(&rate, "rate", "", "live: rows per second, e.g. 1000 or 1000/s or 5/ms (default: as fast as the pipe takes them)")
-	f.Uint64Var(&cfg.Seed, "seed", 0, "seed of all generators; the same seed gives the same rows")
-	f.Float64Var(&cfg.Duplicates, "duplicates", 0, "fraction of rows that copy an earlier row exactly")
-	f.Int64Var(&cfg.DuplicatesWithin, "duplicates-within", gen.DefaultDuplicatesWithin, "a duplicate copies one of this many previous rows")
-	f.Int64Var(&cfg.MaxRecordsPerEpoch, "max-records-per-epoch", 0, "at most this many rows per epoch (0: no limit); Spark's maxOffsetsPerTrigger")
-	f.StringVar(&cfg.EventTime, "event-time", "", "declare this timestamp column as the event time (default: the preset's)")
-	f.DurationVar(&cfg.WatermarkDelay, "watermark-delay", 0, "emit watermarks: max event time so far − delay (needs --event-time)")
-	o.AddFlags(f)
-	return cmd
 }
 
 func build(cfg *gen.Config, ddl, rate, preset string, gens []string, watermarks bool) (*gen.Source, error) {

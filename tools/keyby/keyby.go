@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // Declare is the keyby operator without shards: it validates the key paths against the input
@@ -59,10 +59,13 @@ func (d *Declare) End(context.Context, codec.EndKind, stage.Emit) error { return
 func (d *Declare) Close() error { return nil }
 
 // Command returns the cobra command of `streamkit keyby`.
-func Command() *cobra.Command {
+func Command() *cobra.Command { return cli.Command(CommandSpec()) }
+
+// CommandSpec declares `streamkit keyby`: its usage, help, flags and examples (docs/cli/keyby.md).
+func CommandSpec() cli.Spec {
 	o := stage.Options{Tool: "keyby"}
 	var shards int
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "keyby COL[,COL...] [--shards N -- CMD ARGS...]",
 		Short: "Declare the stream's key columns (dot paths) for dedup and window",
 		Long: `keyby declares the key of the stream: the columns (dot paths into structs, e.g.
@@ -76,10 +79,10 @@ and merges the children's outputs on stdout: epoch n's barrier is forwarded once
 emitted it, the watermark is the minimum over the children. Child i keeps its checkpoint in
 "<its directory>.shard-i" (STREAMKIT_SHARD=i is set for it). A failing child fails the whole
 command with its exit code; a restart with another N is refused.`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# Key a Kafka stream by a field of its JSON value\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format json --value-schema orders.json | streamkit keyby value.customer_id | streamkit print",
 			"# Deduplicate on both cores: two dedup processes, each owning half of the keys\nstreamkit read-files 'events/*.json' | streamkit keyby user_id --shards 2 -- dedup --key user_id,event_id | streamkit print",
-		),
+		},
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 {
@@ -90,7 +93,7 @@ command with its exit code; a restart with another N is refused.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Run: func(cmd *cobra.Command, args []string) error {
 			cli.Fill(&o, cmd)
 			key, err := cli.KeyList("keyby: KEY", args[0])
 			if err != nil {
@@ -107,10 +110,11 @@ command with its exit code; a restart with another N is refused.`,
 			}
 			return stage.RunOperator(cmd.Context(), o, &Declare{Key: key})
 		},
+		Flags: func(f *pflag.FlagSet) {
+			f.IntVar(&shards, "shards", 0, "run N copies of the command after -- and route each key to one of them")
+			cli.StageFlags(f, &o)
+		},
 	}
-	cmd.Flags().IntVar(&shards, "shards", 0, "run N copies of the command after -- and route each key to one of them")
-	o.AddFlags(cmd.Flags())
-	return cmd
 }
 
 // childEventTime reads the event-time flags (--event-time, --time-unit, --tz) of a child that

@@ -6,6 +6,7 @@ package print
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/sink/print"
 	"github.com/streamkit/streamkit/stage"
@@ -13,10 +14,13 @@ import (
 )
 
 // Command returns the cobra command of `streamkit print`.
-func Command() *cobra.Command {
+func Command() *cobra.Command { return cli.Command(CommandSpec()) }
+
+// CommandSpec declares `streamkit print`: its usage, help, flags and examples (docs/cli/print.md).
+func CommandSpec() cli.Spec {
 	var cfg print.Config
 	o := stage.Options{Tool: "print"}
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "print",
 		Short: "Print an Arrow IPC stream as a table, JSON lines or CSV",
 		Long: `print reads an Arrow IPC stream on stdin and writes it as text on stdout: an aligned
@@ -32,13 +36,13 @@ is "".
 It is a committing sink: after flushing epoch n it writes commit markers into every upstream
 checkpoint directory, so a restarted pipeline resumes after the last printed epoch
 (at-least-once: rows of an epoch that was printed but not yet committed are printed again).`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# Look at the first 20 rows of a file\nstreamkit read-files data.csv | streamkit print --limit 20",
 			"# JSON lines for jq, with barriers and watermarks shown\nstreamkit read-files 'logs/*.json' | streamkit print --format json --show-control",
 			"# CSV for spreadsheets\nstreamkit read-files data.parquet | streamkit print --format csv > out.csv",
-		),
+		},
 		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Run: func(cmd *cobra.Command, _ []string) error {
 			cli.Fill(&o, cmd)
 			cfg.Color = cli.Color(cmd.OutOrStdout())
 			p, err := print.New(cfg, cmd.OutOrStdout())
@@ -47,12 +51,12 @@ checkpoint directory, so a restarted pipeline resumes after the last printed epo
 			}
 			return stage.RunOperator(cmd.Context(), o, p)
 		},
+		Flags: func(f *pflag.FlagSet) {
+			f.StringVar(&cfg.Format, "format", print.FormatTable, "output format: table, json or csv")
+			f.Int64Var(&cfg.Limit, "limit", 0, "stop after this many rows (0: no limit)")
+			f.BoolVar(&cfg.ShowControl, "show-control", false, "also print control batches (barriers, watermarks, end) in stream order")
+			f.StringVar(&cfg.NullValue, "null-value", "", "CSV: the text of a null value (default: an empty field; the empty string is written as \"\")")
+			cli.StageFlags(f, &o)
+		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.Format, "format", print.FormatTable, "output format: table, json or csv")
-	f.Int64Var(&cfg.Limit, "limit", 0, "stop after this many rows (0: no limit)")
-	f.BoolVar(&cfg.ShowControl, "show-control", false, "also print control batches (barriers, watermarks, end) in stream order")
-	f.StringVar(&cfg.NullValue, "null-value", "", "CSV: the text of a null value (default: an empty field; the empty string is written as \"\")")
-	o.AddFlags(f)
-	return cmd
 }

@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/source/delta"
-	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // ParseTime parses a --timestamp value: RFC 3339 (2024-05-01T12:00:00Z), a date and time
@@ -28,11 +29,14 @@ func ParseTime(s string) (time.Time, error) {
 }
 
 // Command returns the cobra command of `streamkit read-delta`.
-func Command() *cobra.Command {
+func Command() *cobra.Command { return cli.Command(CommandSpec()) }
+
+// CommandSpec declares `streamkit read-delta`: its usage, help, flags and examples (docs/cli/read-delta.md).
+func CommandSpec() cli.Spec {
 	cfg := delta.Config{Version: -1, StartingVersion: -1}
 	var columns, timestamp, starting string
 	o := stage.SourceOptions{Options: stage.Options{Tool: "read-delta"}}
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "read-delta TABLE",
 		Short: "Read a Delta table, or follow the rows its new commits add",
 		Long: `read-delta reads the Delta table in directory TABLE as an Arrow stream: the latest version,
@@ -58,13 +62,13 @@ the newest complete checkpoint is found by listing, whatever _last_checkpoint sa
 needing reader features streamkit lacks (column mapping, deletion vectors on live files, v2
 checkpoints, type widening …) are refused with a message naming the feature, and paths in
 the log that point outside the table are refused.`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# Read the latest version\nstreamkit read-delta ./lake/orders | streamkit print",
 			"# Time travel, two columns, one month of a date-partitioned table\nstreamkit read-delta ./lake/orders --version 12 --columns order_id,amount --where \"date >= 2024-05-01 and date < 2024-06-01\" | streamkit print",
 			"# Bronze to silver: follow new commits, drop duplicates, append exactly once\nexport STREAMKIT_CHECKPOINT=./ckpt/silver\nstreamkit read-delta --follow ./lake/bronze | streamkit dedup --key id | streamkit write-delta ./lake/silver",
-		),
+		},
 		Args: cli.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Run: func(cmd *cobra.Command, args []string) error {
 			cli.Fill(&o.Options, cmd)
 			cfg.Table = args[0]
 			for _, c := range strings.Split(columns, ",") {
@@ -106,19 +110,19 @@ the log that point outside the table are refused.`,
 			o.StateOptions = map[string]string{"table": abs}
 			return stage.RunSource(cmd.Context(), o, src)
 		},
+		Flags: func(f *pflag.FlagSet) {
+			f.StringVar(&columns, "columns", "", "read only these columns, comma-separated, in this order (default: all)")
+			f.StringVar(&cfg.Where, "where", "", "filter on partition columns, e.g. \"date >= 2024-05-01 and region in ('eu', 'us')\"; other partitions' files are skipped")
+			f.Int64Var(&cfg.Version, "version", -1, "read the table as of this version (time travel)")
+			f.StringVar(&timestamp, "timestamp", "", "read the newest version committed at or before this time (RFC 3339, or a UTC date/time)")
+			f.BoolVar(&cfg.Follow, "follow", false, "after the snapshot, keep streaming the rows of new commits")
+			f.StringVar(&starting, "starting-version", "", "with --follow: read the commits from this version on instead of a snapshot; latest = only new commits")
+			f.BoolVar(&cfg.IgnoreDeletes, "ignore-deletes", false, "skip commits that only remove data instead of failing")
+			f.BoolVar(&cfg.IgnoreChanges, "ignore-changes", false, "accept commits that rewrite files (update/merge): read their added files again")
+			f.DurationVar(&cfg.PollInterval, "poll-interval", 250*time.Millisecond, "with --follow: how often to look for a new commit")
+			f.IntVar(&cfg.MaxFilesPerEpoch, "max-files-per-epoch", 1000, "cut an epoch after this many data files (Spark's maxFilesPerTrigger); -1: no limit")
+			f.IntVar(&cfg.Workers, "workers", 0, "goroutines decoding Parquet ahead of the output (default: number of CPUs, at most 8)")
+			cli.SourceFlags(f, &o)
+		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&columns, "columns", "", "read only these columns, comma-separated, in this order (default: all)")
-	f.StringVar(&cfg.Where, "where", "", "filter on partition columns, e.g. \"date >= 2024-05-01 and region in ('eu', 'us')\"; other partitions' files are skipped")
-	f.Int64Var(&cfg.Version, "version", -1, "read the table as of this version (time travel)")
-	f.StringVar(&timestamp, "timestamp", "", "read the newest version committed at or before this time (RFC 3339, or a UTC date/time)")
-	f.BoolVar(&cfg.Follow, "follow", false, "after the snapshot, keep streaming the rows of new commits")
-	f.StringVar(&starting, "starting-version", "", "with --follow: read the commits from this version on instead of a snapshot; latest = only new commits")
-	f.BoolVar(&cfg.IgnoreDeletes, "ignore-deletes", false, "skip commits that only remove data instead of failing")
-	f.BoolVar(&cfg.IgnoreChanges, "ignore-changes", false, "accept commits that rewrite files (update/merge): read their added files again")
-	f.DurationVar(&cfg.PollInterval, "poll-interval", 250*time.Millisecond, "with --follow: how often to look for a new commit")
-	f.IntVar(&cfg.MaxFilesPerEpoch, "max-files-per-epoch", 1000, "cut an epoch after this many data files (Spark's maxFilesPerTrigger); -1: no limit")
-	f.IntVar(&cfg.Workers, "workers", 0, "goroutines decoding Parquet ahead of the output (default: number of CPUs, at most 8)")
-	o.AddFlags(f)
-	return cmd
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/streamkit/streamkit/codec/rescue"
 	"github.com/streamkit/streamkit/codec/schema"
 	"github.com/streamkit/streamkit/source/files"
-	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // DecodeFlags are read-files' options on how files are decoded (format, schema, inference,
@@ -121,11 +121,14 @@ type flags struct {
 }
 
 // Command returns the cobra command of `streamkit read-files`.
-func Command() *cobra.Command {
+func Command() *cobra.Command { return cli.Command(CommandSpec()) }
+
+// CommandSpec declares `streamkit read-files`: its usage, help, flags and examples (docs/cli/read-files.md).
+func CommandSpec() cli.Spec {
 	var cfg files.Config
 	var fl flags
 	o := stage.SourceOptions{Options: stage.Options{Tool: "read-files"}}
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "read-files PATTERN...",
 		Short: "Read CSV, JSON, Parquet, Avro and Arrow files into a stream, each file once",
 		Long: `read-files reads the files matched by PATTERNs — doublestar globs ('landing/**/*.csv'),
@@ -159,20 +162,20 @@ uncommitted epochs exactly. Hidden and temporary names (.x, _x, *.tmp, *._COPYIN
 checkpoint, end=final without); --follow keeps listing every --poll-interval.
 
 Zone-less timestamps are read in --tz (default UTC), never in the machine's zone.`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# Print a CSV file\nstreamkit read-files data.csv | streamkit print --limit 20",
 			"# Every new JSON file under landing/, once per file, from cron\nstreamkit read-files --checkpoint ./ckpt/landing 'landing/**/*.json' | streamkit print --checkpoint ./ckpt/print --format json",
 			"# Follow a directory with an explicit schema and keep unparseable records\nstreamkit read-files --follow --schema 'id long, amount decimal(10,2), ts timestamp' --bad-records bad.ndjson --tz Europe/Paris 'in/*.csv.gz' | streamkit print",
 			"# Parquet files, two columns, with file metadata\nstreamkit read-files --schema 'origin string, delay int' --with-metadata 'flights/*.parquet' | streamkit print --format json",
 			"# Newline-delimited JSON from stdin\ncat events.ndjson | streamkit read-files --format json -",
-		),
+		},
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return stage.Usagef("read-files needs at least one PATTERN (a glob, a file, a directory or - for stdin); see '%s --help'", cmd.CommandPath())
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Run: func(cmd *cobra.Command, args []string) error {
 			cli.Fill(&o.Options, cmd)
 			cfg.Patterns = args
 			opts, err := resolve(&cfg, &fl)
@@ -186,17 +189,17 @@ Zone-less timestamps are read in --tz (default UTC), never in the machine's zone
 			}
 			return stage.RunSource(cmd.Context(), o, src)
 		},
+		Flags: func(f *pflag.FlagSet) {
+			fl.dec = AddDecodeFlags(f, &cfg, "")
+			f.BoolVar(&cfg.Follow, "follow", false, "keep listing for new files every --poll-interval instead of ending")
+			f.DurationVar(&cfg.PollInterval, "poll-interval", 5*time.Second, "--follow: how often to list the patterns")
+			f.DurationVar(&cfg.StableAfter, "stable-after", 2*time.Second, "read a file only once it has not changed for this long (0: at once)")
+			f.StringVar(&fl.onRewrite, "on-rewrite", "skip", "a file that changes after it was read: skip (warn), reprocess (read it again) or fail")
+			f.IntVar(&cfg.MaxFilesPerEpoch, "max-files-per-epoch", 1000, "cut an epoch after this many files (0: no limit)")
+			f.StringVar(&fl.maxBytes, "max-bytes-per-epoch", "0", "cut an epoch once files of this total size were started (e.g. 512MiB; 0: no limit)")
+			cli.SourceFlags(f, &o)
+		},
 	}
-	f := cmd.Flags()
-	fl.dec = AddDecodeFlags(f, &cfg, "")
-	f.BoolVar(&cfg.Follow, "follow", false, "keep listing for new files every --poll-interval instead of ending")
-	f.DurationVar(&cfg.PollInterval, "poll-interval", 5*time.Second, "--follow: how often to list the patterns")
-	f.DurationVar(&cfg.StableAfter, "stable-after", 2*time.Second, "read a file only once it has not changed for this long (0: at once)")
-	f.StringVar(&fl.onRewrite, "on-rewrite", "skip", "a file that changes after it was read: skip (warn), reprocess (read it again) or fail")
-	f.IntVar(&cfg.MaxFilesPerEpoch, "max-files-per-epoch", 1000, "cut an epoch after this many files (0: no limit)")
-	f.StringVar(&fl.maxBytes, "max-bytes-per-epoch", "0", "cut an epoch once files of this total size were started (e.g. 512MiB; 0: no limit)")
-	o.AddFlags(f)
-	return cmd
 }
 
 // resolve validates the flags into cfg and returns the options that shape the checkpoint.

@@ -4,17 +4,21 @@ package readkafka
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/source/kafka"
-	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // Command returns the cobra command of `streamkit read-kafka`.
-func Command() *cobra.Command {
+func Command() *cobra.Command { return cli.Command(CommandSpec()) }
+
+// CommandSpec declares `streamkit read-kafka`: its usage, help, flags and examples (docs/cli/read-kafka.md).
+func CommandSpec() cli.Spec {
 	var cfg kafka.Config
 	so := stage.SourceOptions{Options: stage.Options{Tool: "read-kafka"}}
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "read-kafka -b HOST:PORT (-t TOPIC... | --pattern REGEX | --assign TOPIC:P,...)",
 		Short: "Read Kafka topics as an Arrow stream with replayable offsets",
 		Long: `read-kafka consumes Kafka topic partitions and writes them as an Arrow IPC stream with the
@@ -110,14 +114,14 @@ Security: --tls-ca, --tls-cert/--tls-key (mTLS), --sasl-mechanism PLAIN|SCRAM-SH
 SCRAM-SHA-512 with --sasl-user and the password from --sasl-password-file or the environment
 variable named by --sasl-password-env (default STREAMKIT_KAFKA_PASSWORD); it is never taken
 from the command line and never logged.`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# Everything in a topic now, then stop (cron-friendly, resumes next time)\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --until now --checkpoint ckpt/orders | streamkit print --checkpoint ckpt/print",
 			"# Live, two topics, string values, at most 100k records per epoch\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders -t refunds --value-format string --max-records-per-epoch 100000 | streamkit print --format json",
 			"# Avro values in the Confluent wire format, writer schemas from a schema registry\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format avro --schema-registry http://127.0.0.1:8081 --bad-records bad.ndjson | streamkit keyby value.user_id",
 			"# SCRAM over TLS, password from a file\nstreamkit read-kafka -b kafka:9094 -t orders --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user app --sasl-password-file /run/secrets/kafka | streamkit print",
-		),
+		},
 		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Run: func(cmd *cobra.Command, _ []string) error {
 			cli.Fill(&so.Options, cmd)
 			src, err := kafka.New(cfg)
 			if err != nil {
@@ -126,28 +130,28 @@ from the command line and never logged.`,
 			so.StateOptions = cfg.StateOptions()
 			return stage.RunSource(cmd.Context(), so, src)
 		},
+		Flags: func(f *pflag.FlagSet) {
+			cli.KafkaFlags(f, &cfg.Conn)
+			f.StringArrayVarP(&cfg.Topics, "topic", "t", nil, "topic to read (repeatable)")
+			f.StringVar(&cfg.Pattern, "pattern", "", "read every topic whose whole name matches this regular expression")
+			f.StringArrayVar(&cfg.Assign, "assign", nil, "read these partitions only: topic:0,2 or topic:0-3 (repeatable)")
+			f.StringVar(&cfg.Start, "start", "earliest", "where a new checkpoint starts: earliest, latest, @<RFC 3339|epoch ms>, -N, or offsets JSON")
+			f.StringVar(&cfg.Until, "until", "never", "where reading ends: never (live), now (the end at start-up; then end=pause with a checkpoint, final without), @<time>, or offsets JSON")
+			f.StringVar(&cfg.Isolation, "isolation", kafka.ReadCommitted, "read_committed (skip aborted and open transactions) or read_uncommitted")
+			f.StringVar(&cfg.OnDataLoss, "on-data-loss", kafka.DataLossFail, "a position outside the log or a re-created topic (new topic ID): fail, or continue at the earliest or latest offset")
+			f.StringVar(&cfg.Group, "group", "", "commit each committed epoch's offsets to this consumer group (monitoring only)")
+			f.DurationVar(&cfg.GroupCommitWait, "group-commit-wait", 0, "at the end of a run, wait this long for the sink's last commit before committing --group (default 10s)")
+			f.Int64Var(&cfg.MaxRecordsPerEpoch, "max-records-per-epoch", 0, "at most this many records per epoch (0: no limit), spread over the partitions in proportion to their lag (Spark's maxOffsetsPerTrigger)")
+			f.StringVar(&cfg.KeyFormat, "key-format", kafka.FormatBinary, "decode keys as binary, string, json (with --key-schema) or avro (--key-schema and/or --schema-registry)")
+			f.StringVar(&cfg.ValueFormat, "value-format", kafka.FormatBinary, "decode values as binary, string, json (with --value-schema) or avro (--value-schema and/or --schema-registry)")
+			f.StringVar(&cfg.KeySchema, "key-schema", "", "schema of json keys (Spark DDL, JSON Schema, Avro or Spark JSON: inline, @file, or a file path that is not valid DDL), or the Avro reader schema of avro keys")
+			f.StringVar(&cfg.ValueSchema, "value-schema", "", "schema of json values (Spark DDL, JSON Schema, Avro or Spark JSON: inline, @file, or a file path that is not valid DDL such as orders.json), or the Avro reader schema of avro values")
+			cfg.Registry.AddFlags(f)
+			f.StringVar(&cfg.OnSchemaMismatch, "on-schema-mismatch", kafka.SchemaMismatchFail, "an avro writer schema the reader schema cannot resolve: fail (naming both schema ids and the field) or rescue (column null, record in _rescued_data)")
+			f.StringVar(&cfg.BadRecords, "bad-records", "", "also write records whose key or value did not decode to this JSON-lines file (topic, partition, offset, reason, raw bytes)")
+			f.StringSliceVar(&cfg.Columns, "columns", nil, "output only these columns, in order (e.g. value.*,partition,offset: value.* flattens a json or avro value, value.seq picks one member); _rescued_data is always kept")
+			f.DurationVar(&cfg.DiscoveryInterval, "discovery-interval", 0, "how often live reading looks for new partitions and topics (default 10s)")
+			cli.SourceFlags(f, &so)
+		},
 	}
-	f := cmd.Flags()
-	cfg.Conn.AddFlags(f)
-	f.StringArrayVarP(&cfg.Topics, "topic", "t", nil, "topic to read (repeatable)")
-	f.StringVar(&cfg.Pattern, "pattern", "", "read every topic whose whole name matches this regular expression")
-	f.StringArrayVar(&cfg.Assign, "assign", nil, "read these partitions only: topic:0,2 or topic:0-3 (repeatable)")
-	f.StringVar(&cfg.Start, "start", "earliest", "where a new checkpoint starts: earliest, latest, @<RFC 3339|epoch ms>, -N, or offsets JSON")
-	f.StringVar(&cfg.Until, "until", "never", "where reading ends: never (live), now (the end at start-up; then end=pause with a checkpoint, final without), @<time>, or offsets JSON")
-	f.StringVar(&cfg.Isolation, "isolation", kafka.ReadCommitted, "read_committed (skip aborted and open transactions) or read_uncommitted")
-	f.StringVar(&cfg.OnDataLoss, "on-data-loss", kafka.DataLossFail, "a position outside the log or a re-created topic (new topic ID): fail, or continue at the earliest or latest offset")
-	f.StringVar(&cfg.Group, "group", "", "commit each committed epoch's offsets to this consumer group (monitoring only)")
-	f.DurationVar(&cfg.GroupCommitWait, "group-commit-wait", 0, "at the end of a run, wait this long for the sink's last commit before committing --group (default 10s)")
-	f.Int64Var(&cfg.MaxRecordsPerEpoch, "max-records-per-epoch", 0, "at most this many records per epoch (0: no limit), spread over the partitions in proportion to their lag (Spark's maxOffsetsPerTrigger)")
-	f.StringVar(&cfg.KeyFormat, "key-format", kafka.FormatBinary, "decode keys as binary, string, json (with --key-schema) or avro (--key-schema and/or --schema-registry)")
-	f.StringVar(&cfg.ValueFormat, "value-format", kafka.FormatBinary, "decode values as binary, string, json (with --value-schema) or avro (--value-schema and/or --schema-registry)")
-	f.StringVar(&cfg.KeySchema, "key-schema", "", "schema of json keys (Spark DDL, JSON Schema, Avro or Spark JSON: inline, @file, or a file path that is not valid DDL), or the Avro reader schema of avro keys")
-	f.StringVar(&cfg.ValueSchema, "value-schema", "", "schema of json values (Spark DDL, JSON Schema, Avro or Spark JSON: inline, @file, or a file path that is not valid DDL such as orders.json), or the Avro reader schema of avro values")
-	cfg.Registry.AddFlags(f)
-	f.StringVar(&cfg.OnSchemaMismatch, "on-schema-mismatch", kafka.SchemaMismatchFail, "an avro writer schema the reader schema cannot resolve: fail (naming both schema ids and the field) or rescue (column null, record in _rescued_data)")
-	f.StringVar(&cfg.BadRecords, "bad-records", "", "also write records whose key or value did not decode to this JSON-lines file (topic, partition, offset, reason, raw bytes)")
-	f.StringSliceVar(&cfg.Columns, "columns", nil, "output only these columns, in order (e.g. value.*,partition,offset: value.* flattens a json or avro value, value.seq picks one member); _rescued_data is always kept")
-	f.DurationVar(&cfg.DiscoveryInterval, "discovery-interval", 0, "how often live reading looks for new partitions and topics (default 10s)")
-	so.AddFlags(f)
-	return cmd
 }

@@ -24,11 +24,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/internal/kafkaconn"
+	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/stage"
 )
 
 // Output formats of --format.
@@ -131,11 +132,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 }
 
 // Command returns the cobra command of `streamkit state-dump`.
-func Command() *cobra.Command {
+func Command() *cobra.Command { return cli.Command(CommandSpec()) }
+
+// CommandSpec declares `streamkit state-dump`: its usage, help, flags and examples (docs/cli/state-dump.md).
+func CommandSpec() cli.Spec {
 	var cfg Config
 	var epoch int64
 	var diffSpec []uint
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "state-dump DIR",
 		Short: "Inspect, filter, diff and export the checkpointed state and offsets of a pipeline",
 		Long: `state-dump opens a checkpoint directory read-only: it never takes a stage's lock and never
@@ -176,7 +180,7 @@ otherwise).
 
 A corrupt or truncated file is reported with its path and the reason (exit 1); the other
 epochs still show.`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# What does each stage of a pipeline remember?\nstreamkit state-dump ./ckpt/orders",
 			"# One stage: epochs, sizes, watermark, positions\nstreamkit state-dump ./ckpt/orders/dedup --format json",
 			"# The dedup state as JSON lines, filtered to one key\nstreamkit state-dump ./ckpt/orders --stage dedup --format json --key value.order_id=42",
@@ -184,9 +188,9 @@ epochs still show.`,
 			"# Windows whose allowed lateness runs out within 5 minutes of the watermark\nstreamkit state-dump ./ckpt/orders --stage window --expiring 5m",
 			"# How far behind the brokers is the pipeline?\nstreamkit state-dump ./ckpt/orders --offsets --lag -b 127.0.0.1:9092",
 			"# Export the window state into a Delta table\nstreamkit state-dump ./ckpt/orders --stage window --format arrow | streamkit write-delta ./lake/window_state --mode overwrite",
-		),
+		},
 		Args: cli.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Run: func(cmd *cobra.Command, args []string) error {
 			cfg.Dir = args[0]
 			if epoch < 0 {
 				return stage.Usagef("state-dump: --epoch must be ≥ 1")
@@ -211,19 +215,19 @@ epochs still show.`,
 			}
 			return err
 		},
+		Flags: func(f *pflag.FlagSet) {
+			f.StringVar(&cfg.Stage, "stage", "", "stage whose keyed state to reconstruct (a directory name under DIR)")
+			f.Int64Var(&epoch, "epoch", 0, "epoch to reconstruct (default: the newest committed one)")
+			f.StringVar(&cfg.Format, "format", FormatTable, "output: table, json (JSON lines; an indented document for a stage summary), csv, or arrow (an IPC stream)")
+			f.StringVar(&cfg.Key, "key", "", "keep only rows whose column equals a value, e.g. value.user_id=42")
+			f.UintSliceVar(&diffSpec, "diff", nil, "two epochs A,B: list keys added, removed and changed from A to B")
+			f.DurationVar(&cfg.Expiring, "expiring", 0, "keep keys a TTL (dedup) or allowed lateness (window) expires within this long of the watermark")
+			f.BoolVar(&cfg.Offsets, "offsets", false, "show the source positions: Kafka offsets per partition, files read and pending, Delta versions, other sources as recorded")
+			f.BoolVar(&cfg.Lag, "lag", false, "with --offsets: compare Kafka positions with the brokers' end offsets (needs -b)")
+			f.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "with --lag: bound on the broker requests")
+			cli.KafkaFlags(f, &cfg.Conn)
+		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.Stage, "stage", "", "stage whose keyed state to reconstruct (a directory name under DIR)")
-	f.Int64Var(&epoch, "epoch", 0, "epoch to reconstruct (default: the newest committed one)")
-	f.StringVar(&cfg.Format, "format", FormatTable, "output: table, json (JSON lines; an indented document for a stage summary), csv, or arrow (an IPC stream)")
-	f.StringVar(&cfg.Key, "key", "", "keep only rows whose column equals a value, e.g. value.user_id=42")
-	f.UintSliceVar(&diffSpec, "diff", nil, "two epochs A,B: list keys added, removed and changed from A to B")
-	f.DurationVar(&cfg.Expiring, "expiring", 0, "keep keys a TTL (dedup) or allowed lateness (window) expires within this long of the watermark")
-	f.BoolVar(&cfg.Offsets, "offsets", false, "show the source positions: Kafka offsets per partition, files read and pending, Delta versions, other sources as recorded")
-	f.BoolVar(&cfg.Lag, "lag", false, "with --offsets: compare Kafka positions with the brokers' end offsets (needs -b)")
-	f.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "with --lag: bound on the broker requests")
-	cfg.Conn.AddFlags(f)
-	return cmd
 }
 
 // shardDirs are the stage directories of stage name run as shards of keyby --shards, under dir

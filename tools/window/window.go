@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/sink/sideoutput"
@@ -379,8 +380,16 @@ func (o *Op) Close() error {
 }
 
 // Command returns the cobra command group `streamkit window KIND`.
-func Command() *cobra.Command {
-	cmd := &cobra.Command{
+func Command() *cobra.Command { return cli.Command(CommandSpec()) }
+
+// CommandSpec declares `streamkit window` and its subcommands, one per window kind: their usage,
+// help, flags and examples (docs/cli/window.md).
+func CommandSpec() cli.Spec {
+	var kinds []cli.Spec
+	for _, kind := range []string{"tumbling", "sliding", "session", "count", "global"} {
+		kinds = append(kinds, kindSpec(kind))
+	}
+	return cli.Spec{
 		Use:   "window tumbling|sliding|session|count|global",
 		Short: "Keyed windows with watermarks, allowed lateness and a late side output",
 		Long: `window groups rows by key into windows and emits one row per (key, window) with the
@@ -408,14 +417,12 @@ End of input: end=final fires every open window; end=pause keeps them in the che
 next run (logged with their number). Without a checkpoint nothing can be kept, so end=pause
 fires them as end=final does, and a warning says so. State is checkpointed at every barrier; a
 restart with another window spec or aggregates is refused.`,
+		Commands: kinds,
 	}
-	for _, kind := range []string{"tumbling", "sliding", "session", "count", "global"} {
-		cmd.AddCommand(kindCommand(kind))
-	}
-	return cmd
 }
 
-func kindCommand(kind string) *cobra.Command {
+// kindSpec declares `streamkit window KIND`.
+func kindSpec(kind string) cli.Spec {
 	var s Spec
 	var key string
 	o := stage.Options{Tool: "window", Stateful: true}
@@ -426,12 +433,17 @@ func kindCommand(kind string) *cobra.Command {
 		"count":    "# Average of every 100 readings per sensor\nstreamkit read-files 'readings/*.csv' | streamkit window count --size 100 --key sensor --agg 'avg(value)' | streamkit print",
 		"global":   "# Running totals per key, emitted every minute\nstreamkit read-files 'sales/*.json' | streamkit window global --key region --trigger interval:1m --agg 'sum(amount)' | streamkit print",
 	}
-	cmd := &cobra.Command{
-		Use:     kind,
-		Short:   kind + " windows",
-		Example: cli.Examples(ex[kind]),
-		Args:    cli.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	var required []string
+	if kind == "tumbling" || kind == "sliding" {
+		required = []string{"size"}
+	}
+	return cli.Spec{
+		Use:      kind,
+		Short:    kind + " windows",
+		Examples: []string{ex[kind]},
+		Args:     cli.NoArgs,
+		Required: required,
+		Run: func(cmd *cobra.Command, _ []string) error {
 			cli.Fill(&o, cmd)
 			s.Kind = kind
 			if cmd.Flags().Changed("key") {
@@ -447,40 +459,37 @@ func kindCommand(kind string) *cobra.Command {
 			}
 			return stage.RunOperator(cmd.Context(), o, op)
 		},
+		Flags: func(f *pflag.FlagSet) {
+			switch kind {
+			case "tumbling":
+				f.DurationVar(&s.Size, "size", 0, "window length (required)")
+				f.DurationVar(&s.Offset, "offset", 0, "shift window boundaries by this much")
+			case "sliding":
+				f.DurationVar(&s.Size, "size", 0, "window length (required)")
+				f.DurationVar(&s.Slide, "slide", 0, "distance between window starts (required)")
+				f.DurationVar(&s.Offset, "offset", 0, "shift window boundaries by this much")
+			case "session":
+				f.DurationVar(&s.Gap, "gap", 0, "a session closes after this much inactivity (required)")
+			case "count":
+				f.Int64Var(&s.CountSize, "size", 0, "rows per window (required)")
+				f.Int64Var(&s.CountSlide, "slide", 0, "rows between window starts (default: --size, tumbling)")
+			case "global":
+				f.StringVar(&s.Trigger, "trigger", "", "early firings of the one window per key: every:N (records of the key) or interval:DURATION (processing time)")
+			}
+			f.StringVar(&key, "key", "", "key columns, comma-separated dot paths (default: the declared key, else one global key)")
+			f.StringVar(&s.Time, "time", "", "event-time column: timestamp, epoch integer (with --time-unit) or RFC 3339 text")
+			f.StringVar(&s.TimeUnit, "time-unit", "", "unit of an integer event-time column: s, ms, us or ns")
+			f.StringVar(&s.TZ, "tz", "", "time zone for calendar alignment and zone-less times (e.g. America/Los_Angeles); never the machine's")
+			f.BoolVar(&s.ProcessingTime, "processing-time", false, "window on the wall clock instead of an event-time column")
+			f.DurationVar(&s.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
+			f.DurationVar(&s.IdleTimeout, "idle-timeout", 0, "a source partition silent this long stops holding the watermark back (0: never)")
+			f.StringVar(&s.PartitionCol, "partition-col", "auto", "per-partition watermarks (min over source partitions of max event time − delay) come from the partition read-kafka names on every batch, whatever --columns keeps; this names the partition columns of other input: auto (topic,partition when present), none (one watermark for all rows), or dot paths")
+			f.StringVar(&s.Agg, "agg", "count", "aggregates: count, count(x), sum(x) (fails on bigint overflow), try_sum(x) (null on overflow), min(x), max(x), avg(x), first(x), last(x), count_distinct(x) [as name]")
+			f.DurationVar(&s.Lateness, "allowed-lateness", 0, "keep fired windows this long past their end; late rows emit late_update rows")
+			f.StringVar(&s.LateOutput, "late-output", "", "file for rows later than the allowed lateness (.arrow or .ndjson)")
+			f.StringVar(&s.Emit, "emit", "final", "final, or update: also emit early partial results every --every")
+			f.DurationVar(&s.Every, "every", 0, "early-firing period (processing time) with --emit update")
+			cli.StageFlags(f, &o)
+		},
 	}
-	f := cmd.Flags()
-	switch kind {
-	case "tumbling":
-		f.DurationVar(&s.Size, "size", 0, "window length (required)")
-		f.DurationVar(&s.Offset, "offset", 0, "shift window boundaries by this much")
-	case "sliding":
-		f.DurationVar(&s.Size, "size", 0, "window length (required)")
-		f.DurationVar(&s.Slide, "slide", 0, "distance between window starts (required)")
-		f.DurationVar(&s.Offset, "offset", 0, "shift window boundaries by this much")
-	case "session":
-		f.DurationVar(&s.Gap, "gap", 0, "a session closes after this much inactivity (required)")
-	case "count":
-		f.Int64Var(&s.CountSize, "size", 0, "rows per window (required)")
-		f.Int64Var(&s.CountSlide, "slide", 0, "rows between window starts (default: --size, tumbling)")
-	case "global":
-		f.StringVar(&s.Trigger, "trigger", "", "early firings of the one window per key: every:N (records of the key) or interval:DURATION (processing time)")
-	}
-	if kind == "tumbling" || kind == "sliding" {
-		cmd.MarkFlagRequired("size")
-	}
-	f.StringVar(&key, "key", "", "key columns, comma-separated dot paths (default: the declared key, else one global key)")
-	f.StringVar(&s.Time, "time", "", "event-time column: timestamp, epoch integer (with --time-unit) or RFC 3339 text")
-	f.StringVar(&s.TimeUnit, "time-unit", "", "unit of an integer event-time column: s, ms, us or ns")
-	f.StringVar(&s.TZ, "tz", "", "time zone for calendar alignment and zone-less times (e.g. America/Los_Angeles); never the machine's")
-	f.BoolVar(&s.ProcessingTime, "processing-time", false, "window on the wall clock instead of an event-time column")
-	f.DurationVar(&s.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
-	f.DurationVar(&s.IdleTimeout, "idle-timeout", 0, "a source partition silent this long stops holding the watermark back (0: never)")
-	f.StringVar(&s.PartitionCol, "partition-col", "auto", "per-partition watermarks (min over source partitions of max event time − delay) come from the partition read-kafka names on every batch, whatever --columns keeps; this names the partition columns of other input: auto (topic,partition when present), none (one watermark for all rows), or dot paths")
-	f.StringVar(&s.Agg, "agg", "count", "aggregates: count, count(x), sum(x) (fails on bigint overflow), try_sum(x) (null on overflow), min(x), max(x), avg(x), first(x), last(x), count_distinct(x) [as name]")
-	f.DurationVar(&s.Lateness, "allowed-lateness", 0, "keep fired windows this long past their end; late rows emit late_update rows")
-	f.StringVar(&s.LateOutput, "late-output", "", "file for rows later than the allowed lateness (.arrow or .ndjson)")
-	f.StringVar(&s.Emit, "emit", "final", "final, or update: also emit early partial results every --every")
-	f.DurationVar(&s.Every, "every", 0, "early-firing period (processing time) with --emit update")
-	o.AddFlags(f)
-	return cmd
 }

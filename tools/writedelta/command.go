@@ -2,18 +2,22 @@ package writedelta
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // Command returns the cobra command of `streamkit write-delta`.
-func Command() *cobra.Command {
+func Command() *cobra.Command { return cli.Command(CommandSpec()) }
+
+// CommandSpec declares `streamkit write-delta`: its usage, help, flags and examples (docs/cli/write-delta.md).
+func CommandSpec() cli.Spec {
 	var cfg Config
 	var props, with []string
 	var target string
 	o := stage.Options{Tool: Tool}
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "write-delta TABLE",
 		Short: "Write an Arrow IPC stream into a Delta Lake table, exactly once",
 		Long: `write-delta appends the Arrow IPC stream on stdin to the Delta Lake table TABLE (a local
@@ -62,14 +66,14 @@ dictionaries decoded; Float16, time, duration, interval, union and null columns 
 --mode overwrite: every epoch that has rows replaces the table's contents with its rows in one
 commit (remove actions for all live files), as Spark's complete output mode; meant for runs
 that deliver one epoch, e.g. exporting a state snapshot.`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# Exactly-once ingestion of Kafka records into a partitioned table\nSTREAMKIT_CHECKPOINT=./ckpt streamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format json --value-schema orders.json | streamkit write-delta ./lake/orders --partition-by value.region",
 			"# Append a second flow to the same table, tagging its rows\nstreamkit read-files 'backfill/*.parquet' --checkpoint ./ckpt/backfill-files | streamkit write-delta ./lake/orders --flow backfill-2024 --with record_source=backfill --checkpoint ./ckpt/backfill",
 			"# Export a state snapshot, replacing the table's contents\nstreamkit state-dump ./ckpt/dedup | streamkit write-delta file:///data/dedup_state --mode overwrite --compression zstd",
 			"# A foreign producer (plain Arrow IPC, no barriers) writes one commit\npython3 make_arrow.py | streamkit write-delta ./lake/events --merge-schema --table-property delta.checkpointInterval=20",
-		),
+		},
 		Args: cli.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Run: func(cmd *cobra.Command, args []string) error {
 			cli.Fill(&o, cmd)
 			root, err := TableRoot(args[0])
 			if err != nil {
@@ -105,20 +109,20 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 			o.StateOptions = map[string]string{"table": root}
 			return stage.RunOperator(cmd.Context(), o, w)
 		},
+		Flags: func(f *pflag.FlagSet) {
+			f.StringVar(&cfg.Flow, "flow", "", "flow id: the txn appId of this writer's commits (default: generated once and kept in the checkpoint)")
+			f.StringVar(&cfg.Mode, "mode", ModeAppend, "append, or overwrite: each epoch with rows replaces the table's contents")
+			f.StringSliceVar(&cfg.PartitionBy, "partition-by", nil, "partition columns of a new table, comma-separated (Hive-style directories)")
+			f.BoolVar(&cfg.MergeSchema, "merge-schema", false, "add input columns the table lacks and relax NOT NULL columns (default: refuse with a schema diff)")
+			f.StringArrayVar(&props, "table-property", nil, "table property KEY=VALUE (repeatable), e.g. delta.checkpointInterval=20")
+			f.StringVar(&cfg.Compression, "compression", "snappy", "Parquet compression: snappy or zstd")
+			f.StringArrayVar(&with, "with", nil, "add a constant column COL=VALUE to every row (repeatable), e.g. record_source=stream")
+			f.StringVar(&target, "target-file-size", "", "roll data files at about this size, e.g. 64MiB (default: delta.targetFileSize, else 128MiB)")
+			f.IntVar(&cfg.Writers, "writers", 0, "parallel Parquet writers for epochs above 8 MiB, each with its own files (0, the default: CPUs, at most 4)")
+			f.BoolVar(&cfg.AllowArbitraryProperties, "allow-arbitrary-properties", false, "accept delta.* table properties Delta does not define (default: refused, as Spark does)")
+			f.BoolVar(&cfg.FlowTakeover, "flow-takeover", false, "let this checkpoint take over a flow bound to another checkpoint (its epochs must continue past the table's txn version for the flow; an epoch at or below it is refused)")
+			f.BoolVar(&cfg.TruncateTimestamps, "truncate-timestamps", false, "drop sub-microsecond digits of timestamps instead of failing")
+			cli.StageFlags(f, &o)
+		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.Flow, "flow", "", "flow id: the txn appId of this writer's commits (default: generated once and kept in the checkpoint)")
-	f.StringVar(&cfg.Mode, "mode", ModeAppend, "append, or overwrite: each epoch with rows replaces the table's contents")
-	f.StringSliceVar(&cfg.PartitionBy, "partition-by", nil, "partition columns of a new table, comma-separated (Hive-style directories)")
-	f.BoolVar(&cfg.MergeSchema, "merge-schema", false, "add input columns the table lacks and relax NOT NULL columns (default: refuse with a schema diff)")
-	f.StringArrayVar(&props, "table-property", nil, "table property KEY=VALUE (repeatable), e.g. delta.checkpointInterval=20")
-	f.StringVar(&cfg.Compression, "compression", "snappy", "Parquet compression: snappy or zstd")
-	f.StringArrayVar(&with, "with", nil, "add a constant column COL=VALUE to every row (repeatable), e.g. record_source=stream")
-	f.StringVar(&target, "target-file-size", "", "roll data files at about this size, e.g. 64MiB (default: delta.targetFileSize, else 128MiB)")
-	f.IntVar(&cfg.Writers, "writers", 0, "parallel Parquet writers for epochs above 8 MiB, each with its own files (0, the default: CPUs, at most 4)")
-	f.BoolVar(&cfg.AllowArbitraryProperties, "allow-arbitrary-properties", false, "accept delta.* table properties Delta does not define (default: refused, as Spark does)")
-	f.BoolVar(&cfg.FlowTakeover, "flow-takeover", false, "let this checkpoint take over a flow bound to another checkpoint (its epochs must continue past the table's txn version for the flow; an epoch at or below it is refused)")
-	f.BoolVar(&cfg.TruncateTimestamps, "truncate-timestamps", false, "drop sub-microsecond digits of timestamps instead of failing")
-	o.AddFlags(f)
-	return cmd
 }

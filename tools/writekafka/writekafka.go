@@ -4,17 +4,21 @@ package writekafka
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/sink/kafka"
-	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // Command returns the cobra command of `streamkit write-kafka`.
-func Command() *cobra.Command {
+func Command() *cobra.Command { return cli.Command(CommandSpec()) }
+
+// CommandSpec declares `streamkit write-kafka`: its usage, help, flags and examples (docs/cli/write-kafka.md).
+func CommandSpec() cli.Spec {
 	var cfg kafka.Config
 	o := stage.Options{Tool: "write-kafka"}
-	cmd := &cobra.Command{
+	return cli.Spec{
 		Use:   "write-kafka -b HOST:PORT [-t TOPIC]",
 		Short: "Produce each row of an Arrow stream as a Kafka record",
 		Long: `write-kafka produces one Kafka record per input row, as Spark's Kafka sink does: key, value,
@@ -57,14 +61,14 @@ consumers see each record exactly once. Epochs up to the one Kafka holds are abo
 replays, so --transactional-id requires a replayable input (its source, and dedup or window
 in between, keep a checkpoint; schema metadata streamkit.replayable=true): a stream from a source without a checkpoint, which
 numbers its epochs from 1 on every run, is refused at its first barrier (exit 2).`,
-		Example: cli.Examples(
+		Examples: []string{
 			"# Copy a topic (keys, values, headers and timestamps preserved)\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --until now | streamkit write-kafka -b 127.0.0.1:9092 -t orders-copy",
 			"# Exactly once into Kafka\nexport STREAMKIT_CHECKPOINT=ckpt\nstreamkit read-kafka -b 127.0.0.1:9092 -t in | streamkit write-kafka -b 127.0.0.1:9092 -t out --transactional-id copy-in-out",
 			"# Rows as Avro in the Confluent wire format, schema registered under orders-value\nstreamkit read-files 'orders/*.parquet' | streamkit write-kafka -b 127.0.0.1:9092 -t orders --value-format avro --schema-registry http://127.0.0.1:8081",
 			"# Rows as JSON values keyed by a column\nstreamkit read-files 'orders/*.csv' | streamkit write-kafka -b 127.0.0.1:9092 -t orders --key order_id --value-format json",
-		),
+		},
 		Args: cli.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Run: func(cmd *cobra.Command, _ []string) error {
 			cli.Fill(&o, cmd)
 			s, err := kafka.New(cfg)
 			if err != nil {
@@ -73,22 +77,22 @@ numbers its epochs from 1 on every run, is refused at its first barrier (exit 2)
 			o.StateOptions = cfg.StateOptions()
 			return stage.RunOperator(cmd.Context(), o, s)
 		},
+		Flags: func(f *pflag.FlagSet) {
+			cli.KafkaFlags(f, &cfg.Conn)
+			f.StringVarP(&cfg.Topic, "topic", "t", "", "topic to write (default: each row's \"topic\" column)")
+			f.StringVar(&cfg.Key, "key", "", "key column (default: \"key\" when present; none: no key)")
+			f.StringVar(&cfg.Value, "value", "", "value column (default: \"value\")")
+			f.StringVar(&cfg.ValueFormat, "value-format", "", "json: the whole row as a JSON object; avro: the --value column, or the whole row, as Avro (default: the value column's bytes)")
+			f.StringVar(&cfg.KeyFormat, "key-format", "", "avro: the key column as Avro (default: the key column's bytes)")
+			f.StringVar(&cfg.ValueSchema, "value-schema", "", "Avro writer schema of --value-format avro (inline, @file or FILE.avsc; default: derived from the columns)")
+			f.StringVar(&cfg.KeySchema, "key-schema", "", "Avro writer schema of --key-format avro (default: derived from the key column)")
+			cfg.Registry.AddFlags(f)
+			f.StringVar(&cfg.Headers, "headers", "", "headers column, list<struct<key, value>> (default: \"headers\" when present; none: no headers)")
+			f.StringVar(&cfg.Timestamp, "timestamp", "", "timestamp column (default: \"timestamp\" when present; none: the producer's clock)")
+			f.StringVar(&cfg.PreEpochTimestamp, "pre-epoch-timestamp", kafka.PreEpochFail, "a timestamp before 1970, which Kafka cannot store: fail (stop, naming the row) or now (no timestamp: the producer's clock)")
+			f.StringVar(&cfg.TransactionalID, "transactional-id", "", "one Kafka transaction per epoch under this id (exactly-once to read_committed consumers)")
+			f.DurationVar(&cfg.TransactionTimeout, "transaction-timeout", 0, "broker-side transaction timeout; an epoch must finish within it (default 60s)")
+			cli.StageFlags(f, &o)
+		},
 	}
-	f := cmd.Flags()
-	cfg.Conn.AddFlags(f)
-	f.StringVarP(&cfg.Topic, "topic", "t", "", "topic to write (default: each row's \"topic\" column)")
-	f.StringVar(&cfg.Key, "key", "", "key column (default: \"key\" when present; none: no key)")
-	f.StringVar(&cfg.Value, "value", "", "value column (default: \"value\")")
-	f.StringVar(&cfg.ValueFormat, "value-format", "", "json: the whole row as a JSON object; avro: the --value column, or the whole row, as Avro (default: the value column's bytes)")
-	f.StringVar(&cfg.KeyFormat, "key-format", "", "avro: the key column as Avro (default: the key column's bytes)")
-	f.StringVar(&cfg.ValueSchema, "value-schema", "", "Avro writer schema of --value-format avro (inline, @file or FILE.avsc; default: derived from the columns)")
-	f.StringVar(&cfg.KeySchema, "key-schema", "", "Avro writer schema of --key-format avro (default: derived from the key column)")
-	cfg.Registry.AddFlags(f)
-	f.StringVar(&cfg.Headers, "headers", "", "headers column, list<struct<key, value>> (default: \"headers\" when present; none: no headers)")
-	f.StringVar(&cfg.Timestamp, "timestamp", "", "timestamp column (default: \"timestamp\" when present; none: the producer's clock)")
-	f.StringVar(&cfg.PreEpochTimestamp, "pre-epoch-timestamp", kafka.PreEpochFail, "a timestamp before 1970, which Kafka cannot store: fail (stop, naming the row) or now (no timestamp: the producer's clock)")
-	f.StringVar(&cfg.TransactionalID, "transactional-id", "", "one Kafka transaction per epoch under this id (exactly-once to read_committed consumers)")
-	f.DurationVar(&cfg.TransactionTimeout, "transaction-timeout", 0, "broker-side transaction timeout; an epoch must finish within it (default 60s)")
-	o.AddFlags(f)
-	return cmd
 }
