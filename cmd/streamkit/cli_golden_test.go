@@ -20,7 +20,9 @@ import (
 	"github.com/streamkit/streamkit/internal/peertest"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected files of the golden CLI cases under testdata/cli/<tool>/<case>/")
+// update rewrites expected files instead of comparing: the golden CLI cases under
+// testdata/cli/<tool>/<case>/ (-run '^TestCLI$') and the pages of docs/cli (-run '^TestCLIDocs$', make docs).
+var update = flag.Bool("update", false, "rewrite expected files (golden CLI cases, docs/cli) instead of comparing")
 
 // minCases is the least number of cmd cases each tool must have under testdata/cli/<tool>/.
 const minCases = 10

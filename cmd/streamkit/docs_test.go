@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/streamkit/streamkit/tools/cli"
 )
-
-var update = flag.Bool("update", false, "rewrite docs/cli from the tools' specs instead of comparing")
 
 // docs are the pages of docs/cli generated from the specs: <tool>.md for every tool and the
 // index README.md, by file name.
