@@ -204,7 +204,7 @@ func watchSignals(o *Options, abort context.CancelFunc) *signals {
 	s := &signals{first: make(chan struct{}), aborted: make(chan struct{}), stopCh: make(chan struct{})}
 	switch {
 	case o.NoSignals:
-	case os.Getenv(EnvShard) != "":
+	case o.shard().IsShard():
 		// A shard of keyby --shards: keyby stops its shards together, at one barrier (it
 		// sends them that barrier and then end=pause), and kills them on a second signal.
 		// A Ctrl-C reaching the shards too (same process group) would make each stop at its

@@ -78,7 +78,7 @@ func restoreEpoch(o *Options, env *Env, upstream []string) error {
 }
 
 func newEnv(o *Options) *Env {
-	return &Env{Mem: Mem, Now: o.Now, Stats: newStats(), Log: o.Log, quality: qualityCheck{max: o.MaxBadRatio}}
+	return &Env{Mem: Mem, Now: o.Now, Stats: newStats(), Log: o.Log, Shard: o.shard(), quality: qualityCheck{max: o.MaxBadRatio}}
 }
 
 // outputSchema adds the stage's checkpoint directory to the upstream list of out, names the
@@ -91,7 +91,7 @@ func outputSchema(out *arrow.Schema, upstream []string, replayable bool, env *En
 	if env.Dir != nil {
 		info.Checkpoints = append(info.Checkpoints, env.Dir.Path)
 	}
-	if sh := ShardName(); sh != "" {
+	if sh := env.Shard.Name(); sh != "" {
 		for i, p := range info.Partitions {
 			info.Partitions[i] = shardPartition(p, sh)
 		}
@@ -111,6 +111,9 @@ func shardPartition(p, sh string) string { return p + "@" + sh }
 // ErrInterrupted after a signal, or the first error of reading, the operator or writing.
 func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 	o.defaults()
+	if err := o.ResolveShard(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sig := watchSignals(&o, cancel)
@@ -177,7 +180,7 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 	prog := startProgress(o.Progress, o.StageName(), o.Stderr, env.Stats, o.ProgressInterval)
 	defer prog.stop()
 
-	shard := ShardName()
+	shard := env.Shard.Name()
 	emit := func(rec arrow.RecordBatch) error {
 		if w == nil {
 			rec.Release()
@@ -432,7 +435,7 @@ func commitEpoch(o *Options, env *Env, upstream []string, n uint64) error {
 	if env.Dir != nil {
 		dirs = append(dirs, env.Dir.Path)
 	}
-	shardDir := shardCommitDir()
+	shardDir := env.Shard.commitDir()
 	if shardDir != "" {
 		dirs = append(dirs, shardDir)
 	} else {
@@ -479,6 +482,9 @@ func WriteCommits(dirs []string, n uint64, tool string) error {
 // ErrInterrupted.
 func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 	o.defaults()
+	if err := o.ResolveShard(); err != nil {
+		return err
+	}
 	if err := o.validate(); err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -20,10 +19,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/tools/sideoutput"
-	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/window"
 )
 
@@ -183,7 +182,7 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 	if d.enc, err = codec.NewKeyEncoder(in, d.keyPaths(in)); err != nil {
 		return nil, stage.Usagef("dedup: --key: %v", err)
 	}
-	if err := stage.CheckShardKey("dedup: --key", d.keyPaths(in)); err != nil {
+	if err := env.Shard.CheckKey("dedup: --key", d.keyPaths(in)); err != nil {
 		return nil, err
 	}
 	if d.cfg.EventTime != "" {
@@ -197,7 +196,7 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 			return nil, stage.Usagef("dedup: --event-time: %v", err)
 		}
 	}
-	if d.times != nil && d.cfg.TTL > 0 && os.Getenv(stage.EnvShard) != "" && os.Getenv(stage.EnvShardProgress) == "" {
+	if d.times != nil && d.cfg.TTL > 0 && env.Shard.IsShard() && !env.Shard.Progress {
 		env.Log.Warn("dedup runs as a shard of keyby --shards behind another command: keyby cannot send it the stream's event-time progress, so its watermark comes from its own rows only and keys may expire later than in one dedup; name dedup itself after -- for one dedup's rows")
 	}
 	d.wm = window.NewWatermarks(window.WatermarkOptions{Generate: d.times != nil, Delay: d.cfg.WatermarkDelay})
@@ -220,7 +219,7 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 		}
 	}
 	if d.cfg.DroppedOutput != "" {
-		if d.sidePath, err = filepath.Abs(sideoutput.Path(d.cfg.DroppedOutput)); err != nil {
+		if d.sidePath, err = filepath.Abs(sideoutput.Path(d.cfg.DroppedOutput, env.Shard.Name())); err != nil {
 			return nil, fmt.Errorf("dedup: --dropped-output: %w", err)
 		}
 		const flag = "dedup: --dropped-output"

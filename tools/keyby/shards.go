@@ -25,8 +25,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/window"
 )
 
@@ -177,10 +177,13 @@ func (e *writeError) Unwrap() error { return e.err }
 // child's exit code; a restart with another shard count as *state.IncompatibleError.
 func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	mem := stage.Mem
+	if err := o.ResolveShard(); err != nil {
+		return err
+	}
 	// As a shard of an outer keyby, this keyby's key must contain the outer routing key, as
 	// its children's keys must contain this one: else equal keys of the children would sit in
 	// different outer shards.
-	if err := stage.CheckShardKey("keyby: KEY", s.Key); err != nil {
+	if err := o.Shard.CheckKey("keyby: KEY", s.Key); err != nil {
 		return err
 	}
 	if os.Getenv("GOGC") == "" {
