@@ -43,13 +43,20 @@ type writer struct {
 	done chan struct{}
 }
 
-func startWriter(w io.Writer, s *arrow.Schema, mem memory.Allocator) *writer {
+// startWriter starts the writer of stream schema s on w; with schemaFirst (a shard of keyby
+// --shards) it writes the schema at once, not with the first batch.
+func startWriter(w io.Writer, s *arrow.Schema, mem memory.Allocator, schemaFirst bool) *writer {
 	wr := &writer{ch: make(chan outItem, queueBatches), mem: newByteBudget(), done: make(chan struct{})}
 	cw := codec.NewWriter(w, s, mem)
 	wr.wg.Add(1)
 	go func() {
 		defer wr.wg.Done()
 		var err error
+		if schemaFirst { // a shard tells keyby its output schema at once (closeSinkShardStdout)
+			if err = cw.WriteSchema(); err != nil {
+				wr.setErr(err)
+			}
+		}
 		ended := false
 		for it := range wr.ch {
 			if err == nil {

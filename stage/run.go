@@ -170,12 +170,14 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 				"a restart would lose or repeat what its state held, and a checkpointed sink behind it refuses the stream; " +
 				"give it --checkpoint DIR (or export " + EnvCheckpoint + "=DIR for every stage)")
 		}
-		w = startWriter(o.Stdout, outputSchema(out, upstream, replayable, env), env.Mem)
+		w = startWriter(o.Stdout, outputSchema(out, upstream, replayable, env), env.Mem, env.Shard.IsShard())
 		defer func() {
 			if cerr := w.close(sig.aborted); err == nil && cerr != nil && cerr != errQuiet {
 				err = fmt.Errorf("%s: write stdout: %w", o.Tool, cerr)
 			}
 		}()
+	} else if env.Shard.IsShard() {
+		closeSinkShardStdout(o.Stdout)
 	}
 	prog := startProgress(o.Progress, o.StageName(), o.Stderr, env.Stats, o.ProgressInterval)
 	defer prog.stop()
@@ -536,7 +538,7 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 			return err
 		}
 	}
-	w := startWriter(o.Stdout, outputSchema(schema, nil, env.Dir != nil, env), env.Mem)
+	w := startWriter(o.Stdout, outputSchema(schema, nil, env.Dir != nil, env), env.Mem, env.Shard.IsShard())
 	closed := false
 	closeOut := func() error {
 		if closed {

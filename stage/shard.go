@@ -2,6 +2,8 @@ package stage
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -210,4 +212,15 @@ func (s ShardEnv) commitDir() string {
 		return ""
 	}
 	return filepath.Join(s.Commits, s.Index)
+}
+
+// closeSinkShardStdout closes the stdout of a sink running as a shard of keyby --shards (when
+// it is a file): keyby learns each streamkit child's event-time column from the first schema
+// the child writes (codec.SchemaShardEventTime) before it routes the first row, so every shard
+// writes its output schema at once (startWriter's schemaFirst) and a sink, which writes no
+// stream, says so by closing its stdout, which keyby reads as "no stream" (as at its exit).
+func closeSinkShardStdout(stdout io.Writer) {
+	if f, ok := stdout.(*os.File); ok {
+		f.Close()
+	}
 }

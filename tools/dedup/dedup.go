@@ -238,7 +238,22 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 	if d.cfg.EventTime != "" && info.EventTime == "" {
 		info.EventTime = d.cfg.EventTime
 	}
-	return codec.WithInfo(in, info), nil
+	return codec.WithShardEventTime(codec.WithInfo(in, info), d.shardEventTime()), nil
+}
+
+// shardEventTime is what dedup declares to keyby --shards in its output schema
+// (codec.SchemaShardEventTime): its event-time column as a shard that generates its
+// watermark from it, so keyby sends it the stream's progress (ObserveProgress); nothing
+// outside shards or without --event-time.
+func (d *Dedup) shardEventTime() codec.ShardEventTimeColumn {
+	if d.times == nil || !d.env.Shard.IsShard() {
+		return codec.ShardEventTimeColumn{}
+	}
+	e := codec.ShardEventTimeColumn{Column: d.cfg.EventTime, Unit: d.cfg.TimeUnit}
+	if d.cfg.Location != nil {
+		e.TZ = d.cfg.Location.String()
+	}
+	return e
 }
 
 // Process keeps the rows whose key was not seen before.
