@@ -165,6 +165,24 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	return w.bw.Flush()
 }
 
+// WriteSchema writes the stream's schema now, if nothing was written yet, and flushes: a reader
+// then learns the schema before the first batch (a child of keyby --shards declares its event
+// time in it, SchemaShardEventTime).
+func (w *Writer) WriteSchema() error {
+	if w.started {
+		return nil
+	}
+	ps := ipc.GetSchemaPayload(w.schema, w.mem)
+	_, err := ps.WritePayload(w.bw)
+	ps.Release()
+	if err != nil {
+		return err
+	}
+	w.pw.skip = 1 // the IPC writer's own schema message, at its first write
+	w.started = true
+	return w.bw.Flush()
+}
+
 // WriteControl writes control c as a zero-row batch with custom metadata.
 func (w *Writer) WriteControl(c Control) error {
 	rec := NewControlBatch(w.mem, w.schema, c)

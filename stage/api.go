@@ -37,6 +37,9 @@ type Env struct {
 	// BatchRows and Linger bound a source's batches (--batch-rows, --linger); 0 for operators.
 	BatchRows int
 	Linger    time.Duration
+	// Shard is the stage's place among the shards of keyby --shards (Options.Shard, resolved
+	// at stage start); the zero value outside shards.
+	Shard ShardEnv
 
 	sink     bool
 	stateful bool

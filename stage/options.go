@@ -7,17 +7,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/streamkit/streamkit/codec"
 )
-
-// EnvCheckpoint names the environment variable whose value is a checkpoint root: a stage
-// without --checkpoint keeps its checkpoint in $STREAMKIT_CHECKPOINT/<stage name>.
-const EnvCheckpoint = "STREAMKIT_CHECKPOINT"
 
 // Options are the flags every stage shares.
 type Options struct {
@@ -55,6 +48,33 @@ type Options struct {
 	// behind it then refuses the stream (RequireReplayable) instead of losing or duplicating
 	// the rows that state held. Default false (stateless: the mark is passed on).
 	Stateful bool
+	// Shard is the stage's shard environment (its place among the children of keyby --shards,
+	// its checkpoint root). nil: ResolveShard reads it from the process environment
+	// (LoadShardEnv) when the stage starts; tests set it to run a stage as a shard.
+	Shard *ShardEnv
+}
+
+// ResolveShard sets o.Shard from the process environment (LoadShardEnv) unless it is set.
+// RunOperator and RunSource call it first; a stage that runs its own loop (keyby --shards)
+// calls it before CheckpointDir. Errors are usage errors naming the variable.
+func (o *Options) ResolveShard() error {
+	if o.Shard != nil {
+		return nil
+	}
+	s, err := LoadShardEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	o.Shard = &s
+	return nil
+}
+
+// shard is the resolved shard environment; the zero value before ResolveShard.
+func (o *Options) shard() ShardEnv {
+	if o.Shard == nil {
+		return ShardEnv{}
+	}
+	return *o.Shard
 }
 
 // SourceOptions add the epoch and batching flags of sources (DESIGN.md §2, §3).
@@ -71,123 +91,29 @@ type SourceOptions struct {
 	End string
 }
 
-// EnvShard is set by `keyby --shards` for each child process to its shard index; a stage
-// running as shard i keeps its checkpoint in "<dir>.shard-i".
-const EnvShard = "STREAMKIT_SHARD"
-
-// EnvShardCommits is set by `keyby --shards` for its children to a directory in which a sink
-// child i records the epochs it committed (<dir>/<i>/commits, as in a checkpoint directory)
-// instead of writing commit markers into the upstream stages' directories: keyby writes those
-// for the epochs that every shard has committed. Otherwise the fastest shard would mark
-// upstream sources committed past epochs a slower shard has not committed yet, and a restart
-// after a crash would not replay them to it (DESIGN.md §3: upstream markers may lag, never
-// lead).
-const EnvShardCommits = "STREAMKIT_SHARD_COMMITS"
-
-// EnvShardRoute is set by `keyby --shards` for its children to how rows are routed: "<N> by
-// <hash>(<key>)". A child records "<i>/<route>" as the option "shard" of its checkpoint, so
-// a restart that routes other keys to it (another --shards or key) is refused, as keyby's own
-// checkpoint refuses it; otherwise the shard's state, or the epochs its sink already holds,
-// would not match the rows it now gets.
-const EnvShardRoute = "STREAMKIT_SHARD_ROUTE"
-
-// ShardRoute formats the value of EnvShardRoute: "<n> by <hash>(<key,...>)"; routeKey reads
-// the key back.
-func ShardRoute(n int, hash string, key []string) string {
-	return strconv.Itoa(n) + " by " + hash + "(" + strings.Join(key, ",") + ")"
-}
-
-// routeKey is the key of a ShardRoute value, nil when it has none.
-func routeKey(route string) []string {
-	open, end := strings.Index(route, "("), strings.LastIndex(route, ")")
-	if open < 0 || end < open {
-		return nil
-	}
-	return strings.Split(route[open+1:end], ",")
-}
-
-// EnvShardPath is set by a `keyby --shards` that is itself a shard of an outer one, for its
-// children: the outer shards' names and the child's index, dot-separated ("1.0": child 0 of
-// the inner keyby in outer shard 1). It names what a shard owns (its checkpoint directory,
-// side-output file, Delta flow) so that nested shards do not collide; see ShardName.
-const EnvShardPath = "STREAMKIT_SHARD_PATH"
-
-// ShardName is this process's name as a shard of keyby --shards: EnvShardPath when set (a
-// nested shard), else EnvShard; "" outside shards.
-func ShardName() string {
-	if p := os.Getenv(EnvShardPath); p != "" {
-		return p
-	}
-	return os.Getenv(EnvShard)
-}
-
-// EnvShardProgress is set (to 1) by `keyby --shards` for a child to which it sends the
-// stream's event-time progress (codec.Progress): a streamkit tool named as the child command
-// with --event-time. A shard that generates its watermark from event times without it (a tool
-// behind a foreign command, e.g. sh -c) sees only its own rows' event times.
-const EnvShardProgress = "STREAMKIT_SHARD_PROGRESS"
-
-// CheckShardKey refuses, in a child of keyby --shards, an operator key (dot paths; nil: all
-// columns) that does not contain the routing key of EnvShardRoute: equal keys would then reach
-// different shards and each shard would keep its own row or window. A routing path is
-// contained when the key holds it or a struct above it. what names the flag ("dedup: --key").
-// Outside a shard it returns nil. Errors are usage errors.
-func CheckShardKey(what string, key []string) error {
-	routed := routeKey(os.Getenv(EnvShardRoute))
-	if os.Getenv(EnvShard) == "" || key == nil || routed == nil {
-		return nil
-	}
-	var missing []string
-	for _, r := range routed {
-		if !slices.ContainsFunc(key, func(k string) bool { return k == r || strings.HasPrefix(r, k+".") }) {
-			missing = append(missing, r)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	k := strings.Join(key, ",")
-	return Usagef("%s %s does not contain %s, by which keyby routes the rows to its shards: equal keys would reach different shards, and each shard would keep its own; use a key that contains %s, or route by this key (keyby %s --shards N -- ...)",
-		what, k, strings.Join(missing, ","), strings.Join(missing, ","), k)
-}
-
 // checkpointOptions is StateOptions plus, in a child of keyby --shards, the shard's routing.
 func (o *Options) checkpointOptions() map[string]string {
 	opts := maps.Clone(o.StateOptions)
 	if opts == nil {
 		opts = map[string]string{}
 	}
-	if shard := os.Getenv(EnvShard); shard != "" {
-		opts["shard"] = shard
-		if route := os.Getenv(EnvShardRoute); route != "" {
-			opts["shard"] = shard + "/" + route
-		}
+	if sh := o.shard(); sh.IsShard() {
+		opts["shard"] = sh.checkpointOption()
 	}
 	return opts
 }
 
-// shardCommitDir is the directory where this process, a sink shard of keyby --shards, records
-// its commits ("" when it is none).
-func shardCommitDir() string {
-	shard, dir := os.Getenv(EnvShard), os.Getenv(EnvShardCommits)
-	if shard == "" || dir == "" {
-		return ""
-	}
-	return filepath.Join(dir, shard)
-}
-
 // CheckpointDir resolves the checkpoint directory: --checkpoint, else
 // $STREAMKIT_CHECKPOINT/<name>, else "" (no checkpoint); with ".shard-<i>" appended in a
-// child of keyby --shards.
+// child of keyby --shards. It reads the shard environment resolved by ResolveShard.
 func (o *Options) CheckpointDir() string {
+	sh := o.shard()
 	dir := o.Checkpoint
-	if dir == "" {
-		if root := os.Getenv(EnvCheckpoint); root != "" {
-			dir = filepath.Join(root, o.StageName())
-		}
+	if dir == "" && sh.CheckpointRoot != "" {
+		dir = filepath.Join(sh.CheckpointRoot, o.StageName())
 	}
-	if shard := ShardName(); dir != "" && shard != "" {
-		dir = filepath.Clean(dir) + ".shard-" + shard
+	if name := sh.Name(); dir != "" && name != "" {
+		dir = filepath.Clean(dir) + ".shard-" + name
 	}
 	return dir
 }

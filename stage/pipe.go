@@ -43,13 +43,20 @@ type writer struct {
 	done chan struct{}
 }
 
-func startWriter(w io.Writer, s *arrow.Schema, mem memory.Allocator) *writer {
+// startWriter starts the writer of stream schema s on w; with schemaFirst (a shard of keyby
+// --shards) it writes the schema at once, not with the first batch.
+func startWriter(w io.Writer, s *arrow.Schema, mem memory.Allocator, schemaFirst bool) *writer {
 	wr := &writer{ch: make(chan outItem, queueBatches), mem: newByteBudget(), done: make(chan struct{})}
 	cw := codec.NewWriter(w, s, mem)
 	wr.wg.Add(1)
 	go func() {
 		defer wr.wg.Done()
 		var err error
+		if schemaFirst { // a shard tells keyby its output schema at once (closeSinkShardStdout)
+			if err = cw.WriteSchema(); err != nil {
+				wr.setErr(err)
+			}
+		}
 		ended := false
 		for it := range wr.ch {
 			if err == nil {
@@ -204,7 +211,7 @@ func watchSignals(o *Options, abort context.CancelFunc) *signals {
 	s := &signals{first: make(chan struct{}), aborted: make(chan struct{}), stopCh: make(chan struct{})}
 	switch {
 	case o.NoSignals:
-	case os.Getenv(EnvShard) != "":
+	case o.shard().IsShard():
 		// A shard of keyby --shards: keyby stops its shards together, at one barrier (it
 		// sends them that barrier and then end=pause), and kills them on a second signal.
 		// A Ctrl-C reaching the shards too (same process group) would make each stop at its

@@ -72,7 +72,7 @@ func restoreEpoch(o *Options, env *Env, upstream []string) error {
 }
 
 func newEnv(o *Options) *Env {
-	return &Env{Mem: Mem, Now: o.Now, Stats: newStats(), Log: o.Log, quality: qualityCheck{max: o.MaxBadRatio}}
+	return &Env{Mem: Mem, Now: o.Now, Stats: newStats(), Log: o.Log, Shard: o.shard(), quality: qualityCheck{max: o.MaxBadRatio}}
 }
 
 // outputSchema adds the stage's checkpoint directory to the upstream list of out, names the
@@ -85,7 +85,7 @@ func outputSchema(out *arrow.Schema, upstream []string, replayable bool, env *En
 	if env.Dir != nil {
 		info.Checkpoints = append(info.Checkpoints, env.Dir.Path)
 	}
-	if sh := ShardName(); sh != "" {
+	if sh := env.Shard.Name(); sh != "" {
 		for i, p := range info.Partitions {
 			info.Partitions[i] = shardPartition(p, sh)
 		}
@@ -136,7 +136,7 @@ func commitEpoch(o *Options, env *Env, upstream []string, n uint64) error {
 	if env.Dir != nil {
 		dirs = append(dirs, env.Dir.Path)
 	}
-	shardDir := shardCommitDir()
+	shardDir := env.Shard.commitDir()
 	if shardDir != "" {
 		dirs = append(dirs, shardDir)
 	} else {

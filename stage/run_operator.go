@@ -16,6 +16,9 @@ import (
 // ErrInterrupted after a signal, or the first error of reading, the operator or writing.
 func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 	o.defaults()
+	if err := o.ResolveShard(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sig := watchSignals(&o, cancel)
@@ -47,6 +50,8 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 				err = fmt.Errorf("%s: write stdout: %w", o.Tool, cerr)
 			}
 		}()
+	} else if l.env.Shard.IsShard() {
+		closeSinkShardStdout(o.Stdout)
 	}
 	prog := startProgress(o.Progress, o.StageName(), o.Stderr, l.env.Stats, o.ProgressInterval)
 	defer prog.stop()
@@ -67,7 +72,7 @@ type operatorLoop struct {
 	sig      *signals
 	w        *writer  // the output stream; nil for a sink
 	upstream []string // the input's checkpoint directories, in pipeline order
-	shard    string   // ShardName(), "" outside keyby --shards
+	shard    string   // Env.Shard.Name(), "" outside keyby --shards
 
 	emit Emit // l.emitBatch, bound once so that passing it allocates nothing per batch
 
@@ -127,12 +132,12 @@ func (l *operatorLoop) startOutput(in, out *arrow.Schema) {
 			"a restart would lose or repeat what its state held, and a checkpointed sink behind it refuses the stream; " +
 			"give it --checkpoint DIR (or export " + EnvCheckpoint + "=DIR for every stage)")
 	}
-	l.w = startWriter(o.Stdout, outputSchema(out, l.upstream, replayable, env), env.Mem)
+	l.w = startWriter(o.Stdout, outputSchema(out, l.upstream, replayable, env), env.Mem, env.Shard.IsShard())
 }
 
 // bind looks up the optional interfaces of the operator, once, after Open.
 func (l *operatorLoop) bind() {
-	l.shard = ShardName()
+	l.shard = l.env.Shard.Name()
 	l.emit = l.emitBatch
 	l.owner, _ = l.op.(WatermarkOwner)
 	if as, ok := l.op.(AsyncSink); ok && l.env.sink {

@@ -23,6 +23,9 @@ import (
 // ErrInterrupted.
 func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 	o.defaults()
+	if err := o.ResolveShard(); err != nil {
+		return err
+	}
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -54,7 +57,7 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 			return err
 		}
 	}
-	l.w = startWriter(o.Stdout, outputSchema(schema, nil, l.env.Dir != nil, l.env), l.env.Mem)
+	l.w = startWriter(o.Stdout, outputSchema(schema, nil, l.env.Dir != nil, l.env), l.env.Mem, l.env.Shard.IsShard())
 	defer func() {
 		if cerr := l.closeOut(); err == nil && cerr != nil && cerr != errQuiet {
 			err = fmt.Errorf("%s: write stdout: %w", o.Tool, cerr)

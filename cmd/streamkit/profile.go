@@ -7,6 +7,8 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"syscall"
+
+	"github.com/streamkit/streamkit/stage"
 )
 
 // startCPUProfile starts a CPU profile into the file named by the hidden environment variable
@@ -21,8 +23,11 @@ import (
 // STREAMKIT_TRACE names a file for a runtime execution trace of the run in the same way
 // (`go tool trace FILE`; `go tool trace -pprof=sync FILE` shows where goroutines waited).
 func startCPUProfile() (stop func()) {
-	stopTrace := startRecording("STREAMKIT_TRACE", trace.Start, trace.Stop, nil)
-	stopProfile := startRecording("STREAMKIT_CPUPROFILE", pprof.StartCPUProfile, pprof.StopCPUProfile, func(path string) {
+	// An invalid shard environment fails the stage itself (stage.Options.ResolveShard); the
+	// files are then named as outside shards.
+	shard, _ := stage.LoadShardEnv(os.Getenv)
+	stopTrace := startRecording("STREAMKIT_TRACE", shard.Index, trace.Start, trace.Stop, nil)
+	stopProfile := startRecording("STREAMKIT_CPUPROFILE", shard.Index, pprof.StartCPUProfile, pprof.StopCPUProfile, func(path string) {
 		var self, children syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &self)
 		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
@@ -38,15 +43,15 @@ func startCPUProfile() (stop func()) {
 func seconds(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
 // startRecording starts a recording (start/stop: a CPU profile or an execution trace) into the
-// file the environment variable env names (with ".shard-i" in a keyby shard), and returns what
+// file the environment variable env names (with ".shard-i" in keyby shard i), and returns what
 // stops it, closes the file and then calls done with its path (done may be nil). Without the
 // variable, or when the file cannot be created, it does nothing (the latter is reported).
-func startRecording(env string, start func(io.Writer) error, stop func(), done func(path string)) func() {
+func startRecording(env, shard string, start func(io.Writer) error, stop func(), done func(path string)) func() {
 	path := os.Getenv(env)
 	if path == "" {
 		return func() {}
 	}
-	if shard := os.Getenv("STREAMKIT_SHARD"); shard != "" {
+	if shard != "" {
 		path += ".shard-" + shard
 	}
 	f, err := os.Create(path)

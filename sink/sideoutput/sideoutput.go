@@ -32,11 +32,10 @@ import (
 )
 
 // Path is the file an operator writes for the side output path: path itself, or, in a child
-// of `keyby --shards` (STREAMKIT_SHARD=i, docs/protocol.md §6), path with ".shard-i" before
-// its extension (dropped.ndjson → dropped.shard-0.ndjson), so that the shards never write
-// into one file.
-func Path(path string) string {
-	shard := stage.ShardName()
+// of `keyby --shards` named shard (stage.Env's Shard.Name(): STREAMKIT_SHARD=i,
+// docs/protocol.md §6), path with ".shard-i" before its extension (dropped.ndjson →
+// dropped.shard-0.ndjson), so that the shards never write into one file.
+func Path(path, shard string) string {
 	if shard == "" {
 		return path
 	}

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -184,7 +183,7 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 	if d.enc, err = codec.NewKeyEncoder(in, d.keyPaths(in)); err != nil {
 		return nil, stage.Usagef("dedup: --key: %v", err)
 	}
-	if err := stage.CheckShardKey("dedup: --key", d.keyPaths(in)); err != nil {
+	if err := env.Shard.CheckKey("dedup: --key", d.keyPaths(in)); err != nil {
 		return nil, err
 	}
 	if d.cfg.EventTime != "" {
@@ -198,7 +197,7 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 			return nil, stage.Usagef("dedup: --event-time: %v", err)
 		}
 	}
-	if d.times != nil && d.cfg.TTL > 0 && os.Getenv(stage.EnvShard) != "" && os.Getenv(stage.EnvShardProgress) == "" {
+	if d.times != nil && d.cfg.TTL > 0 && env.Shard.IsShard() && !env.Shard.Progress {
 		env.Log.Warn("dedup runs as a shard of keyby --shards behind another command: keyby cannot send it the stream's event-time progress, so its watermark comes from its own rows only and keys may expire later than in one dedup; name dedup itself after -- for one dedup's rows")
 	}
 	d.wm = window.NewWatermarks(window.WatermarkOptions{Generate: d.times != nil, Delay: d.cfg.WatermarkDelay})
@@ -221,7 +220,7 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 		}
 	}
 	if d.cfg.DroppedOutput != "" {
-		if d.sidePath, err = filepath.Abs(sideoutput.Path(d.cfg.DroppedOutput)); err != nil {
+		if d.sidePath, err = filepath.Abs(sideoutput.Path(d.cfg.DroppedOutput, env.Shard.Name())); err != nil {
 			return nil, fmt.Errorf("dedup: --dropped-output: %w", err)
 		}
 		const flag = "dedup: --dropped-output"
@@ -240,7 +239,22 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 	if d.cfg.EventTime != "" && info.EventTime == "" {
 		info.EventTime = d.cfg.EventTime
 	}
-	return codec.WithInfo(in, info), nil
+	return codec.WithShardEventTime(codec.WithInfo(in, info), d.shardEventTime()), nil
+}
+
+// shardEventTime is what dedup declares to keyby --shards in its output schema
+// (codec.SchemaShardEventTime): its event-time column as a shard that generates its
+// watermark from it, so keyby sends it the stream's progress (ObserveProgress); nothing
+// outside shards or without --event-time.
+func (d *Dedup) shardEventTime() codec.ShardEventTimeColumn {
+	if d.times == nil || !d.env.Shard.IsShard() {
+		return codec.ShardEventTimeColumn{}
+	}
+	e := codec.ShardEventTimeColumn{Column: d.cfg.EventTime, Unit: d.cfg.TimeUnit}
+	if d.cfg.Location != nil {
+		e.TZ = d.cfg.Location.String()
+	}
+	return e
 }
 
 // Process keeps the rows whose key was not seen before.

@@ -5,11 +5,9 @@ package keyby
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -104,8 +102,7 @@ command with its exit code; a restart with another N is refused.`,
 					return stage.Usagef("keyby: --shards N (≥ 1) and -- CMD ARGS... go together")
 				}
 				tools := toolNames(cmd.Root())
-				child := selfTool(args[dash:], tools)
-				s := &Sharded{Key: key, N: shards, Cmd: child, Tools: tools, EventTime: childEventTime(cmd.Root(), child)}
+				s := &Sharded{Key: key, N: shards, Cmd: selfTool(args[dash:], tools), Tools: tools}
 				return s.Run(cmd.Context(), o)
 			}
 			return stage.RunOperator(cmd.Context(), o, &Declare{Key: key})
@@ -117,59 +114,9 @@ command with its exit code; a restart with another N is refused.`,
 	}
 }
 
-// childEventTime reads the event-time flags (--event-time, --time-unit, --tz) of a child that
-// is a streamkit tool generating its watermark from event times (dedup), from its arguments
-// as that tool would parse them, or of the command of a nested keyby --shards; zero when it
-// has none or they do not parse (the child then reports its own usage error).
-func childEventTime(root *cobra.Command, args []string) EventTime {
-	sub, rest, err := root.Find(args)
-	if err == nil && sub.Name() == "keyby" {
-		// A nested keyby --shards passes the progress on to its own children: it takes that of
-		// the command after its --.
-		if i := slices.Index(args, "--"); i >= 0 {
-			return childEventTime(root, selfTool(args[i+1:], toolNames(root)))
-		}
-		return EventTime{}
-	}
-	if err != nil || sub == root || sub.Flags().Lookup("event-time") == nil {
-		return EventTime{}
-	}
-	fs := pflag.NewFlagSet(sub.Name(), pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	vals := map[string]*flagText{}
-	copyFlag := func(f *pflag.Flag) {
-		if fs.Lookup(f.Name) != nil {
-			return
-		}
-		v := &flagText{typ: f.Value.Type()}
-		vals[f.Name] = v
-		fs.VarPF(v, f.Name, f.Shorthand, f.Usage).NoOptDefVal = f.NoOptDefVal
-	}
-	sub.Flags().VisitAll(copyFlag)
-	sub.InheritedFlags().VisitAll(copyFlag)
-	if err := fs.Parse(rest); err != nil {
-		return EventTime{}
-	}
-	text := func(name string) string {
-		if v := vals[name]; v != nil {
-			return v.v
-		}
-		return ""
-	}
-	return EventTime{Path: text("event-time"), Unit: text("time-unit"), TZ: text("tz")}
-}
-
-// flagText takes any flag's value as text (a copy of a child tool's flag, parsed without
-// touching the tool's own variables).
-type flagText struct{ v, typ string }
-
-func (f *flagText) String() string     { return f.v }
-func (f *flagText) Set(v string) error { f.v = v; return nil }
-func (f *flagText) Type() string       { return f.typ }
-
 // selfTool returns args without its first word when that word is a path to this very
 // executable followed by a streamkit tool name (-- /usr/local/bin/streamkit dedup ...): the
-// child is then the tool itself, which keyby recognises (see Sharded.EventTime); otherwise args.
+// child is then the tool itself, which keyby recognises (see Sharded.Tools); otherwise args.
 func selfTool(args []string, tools map[string]bool) []string {
 	if len(args) < 2 || tools[args[0]] || !tools[args[1]] {
 		return args

@@ -468,15 +468,7 @@ func TestInterruptSinkShardsTogether(t *testing.T) {
 // (codec.Progress). 30% duplicates within 90k rows, 1% without an event time (they expire
 // from the watermark before their batch), 20k-row epochs (expiry at barriers).
 func TestShardedTTLSameRows(t *testing.T) {
-	gen := []string{"--progress=off", "generate", "--schema", "id bigint, v bigint, ts timestamp",
-		"--gen", "id=uniform(0, 100000000)", "--gen", "v=sequence", "--gen", "ts=timestamp(2024-05-01T00:00:00Z, 139/s, 60s) nulls=0.01",
-		"--rows", "200000", "--duplicates", "0.3", "--duplicates-within", "90000", "--batch-rows", "5000",
-		"--max-records-per-epoch", "20000", "--epoch-interval", "1h"}
-	// A checkpoint makes generate cut epochs (barriers), where dedup expires keys.
-	in, stderr, code := runBin(t, []string{"STREAMKIT_CHECKPOINT=" + t.TempDir()}, nil, gen...)
-	if code != 0 {
-		t.Fatalf("generate: exit %d: %s", code, stderr)
-	}
+	in := ttlInput(t)
 	for _, ttl := range [][]string{
 		{"dedup", "--key", "id", "--ttl", "10m", "--event-time", "ts"},
 		{"dedup", "--key", "id", "--ttl", "10m", "--event-time=ts", "--watermark-delay", "30s"},
@@ -522,6 +514,22 @@ func TestShardedTTLSameRows(t *testing.T) {
 			t.Errorf("keyby id --shards 2 -- %s %v: %d rows, one dedup %d", peertest.Binary(t), ttl, len(got), len(want))
 		}
 	}
+}
+
+// ttlInput is TestShardedTTLSameRows' input: 200,000 rows (id, v, ts), 30% duplicates within
+// 90,000 rows, 1% without an event time, batches of 5,000, epochs of 20,000.
+func ttlInput(t *testing.T) []byte {
+	t.Helper()
+	gen := []string{"--progress=off", "generate", "--schema", "id bigint, v bigint, ts timestamp",
+		"--gen", "id=uniform(0, 100000000)", "--gen", "v=sequence", "--gen", "ts=timestamp(2024-05-01T00:00:00Z, 139/s, 60s) nulls=0.01",
+		"--rows", "200000", "--duplicates", "0.3", "--duplicates-within", "90000", "--batch-rows", "5000",
+		"--max-records-per-epoch", "20000", "--epoch-interval", "1h"}
+	// A checkpoint makes generate cut epochs (barriers), where dedup expires keys.
+	in, stderr, code := runBin(t, []string{"STREAMKIT_CHECKPOINT=" + t.TempDir()}, nil, gen...)
+	if code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, stderr)
+	}
+	return in
 }
 
 // TestShardKeyMustContainRoute: keyby routes by one key, dedup --key by another that does not

@@ -25,8 +25,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/window"
 )
 
@@ -39,27 +39,22 @@ type Sharded struct {
 	N   int
 	// Cmd is the child command; a first word that names a streamkit tool runs this binary.
 	Cmd []string
-	// Tools are the streamkit subcommand names (to recognise Cmd[0]).
+	// Tools are the streamkit subcommand names (to recognise Cmd[0]). A child that is a
+	// streamkit tool and generates its watermark from event times (dedup --event-time)
+	// declares its event-time column in its output schema (codec.SchemaShardEventTime): keyby
+	// then sends every child, after each batch, the latest event time of all rows routed so
+	// far (codec.Progress), so that each shard's watermark is the one a single process would
+	// have, not that of its own rows only.
 	Tools map[string]bool
-	// EventTime is how the child reads event times, when it is a streamkit tool that generates
-	// its watermark from them (dedup --event-time): keyby then sends every child, after each
-	// batch, the latest event time of the whole batch (codec.Progress), so that each shard's
-	// watermark is the one a single process would have, not that of its own rows only.
-	EventTime EventTime
 
 	shardCommits string    // stage.EnvShardCommits of the children
 	cutAt        time.Time // when keyby cut the children's input after a failure (zero: never)
 }
 
-// EventTime is a child's event-time column and how to read it: its --event-time (a dot
-// path; "" for none), --time-unit (for integer columns) and --tz (for zone-less values), as
-// window.NewTimeExtractor takes them.
-type EventTime struct{ Path, Unit, TZ string }
-
-// extractor returns the reader of the child's event times from batches of schema in; nil when
-// the child has no event time or it cannot be read (the child reports that itself).
-func (e EventTime) extractor(in *arrow.Schema) *window.TimeExtractor {
-	if e.Path == "" {
+// extractor returns the reader of the children's declared event times (e) from batches of
+// schema in; nil when they declared none or it cannot be read (the child reports that itself).
+func extractor(e codec.ShardEventTimeColumn, in *arrow.Schema) *window.TimeExtractor {
+	if e.Column == "" {
 		return nil
 	}
 	var opt window.TimeOptions
@@ -74,7 +69,7 @@ func (e EventTime) extractor(in *arrow.Schema) *window.TimeExtractor {
 			return nil
 		}
 	}
-	x, err := window.NewTimeExtractor(in, e.Path, opt)
+	x, err := window.NewTimeExtractor(in, e.Column, opt)
 	if err != nil {
 		return nil
 	}
@@ -85,8 +80,9 @@ func (e EventTime) extractor(in *arrow.Schema) *window.TimeExtractor {
 // environment does not set one (the default is 100).
 const ShardGOGC = 200
 
-// childEnv is the environment of child i: environ with STREAMKIT_SHARD=i and, for a streamkit
-// tool, GOGC=ShardGOGC unless environ sets GOGC.
+// childEnv is the environment of child i: environ with STREAMKIT_SHARD=i, the shard path,
+// commit directory and routing (stage.EnvShard …) and, for a streamkit tool,
+// STREAMKIT_SHARD_PROGRESS=1 and GOGC=ShardGOGC unless environ sets GOGC.
 //
 // GOMAXPROCS is left alone: one processor per shard (cores/N) saved ~1% of the shards' CPU
 // spinning, but on a busy machine the kernel shares CPU per thread, and shards with fewer
@@ -120,9 +116,9 @@ func (s *Sharded) childEnv(environ []string, i int) []string {
 	if !s.Tools[s.Cmd[0]] {
 		return env
 	}
-	if s.EventTime.Path != "" {
-		env = append(env, stage.EnvShardProgress+"=1")
-	}
+	// keyby sends a streamkit child progress when its first schema declares an event time,
+	// which it can learn only once the child runs.
+	env = append(env, stage.EnvShardProgress+"=1")
 	for _, kv := range environ {
 		if strings.HasPrefix(kv, "GOGC=") {
 			return env
@@ -177,10 +173,13 @@ func (e *writeError) Unwrap() error { return e.err }
 // child's exit code; a restart with another shard count as *state.IncompatibleError.
 func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	mem := stage.Mem
+	if err := o.ResolveShard(); err != nil {
+		return err
+	}
 	// As a shard of an outer keyby, this keyby's key must contain the outer routing key, as
 	// its children's keys must contain this one: else equal keys of the children would sit in
 	// different outer shards.
-	if err := stage.CheckShardKey("keyby: KEY", s.Key); err != nil {
+	if err := o.Shard.CheckKey("keyby: KEY", s.Key); err != nil {
 		return err
 	}
 	if os.Getenv("GOGC") == "" {
@@ -226,7 +225,8 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	if dir != nil {
 		info.Checkpoints = append(slices.Clone(info.Checkpoints), dir.Path)
 	}
-	childSchema := codec.WithInfo(in, info)
+	// What a stream declares to a keyby is no child's own declaration.
+	childSchema := codec.WithShardEventTime(codec.WithInfo(in, info), codec.ShardEventTimeColumn{})
 	// Sink children record their commits under shardCommits; keyby marks upstream the epochs
 	// every shard committed (stage.EnvShardCommits).
 	if dir != nil {
@@ -254,6 +254,12 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	if err != nil {
 		return err
 	}
+	for _, c := range children {
+		// The children write their output schema as soon as they have read this one; keyby
+		// learns their event time from it (learn). A child that is gone fails the first
+		// write of route instead, which reports it.
+		_ = c.w.WriteSchema()
+	}
 	defer func() {
 		for _, c := range children {
 			select {
@@ -278,8 +284,9 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	mergeErr := make(chan error, 1)
 	var merged error
 	mergeDone := make(chan struct{})
+	learn := make(chan codec.ShardEventTimeColumn, 1) // the children's event time, once
 	go func() {
-		merged = s.merge(ctx, o, children, mem)
+		merged = s.merge(ctx, o, children, mem, learn)
 		if merged != nil && !errors.Is(merged, stage.ErrInterrupted) {
 			killAfterFailure(children)
 		}
@@ -311,7 +318,8 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 		}
 	}()
 
-	times := s.EventTime.extractor(in)
+	var times *window.TimeExtractor
+	learned := !s.Tools[s.Cmd[0]] // keyby sends progress to streamkit children only
 	route := func() error {
 		var hashes []uint64
 		idx := make([][]int32, s.N)
@@ -347,6 +355,18 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 					return nil
 				}
 				continue
+			}
+			if !learned {
+				// Before the first row: the children's first schemas say from which column
+				// the progress that follows every batch is read.
+				select {
+				case e := <-learn:
+					times = extractor(e, in)
+				case <-ctx.Done():
+					m.Batch.Release()
+					return ctx.Err()
+				}
+				learned = true
 			}
 			err = s.routeBatch(ctx, mem, bufs, enc, m.Batch, children, idx, &hashes)
 			if err == nil && times != nil {
@@ -602,7 +622,9 @@ func shardRows(idx [][]int32, hashes []uint64, n int) {
 
 // merge reads every child's output and writes one stream: data as it comes, barrier n once
 // all children sent it (a child that sent it waits until then), the minimum watermark, one end.
-func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child, mem memory.Allocator) (err error) {
+// Once the children's first schemas are read it sends learn their declared event time (none
+// when they declare none, are no streamkit tool or failed).
+func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child, mem memory.Allocator, learn chan<- codec.ShardEventTimeColumn) (err error) {
 	readers, err := openOutputs(children, mem)
 	defer func() {
 		for _, r := range readers {
@@ -611,6 +633,17 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 			}
 		}
 	}()
+	var declared codec.ShardEventTimeColumn
+	if err == nil {
+		declared, err = s.declaredEventTime(readers)
+	}
+	learn <- declared
+	if err == nil && readers == nil && o.Shard.IsShard() {
+		// Every child is a sink: as a shard, keyby says so at once, as a sink shard does.
+		if f, ok := o.Stdout.(*os.File); ok {
+			f.Close()
+		}
+	}
 	if err != nil || readers == nil {
 		return err // readers nil: every child is a sink, keyby writes nothing either
 	}
@@ -630,7 +663,18 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 		parts = appendNew(parts, seenPart, ri.Partitions)
 	}
 	info.Checkpoints, info.Partitions = dirs, parts
-	w := codec.NewWriter(o.Stdout, codec.WithInfo(first, info), mem)
+	// The children's event time is keyby's own to declare when it is a shard itself (its
+	// parent sends it progress, which it passes on); the outermost keyby drops it.
+	out := codec.WithInfo(first, info)
+	if !o.Shard.IsShard() {
+		declared = codec.ShardEventTimeColumn{}
+	}
+	w := codec.NewWriter(o.Stdout, codec.WithShardEventTime(out, declared), mem)
+	if o.Shard.IsShard() {
+		if err := w.WriteSchema(); err != nil {
+			return err
+		}
+	}
 
 	// Data goes to stdout from each child's reader goroutine, under mu, as it comes; controls
 	// go to the loop below, which aligns them. A child that sent barrier n reads nothing more
@@ -796,6 +840,22 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 		return stage.ErrInterrupted
 	}
 	return nil
+}
+
+// declaredEventTime is the event-time column the children declare in their first schemas
+// (codec.SchemaShardEventTime), none when they are no streamkit tool (keyby sends progress
+// to those only) or write no stream. Children that declare different ones are an error.
+func (s *Sharded) declaredEventTime(readers []*codec.Reader) (codec.ShardEventTimeColumn, error) {
+	if !s.Tools[s.Cmd[0]] || readers == nil {
+		return codec.ShardEventTimeColumn{}, nil
+	}
+	first, _ := codec.ShardEventTime(readers[0].Schema())
+	for i, r := range readers[1:] {
+		if e, _ := codec.ShardEventTime(r.Schema()); e != first {
+			return codec.ShardEventTimeColumn{}, fmt.Errorf("keyby: shard %d declares event time %+v, shard 0 %+v", i+1, e, first)
+		}
+	}
+	return first, nil
 }
 
 // openOutputs opens the children's output streams, all at once (a child may write its

@@ -16,13 +16,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/internal/arrowtest"
 	"github.com/streamkit/streamkit/internal/peertest"
-	"github.com/streamkit/streamkit/state"
-	"github.com/streamkit/streamkit/tools/dedup"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 var shardSchema = arrow.NewSchema([]arrow.Field{
@@ -240,30 +239,63 @@ func TestShardedSinkChildren(t *testing.T) {
 	}
 }
 
-// childEventTime reads a streamkit child's --event-time, --time-unit and --tz as the child
-// parses them (both spellings, flags in any order, other flags with values), and nothing for a
-// foreign command, a tool without the flag or arguments the child would refuse.
-func TestChildEventTime(t *testing.T) {
-	root := &cobra.Command{Use: "streamkit"}
-	root.PersistentFlags().String("log-level", "info", "")
-	root.AddCommand(dedup.Command(), Command())
+// A streamkit child declares its --event-time, --time-unit and --tz in its first output schema
+// (codec.SchemaShardEventTime) as it parses them (both spellings, flags in any order, other
+// flags with values), and keyby takes nothing from a foreign command, a tool without the
+// flag or arguments the child refuses. Each child runs as shard 0 of a keyby by id would.
+func TestChildDeclaresEventTime(t *testing.T) {
+	bin := peertest.Binary(t)
+	tools := map[string]bool{"dedup": true, "keyby": true}
+	env := append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		stage.EnvShard+"=0", stage.EnvShardRoute+"=2 by xxh3-64(id)", stage.EnvShardProgress+"=1")
+	in := timedInput(t)
 	for _, c := range []struct {
 		args []string
-		want EventTime
+		want codec.ShardEventTimeColumn
 	}{
-		{[]string{"dedup", "--key", "id", "--event-time", "ts", "--ttl", "1h"}, EventTime{Path: "ts"}},
-		{[]string{"dedup", "--log-level", "debug", "--event-time=v.ts", "--time-unit", "ms", "--tz", "UTC"}, EventTime{Path: "v.ts", Unit: "ms", TZ: "UTC"}},
-		{[]string{"dedup", "--key", "id"}, EventTime{}},
-		{[]string{"dedup", "--event-time", "ts", "--no-such-flag"}, EventTime{}},
-		{[]string{"keyby", "id"}, EventTime{}},
-		{[]string{"keyby", "id", "--shards", "2", "--", "dedup", "--event-time", "ts"}, EventTime{Path: "ts"}},
-		{[]string{"keyby", "id", "--shards", "2", "--", "sh", "-c", "dedup --event-time ts"}, EventTime{}},
-		{[]string{"sh", "-c", "streamkit dedup --event-time ts"}, EventTime{}},
+		{[]string{"dedup", "--key", "id", "--event-time", "ts", "--ttl", "1h"}, codec.ShardEventTimeColumn{Column: "ts"}},
+		{[]string{"dedup", "--log-level", "debug", "--event-time=v.ts", "--time-unit", "ms", "--tz", "UTC"}, codec.ShardEventTimeColumn{Column: "v.ts", Unit: "ms", TZ: "UTC"}},
+		{[]string{"dedup", "--key", "id"}, codec.ShardEventTimeColumn{}},
+		{[]string{"dedup", "--event-time", "ts", "--no-such-flag"}, codec.ShardEventTimeColumn{}},
+		{[]string{"keyby", "id"}, codec.ShardEventTimeColumn{}},
+		{[]string{"keyby", "id", "--shards", "2", "--", "dedup", "--event-time", "ts"}, codec.ShardEventTimeColumn{Column: "ts"}},
+		{[]string{"keyby", "id", "--shards", "2", "--", "sh", "-c", "dedup --event-time ts"}, codec.ShardEventTimeColumn{}},
+		{[]string{"sh", "-c", filepath.Base(bin) + " dedup --event-time ts"}, codec.ShardEventTimeColumn{}},
 	} {
-		if got := childEventTime(root, c.args); got != c.want {
-			t.Errorf("%q: got %+v, want %+v", c.args, got, c.want)
+		argv := c.args
+		if tools[argv[0]] {
+			argv = append([]string{bin}, argv...)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env, cmd.Stdin = env, bytes.NewReader(in)
+		out, _ := cmd.Output() // a failing child writes no stream: it declares nothing
+		var readers []*codec.Reader
+		if r, err := codec.NewReader(bytes.NewReader(out), memory.NewGoAllocator()); err == nil {
+			defer r.Release()
+			readers = []*codec.Reader{r}
+		}
+		s := &Sharded{Cmd: c.args, Tools: tools}
+		if got, err := s.declaredEventTime(readers); err != nil || got != c.want {
+			t.Errorf("%q: got %+v (%v), want %+v", c.args, got, err, c.want)
 		}
 	}
+}
+
+// timedInput is one row of (id, ts timestamp, v struct{ts int64 ms}) and end=final.
+func timedInput(t *testing.T) []byte {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "v", Type: arrow.StructOf(arrow.Field{Name: "ts", Type: arrow.PrimitiveTypes.Int64})},
+	}, nil)
+	rec, _, err := array.RecordFromJSON(mem, sc, strings.NewReader(`[{"id":1,"ts":"2024-05-01T00:00:00Z","v":{"ts":1714521600000}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	return arrowtest.Stream(t, rec)
 }
 
 // The first child to fail is the cause: shard 1 is killed (-9) first, shard 0 exits 1 later

@@ -156,18 +156,18 @@ func TestShardRows(t *testing.T) {
 }
 
 // A streamkit child gets STREAMKIT_SHARD, the shard commit directory, the routing,
-// STREAMKIT_SHARD_PROGRESS when keyby sends it progress (it has --event-time) and GOGC=ShardGOGC
-// unless the environment sets GOGC; another command no GOGC and no inherited progress flag.
+// STREAMKIT_SHARD_PROGRESS (keyby sends it progress when its first schema declares an event
+// time) and GOGC=ShardGOGC unless the environment sets GOGC; another command no GOGC and no
+// inherited progress flag.
 func TestChildEnv(t *testing.T) {
 	s := &Sharded{Key: []string{"value.id", "k"}, N: 2, Cmd: []string{"dedup"}, Tools: map[string]bool{"dedup": true}, shardCommits: "/ck/keyby/shards"}
 	common := "STREAMKIT_SHARD_COMMITS=/ck/keyby/shards STREAMKIT_SHARD_ROUTE=2 by xxh3-64(value.id,k)"
-	if got, want := strings.Join(s.childEnv([]string{"A=1"}, 1), " "), "A=1 STREAMKIT_SHARD=1 "+common+" GOGC=200"; got != want {
+	if got, want := strings.Join(s.childEnv([]string{"A=1"}, 1), " "), "A=1 STREAMKIT_SHARD=1 "+common+" STREAMKIT_SHARD_PROGRESS=1 GOGC=200"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if got, want := strings.Join(s.childEnv([]string{"GOGC=50"}, 0), " "), "GOGC=50 STREAMKIT_SHARD=0 "+common; got != want {
+	if got, want := strings.Join(s.childEnv([]string{"GOGC=50"}, 0), " "), "GOGC=50 STREAMKIT_SHARD=0 "+common+" STREAMKIT_SHARD_PROGRESS=1"; got != want {
 		t.Errorf("user setting: got %q, want %q", got, want)
 	}
-	s.EventTime = EventTime{Path: "ts"}
 	if got, want := strings.Join(s.childEnv([]string{"A=1", "STREAMKIT_SHARD_PROGRESS=1"}, 1), " "), "A=1 STREAMKIT_SHARD=1 "+common+" STREAMKIT_SHARD_PROGRESS=1 GOGC=200"; got != want {
 		t.Errorf("event time: got %q, want %q", got, want)
 	}

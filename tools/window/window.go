@@ -188,7 +188,7 @@ func (o *Op) ResolveState(in *arrow.Schema) (map[string]string, error) {
 func (o *Op) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.Schema, error) {
 	o.env = env
 	env.MarkStateful()
-	if err := stage.CheckShardKey("window: --key", o.keyPaths(in)); err != nil {
+	if err := env.Shard.CheckKey("window: --key", o.keyPaths(in)); err != nil {
 		return nil, err
 	}
 	cfg := window.Config{
@@ -228,7 +228,7 @@ func (o *Op) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.S
 		}
 	}
 	if o.spec.LateOutput != "" {
-		if o.late, err = sideoutput.Open("window: --late-output", sideoutput.Path(o.spec.LateOutput), in, env.Mem); err != nil {
+		if o.late, err = sideoutput.Open("window: --late-output", sideoutput.Path(o.spec.LateOutput, env.Shard.Name()), in, env.Mem); err != nil {
 			return nil, err
 		}
 	}

@@ -41,8 +41,8 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/sink/delta"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 // Tool is the subcommand name; it is also the `by` of the commit markers write-delta writes.
@@ -338,7 +338,7 @@ func (w *Writer) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (_ 
 // ($STREAMKIT_SHARD = i), --flow NAME becomes NAME-shard-i, so every shard commits its own txn
 // (a generated flow differs per shard anyway: each shard has its own checkpoint directory).
 func (w *Writer) resolveFlow(env *stage.Env) error {
-	if shard := stage.ShardName(); shard != "" && w.cfg.Flow != "" {
+	if shard := env.Shard.Name(); shard != "" && w.cfg.Flow != "" {
 		// A child of keyby --shards N: each shard is its own flow (an append flow of the table).
 		w.cfg.Flow += "-shard-" + shard
 	}
