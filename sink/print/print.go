@@ -93,6 +93,10 @@ func (p pipeWriter) Write(b []byte) (int, error) {
 
 // Open implements stage.Operator; print is a sink.
 func (p *Printer) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.Schema, error) {
+	if env.Shard.IsShard() {
+		// A shard's stdout is keyby's input of Arrow IPC, which a sink shard closes.
+		return nil, fmt.Errorf("print: cannot run as a shard of keyby --shards: it writes text to stdout, where keyby reads the shard's Arrow IPC output; print after keyby instead (keyby ... --shards N -- CMD | streamkit print)")
+	}
 	env.MarkSink()
 	p.Start(in)
 	return nil, nil
