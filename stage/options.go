@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/codec"
@@ -57,6 +58,19 @@ type Options struct {
 	// behind it then refuses the stream (RequireReplayable) instead of losing or duplicating
 	// the rows that state held. Default false (stateless: the mark is passed on).
 	Stateful bool
+	// Mem allocates every Arrow buffer of the stage (it becomes Env.Mem): the input and output
+	// streams and what the operator or source builds. Default memory.DefaultAllocator; a test
+	// passes its own memory.CheckedAllocator (and so can run in parallel with others).
+	Mem memory.Allocator
+}
+
+// Allocator is o.Mem, or memory.DefaultAllocator when it is nil (the stage loops default it
+// so; a tool that runs on Options without them, as keyby --shards, calls this).
+func (o *Options) Allocator() memory.Allocator {
+	if o.Mem == nil {
+		return memory.DefaultAllocator
+	}
+	return o.Mem
 }
 
 // SourceOptions add the epoch and batching flags of sources (DESIGN.md §2, §3).
@@ -240,6 +254,7 @@ func (o *Options) defaults() {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
+	o.Mem = o.Allocator()
 	o.Log = o.Log.With("stage", o.StageName())
 	for _, f := range []any{o.Stdin, o.Stdout} {
 		if f, ok := f.(*os.File); ok {

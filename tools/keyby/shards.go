@@ -25,8 +25,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/window"
 )
 
@@ -176,7 +176,7 @@ func (e *writeError) Unwrap() error { return e.err }
 // Run runs the sharded stage. Errors: a child's failure as *stage.ChildExitError with the
 // child's exit code; a restart with another shard count as *state.IncompatibleError.
 func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
-	mem := stage.Mem
+	mem := o.Allocator()
 	// As a shard of an outer keyby, this keyby's key must contain the outer routing key, as
 	// its children's keys must contain this one: else equal keys of the children would sit in
 	// different outer shards.

@@ -23,12 +23,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/internal/kafkaconn"
+	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/stage"
 )
 
 // Output formats of --format.
@@ -71,6 +72,8 @@ type Config struct {
 	Color bool
 	// Now is the clock of --expiring with processing-time TTLs (default time.Now).
 	Now func() time.Time
+	// Mem allocates the Arrow buffers of the dump (default memory.DefaultAllocator).
+	Mem memory.Allocator
 }
 
 // Run executes state-dump, writing to out.
@@ -85,6 +88,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Mem == nil {
+		cfg.Mem = memory.DefaultAllocator
 	}
 	if cfg.Lag {
 		cfg.Offsets = true
