@@ -22,7 +22,7 @@ type Emit func(rec arrow.RecordBatch) error
 
 // Env is what the stage loop hands to an operator or source.
 type Env struct {
-	// Mem allocates every Arrow buffer of the stage (a checked allocator in tests).
+	// Mem allocates every Arrow buffer of the stage (Options.Mem: a checked allocator in tests).
 	Mem memory.Allocator
 	// Dir is the stage's checkpoint directory, nil when the stage keeps no checkpoint.
 	Dir *state.Dir

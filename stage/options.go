@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/streamkit/streamkit/codec"
 )
 
@@ -52,6 +54,10 @@ type Options struct {
 	// its checkpoint root). nil: ResolveShard reads it from the process environment
 	// (LoadShardEnv) when the stage starts; tests set it to run a stage as a shard.
 	Shard *ShardEnv
+	// Mem allocates every Arrow buffer of the stage (it becomes Env.Mem): the input and output
+	// streams and what the operator or source builds. Default memory.DefaultAllocator; a test
+	// passes its own memory.CheckedAllocator (and so can run in parallel with others).
+	Mem memory.Allocator
 }
 
 // ResolveShard sets o.Shard from the process environment (LoadShardEnv) unless it is set.
@@ -75,6 +81,15 @@ func (o *Options) shard() ShardEnv {
 		return ShardEnv{}
 	}
 	return *o.Shard
+}
+
+// Allocator is o.Mem, or memory.DefaultAllocator when it is nil (the stage loops default it
+// so; a tool that runs on Options without them, as keyby --shards, calls this).
+func (o *Options) Allocator() memory.Allocator {
+	if o.Mem == nil {
+		return memory.DefaultAllocator
+	}
+	return o.Mem
 }
 
 // SourceOptions add the epoch and batching flags of sources (DESIGN.md §2, §3).
@@ -148,6 +163,7 @@ func (o *Options) defaults() {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
+	o.Mem = o.Allocator()
 	o.Log = o.Log.With("stage", o.StageName())
 	for _, f := range []any{o.Stdin, o.Stdout} {
 		if f, ok := f.(*os.File); ok {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/state"
@@ -13,9 +12,6 @@ import (
 // Retain is how many committed epochs each checkpoint directory keeps (older ones are
 // garbage-collected after every barrier).
 const Retain = 10
-
-// Mem is the allocator stages use; tests replace it with a checked allocator.
-var Mem memory.Allocator = memory.DefaultAllocator
 
 // openCheckpoint opens and locks the stage's checkpoint directory (if any); restoreEpoch then
 // settles the epoch to restore.
@@ -72,7 +68,7 @@ func restoreEpoch(o *Options, env *Env, upstream []string) error {
 }
 
 func newEnv(o *Options) *Env {
-	return &Env{Mem: Mem, Now: o.Now, Stats: newStats(), Log: o.Log, Shard: o.shard(), quality: qualityCheck{max: o.MaxBadRatio}}
+	return &Env{Mem: o.Mem, Now: o.Now, Stats: newStats(), Log: o.Log, Shard: o.shard(), quality: qualityCheck{max: o.MaxBadRatio}}
 }
 
 // outputSchema adds the stage's checkpoint directory to the upstream list of out, names the

@@ -141,10 +141,11 @@ func pipeline(t *testing.T, root string, src *countSource, sink Operator, interr
 	if err != nil {
 		t.Fatal(err)
 	}
+	mem := withChecked(t)
 	so := SourceOptions{Options: Options{Tool: "count", Checkpoint: filepath.Join(root, "count"), Stdout: pw, Stderr: io.Discard,
-		Progress: ProgressOff, NoSignals: true, Now: clk.now, Interrupt: interrupt}, EpochInterval: 2 * time.Second, BatchRows: 10}
+		Progress: ProgressOff, NoSignals: true, Now: clk.now, Interrupt: interrupt, Mem: mem}, EpochInterval: 2 * time.Second, BatchRows: 10}
 	oo := Options{Tool: "rec", Checkpoint: filepath.Join(root, "rec"), Stdin: pr, Stdout: io.Discard, Stderr: io.Discard,
-		Progress: ProgressOff, NoSignals: true}
+		Progress: ProgressOff, NoSignals: true, Mem: mem}
 	var serr error
 	done := make(chan struct{})
 	go func() {
@@ -158,15 +159,14 @@ func pipeline(t *testing.T, root string, src *countSource, sink Operator, interr
 	return serr, oerr
 }
 
-func withChecked(t *testing.T) {
+// withChecked is a checked allocator that must hold nothing when the test ends.
+func withChecked(t *testing.T) memory.Allocator {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	old := Mem
-	Mem = mem
-	t.Cleanup(func() { Mem = old; mem.AssertSize(t, 0) })
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return mem
 }
 
 func TestSourceToSinkCommitsEveryEpoch(t *testing.T) {
-	withChecked(t)
 	root := t.TempDir()
 	rec := &recorder{}
 	serr, oerr := pipeline(t, root, &countSource{total: 55}, rec, nil)
@@ -196,7 +196,6 @@ func TestSourceToSinkCommitsEveryEpoch(t *testing.T) {
 }
 
 func TestReplayAfterSinkCrash(t *testing.T) {
-	withChecked(t)
 	root := t.TempDir()
 	rec := &recorder{fail: 2}
 	_, oerr := pipeline(t, root, &countSource{total: 55}, rec, nil)
@@ -240,7 +239,6 @@ func contains(xs []string, s string) bool {
 }
 
 func TestInterruptFinishesEpoch(t *testing.T) {
-	withChecked(t)
 	root := t.TempDir()
 	intr := make(chan struct{}, 1)
 	src := &countSource{total: 1 << 40}
@@ -359,7 +357,6 @@ func (s *observingSource) Committed(_ context.Context, n uint64, pos Position) e
 func (s *observingSource) CommitWait() time.Duration { return 5 * time.Second }
 
 func TestStartPositionIsFixedBeforeTheFirstCommit(t *testing.T) {
-	withChecked(t)
 	root := t.TempDir()
 	if _, oerr := pipeline(t, root, &countSource{total: 30, start: 10}, &recorder{fail: 1}, nil); oerr == nil {
 		t.Fatal("sink should fail at epoch 1")
@@ -376,15 +373,15 @@ func TestStartPositionIsFixedBeforeTheFirstCommit(t *testing.T) {
 }
 
 func TestEpochLimiterCutsEpochs(t *testing.T) {
-	withChecked(t)
+	mem := withChecked(t)
 	root := t.TempDir()
 	rec := &recorder{}
 	src := &limitedSource{countSource: &countSource{total: 60}, max: 25}
 	pr, pw, _ := os.Pipe()
 	so := SourceOptions{Options: Options{Tool: "count", Checkpoint: filepath.Join(root, "count"), Stdout: pw, Stderr: io.Discard,
-		Progress: ProgressOff, NoSignals: true}, EpochInterval: time.Hour, BatchRows: 10}
+		Progress: ProgressOff, NoSignals: true, Mem: mem}, EpochInterval: time.Hour, BatchRows: 10}
 	oo := Options{Tool: "rec", Checkpoint: filepath.Join(root, "rec"), Stdin: pr, Stdout: io.Discard, Stderr: io.Discard,
-		Progress: ProgressOff, NoSignals: true}
+		Progress: ProgressOff, NoSignals: true, Mem: mem}
 	var serr error
 	done := make(chan struct{})
 	go func() { serr = RunSource(context.Background(), so, src); pw.Close(); close(done) }()
@@ -402,14 +399,14 @@ func TestEpochLimiterCutsEpochs(t *testing.T) {
 }
 
 func TestCommitObserverSeesTheLastEpoch(t *testing.T) {
-	withChecked(t)
+	mem := withChecked(t)
 	root := t.TempDir()
 	src := &observingSource{countSource: &countSource{total: 55}}
 	pr, pw, _ := os.Pipe()
 	so := SourceOptions{Options: Options{Tool: "count", Checkpoint: filepath.Join(root, "count"), Stdout: pw, Stderr: io.Discard,
-		Progress: ProgressOff, NoSignals: true}, EpochInterval: time.Hour, BatchRows: 10}
+		Progress: ProgressOff, NoSignals: true, Mem: mem}, EpochInterval: time.Hour, BatchRows: 10}
 	oo := Options{Tool: "rec", Checkpoint: filepath.Join(root, "rec"), Stdin: pr, Stdout: io.Discard, Stderr: io.Discard,
-		Progress: ProgressOff, NoSignals: true}
+		Progress: ProgressOff, NoSignals: true, Mem: mem}
 	var serr error
 	done := make(chan struct{})
 	go func() { serr = RunSource(context.Background(), so, src); pw.Close(); close(done) }()
@@ -518,7 +515,6 @@ func (a *asyncRecorder) Settle(_ context.Context, wait bool) (uint64, error) {
 // right after Barrier), every epoch is committed by the end, and a failed background commit
 // fails the stage without a marker for its epoch.
 func TestAsyncSinkMarkers(t *testing.T) {
-	withChecked(t)
 	root := t.TempDir()
 	a := &asyncRecorder{dir: filepath.Join(root, "rec")}
 	serr, oerr := pipeline(t, root, &countSource{total: 55}, a, nil)
@@ -554,7 +550,6 @@ func TestAsyncSinkMarkers(t *testing.T) {
 // An idle source keeps cutting epochs on its interval (each committed by the sink), and many
 // idle epochs leave a bounded offsets WAL and commit log (GC).
 func TestIdleSourceCutsEpochs(t *testing.T) {
-	withChecked(t)
 	root := t.TempDir()
 	rec := &recorder{}
 	src := &countSource{total: 20, idleAt: 10, idleReads: 60}

@@ -9,11 +9,12 @@
 // other unions → struct of one nullable member per branch, enums → string, fixed →
 // fixed_size_binary, bytes → binary, decimal → decimal128 (decimal256 above 38 digits), date →
 // date32, timestamp-millis/-micros → timestamp[µs, UTC], local-timestamp-* → zone-less
-// timestamp[µs], uuid → string.
+// timestamp[µs], uuid → string. The wire-format header is read and written with franz-go's
+// sr.ConfluentHeader (github.com/twmb/franz-go/pkg/sr, the registry client read-kafka and
+// write-kafka use).
 package avrorow
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/linkedin/goavro/v2"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/streamkit/streamkit/codec/schema"
 )
@@ -147,13 +149,11 @@ func (e *ResolveError) Unwrap() error { return e.Err }
 func (d *Decoder) appendValue(b []byte, strict bool) (string, error) {
 	data, w := b, (*writer)(nil)
 	if d.lookup != nil {
-		if len(b) < WireHeader {
-			return d.bad(fmt.Sprintf("not Confluent wire format: %d bytes, shorter than the 5-byte header", len(b))), nil
+		n, rest, err := confluent.DecodeID(b)
+		if err != nil {
+			return d.bad(badHeader(b)), nil
 		}
-		if b[0] != Magic {
-			return d.bad(fmt.Sprintf("not Confluent wire format: magic byte 0x%02x (want 0x00)", b[0])), nil
-		}
-		id := binary.BigEndian.Uint32(b[1:5])
+		id := uint32(n)
 		w = d.writer(id)
 		if w.err != nil {
 			var re *ResolveError
@@ -163,7 +163,7 @@ func (d *Decoder) appendValue(b []byte, strict bool) (string, error) {
 			}
 			return d.bad(fmt.Sprintf("schema id %d: %v", id, w.err)), nil
 		}
-		data = b[WireHeader:]
+		data = rest
 	}
 	if w == nil || w.res == nil {
 		r := rd{buf: data}
@@ -178,6 +178,17 @@ func (d *Decoder) appendValue(b []byte, strict bool) (string, error) {
 		return "", nil
 	}
 	return d.appendResolved(w.codec, w.res, data), nil
+}
+
+// confluent reads and writes the Confluent wire-format header (franz-go's pkg/sr).
+var confluent sr.ConfluentHeader
+
+// badHeader says why b is not in the Confluent wire format (confluent.DecodeID refused it).
+func badHeader(b []byte) string {
+	if len(b) < WireHeader {
+		return fmt.Sprintf("not Confluent wire format: %d bytes, shorter than the 5-byte header", len(b))
+	}
+	return fmt.Sprintf("not Confluent wire format: magic byte 0x%02x (want 0x00)", b[0])
 }
 
 func (d *Decoder) bad(why string) string {

@@ -1,7 +1,6 @@
 package avrorow
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -159,7 +158,7 @@ func NewEncoder(s *Schema) *Encoder { return &Encoder{s: s} }
 
 // WithID makes the encoder write the Confluent wire format with schema id id.
 func (e *Encoder) WithID(id uint32) *Encoder {
-	e.header = binary.BigEndian.AppendUint32([]byte{Magic}, id)
+	e.header, _ = confluent.AppendEncode(nil, int(id), nil) // its error is always nil
 	return e
 }
 

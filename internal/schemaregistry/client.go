@@ -1,20 +1,34 @@
-// Package schemaregistry is a small client of the Confluent Schema Registry REST API (the
-// API Confluent Schema Registry, Apicurio Registry's /apis/ccompat/v7, Redpanda and Karapace
-// serve): schemas by id, the latest version of a subject, and registering a schema, with
-// HTTP basic auth and an optional CA for TLS. Schemas by id are cached for the client's
-// lifetime (an id never changes its schema); failed look-ups are remembered for RetryAfter so
-// an unreachable registry is not asked once per record.
+// Package schemaregistry is streamkit's view of a Confluent-compatible schema registry (the
+// REST API Confluent Schema Registry, Apicurio Registry's /apis/ccompat/v7, Redpanda and
+// Karapace serve), for read-kafka and write-kafka: Avro schemas by id, the latest version of a
+// subject, looking a schema up in a subject, and registering one, with HTTP basic auth and an
+// optional CA for TLS.
+//
+// The HTTP requests are made by franz-go's schema registry client (github.com/twmb/franz-go/pkg/sr,
+// sr.Client). This package is the thin layer over it that keeps what sr.Client leaves to its
+// callers, on purpose (its package doc: "the client does not automatically cache schemas"):
+//   - a cache of schemas by id for the client's lifetime (an id never changes its schema), and
+//     failed look-ups remembered for RetryAfter, so an unreachable registry is not asked once per
+//     record. sr.Serde, which caches, needs a Go type registered per schema id before decoding;
+//     read-kafka learns writer schemas from the records' ids and resolves each into an Arrow
+//     reader schema (codec/avrorow), so it does not fit;
+//   - the --schema-registry* flags, the password read from a file or the environment;
+//   - Avro only: a schema of another type is a *NotAvroError;
+//   - the error messages read-kafka and write-kafka print (and rescue rows with): "schema
+//     registry URL unreachable: …", "METHOD PATH: STATUS: message", the --schema-registry-user
+//     hint on 401/403, *NotFoundError, and Permanent to tell them from passing failures;
+//     sr.Client's errors name the full request URL or carry only the registry's message.
+//
+// The Confluent wire-format header itself (magic byte 0, big-endian schema id) is read and
+// written by codec/avrorow with sr.ConfluentHeader.
 package schemaregistry
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,6 +37,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // Config are the registry options shared by read-kafka and write-kafka.
@@ -56,11 +71,10 @@ func (c *Config) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.CA, "schema-registry-ca", "", "PEM file of CAs that verify an https schema registry")
 }
 
-// Client talks to one registry. Safe for concurrent use.
+// Client talks to one registry through an sr.Client. Safe for concurrent use.
 type Client struct {
 	base       string
-	user, pass string
-	hc         *http.Client
+	sr         *sr.Client
 	retryAfter time.Duration
 	now        func() time.Time
 
@@ -95,28 +109,19 @@ func New(c Config) (*Client, error) {
 	if cl.retryAfter <= 0 {
 		cl.retryAfter = 5 * time.Second
 	}
-	if c.User != "" {
-		cl.user = c.User
-		switch {
-		case c.PasswordFile != "":
-			b, err := os.ReadFile(c.PasswordFile)
-			if err != nil {
-				return nil, fmt.Errorf("--schema-registry-password-file: %w", err)
-			}
-			cl.pass = strings.TrimRight(string(b), "\r\n")
-		default:
-			env := c.PasswordEnv
-			if env == "" {
-				env = DefaultPasswordEnv
-			}
-			p, ok := os.LookupEnv(env)
-			if !ok {
-				return nil, fmt.Errorf("--schema-registry-user %s needs a password: --schema-registry-password-file or the environment variable %s", c.User, env)
-			}
-			cl.pass = p
-		}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	opts := []sr.ClientOpt{sr.URLs(cl.base), sr.UserAgent("streamkit"), sr.HTTPClient(&http.Client{Transport: tr, Timeout: timeout})}
+	if c.User != "" {
+		pass, err := password(c)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, sr.BasicAuth(c.User, pass))
+	}
 	if c.CA != "" {
 		pem, err := os.ReadFile(c.CA)
 		if err != nil {
@@ -128,76 +133,68 @@ func New(c Config) (*Client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
+	if cl.sr, err = sr.NewClient(opts...); err != nil {
+		return nil, fmt.Errorf("--schema-registry %q: %w", c.URL, err)
 	}
-	cl.hc = &http.Client{Transport: tr, Timeout: timeout}
 	return cl, nil
+}
+
+// password is the basic-auth password of c.User: c.PasswordFile without its trailing line
+// breaks, else the environment variable c.PasswordEnv (default DefaultPasswordEnv).
+func password(c Config) (string, error) {
+	if c.PasswordFile != "" {
+		b, err := os.ReadFile(c.PasswordFile)
+		if err != nil {
+			return "", fmt.Errorf("--schema-registry-password-file: %w", err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	env := c.PasswordEnv
+	if env == "" {
+		env = DefaultPasswordEnv
+	}
+	p, ok := os.LookupEnv(env)
+	if !ok {
+		return "", fmt.Errorf("--schema-registry-user %s needs a password: --schema-registry-password-file or the environment variable %s", c.User, env)
+	}
+	return p, nil
 }
 
 // URL is the registry's base URL.
 func (c *Client) URL() string { return c.base }
 
-type schemaResp struct {
-	Subject    string `json:"subject"`
-	Version    int    `json:"version"`
-	ID         uint32 `json:"id"`
-	Schema     string `json:"schema"`
-	SchemaType string `json:"schemaType"`
-}
-
-func (c *Client) do(ctx context.Context, method, path string, body any, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
+// explain turns an error of sr.Client for the request method path into streamkit's: the
+// registry unreachable, its HTTP error answer (a *NotFoundError for 404), or an answer that
+// does not decode.
+func (c *Client) explain(method, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *sr.ResponseError
+	if errors.As(err, &re) {
+		msg := re.Message
+		if len(re.Raw) == 0 {
+			msg = "" // sr's "no response" stands for an empty body
+		} else if msg == "" {
+			msg = string(re.Raw)
 		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/vnd.schemaregistry.v1+json, application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
-	}
-	if c.user != "" {
-		req.SetBasicAuth(c.user, c.pass)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("schema registry %s unreachable: %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return fmt.Errorf("schema registry %s %s: %w", method, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Code    int    `json:"error_code"`
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(data, &e)
-		msg := e.Message
-		if msg == "" {
-			msg = strings.TrimSpace(string(data))
-		}
-		if resp.StatusCode == http.StatusNotFound {
+		status := fmt.Sprintf("%d %s", re.StatusCode, http.StatusText(re.StatusCode))
+		switch re.StatusCode {
+		case http.StatusNotFound:
 			return &NotFoundError{What: path, Msg: msg}
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return fmt.Errorf("schema registry %s %s: %s (check --schema-registry-user and its password): %s", method, path, status, msg)
 		}
-		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-			return fmt.Errorf("schema registry %s %s: %s (check --schema-registry-user and its password): %s", method, path, resp.Status, msg)
-		}
-		return fmt.Errorf("schema registry %s %s: %s: %s", method, path, resp.Status, msg)
+		return fmt.Errorf("schema registry %s %s: %s: %s", method, path, status, msg)
 	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("schema registry %s %s: bad answer: %w", method, path, err)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("schema registry %s unreachable: %w", c.base, ue)
 	}
-	return nil
+	if cause := errors.Unwrap(err); cause != nil {
+		err = cause // sr wraps the JSON decoder's error
+	}
+	return fmt.Errorf("schema registry %s %s: bad answer: %w", method, path, err)
 }
 
 // SchemaByID returns the Avro schema registered under id (GET /schemas/ids/{id}), from the
@@ -214,10 +211,10 @@ func (c *Client) SchemaByID(ctx context.Context, id uint32) (string, error) {
 		return "", f.err
 	}
 	c.mu.Unlock()
-	var r schemaResp
-	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/schemas/ids/%d", id), nil, &r)
-	if err == nil && r.SchemaType != "" && !strings.EqualFold(r.SchemaType, "AVRO") {
-		err = &NotAvroError{ID: id, Type: r.SchemaType}
+	r, err := c.sr.SchemaByID(ctx, int(id))
+	err = c.explain(http.MethodGet, fmt.Sprintf("/schemas/ids/%d", id), err)
+	if err == nil && r.Type != sr.TypeAvro {
+		err = &NotAvroError{ID: id, Type: r.Type.String()}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -258,43 +255,40 @@ type Version struct {
 
 // Latest returns the latest version of subject (GET /subjects/{subject}/versions/latest).
 func (c *Client) Latest(ctx context.Context, subject string) (Version, error) {
-	var r schemaResp
-	if err := c.do(ctx, http.MethodGet, "/subjects/"+url.PathEscape(subject)+"/versions/latest", nil, &r); err != nil {
+	r, err := c.sr.SchemaByVersion(ctx, subject, -1)
+	if err := c.explain(http.MethodGet, "/subjects/"+url.PathEscape(subject)+"/versions/latest", err); err != nil {
 		return Version{}, err
 	}
-	if r.SchemaType != "" && !strings.EqualFold(r.SchemaType, "AVRO") {
-		return Version{}, &NotAvroError{ID: r.ID, Type: r.SchemaType}
+	if r.Type != sr.TypeAvro {
+		return Version{}, &NotAvroError{ID: uint32(r.ID), Type: r.Type.String()}
 	}
 	c.mu.Lock()
-	c.byID[r.ID] = r.Schema
+	c.byID[uint32(r.ID)] = r.Schema.Schema
 	c.mu.Unlock()
-	return Version{Subject: r.Subject, Version: r.Version, ID: r.ID, Schema: r.Schema}, nil
+	return Version{Subject: r.Subject, Version: r.Version, ID: uint32(r.ID), Schema: r.Schema.Schema}, nil
 }
 
 // Lookup finds schema among the versions of subject (POST /subjects/{subject}): its id and
 // version, or a *NotFoundError when the subject does not hold it.
 func (c *Client) Lookup(ctx context.Context, subject, schema string) (Version, error) {
-	var r schemaResp
-	body := map[string]string{"schema": schema, "schemaType": "AVRO"}
-	if err := c.do(ctx, http.MethodPost, "/subjects/"+url.PathEscape(subject), body, &r); err != nil {
+	r, err := c.sr.LookupSchema(ctx, subject, sr.Schema{Schema: schema, Type: sr.TypeAvro})
+	if err := c.explain(http.MethodPost, "/subjects/"+url.PathEscape(subject), err); err != nil {
 		return Version{}, err
 	}
-	return Version{Subject: subject, Version: r.Version, ID: r.ID, Schema: schema}, nil
+	return Version{Subject: subject, Version: r.Version, ID: uint32(r.ID), Schema: schema}, nil
 }
 
 // Register registers an Avro schema under subject (POST /subjects/{subject}/versions) and
 // returns its id; registering a schema the subject already has returns the existing id. The
 // registry's compatibility rules apply (HTTP 409 when incompatible).
 func (c *Client) Register(ctx context.Context, subject, schema string) (uint32, error) {
-	var r struct {
-		ID uint32 `json:"id"`
-	}
-	body := map[string]string{"schema": schema, "schemaType": "AVRO"}
-	if err := c.do(ctx, http.MethodPost, "/subjects/"+url.PathEscape(subject)+"/versions", body, &r); err != nil {
+	n, err := c.sr.RegisterSchema(ctx, subject, sr.Schema{Schema: schema, Type: sr.TypeAvro}, -1, -1)
+	if err := c.explain(http.MethodPost, "/subjects/"+url.PathEscape(subject)+"/versions", err); err != nil {
 		return 0, err
 	}
+	id := uint32(n)
 	c.mu.Lock()
-	c.byID[r.ID] = schema
+	c.byID[id] = schema
 	c.mu.Unlock()
-	return r.ID, nil
+	return id, nil
 }

@@ -23,17 +23,15 @@ import (
 	"github.com/streamkit/streamkit/internal/kafkatest"
 	sink "github.com/streamkit/streamkit/sink/kafka"
 	source "github.com/streamkit/streamkit/source/kafka"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 // pipe runs read-kafka | write-kafka in-process with checkpoints under root.
 func pipe(t *testing.T, src source.Config, dst sink.Config, root string, maxPerEpoch int64) (error, error) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	old := stage.Mem
-	stage.Mem = mem
-	defer func() { stage.Mem = old; mem.AssertSize(t, 0) }()
+	defer mem.AssertSize(t, 0)
 	src.MaxRecordsPerEpoch = maxPerEpoch
 	s, err := source.New(src)
 	if err != nil {
@@ -45,10 +43,10 @@ func pipe(t *testing.T, src source.Config, dst sink.Config, root string, maxPerE
 	}
 	pr, pw, _ := os.Pipe()
 	so := stage.SourceOptions{Options: stage.Options{Tool: "read-kafka", Checkpoint: filepath.Join(root, "read-kafka"), Stdout: pw,
-		Stderr: io.Discard, Progress: stage.ProgressOff, NoSignals: true, StateOptions: src.StateOptions()},
+		Stderr: io.Discard, Progress: stage.ProgressOff, NoSignals: true, StateOptions: src.StateOptions(), Mem: mem},
 		EpochInterval: time.Hour, BatchRows: 100, Linger: 20 * time.Millisecond, End: "pause"}
 	oo := stage.Options{Tool: "write-kafka", Checkpoint: filepath.Join(root, "write-kafka"), Stdin: pr, Stdout: io.Discard,
-		Stderr: io.Discard, Progress: stage.ProgressOff, NoSignals: true, StateOptions: dst.StateOptions()}
+		Stderr: io.Discard, Progress: stage.ProgressOff, NoSignals: true, StateOptions: dst.StateOptions(), Mem: mem}
 	var serr error
 	done := make(chan struct{})
 	go func() { defer close(done); serr = stage.RunSource(context.Background(), so, s); pw.Close() }()

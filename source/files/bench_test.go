@@ -63,7 +63,7 @@ func runBench(b *testing.B, cfg Config) int64 {
 		b.Fatal(err)
 	}
 	o := stage.SourceOptions{Options: stage.Options{Tool: "read-files", Stdout: io.Discard, Stderr: io.Discard, Progress: stage.ProgressOff,
-		NoSignals: true, Log: discardLog()}, BatchRows: 1 << 16}
+		NoSignals: true, Log: discardLog(), Mem: memory.NewGoAllocator()}, BatchRows: 1 << 16}
 	if err := stage.RunSource(context.Background(), o, src); err != nil {
 		b.Fatal(err)
 	}
@@ -72,9 +72,6 @@ func runBench(b *testing.B, cfg Config) int64 {
 
 func benchRows(b *testing.B, cfg Config, want int64) {
 	b.Helper()
-	old := stage.Mem
-	stage.Mem = memory.NewGoAllocator()
-	defer func() { stage.Mem = old }()
 	b.ReportAllocs()
 	b.ResetTimer()
 	var rows int64

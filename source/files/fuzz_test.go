@@ -42,9 +42,7 @@ func FuzzSource(f *testing.F) {
 		old := time.Now().Add(-time.Hour)
 		os.Chtimes(p, old, old)
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		prev := stage.Mem
-		stage.Mem = mem
-		defer func() { stage.Mem = prev; mem.AssertSize(t, 0) }()
+		defer mem.AssertSize(t, 0)
 		cfg := Config{Patterns: []string{p}, CSV: csvrow.Options{Header: ext%2 == 0}, BufferSize: 7, WithMetadata: true}
 		if failfast {
 			cfg.Mode = rescue.FailFast
@@ -54,7 +52,7 @@ func FuzzSource(f *testing.F) {
 			t.Fatal(err)
 		}
 		o := stage.SourceOptions{Options: stage.Options{Tool: "read-files", Stdout: io.Discard, Stderr: io.Discard, Progress: stage.ProgressOff,
-			NoSignals: true, Log: discardLog()}, BatchRows: 3}
+			NoSignals: true, Log: discardLog(), Mem: mem}, BatchRows: 3}
 		stage.RunSource(context.Background(), o, src)
 	})
 }

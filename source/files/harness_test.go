@@ -20,8 +20,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 // sink records what reaches it: rows as JSON objects (without _metadata unless keepMeta),
@@ -132,9 +132,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.mem = memory.NewCheckedAllocator(memory.NewGoAllocator())
-	old := stage.Mem
-	stage.Mem = e.mem
-	t.Cleanup(func() { stage.Mem = old; e.mem.AssertSize(t, 0) })
+	t.Cleanup(func() { e.mem.AssertSize(t, 0) })
 	return e
 }
 
@@ -217,8 +215,9 @@ func (e *env) run(cfg Config, o runOpts) (*sink, error, error) {
 	}
 	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &e.log}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	so := stage.SourceOptions{Options: stage.Options{Tool: "read-files", Stdout: pw, Stderr: io.Discard, Progress: stage.ProgressOff,
-		NoSignals: true, Now: e.clock.now, Log: logger}, EpochInterval: o.epochInterval, BatchRows: o.batchRows}
-	oo := stage.Options{Tool: "sink", Stdin: pr, Stdout: io.Discard, Stderr: io.Discard, Progress: stage.ProgressOff, NoSignals: true, Log: logger}
+		NoSignals: true, Now: e.clock.now, Log: logger, Mem: e.mem}, EpochInterval: o.epochInterval, BatchRows: o.batchRows}
+	oo := stage.Options{Tool: "sink", Stdin: pr, Stdout: io.Discard, Stderr: io.Discard, Progress: stage.ProgressOff, NoSignals: true, Log: logger,
+		Mem: e.mem}
 	if !o.noCheckpoint {
 		so.Checkpoint = filepath.Join(e.ckpt, "files")
 		oo.Checkpoint = filepath.Join(e.ckpt, "sink")

@@ -16,6 +16,7 @@ import (
 // off (--on-schema-mismatch rescue); a cast that depends on the values (string to double) and
 // equal types pass.
 func TestConverterSchemaMismatch(t *testing.T) {
+	t.Parallel()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	user := arrow.StructOf(arrow.Field{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true})

@@ -26,6 +26,7 @@ func ddl(t *testing.T, s string) Config {
 }
 
 func TestIncrementalRunsReadEachFileOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := ddl(t, "id long, v string")
 	e.write("a.csv", "id,v\n1,a\n2,b\n", time.Minute)
@@ -53,6 +54,7 @@ func TestIncrementalRunsReadEachFileOnce(t *testing.T) {
 }
 
 func TestSameModificationTimeInDifferentListings(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := ddl(t, "id long")
 	mt := e.clock.now().Add(-time.Hour)
@@ -79,6 +81,7 @@ func TestSameModificationTimeInDifferentListings(t *testing.T) {
 }
 
 func TestGrowingFileIsLeftUntilStable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := ddl(t, "id long")
 	cfg.StableAfter = 2 * time.Second
@@ -117,6 +120,7 @@ func TestGrowingFileIsLeftUntilStable(t *testing.T) {
 }
 
 func TestHiddenAndTemporaryNamesAreSkipped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := ddl(t, "id long")
 	e.write("ok.csv", "id\n1\n", time.Minute)
@@ -138,6 +142,7 @@ func TestHiddenAndTemporaryNamesAreSkipped(t *testing.T) {
 }
 
 func TestPatternsGlobsAndDedup(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := ddl(t, "id long")
 	e.write("2025/01/a.csv", "id\n1\n", time.Minute)
@@ -157,6 +162,7 @@ func TestPatternsGlobsAndDedup(t *testing.T) {
 }
 
 func TestReplayAfterSinkCrashIsExact(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := ddl(t, "id long")
 	var all []string
@@ -214,6 +220,7 @@ func indexOf(xs []string, s string) int {
 }
 
 func TestEpochFileListsAndLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := ddl(t, "id long")
 	cfg.MaxFilesPerEpoch = 2
@@ -262,6 +269,7 @@ func TestEpochFileListsAndLimits(t *testing.T) {
 }
 
 func TestOnRewrite(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		policy Rewrite
 		want   string // rows of the second run, or the error
@@ -310,6 +318,7 @@ func TestOnRewrite(t *testing.T) {
 }
 
 func TestMetadataColumn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := ddl(t, "id long")
 	cfg.WithMetadata = true
@@ -327,6 +336,7 @@ func TestMetadataColumn(t *testing.T) {
 }
 
 func TestSchemaIsFixedByTheFirstRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("a.json", `{"id":1,"name":"x"}`+"\n", time.Minute)
 	got := e.mustRun(Config{}, runOpts{})
@@ -352,6 +362,7 @@ func TestSchemaIsFixedByTheFirstRun(t *testing.T) {
 }
 
 func TestInferenceWidensAcrossFilesAndHints(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("a.json", `{"id":1,"v":1}`+"\n", 2*time.Minute)
 	e.write("b.json", `{"id":2,"v":1.5,"w":"2024-01-01T00:00:00Z"}`+"\n", time.Minute)
@@ -370,6 +381,7 @@ func TestInferenceWidensAcrossFilesAndHints(t *testing.T) {
 }
 
 func TestNothingToInferFrom(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, serr, _ := e.run(Config{}, runOpts{})
 	if serr == nil || !strings.Contains(serr.Error(), "give --schema") {
@@ -378,6 +390,7 @@ func TestNothingToInferFrom(t *testing.T) {
 }
 
 func TestFilesLogCompaction(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	l := fileLog{dir: dir}
 	var entries []*Entry
@@ -410,6 +423,7 @@ func TestFilesLogCompaction(t *testing.T) {
 	}
 }
 
+// TestTimeZone sets time.Local, so it does not run in parallel.
 func TestTimeZone(t *testing.T) {
 	// The machine's zone must never leak in: pretend it is New York.
 	old := time.Local
@@ -437,6 +451,7 @@ func TestTimeZone(t *testing.T) {
 }
 
 func TestStdin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := Config{Patterns: []string{"-"}, Format: "json", Stdin: strings.NewReader(`{"a":1}` + "\n" + `{"a":2,"b":"x"}` + "\n")}
 	got := e.mustRun(cfg, runOpts{noCheckpoint: true})
@@ -453,6 +468,7 @@ func TestStdin(t *testing.T) {
 }
 
 func TestVanishedFileIsSkipped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := ddl(t, "id long")
 	cfg.MaxFilesPerEpoch = 1
@@ -500,6 +516,7 @@ func cornerWant(path string) string {
 // byte to the whole file, so every quote, CR, LF and delimiter falls on a chunk boundary
 // somewhere; the rows and the bad record must not change.
 func TestCSVCornerCasesAtEveryBufferBoundary(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := e.write("corner.csv", cornerCSV, time.Minute)
 	want := cornerWant(p)
@@ -520,6 +537,7 @@ func TestCSVCornerCasesAtEveryBufferBoundary(t *testing.T) {
 }
 
 func TestUnknownFormatIsSkippedOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := ddl(t, "id long")
 	e.write("a.csv", "id\n1\n", time.Minute)
@@ -571,6 +589,7 @@ func writeArrow(t *testing.T, path, ddlText, rows string, mtime time.Time) {
 // castable type, an uncastable column, an extra column and a missing one conforms by name,
 // with nothing lost (rescued) — and with an explicit --schema the extra column is not read.
 func TestBinaryFilesConformByName(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	old := e.clock.now().Add(-time.Hour)
 	writeArrow(t, filepath.Join(e.dir, "a.arrow"), "id long, name string, x long", `[{"id":1,"name":"a","x":10}]`, old)
@@ -595,6 +614,7 @@ func TestBinaryFilesConformByName(t *testing.T) {
 // TestChangedBetweenListingAndReading: a planned file rewritten before it is read is not read
 // half-old half-new; its new version is planned by a later listing once stable, and read once.
 func TestChangedBetweenListingAndReading(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := ddl(t, "id long")
 	cfg.MaxFilesPerEpoch = 1

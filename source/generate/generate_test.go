@@ -22,8 +22,8 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/codec/schema"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 func mustSchema(t testing.TB, ddl string) *arrow.Schema {
@@ -528,12 +528,12 @@ func pipeline(t *testing.T, root string, cfg Config, so stage.SourceOptions, snk
 		t.Fatal(err)
 	}
 	so.Tool, so.Checkpoint, so.Stdout, so.Stderr = "generate", filepath.Join(root, "generate"), pw, io.Discard
-	so.Progress, so.NoSignals, so.Log = stage.ProgressOff, true, quiet
+	so.Progress, so.NoSignals, so.Log, so.Mem = stage.ProgressOff, true, quiet, withChecked(t)
 	if so.EpochInterval == 0 {
 		so.EpochInterval = time.Hour
 	}
 	oo := stage.Options{Tool: "sink", Checkpoint: filepath.Join(root, "sink"), Stdin: pr, Stdout: io.Discard, Stderr: io.Discard,
-		Progress: stage.ProgressOff, NoSignals: true, Log: quiet}
+		Progress: stage.ProgressOff, NoSignals: true, Log: quiet, Mem: so.Mem}
 	var serr error
 	done := make(chan struct{})
 	go func() {
@@ -549,17 +549,16 @@ func pipeline(t *testing.T, root string, cfg Config, so stage.SourceOptions, snk
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func withChecked(t *testing.T) {
+// withChecked is a checked allocator that must hold nothing when the test ends.
+func withChecked(t *testing.T) memory.Allocator {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	old := stage.Mem
-	stage.Mem = mem
-	t.Cleanup(func() { stage.Mem = old; mem.AssertSize(t, 0) })
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return mem
 }
 
 // A sink that fails at epoch 3; the restart replays epoch 3 (and any later epoch in the WAL)
 // with exactly the rows the first run sent, and the whole output equals an uninterrupted run.
 func TestReplayAfterCrashIsExact(t *testing.T) {
-	withChecked(t)
 	cfg := Config{Options: Options{Schema: richSchema(t), Gens: richGens, Seed: 42, Duplicates: 0.1},
 		Rows: 1000, MaxRecordsPerEpoch: 150}
 	so := stage.SourceOptions{BatchRows: 64}
@@ -774,7 +773,6 @@ func TestNexmarkBids(t *testing.T) {
 // restart an hour later replays the failed epoch with the same rows and the same "now"-based
 // event times, then continues.
 func TestLiveReplayKeepsNow(t *testing.T) {
-	withChecked(t)
 	root := t.TempDir()
 	clk := &fakeClock{t: time.Date(2025, 6, 1, 8, 0, 0, 0, time.UTC)}
 	start := clk.t

@@ -25,8 +25,8 @@ import (
 	"github.com/streamkit/streamkit/internal/kafkatest"
 	"github.com/streamkit/streamkit/internal/schemaregistry"
 	"github.com/streamkit/streamkit/source/kafka"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 // run runs read-kafka in-process and returns its decoded output and error. dir is the
@@ -43,9 +43,7 @@ type runOpts struct {
 func run(t *testing.T, cfg kafka.Config, o runOpts) (kafkatest.Output, error) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	old := stage.Mem
-	stage.Mem = mem
-	defer func() { stage.Mem = old; mem.AssertSize(t, 0) }()
+	defer mem.AssertSize(t, 0)
 	src, err := kafka.New(cfg)
 	if err != nil {
 		return kafkatest.Output{}, err
@@ -61,7 +59,7 @@ func run(t *testing.T, cfg kafka.Config, o runOpts) (kafkatest.Output, error) {
 		t.Fatal(err)
 	}
 	so := stage.SourceOptions{Options: stage.Options{Tool: "read-kafka", Checkpoint: o.dir, Stdout: pw, Stderr: io.Discard,
-		Progress: stage.ProgressOff, NoSignals: true, StateOptions: cfg.StateOptions(), Interrupt: o.interupt},
+		Progress: stage.ProgressOff, NoSignals: true, StateOptions: cfg.StateOptions(), Interrupt: o.interupt, Mem: mem},
 		EpochInterval: o.epoch, BatchRows: o.batch, Linger: 20 * time.Millisecond}
 	if cfg.Until == "now" {
 		so.End = "pause"

@@ -16,8 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 var schema = arrow.NewSchema([]arrow.Field{
@@ -73,16 +73,14 @@ func stream(t *testing.T, s *arrow.Schema, items ...ev) []byte {
 func run(t *testing.T, cfg Config, ckpt string, in []byte) ([]string, error) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	old := stage.Mem
-	stage.Mem = mem
-	defer func() { stage.Mem = old; mem.AssertSize(t, 0) }()
+	defer mem.AssertSize(t, 0)
 	d, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	var out bytes.Buffer
 	err = stage.RunOperator(context.Background(), stage.Options{Tool: "dedup", Checkpoint: ckpt, Stdin: bytes.NewReader(in),
-		Stdout: &out, Stderr: io.Discard, NoSignals: true, Progress: stage.ProgressOff}, d)
+		Stdout: &out, Stderr: io.Discard, NoSignals: true, Progress: stage.ProgressOff, Mem: mem}, d)
 	if err != nil {
 		return nil, err
 	}

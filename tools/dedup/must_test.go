@@ -22,8 +22,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 // item is one element of a test stream: a batch or a control.
@@ -66,16 +66,14 @@ func encode(t testing.TB, s *arrow.Schema, items []item) []byte {
 func runStream(t testing.TB, cfg Config, ckpt string, in []byte) []string {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	old := stage.Mem
-	stage.Mem = mem
-	defer func() { stage.Mem = old; mem.AssertSize(t, 0) }()
+	defer mem.AssertSize(t, 0)
 	d, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	if err := stage.RunOperator(context.Background(), stage.Options{Tool: "dedup", Checkpoint: ckpt, Stdin: bytes.NewReader(in),
-		Stdout: &out, Stderr: io.Discard, NoSignals: true, Progress: stage.ProgressOff}, d); err != nil {
+		Stdout: &out, Stderr: io.Discard, NoSignals: true, Progress: stage.ProgressOff, Mem: mem}, d); err != nil {
 		t.Fatal(err)
 	}
 	return readRows(t, &out)

@@ -172,7 +172,7 @@ func (e *writeError) Unwrap() error { return e.err }
 // Run runs the sharded stage. Errors: a child's failure as *stage.ChildExitError with the
 // child's exit code; a restart with another shard count as *state.IncompatibleError.
 func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
-	mem := stage.Mem
+	mem := o.Allocator()
 	if err := o.ResolveShard(); err != nil {
 		return err
 	}

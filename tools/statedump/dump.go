@@ -33,7 +33,7 @@ const retries = 5
 
 // dumpState reconstructs, filters and emits the keyed state of the stage directory at path.
 func dumpState(cfg Config, path string, out io.Writer) error {
-	mem := stage.Mem
+	mem := cfg.Mem
 	if len(cfg.Diff) == 2 {
 		return diff(mem, cfg, path, out)
 	}
@@ -84,7 +84,7 @@ func dumpShards(cfg Config, paths []string, out io.Writer) error {
 	if len(cfg.Diff) == 2 {
 		return stage.Usagef("state-dump: --diff compares the epochs of one stage; name a shard with --stage %s", filepath.Base(paths[0]))
 	}
-	mem := stage.Mem
+	mem := cfg.Mem
 	// --key _shard=i picks a shard (the column exists only in this dump).
 	first := 0
 	if v, ok := strings.CutPrefix(cfg.Key, ColShard+"="); ok {
@@ -466,7 +466,7 @@ func diff(mem memory.Allocator, cfg Config, path string, out io.Writer) error {
 // rows, then end=final).
 func emit(cfg Config, rec arrow.RecordBatch, out io.Writer) error {
 	if cfg.Format == FormatArrow {
-		w := codec.NewWriter(out, rec.Schema(), stage.Mem)
+		w := codec.NewWriter(out, rec.Schema(), cfg.Mem)
 		for off := int64(0); off < rec.NumRows() || off == 0; off += dumpBatchRows {
 			part := rec.NewSlice(off, min(off+dumpBatchRows, rec.NumRows()))
 			err := w.Write(part)

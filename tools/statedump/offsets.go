@@ -22,8 +22,8 @@ import (
 
 	"github.com/streamkit/streamkit/internal/kafkaconn"
 	"github.com/streamkit/streamkit/source/kafka"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 // Partition statuses of --offsets --lag.
@@ -110,7 +110,7 @@ func offsets(ctx context.Context, cfg Config, path string, out io.Writer) error 
 	if err != nil {
 		return err
 	}
-	mem := stage.Mem
+	mem := cfg.Mem
 	var kafkas, files, deltas, others []sourceStage
 	for _, s := range srcs {
 		switch s.tool {

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -72,6 +73,8 @@ type Config struct {
 	Color bool
 	// Now is the clock of --expiring with processing-time TTLs (default time.Now).
 	Now func() time.Time
+	// Mem allocates the Arrow buffers of the dump (default memory.DefaultAllocator).
+	Mem memory.Allocator
 }
 
 // Run executes state-dump, writing to out.
@@ -86,6 +89,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Mem == nil {
+		cfg.Mem = memory.DefaultAllocator
 	}
 	if cfg.Lag {
 		cfg.Offsets = true

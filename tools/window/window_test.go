@@ -17,8 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 var schema = arrow.NewSchema([]arrow.Field{
@@ -71,16 +71,14 @@ func stream(items ...string) []byte {
 func run(t *testing.T, s Spec, ckpt string, in []byte) ([]string, error) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	old := stage.Mem
-	stage.Mem = mem
-	defer func() { stage.Mem = old; mem.AssertSize(t, 0) }()
+	defer mem.AssertSize(t, 0)
 	op, err := New(s)
 	if err != nil {
 		return nil, err
 	}
 	var out bytes.Buffer
 	err = stage.RunOperator(context.Background(), stage.Options{Tool: "window", Checkpoint: ckpt, Stdin: bytes.NewReader(in),
-		Stdout: &out, Stderr: io.Discard, NoSignals: true, Progress: stage.ProgressOff}, op)
+		Stdout: &out, Stderr: io.Discard, NoSignals: true, Progress: stage.ProgressOff, Mem: mem}, op)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func TestBackgroundCommitFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := runFrom(w, ck, root, gr)
+	log, err := runFrom(mem, w, ck, root, gr)
 	if !changed {
 		t.Fatalf("the metadata change did not run before the rows (log:\n%s)", log)
 	}
@@ -128,7 +128,7 @@ func TestBackgroundCreateLosesToAnotherWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	ck := t.TempDir()
-	log, err := runFrom(w, ck, root, gr)
+	log, err := runFrom(mem, w, ck, root, gr)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}

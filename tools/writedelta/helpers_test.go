@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -24,16 +25,29 @@ import (
 	"github.com/streamkit/streamkit/stage"
 )
 
+// newMem is a checked allocator that must hold nothing when the test ends; run gives it to
+// the stage loop of the test t (testMem).
 func newMem(t testing.TB) *memory.CheckedAllocator {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	old := stage.Mem
-	stage.Mem = mem
+	mems.Store(t, mem)
 	t.Cleanup(func() {
-		stage.Mem = old
+		mems.Delete(t)
 		mem.AssertSize(t, 0)
 	})
 	return mem
+}
+
+// mems holds the allocator of each running test that called newMem (keyed by its
+// testing.TB), so that tests can run in parallel with their own allocators.
+var mems sync.Map
+
+// testMem is the allocator newMem made for t, nil (the stage's default) when it made none.
+func testMem(t testing.TB) memory.Allocator {
+	if m, ok := mems.Load(t); ok {
+		return m.(memory.Allocator)
+	}
+	return nil
 }
 
 var idSchema = arrow.NewSchema([]arrow.Field{
@@ -152,15 +166,16 @@ func run(t testing.TB, cfg Config, ckpt string, input []byte, tune ...func(*Writ
 	for _, f := range tune {
 		f(w)
 	}
-	return runFrom(w, ckpt, cfg.Table, bytes.NewReader(input))
+	return runFrom(testMem(t), w, ckpt, cfg.Table, bytes.NewReader(input))
 }
 
-// runFrom runs w over the stream read from in, with the stage loop as the command does.
-func runFrom(w *Writer, ckpt, table string, in io.Reader) (string, error) {
+// runFrom runs w over the stream read from in, with the stage loop as the command does,
+// allocating from mem (nil: the stage's default).
+func runFrom(mem memory.Allocator, w *Writer, ckpt, table string, in io.Reader) (string, error) {
 	var log bytes.Buffer
 	o := stage.Options{Tool: Tool, Checkpoint: ckpt, StateOptions: map[string]string{"table": table},
 		Stdin: in, Stdout: io.Discard, Stderr: &log, NoSignals: true,
-		Progress: stage.ProgressOff, Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+		Progress: stage.ProgressOff, Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})), Mem: mem}
 	err := stage.RunOperator(context.Background(), o, w)
 	return log.String(), err
 }
