@@ -16,6 +16,7 @@ import sys, os, glob, json, duckdb
 site = os.path.dirname(os.path.dirname(duckdb.__file__))
 ext = glob.glob(os.path.join(site, "duckdb_extension_delta", "extensions", "*", "delta.duckdb_extension"))
 con = duckdb.connect(config={"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"})
+con.sql("set enable_progress_bar = false")  # a slow query would print its bar to stdout
 con.execute("SET TimeZone='UTC'")
 con.execute("LOAD '%s'" % ext[0].replace("'", "''"))
 cols = sys.argv[2]

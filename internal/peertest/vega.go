@@ -132,6 +132,7 @@ func DuckStats(t testing.TB, py, path, from string, cols []string) (int64, map[s
 import sys, json, duckdb
 path, frm, cols = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 con = duckdb.connect()
+con.sql("set enable_progress_bar = false")  # a slow query would print its bar to stdout
 if frm == "arrow":
     import pyarrow.ipc as ipc
     tbl = ipc.open_file(path).read_all()

@@ -31,6 +31,7 @@ with pa.ipc.new_stream(sys.argv[1], t.schema) as w:
 const nanCompare = `
 import sys, duckdb, pyarrow as pa
 con = duckdb.connect()
+con.sql("set enable_progress_bar = false")  # a slow query would print its bar to stdout
 con.register("input", pa.ipc.open_stream(sys.argv[1]).read_all())
 con.register("got", pa.ipc.open_stream(sys.argv[2]).read_all())
 want = con.sql("select k, min(x) mnx, max(x) mxx, min(y) mny, max(y) mxy from input group by k").fetchall()
@@ -72,6 +73,7 @@ func TestMinMaxNaNLikeDuckDB(t *testing.T) {
 const nanKeys = `
 import sys, math, struct, duckdb, pyarrow as pa
 con = duckdb.connect()
+con.sql("set enable_progress_bar = false")  # a slow query would print its bar to stdout
 t = pa.ipc.open_stream(sys.argv[1]).read_all()
 con.register("input", t)
 con.register("got", pa.ipc.open_stream(sys.argv[2]).read_all())

@@ -33,6 +33,7 @@ with pa.ipc.new_stream(sys.argv[1], t.schema) as w:
 const sumCompare = `
 import sys, duckdb, pyarrow as pa
 con = duckdb.connect()
+con.sql("set enable_progress_bar = false")  # a slow query would print its bar to stdout
 con.register("input", pa.ipc.open_stream(sys.argv[1]).read_all())
 con.register("got", pa.ipc.open_stream(sys.argv[2]).read_all())
 fit = lambda c: f"case when sum({c}) between -9223372036854775808 and 9223372036854775807 then sum({c})::bigint end"
