@@ -3,7 +3,7 @@
 // epoch's Parquet data files and a txn action {appId = flow id, version = epoch}; after a
 // restart, replayed epochs whose number is ≤ the table's txn version for the flow are skipped,
 // so each input row lands in the table exactly once. The Delta protocol itself is implemented
-// by package sink/delta.
+// by packages delta (the log) and sink/delta (the data files).
 //
 // # Rows after the last barrier
 //
