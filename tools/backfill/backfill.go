@@ -40,7 +40,8 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/codec/rescue"
-	dl "github.com/streamkit/streamkit/sink/delta"
+	dl "github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
 	"github.com/streamkit/streamkit/stage"
 )
@@ -919,7 +920,7 @@ func (r *run) dedupItem(ctx context.Context, it *passItem, mask *array.BooleanBu
 // writerPool spreads batches round-robin over Writers data writers, each encoding Parquet on
 // its own goroutine (one file per writer and partition).
 type writerPool struct {
-	dws   []*dl.DataWriter
+	dws   []*deltasink.DataWriter
 	chans []chan arrow.RecordBatch
 	errs  []error
 	wg    sync.WaitGroup
@@ -934,7 +935,7 @@ func (r *run) newWriterPool(ctx context.Context) (*writerPool, error) {
 	}
 	p := &writerPool{}
 	for i := 0; i < n; i++ {
-		dw, err := dl.NewDataWriter(r.root, r.meta, dl.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression,
+		dw, err := deltasink.NewDataWriter(r.root, r.meta, deltasink.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression,
 			TargetFileSize: r.cfg.TargetFileSize})
 		if err != nil {
 			p.abort()
@@ -1357,7 +1358,7 @@ func (r *run) rewriteWithout(ctx context.Context, drop *keySet) error {
 	for i := range old {
 		ptrs[i] = &old[i]
 	}
-	dw, err := dl.NewDataWriter(r.root, r.meta, dl.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize})
+	dw, err := deltasink.NewDataWriter(r.root, r.meta, deltasink.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize})
 	if err != nil {
 		return err
 	}

@@ -22,11 +22,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	dl "github.com/streamkit/streamkit/sink/delta"
+	dl "github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
 	"github.com/streamkit/streamkit/source/files"
-	"github.com/streamkit/streamkit/tools/readfiles"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/readfiles"
 )
 
 var evSchema = arrow.NewSchema([]arrow.Field{
@@ -82,7 +83,7 @@ func commitRows(t testing.TB, mem memory.Allocator, dir string, sc *arrow.Schema
 		}
 		req.Protocol, req.Metadata, meta = p, m, m
 	}
-	w, err := dl.NewDataWriter(dir, meta, dl.WriterOptions{Allocator: mem})
+	w, err := deltasink.NewDataWriter(dir, meta, deltasink.WriterOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

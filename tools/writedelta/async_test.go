@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/state"
 )
 

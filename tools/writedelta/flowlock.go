@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/stage"
 )
 

@@ -8,7 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 )
 
 // DefaultLaneThreshold is how much Arrow data an epoch carries before its batches are spread
@@ -25,7 +26,7 @@ func DefaultWriters() int { return max(1, min(runtime.GOMAXPROCS(0), 4)) }
 // stay in one lane (one file per partition). Row order across files is not kept (a Delta
 // table has none).
 type epochWriter struct {
-	newWriter func() (*delta.DataWriter, error)
+	newWriter func() (*deltasink.DataWriter, error)
 	n         int
 	threshold int64
 	lanes     []*lane
@@ -35,7 +36,7 @@ type epochWriter struct {
 }
 
 type lane struct {
-	dw   *delta.DataWriter
+	dw   *deltasink.DataWriter
 	in   chan arrow.RecordBatch
 	done chan struct{}
 	mu   sync.Mutex
@@ -48,7 +49,7 @@ func (l *lane) failure() error {
 	return l.err
 }
 
-func newEpochWriter(n int, threshold int64, newWriter func() (*delta.DataWriter, error)) *epochWriter {
+func newEpochWriter(n int, threshold int64, newWriter func() (*deltasink.DataWriter, error)) *epochWriter {
 	return &epochWriter{newWriter: newWriter, n: max(1, n), threshold: threshold}
 }
 

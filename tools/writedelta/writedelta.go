@@ -3,7 +3,7 @@
 // epoch's Parquet data files and a txn action {appId = flow id, version = epoch}; after a
 // restart, replayed epochs whose number is ≤ the table's txn version for the flow are skipped,
 // so each input row lands in the table exactly once. The Delta protocol itself is implemented
-// by package sink/delta.
+// by packages delta (the log) and sink/delta (the data files).
 //
 // # Rows after the last barrier
 //
@@ -40,7 +40,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
 )
@@ -612,7 +613,7 @@ func (w *Writer) write(rec arrow.RecordBatch) error {
 		}
 		meta := w.meta
 		// Each lane collects delta.DefaultRowGroupSize (8 MiB) of Arrow data per row group.
-		opts := delta.WriterOptions{TargetFileSize: target, Compression: w.cfg.Compression,
+		opts := deltasink.WriterOptions{TargetFileSize: target, Compression: w.cfg.Compression,
 			TruncateTimestamps: w.cfg.TruncateTimestamps, Allocator: w.env.Mem, Now: w.env.Now}
 		// After an epoch large enough to be spread, the next one is spread from its first
 		// batch: waiting for the threshold again would leave the other lanes idle for the
@@ -621,8 +622,8 @@ func (w *Writer) write(rec arrow.RecordBatch) error {
 		if w.lastEpochBytes > 2*threshold {
 			threshold = 0
 		}
-		w.ew = newEpochWriter(w.cfg.Writers, threshold, func() (*delta.DataWriter, error) {
-			return delta.NewDataWriter(w.cfg.Table, meta, opts)
+		w.ew = newEpochWriter(w.cfg.Writers, threshold, func() (*deltasink.DataWriter, error) {
+			return deltasink.NewDataWriter(w.cfg.Table, meta, opts)
 		})
 	}
 	if err := w.flushHeld(); err != nil {

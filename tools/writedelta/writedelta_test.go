@@ -15,9 +15,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/sink/delta"
-	"github.com/streamkit/streamkit/state"
+	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 func TestEpochsBecomeCommitsWithTxn(t *testing.T) {

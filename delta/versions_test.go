@@ -22,14 +22,12 @@ func TestVersionsReadCommitVersionAt(t *testing.T) {
 	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
 	var s *Snapshot
 	for i := 0; i < 12; i++ {
-		rec := recFromJSON(t, mem, sc, `[{"id":1},{"id":2}]`)
 		var res *CommitResult
 		if s == nil {
-			res = appendBatches(t, tbl, nil, &CreateOptions{}, sc, WriterOptions{Allocator: mem}, nil, rec)
+			res = appendFile(t, tbl, nil, &CreateOptions{}, sc)
 		} else {
-			res = appendBatches(t, tbl, s, nil, sc, WriterOptions{Allocator: mem}, nil, rec)
+			res = appendFile(t, tbl, s, nil, sc)
 		}
-		rec.Release()
 		s = res.Snapshot
 	}
 	vr, err := tbl.Versions()
@@ -62,7 +60,7 @@ func TestVersionsReadCommitVersionAt(t *testing.T) {
 		if v == 6 {
 			mt = t0.Add(5 * time.Minute)
 		}
-		if err := os.Chtimes(filepath.Join(dir, LogDir, commitFileName(v)), mt, mt); err != nil {
+		if err := os.Chtimes(filepath.Join(dir, LogDir, CommitFileName(v)), mt, mt); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -86,7 +84,7 @@ func TestVersionsReadCommitVersionAt(t *testing.T) {
 	}
 	// Clean up commits before the checkpoint at 10: the earliest loadable version is 10.
 	for v := int64(0); v < 10; v++ {
-		os.Remove(filepath.Join(dir, LogDir, commitFileName(v)))
+		os.Remove(filepath.Join(dir, LogDir, CommitFileName(v)))
 	}
 	vr, err = tbl.Versions()
 	if err != nil || vr != (LogVersions{Earliest: 10, Latest: 11}) {
