@@ -5,9 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/tools/readfiles"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 func parseKVs(flag string, vals []string) ([]KV, error) {
@@ -92,7 +91,7 @@ the same flow from overlapping. Exit codes: 0 done (or nothing to do), 1 error, 
 			cfg.DedupCols = splitList(dedupCols)
 			cfg.PartitionBy = splitList(partitionBy)
 			if targetSize != "" {
-				n, err := readfiles.ParseBytes(targetSize)
+				n, err := cli.ParseSize(targetSize)
 				if err != nil {
 					return stage.Usagef("backfill: --target-file-size: %v", err)
 				}

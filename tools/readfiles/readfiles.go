@@ -17,8 +17,8 @@ import (
 	"github.com/streamkit/streamkit/codec/rescue"
 	"github.com/streamkit/streamkit/codec/schema"
 	"github.com/streamkit/streamkit/source/files"
-	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // DecodeFlags are read-files' options on how files are decoded (format, schema, inference,
@@ -208,7 +208,7 @@ func resolve(cfg *files.Config, fl *flags) (map[string]string, error) {
 	if cfg.OnRewrite, err = files.ParseRewrite(fl.onRewrite); err != nil {
 		return nil, stage.Usagef("read-files: %v", err)
 	}
-	if cfg.MaxBytesPerEpoch, err = ParseBytes(fl.maxBytes); err != nil {
+	if cfg.MaxBytesPerEpoch, err = cli.ParseSize(fl.maxBytes); err != nil {
 		return nil, stage.Usagef("read-files: --max-bytes-per-epoch: %v", err)
 	}
 	return map[string]string{
@@ -229,30 +229,4 @@ func oneByte(s string) (byte, error) {
 		return 0, fmt.Errorf("want one ASCII character (or \\t), got %q", s)
 	}
 	return s[0], nil
-}
-
-// ParseBytes parses a size: a byte count with an optional unit — k/K, M, G, T (powers of
-// 1000: kB, MB …) or KiB, MiB, GiB, TiB (powers of 1024); a bare number is bytes.
-func ParseBytes(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{
-		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-		{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-		{"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1},
-	}
-	mult := int64(1)
-	for _, u := range units {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
-			s, mult = strings.TrimSpace(num), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseFloat(s, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("want a size such as 0, 1048576, 512MiB or 2GB, got %q", s)
-	}
-	return int64(n * float64(mult)), nil
 }

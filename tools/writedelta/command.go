@@ -3,8 +3,8 @@ package writedelta
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // Command returns the cobra command of `streamkit write-delta`.
@@ -71,7 +71,7 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 		Args: cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cli.Fill(&o, cmd)
-			root, err := TableRoot(args[0])
+			root, err := cli.TableRoot(args[0])
 			if err != nil {
 				return err
 			}
@@ -94,7 +94,7 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 				cfg.With = append(cfg.With, Constant{Name: k, Value: v})
 			}
 			if target != "" {
-				if cfg.TargetFileSize, err = ParseSize(target); err != nil {
+				if cfg.TargetFileSize, err = cli.ParsePositiveSize(target); err != nil {
 					return stage.Usagef("write-delta: --target-file-size: %v", err)
 				}
 			}

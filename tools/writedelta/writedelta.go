@@ -41,8 +41,9 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/sink/delta"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // Tool is the subcommand name; it is also the `by` of the commit markers write-delta writes.
@@ -606,7 +607,7 @@ func (w *Writer) write(rec arrow.RecordBatch) error {
 	if w.ew == nil {
 		target := w.cfg.TargetFileSize
 		if target == 0 {
-			if n, err := ParseSize(w.meta.Configuration["delta.targetFileSize"]); err == nil {
+			if n, err := cli.ParsePositiveSize(w.meta.Configuration["delta.targetFileSize"]); err == nil {
 				target = n
 			}
 		}

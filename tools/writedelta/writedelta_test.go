@@ -16,8 +16,8 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/sink/delta"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 func TestEpochsBecomeCommitsWithTxn(t *testing.T) {
@@ -548,29 +548,6 @@ func TestConcurrentFlowsInProcess(t *testing.T) {
 	}
 	if got := tableIDs(t, root); !equalIDs(got, seq(0, flows*epochs*rows)) {
 		t.Fatalf("ids %v", got)
-	}
-}
-
-func TestTableRootAndSizes(t *testing.T) {
-	for in, want := range map[string]string{"file:///tmp/a%20b": "/tmp/a b", "file://localhost/x/y/": "/x/y", "/abs/t": "/abs/t"} {
-		if got, err := TableRoot(in); err != nil || got != want {
-			t.Errorf("TableRoot(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"s3://bucket/t", "file://host/t", ""} {
-		if _, err := TableRoot(bad); err == nil {
-			t.Errorf("TableRoot(%q): no error", bad)
-		}
-	}
-	for in, want := range map[string]int64{"128MiB": 128 << 20, "64mb": 64e6, "1048576": 1 << 20, "1.5GiB": 3 << 29, "10 KB": 10000} {
-		if got, err := ParseSize(in); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "MiB", "12 parsecs", "0"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q): no error", bad)
-		}
 	}
 }
 
