@@ -9,23 +9,23 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamkit/streamkit/source/files"
-	"github.com/streamkit/streamkit/tools/readfiles"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // filesFlags are the read-files options backfill accepts with --from: read-files' decoding
-// options (readfiles.AddDecodeFlags: same names, defaults and meaning) and --stable-after.
+// options (cli.AddDecodeFlags: same names, defaults and meaning) and --stable-after.
 // The options about checkpoints, epochs and following do not apply to a run-once flow.
 type filesFlags struct {
 	cfg files.Config
-	dec *readfiles.DecodeFlags
+	dec *cli.DecodeFlags
 }
 
 // addFilesFlags registers the --from options on cmd.
 func addFilesFlags(cmd *cobra.Command) *filesFlags {
 	fl := &filesFlags{}
 	f := cmd.Flags()
-	fl.dec = readfiles.AddDecodeFlags(f, &fl.cfg, "--from: ")
+	fl.dec = cli.AddDecodeFlags(f, &fl.cfg, "--from: ")
 	f.DurationVar(&fl.cfg.StableAfter, "stable-after", 0, "--from: read a file only once it has not changed for this long (0: at once)")
 	return fl
 }
