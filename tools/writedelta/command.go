@@ -3,13 +3,15 @@ package writedelta
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/streamkit/streamkit/sink/delta"
+
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // Command returns the cobra command of `streamkit write-delta`.
 func Command() *cobra.Command {
-	var cfg Config
+	var cfg delta.StreamConfig
 	var props, with []string
 	var target string
 	o := stage.Options{Tool: Tool}
@@ -91,14 +93,15 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 				if err != nil {
 					return err
 				}
-				cfg.With = append(cfg.With, Constant{Name: k, Value: v})
+				cfg.With = append(cfg.With, delta.Constant{Name: k, Value: v})
 			}
 			if target != "" {
 				if cfg.TargetFileSize, err = cli.ParsePositiveSize(target); err != nil {
 					return stage.Usagef("write-delta: --target-file-size: %v", err)
 				}
 			}
-			w, err := New(cfg)
+			cfg.PropertySize = cli.ParsePositiveSize
+			w, err := delta.NewStreamWriter(cfg)
 			if err != nil {
 				return err
 			}
@@ -108,7 +111,7 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Flow, "flow", "", "flow id: the txn appId of this writer's commits (default: generated once and kept in the checkpoint)")
-	f.StringVar(&cfg.Mode, "mode", ModeAppend, "append, or overwrite: each epoch with rows replaces the table's contents")
+	f.StringVar(&cfg.Mode, "mode", delta.ModeAppend, "append, or overwrite: each epoch with rows replaces the table's contents")
 	f.StringSliceVar(&cfg.PartitionBy, "partition-by", nil, "partition columns of a new table, comma-separated (Hive-style directories)")
 	f.BoolVar(&cfg.MergeSchema, "merge-schema", false, "add input columns the table lacks and relax NOT NULL columns (default: refuse with a schema diff)")
 	f.StringArrayVar(&props, "table-property", nil, "table property KEY=VALUE (repeatable), e.g. delta.checkpointInterval=20")
