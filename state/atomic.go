@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/streamkit/streamkit/state/atomicfile"
 )
 
 // castagnoli is the CRC32C table (iSCSI polynomial), hardware-accelerated on amd64/arm64.
@@ -35,70 +37,30 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("corrupt checkpoint file %s: %s", e.Path, e.Reason)
 }
 
+// tempFiles are the temporary files of checkpoint files: `.tmp-<name>-<random>`, private to
+// the stage's user (docs/protocol.md §7.2).
+var tempFiles = atomicfile.Temp{Pattern: func(name string) string { return tmpPrefix + name + "-*" }, Perm: 0o600}
+
 // WriteFileAtomic makes data the content of dir/name atomically: temp file in dir, write,
 // fsync, rename over name, fsync dir. A crash at any point leaves either the old file or the
 // new one, never a mix. Errors name the path.
 func WriteFileAtomic(dir, name string, data []byte) error {
-	tmp, err := writeTemp(dir, name, data)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
-	}
-	return SyncDir(dir)
+	return tempFiles.Replace(dir, name, data)
 }
 
 // PutIfAbsent creates dir/name with data only if it does not exist, atomically (hard link of
 // an fsynced temp file). created is false when the name already existed; nothing is replaced.
 func PutIfAbsent(dir, name string, data []byte) (created bool, err error) {
-	tmp, err := writeTemp(dir, name, data)
-	if err != nil {
-		return false, err
+	err = tempFiles.PutIfAbsent(dir, name, data)
+	if errors.Is(err, atomicfile.ErrExist) {
+		return false, nil
 	}
-	defer os.Remove(tmp)
-	if err := os.Link(tmp, filepath.Join(dir, name)); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return false, nil
-		}
-		return false, fmt.Errorf("create %s: %w", filepath.Join(dir, name), err)
-	}
-	os.Remove(tmp)
-	return true, SyncDir(dir)
+	return err == nil, err
 }
 
-func writeTemp(dir, name string, data []byte) (string, error) {
-	f, err := os.CreateTemp(dir, tmpPrefix+name+"-*")
-	if err != nil {
-		return "", fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
-	}
-	return f.Name(), nil
-}
-
-// SyncDir fsyncs a directory so that renames and links in it are durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
-}
+// SyncDir fsyncs a directory so that renames and links in it are durable
+// ([atomicfile.SyncDir]).
+func SyncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // sweepTemps removes temporary files left by a crash in dir and its direct subdirectories.
 func sweepTemps(dir string) {

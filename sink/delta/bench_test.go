@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/internal/peertest"
 )
 
@@ -68,8 +69,8 @@ func BenchmarkWriteFlights(b *testing.B) {
 				batches[i] = flightsBatch(mem, i, rows)
 				defer batches[i].Release()
 			}
-			tbl := NewTable(b.TempDir(), mem)
-			p, m, err := NewTableMetadata(flightsSchema, CreateOptions{})
+			tbl := delta.NewTable(b.TempDir(), mem)
+			p, m, err := delta.NewTableMetadata(flightsSchema, delta.CreateOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -87,7 +88,7 @@ func BenchmarkWriteFlights(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := tbl.Commit(context.Background(), CommitRequest{Protocol: p, Metadata: m, Adds: adds}); err != nil {
+			if _, err := tbl.Commit(context.Background(), delta.CommitRequest{Protocol: p, Metadata: m, Adds: adds}); err != nil {
 				b.Fatal(err)
 			}
 			b.StopTimer()
@@ -126,7 +127,7 @@ func BenchmarkWriteFlights3M(b *testing.B) {
 	for _, r := range batches {
 		rows += r.NumRows()
 	}
-	_, m, err := NewTableMetadata(sc, CreateOptions{})
+	_, m, err := delta.NewTableMetadata(sc, delta.CreateOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -225,12 +226,12 @@ func BenchmarkCommitEpoch(b *testing.B) {
 	for _, rows := range []int{0, 1000} {
 		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
 			mem := memory.DefaultAllocator
-			tbl := NewTable(b.TempDir(), mem)
-			p, m, err := NewTableMetadata(flightsSchema, CreateOptions{})
+			tbl := delta.NewTable(b.TempDir(), mem)
+			p, m, err := delta.NewTableMetadata(flightsSchema, delta.CreateOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
-			res, err := tbl.Commit(context.Background(), CommitRequest{Protocol: p, Metadata: m})
+			res, err := tbl.Commit(context.Background(), delta.CommitRequest{Protocol: p, Metadata: m})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -242,7 +243,7 @@ func BenchmarkCommitEpoch(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				var adds []Add
+				var adds []delta.Add
 				if rows > 0 {
 					w, err := NewDataWriter(tbl.Root(), s.Metadata(), WriterOptions{Allocator: mem})
 					if err != nil {
@@ -255,8 +256,8 @@ func BenchmarkCommitEpoch(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				res, err := tbl.Commit(context.Background(), CommitRequest{Read: s, Adds: adds,
-					Txn: &Txn{AppID: "bench", Version: int64(i)}, Operation: "STREAMING UPDATE"})
+				res, err := tbl.Commit(context.Background(), delta.CommitRequest{Read: s, Adds: adds,
+					Txn: &delta.Txn{AppID: "bench", Version: int64(i)}, Operation: "STREAMING UPDATE"})
 				if err != nil {
 					b.Fatal(err)
 				}

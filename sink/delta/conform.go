@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/delta"
 )
 
 // conformer converts incoming record batches to the table's canonical Arrow schema
@@ -222,7 +224,7 @@ func (c *conformer) array(path string, arr arrow.Array, dst arrow.DataType) (arr
 		defer data.Release()
 		return array.MakeFromData(data), nil
 	}
-	if !leafCastAllowed(src, dst) {
+	if !delta.CastAllowed(src, dst) {
 		return nil, mismatch()
 	}
 	if fsb, ok := arr.(*array.FixedSizeBinary); ok && dst.ID() == arrow.BINARY {
@@ -301,38 +303,9 @@ func (c *conformer) offsets(n int, valueOffsets func(int) (int64, int64)) (*memo
 	return buf, lo, hi
 }
 
-// leafCastAllowed lists the lossless (or checked) conversions applied to primitive columns:
-// integer widening/narrowing with overflow checks, uint64 to decimal(20,0), float32 to
-// float64, decimals to decimal128, string/binary variants, Date64 to Date32 and timestamp
-// unit changes that keep the with/without-time-zone kind.
-func leafCastAllowed(src, dst arrow.DataType) bool {
-	isInt := func(t arrow.DataType) bool { return arrow.IsInteger(t.ID()) }
-	switch d := dst.(type) {
-	case *arrow.Int8Type, *arrow.Int16Type, *arrow.Int32Type, *arrow.Int64Type:
-		return isInt(src)
-	case *arrow.Decimal128Type:
-		if _, ok := src.(arrow.DecimalType); ok {
-			return true
-		}
-		return isInt(src)
-	case *arrow.Float64Type:
-		return src.ID() == arrow.FLOAT32
-	case *arrow.StringType:
-		return src.ID() == arrow.LARGE_STRING || src.ID() == arrow.STRING_VIEW
-	case *arrow.BinaryType:
-		return src.ID() == arrow.LARGE_BINARY || src.ID() == arrow.BINARY_VIEW || src.ID() == arrow.FIXED_SIZE_BINARY
-	case *arrow.Date32Type:
-		return src.ID() == arrow.DATE64
-	case *arrow.TimestampType:
-		s, ok := src.(*arrow.TimestampType)
-		return ok && (s.TimeZone == "") == (d.TimeZone == "")
-	}
-	return false
-}
-
 // deltaNameOf names the Delta type of a canonical Arrow type, for error messages.
 func deltaNameOf(dt arrow.DataType) string {
-	if t, err := FromArrowSchema(arrow.NewSchema([]arrow.Field{{Name: "x", Type: dt}}, nil)); err == nil {
+	if t, err := delta.FromArrowSchema(arrow.NewSchema([]arrow.Field{{Name: "x", Type: dt}}, nil)); err == nil {
 		return t.Fields[0].Type.String()
 	}
 	return dt.String()

@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/delta"
 )
 
 func TestConformInputs(t *testing.T) {
@@ -100,8 +102,8 @@ func TestConformFixedSizeBinaryWithoutNulls(t *testing.T) {
 		rec := array.NewRecordBatch(s, []arrow.Array{col}, int64(col.Len()))
 		col.Release()
 		dir := t.TempDir()
-		tbl := NewTable(dir, mem)
-		res := appendBatches(t, tbl, nil, &CreateOptions{}, s, WriterOptions{Allocator: mem}, nil, rec)
+		tbl := delta.NewTable(dir, mem)
+		res := appendBatches(t, tbl, nil, &delta.CreateOptions{}, s, WriterOptions{Allocator: mem}, nil, rec)
 		rec.Release()
 		if res.Snapshot.NumFiles() != 1 {
 			t.Fatalf("files %d", res.Snapshot.NumFiles())

@@ -18,6 +18,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/streamkit/streamkit/delta"
 )
 
 // dictTestStrings are distinct strings that collide in naive short-string packings (zero
@@ -177,7 +179,7 @@ func TestWriterDictionaryColumns(t *testing.T) {
 			}()
 			tbl := newTestTable(t, mem)
 			// About 2.5 batches per row group: some batches are cut between two row groups.
-			res := appendBatches(t, tbl, nil, &CreateOptions{}, sc, WriterOptions{Allocator: mem, RowGroupSize: 5 << 20}, nil, recs...)
+			res := appendBatches(t, tbl, nil, &delta.CreateOptions{}, sc, WriterOptions{Allocator: mem, RowGroupSize: 5 << 20}, nil, recs...)
 			files := res.Snapshot.Files()
 			if len(files) != 1 {
 				t.Fatalf("%d files, want 1", len(files))
@@ -334,7 +336,7 @@ func TestWriterRarePartitionHoldsLittle(t *testing.T) {
 		{Name: "p", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "v", Type: arrow.BinaryTypes.String, Nullable: true},
 	}, nil)
-	_, meta, err := NewTableMetadata(sc, CreateOptions{PartitionColumns: []string{"p"}})
+	_, meta, err := delta.NewTableMetadata(sc, delta.CreateOptions{PartitionColumns: []string{"p"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/delta"
 )
 
 func newMem(t testing.TB) *memory.CheckedAllocator {
@@ -38,13 +40,13 @@ func fixedClock() func() time.Time {
 }
 
 // appendBatches writes recs as one commit (creating the table from sc when read is nil).
-func appendBatches(t testing.TB, tbl *Table, read *Snapshot, create *CreateOptions, sc *arrow.Schema, opts WriterOptions, txn *Txn, recs ...arrow.RecordBatch) *CommitResult {
+func appendBatches(t testing.TB, tbl *delta.Table, read *delta.Snapshot, create *delta.CreateOptions, sc *arrow.Schema, opts WriterOptions, txn *delta.Txn, recs ...arrow.RecordBatch) *delta.CommitResult {
 	t.Helper()
-	var proto *Protocol
-	var meta *Metadata
+	var proto *delta.Protocol
+	var meta *delta.Metadata
 	if read == nil {
 		var err error
-		proto, meta, err = NewTableMetadata(sc, *create)
+		proto, meta, err = delta.NewTableMetadata(sc, *create)
 		if err != nil {
 			t.Fatalf("new table metadata: %v", err)
 		}
@@ -64,11 +66,11 @@ func appendBatches(t testing.TB, tbl *Table, read *Snapshot, create *CreateOptio
 	if err != nil {
 		t.Fatalf("close writer: %v", err)
 	}
-	var req CommitRequest
+	var req delta.CommitRequest
 	if read == nil {
-		req = CommitRequest{Protocol: proto, Metadata: meta, Adds: adds, Txn: txn}
+		req = delta.CommitRequest{Protocol: proto, Metadata: meta, Adds: adds, Txn: txn}
 	} else {
-		req = CommitRequest{Read: read, Adds: adds, Txn: txn}
+		req = delta.CommitRequest{Read: read, Adds: adds, Txn: txn}
 	}
 	res, err := tbl.Commit(context.Background(), req)
 	if err != nil {
@@ -104,7 +106,7 @@ func writeIPCFile(t testing.TB, path string, mem memory.Allocator, recs ...arrow
 
 func logFiles(t testing.TB, root string) []string {
 	t.Helper()
-	es, err := os.ReadDir(filepath.Join(root, LogDir))
+	es, err := os.ReadDir(filepath.Join(root, delta.LogDir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/internal/peertest"
 )
 
@@ -38,7 +40,7 @@ type expectation struct {
 	recs []arrow.RecordBatch
 }
 
-func newExpectation(t *testing.T, mem memory.Allocator, meta *Metadata) *expectation {
+func newExpectation(t *testing.T, mem memory.Allocator, meta *delta.Metadata) *expectation {
 	st, err := meta.Schema()
 	if err != nil {
 		t.Fatal(err)
@@ -146,24 +148,24 @@ func TestInteropRichPartitioned(t *testing.T) {
 	mem := newMem(t)
 	dir := t.TempDir()
 	root := filepath.Join(dir, "rich table")
-	tbl := NewTable(root, mem)
-	var s *Snapshot
+	tbl := delta.NewTable(root, mem)
+	var s *delta.Snapshot
 	var exp *expectation
 	for c := 0; c < 12; c++ {
 		rec := richRows(t, mem, c*20, 20)
-		var res *CommitResult
+		var res *delta.CommitResult
 		if s == nil {
-			res = appendBatches(t, tbl, nil, &CreateOptions{PartitionColumns: []string{"part"}}, richSchema,
-				WriterOptions{Allocator: mem}, &Txn{AppID: "rich", Version: int64(c)}, rec)
+			res = appendBatches(t, tbl, nil, &delta.CreateOptions{PartitionColumns: []string{"part"}}, richSchema,
+				WriterOptions{Allocator: mem}, &delta.Txn{AppID: "rich", Version: int64(c)}, rec)
 			exp = newExpectation(t, mem, res.Snapshot.Metadata())
 		} else {
-			res = appendBatches(t, tbl, s, nil, richSchema, WriterOptions{Allocator: mem}, &Txn{AppID: "rich", Version: int64(c)}, rec)
+			res = appendBatches(t, tbl, s, nil, richSchema, WriterOptions{Allocator: mem}, &delta.Txn{AppID: "rich", Version: int64(c)}, rec)
 		}
 		exp.add(rec)
 		rec.Release()
 		s = res.Snapshot
 	}
-	if _, err := os.Stat(filepath.Join(root, LogDir, checkpointFileName(10))); err != nil {
+	if _, err := os.Stat(filepath.Join(root, delta.LogDir, delta.CheckpointFileName(10))); err != nil {
 		t.Fatalf("no checkpoint at 10: %v", err)
 	}
 	out := runPython(t, "check_table.py", root, exp.file(filepath.Join(dir, "expected.arrow")), "--key", "id", "--empty-as-null", "part",
@@ -186,7 +188,7 @@ func TestInteropPartitionTypes(t *testing.T) {
 	mem := newMem(t)
 	dir := t.TempDir()
 	root := filepath.Join(dir, "t")
-	tbl := NewTable(root, mem)
+	tbl := delta.NewTable(root, mem)
 	// No negative decimal partition value: deltalake 1.6.6 mis-parses them ("-1.25" becomes
 	// "-1.-25" when it builds the partition expression); DuckDB reads them fine.
 	rec := recFromJSON(t, mem, partTypesSchema, `[
@@ -195,7 +197,7 @@ func TestInteropPartitionTypes(t *testing.T) {
 		{"id":3,"d":null,"ts":null,"n":null,"dec":null,"flag":null,"v":"c"},
 		{"id":4,"d":"2024-01-31","ts":1706702400123456,"n":-5,"dec":"12.30","flag":true,"v":"d"}]`)
 	defer rec.Release()
-	res := appendBatches(t, tbl, nil, &CreateOptions{PartitionColumns: []string{"d", "ts", "n", "dec", "flag"}}, partTypesSchema, WriterOptions{Allocator: mem}, nil, rec)
+	res := appendBatches(t, tbl, nil, &delta.CreateOptions{PartitionColumns: []string{"d", "ts", "n", "dec", "flag"}}, partTypesSchema, WriterOptions{Allocator: mem}, nil, rec)
 	exp := newExpectation(t, mem, res.Snapshot.Metadata())
 	exp.add(rec)
 	var pv []string
@@ -216,7 +218,7 @@ func TestInteropTimestampNTZ(t *testing.T) {
 	mem := newMem(t)
 	dir := t.TempDir()
 	root := filepath.Join(dir, "t")
-	tbl := NewTable(root, mem)
+	tbl := delta.NewTable(root, mem)
 	sc := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		{Name: "ntz", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}, Nullable: true},
@@ -224,7 +226,7 @@ func TestInteropTimestampNTZ(t *testing.T) {
 	}, nil)
 	rec := recFromJSON(t, mem, sc, `[{"id":1,"ntz":1706702400123456789,"ts":1706702400},{"id":2,"ntz":null,"ts":null},{"id":3,"ntz":-1000,"ts":-1}]`)
 	defer rec.Release()
-	res := appendBatches(t, tbl, nil, &CreateOptions{}, sc, WriterOptions{Allocator: mem, TruncateTimestamps: true}, nil, rec)
+	res := appendBatches(t, tbl, nil, &delta.CreateOptions{}, sc, WriterOptions{Allocator: mem, TruncateTimestamps: true}, nil, rec)
 	p := res.Snapshot.Protocol()
 	if p.MinReaderVersion != 3 || p.MinWriterVersion != 7 {
 		t.Errorf("protocol %+v", p)
@@ -240,17 +242,17 @@ func TestInteropManyCommitsCheckpoint(t *testing.T) {
 	mem := newMem(t)
 	dir := t.TempDir()
 	root := filepath.Join(dir, "t")
-	tbl := NewTable(root, mem)
-	var s *Snapshot
+	tbl := delta.NewTable(root, mem)
+	var s *delta.Snapshot
 	var exp *expectation
 	for c := 0; c < 105; c++ {
 		rec := simpleRec(t, mem, 2*c, 2*c+1)
-		var res *CommitResult
+		var res *delta.CommitResult
 		if s == nil {
-			res = appendBatches(t, tbl, nil, &CreateOptions{PartitionColumns: []string{"part"}}, simpleSchema, WriterOptions{Allocator: mem}, &Txn{AppID: "many", Version: int64(c)}, rec)
+			res = appendBatches(t, tbl, nil, &delta.CreateOptions{PartitionColumns: []string{"part"}}, simpleSchema, WriterOptions{Allocator: mem}, &delta.Txn{AppID: "many", Version: int64(c)}, rec)
 			exp = newExpectation(t, mem, res.Snapshot.Metadata())
 		} else {
-			res = appendBatches(t, tbl, s, nil, simpleSchema, WriterOptions{Allocator: mem}, &Txn{AppID: "many", Version: int64(c)}, rec)
+			res = appendBatches(t, tbl, s, nil, simpleSchema, WriterOptions{Allocator: mem}, &delta.Txn{AppID: "many", Version: int64(c)}, rec)
 		}
 		exp.add(rec)
 		rec.Release()
@@ -262,7 +264,7 @@ func TestInteropManyCommitsCheckpoint(t *testing.T) {
 	}
 	// Metadata cleanup: drop every commit before the checkpoint so readers must use it.
 	for v := int64(0); v < 100; v++ {
-		if err := os.Remove(filepath.Join(root, LogDir, commitFileName(v))); err != nil {
+		if err := os.Remove(filepath.Join(root, delta.LogDir, delta.CommitFileName(v))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -283,7 +285,7 @@ func TestInteropAppendToDeltaRsTable(t *testing.T) {
 	root := filepath.Join(dir, "t")
 	theirs := filepath.Join(dir, "theirs.arrow")
 	runPython(t, "deltars_create.py", root, theirs)
-	tbl := NewTable(root, mem)
+	tbl := delta.NewTable(root, mem)
 	s, err := tbl.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -322,9 +324,9 @@ func TestInteropConcurrentWithDeltaRs(t *testing.T) {
 	mem := newMem(t)
 	dir := t.TempDir()
 	root := filepath.Join(dir, "t")
-	tbl := NewTable(root, mem)
+	tbl := delta.NewTable(root, mem)
 	r0 := simpleRec(t, mem, 0)
-	res := appendBatches(t, tbl, nil, &CreateOptions{PartitionColumns: []string{"part"}}, simpleSchema, WriterOptions{Allocator: mem}, nil, r0)
+	res := appendBatches(t, tbl, nil, &delta.CreateOptions{PartitionColumns: []string{"part"}}, simpleSchema, WriterOptions{Allocator: mem}, nil, r0)
 	exp := newExpectation(t, mem, res.Snapshot.Metadata())
 	exp.add(r0)
 	r0.Release()
@@ -340,7 +342,7 @@ func TestInteropConcurrentWithDeltaRs(t *testing.T) {
 	// Start appending once delta-rs has committed, so the writers overlap.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if ok, _ := fileExists(filepath.Join(root, LogDir, commitFileName(1))); ok || time.Now().After(deadline) {
+		if ok, _ := fileExists(filepath.Join(root, delta.LogDir, delta.CommitFileName(1))); ok || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -357,7 +359,7 @@ func TestInteropConcurrentWithDeltaRs(t *testing.T) {
 		}
 		ours++
 		rec := simpleRec(t, mem, ours)
-		r := appendBatches(t, tbl, s, nil, nil, WriterOptions{Allocator: mem}, &Txn{AppID: "go", Version: int64(ours)}, rec)
+		r := appendBatches(t, tbl, s, nil, nil, WriterOptions{Allocator: mem}, &delta.Txn{AppID: "go", Version: int64(ours)}, rec)
 		exp.add(rec)
 		rec.Release()
 		if r.Attempts > 1 {

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/delta"
 )
 
 // DefaultLaneThreshold is how much Arrow data an epoch carries before its batches are spread
@@ -156,8 +157,8 @@ func (e *WriterPool) Bytes() int64 { return e.bytes }
 // Each lane stops and closes its writer (encoding its files' last row groups) on its own
 // goroutine: a lane still encoding a full row group must not hold back another lane's last
 // one (stopping them in turn left a core idle at the end of every epoch).
-func (e *WriterPool) Close() ([]Add, error) {
-	adds := make([][]Add, len(e.lanes))
+func (e *WriterPool) Close() ([]delta.Add, error) {
+	adds := make([][]delta.Add, len(e.lanes))
 	errs := make([]error, len(e.lanes))
 	var wg sync.WaitGroup
 	for i, l := range e.lanes {
@@ -173,7 +174,7 @@ func (e *WriterPool) Close() ([]Add, error) {
 	if e.failed != nil {
 		return nil, e.failed
 	}
-	var all []Add
+	var all []delta.Add
 	for i := range e.lanes {
 		if errs[i] != nil {
 			return nil, errs[i]

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
+	"github.com/streamkit/streamkit/delta"
 )
 
 // Statistics rules (PROTOCOL.md "Per-file Statistics", DELTA.md "stats"):
@@ -310,7 +312,7 @@ func writeStatsObject(b *bytes.Buffer, cols []*colStats, fields []arrow.Field, p
 		if n > 0 {
 			b.WriteByte(',')
 		}
-		writeJSONString(b, fields[i].Name)
+		delta.WriteJSONString(b, fields[i].Name)
 		b.WriteByte(':')
 		ok := false
 		if cs.kind == kindStruct {
@@ -367,7 +369,7 @@ func (cs *colStats) writeBound(b *bytes.Buffer, isMin bool) bool {
 		if t.Year() < 1 || t.Year() > 9999 {
 			return false
 		}
-		writeJSONString(b, t.Format("2006-01-02"))
+		delta.WriteJSONString(b, t.Format("2006-01-02"))
 	case kindTimestamp, kindTimestampNTZ:
 		v := cs.imax
 		if isMin {
@@ -385,7 +387,7 @@ func (cs *colStats) writeBound(b *bytes.Buffer, isMin bool) bool {
 		if cs.kind == kindTimestampNTZ {
 			layout = "2006-01-02T15:04:05.000"
 		}
-		writeJSONString(b, t.Format(layout))
+		delta.WriteJSONString(b, t.Format(layout))
 	case kindString:
 		var s string
 		var ok bool
@@ -397,7 +399,7 @@ func (cs *colStats) writeBound(b *bytes.Buffer, isMin bool) bool {
 		if !ok || !utf8.ValidString(s) {
 			return false
 		}
-		writeJSONString(b, s)
+		delta.WriteJSONString(b, s)
 	default:
 		return false
 	}

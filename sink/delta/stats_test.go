@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/streamkit/streamkit/delta"
 )
 
 func statsOf(t *testing.T, sc *arrow.Schema, numIdx int, js ...string) map[string]any {
@@ -32,7 +34,7 @@ func statsOf(t *testing.T, sc *arrow.Schema, numIdx int, js ...string) map[strin
 }
 
 func canonical(t *testing.T, sc *arrow.Schema) *arrow.Schema {
-	st, err := FromArrowSchema(sc)
+	st, err := delta.FromArrowSchema(sc)
 	if err != nil {
 		t.Fatal(err)
 	}

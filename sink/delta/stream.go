@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
 )
@@ -33,7 +34,7 @@ type Constant struct{ Name, Value string }
 
 // StreamConfig are the options of a StreamWriter: write-delta's flags.
 type StreamConfig struct {
-	// Table is the table root: a local directory (made absolute by the caller).
+	// delta.Table is the table root: a local directory (made absolute by the caller).
 	Table string
 	// Flow is the txn appId (--flow). Empty: generated once and kept in the checkpoint
 	// directory's FlowFile; without a checkpoint directory a new one per run.
@@ -46,7 +47,7 @@ type StreamConfig struct {
 	// structs, which are copied into top-level columns (see stream_augment.go); for an existing table
 	// it must resolve to the table's partitioning (or be empty).
 	PartitionBy []string
-	// MergeSchema adds input columns the table lacks (also nested struct fields) and relaxes
+	// delta.MergeSchema adds input columns the table lacks (also nested struct fields) and relaxes
 	// NOT NULL columns the input lacks or declares nullable, in the first commit of the run.
 	// Without it such an input is refused with a schema diff.
 	MergeSchema bool
@@ -125,24 +126,24 @@ type StreamWriter struct {
 // the table and the checkpoint directory's FlowFile record (see stream_flow.go).
 type flowBinding struct {
 	flow     string
-	lock     *FlowLock      // the flow's lock in the table, held from Open to Close
-	rec      FlowFileRecord // FlowFile of the checkpoint directory (zero without one)
-	fresh    bool           // FlowFile was created by this run
-	ownEpoch uint64         // newest epoch committed in the own checkpoint directory
-	takeover bool           // --flow-takeover moved the flow to this run and it has not committed yet
+	lock     *delta.FlowLock // the flow's lock in the table, held from Open to Close
+	rec      FlowFileRecord  // FlowFile of the checkpoint directory (zero without one)
+	fresh    bool            // FlowFile was created by this run
+	ownEpoch uint64          // newest epoch committed in the own checkpoint directory
+	takeover bool            // --flow-takeover moved the flow to this run and it has not committed yet
 }
 
 // tableView is what the writer knows of the table: its snapshot, the protocol and metadata of
 // a table to create or of a metadata change to commit, and the flow's txn version.
 type tableView struct {
-	table       *Table
-	snap        *Snapshot // nil until the table exists
-	createProto *Protocol // protocol and metadata of a table this writer creates
-	createMeta  *Metadata
-	pendProto   *Protocol // metadata change (merge-schema, properties) for the next commit
-	pendMeta    *Metadata
-	meta        *Metadata // the metadata data files are written for
-	txn         int64     // the table's txn version for the flow
+	table       *delta.Table
+	snap        *delta.Snapshot // nil until the table exists
+	createProto *delta.Protocol // protocol and metadata of a table this writer creates
+	createMeta  *delta.Metadata
+	pendProto   *delta.Protocol // metadata change (merge-schema, properties) for the next commit
+	pendMeta    *delta.Metadata
+	meta        *delta.Metadata // the metadata data files are written for
+	txn         int64           // the table's txn version for the flow
 	haveTxn     bool
 }
 
@@ -226,10 +227,10 @@ func NewStreamWriter(cfg StreamConfig) (*StreamWriter, error) {
 		}
 	}
 	if len(cfg.Properties) > 0 {
-		props, err := ValidateProperties(cfg.Properties, cfg.AllowArbitraryProperties)
+		props, err := delta.ValidateProperties(cfg.Properties, cfg.AllowArbitraryProperties)
 		if err != nil {
 			hint := ""
-			if errors.Is(err, ErrInvalidProperty) && strings.Contains(err.Error(), "unknown Delta property") {
+			if errors.Is(err, delta.ErrInvalidProperty) && strings.Contains(err.Error(), "unknown Delta property") {
 				hint = " (--allow-arbitrary-properties accepts it)"
 			}
 			return nil, stage.Usagef("write-delta: --table-property: %v%s", err, hint)
@@ -260,17 +261,17 @@ func (w *StreamWriter) Open(ctx context.Context, env *stage.Env, in *arrow.Schem
 	env.MarkSink()
 	w.env, w.in = env, in
 	root := w.cfg.Table
-	w.table = NewTable(root, env.Mem)
+	w.table = delta.NewTable(root, env.Mem)
 	w.table.EngineInfo = "streamkit write-delta"
 	w.table.Now = env.Now
 	if err := w.resolveFlow(env); err != nil {
 		return nil, err
 	}
-	holder := FlowHolder{Tool: StreamTool}
+	holder := delta.FlowHolder{Tool: StreamTool}
 	if env.Dir != nil {
 		holder.Checkpoint = env.Dir.Path
 	}
-	if w.lock, err = LockFlow(ctx, root, w.flow, 0, holder); err != nil {
+	if w.lock, err = delta.LockFlow(ctx, root, w.flow, 0, holder); err != nil {
 		return nil, fmt.Errorf("write-delta: %w", err)
 	}
 	defer func() {
@@ -281,7 +282,7 @@ func (w *StreamWriter) Open(ctx context.Context, env *stage.Env, in *arrow.Schem
 	}()
 	snap, err := w.table.Snapshot(ctx)
 	switch {
-	case errors.Is(err, ErrNotATable):
+	case errors.Is(err, delta.ErrNotATable):
 		snap = nil
 	case err != nil:
 		return nil, fmt.Errorf("write-delta: %w", err)
@@ -302,7 +303,7 @@ func (w *StreamWriter) Open(ctx context.Context, env *stage.Env, in *arrow.Schem
 				props[k] = v
 			}
 		}
-		p, m, err := NewTableMetadata(w.aug.Schema, CreateOptions{
+		p, m, err := delta.NewTableMetadata(w.aug.Schema, delta.CreateOptions{
 			PartitionColumns: w.partitionBy, Configuration: props, Now: env.Now(),
 			AllowArbitraryProperties: w.cfg.AllowArbitraryProperties})
 		if err != nil {

@@ -146,7 +146,7 @@ func (w *StreamWriter) resolvePartitionBy(in *arrow.Schema, fields []arrow.Field
 	var out []string
 	for _, pb := range list {
 		if slices.ContainsFunc(fields, func(f arrow.Field) bool { return f.Name == pb }) || !strings.Contains(pb, ".") {
-			out = append(out, pb) // a top-level column (or none: NewTableMetadata names it)
+			out = append(out, pb) // a top-level column (or none: delta.NewTableMetadata names it)
 			continue
 		}
 		p, err := codec.ResolvePath(in, pb)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/streamkit/streamkit/delta"
 )
 
 // pendingCommit is an epoch committing in the background: its lanes finish their files, then
@@ -18,8 +20,8 @@ type pendingCommit struct {
 	creating bool // the commit creates the table
 	start    time.Time
 	done     chan struct{} // closed when adds, res, err and cause are set
-	adds     []Add
-	res      *CommitResult
+	adds     []delta.Add
+	res      *delta.CommitResult
 	err      error // as reported
 	cause    error // the commit's own error
 }
@@ -69,8 +71,8 @@ func (w *StreamWriter) settle(ctx context.Context, wait bool) error {
 		}
 	}
 	w.pending = nil
-	var ce *ConflictError
-	if p.creating && errors.As(p.cause, &ce) && ce.Kind == ConflictMetadata {
+	var ce *delta.ConflictError
+	if p.creating && errors.As(p.cause, &ce) && ce.Kind == delta.ConflictMetadata {
 		// Another writer created the table first: the synchronous path joins it (or skips
 		// the epoch if that table already holds it for this flow) with the files written.
 		err := w.commit(ctx, p.n, p.adds, p.rows)
@@ -125,7 +127,7 @@ func (w *StreamWriter) commitAsync(ctx context.Context, n uint64) {
 
 // commit writes epoch n as one Delta commit, creating the table or evolving its metadata when
 // needed, and retries conflicts that can be resolved without rewriting data.
-func (w *StreamWriter) commit(ctx context.Context, n uint64, adds []Add, rows int64) error {
+func (w *StreamWriter) commit(ctx context.Context, n uint64, adds []delta.Add, rows int64) error {
 	start := time.Now()
 	root := w.cfg.Table
 	overwrite := w.cfg.Mode == ModeOverwrite && len(adds) > 0
@@ -133,7 +135,7 @@ func (w *StreamWriter) commit(ctx context.Context, n uint64, adds []Add, rows in
 		req := w.commitRequest(n, rows)
 		removed := 0
 		if overwrite {
-			req.Mode = Overwrite
+			req.Mode = delta.Overwrite
 			if w.snap != nil {
 				removed = w.snap.NumFiles()
 			}
@@ -145,10 +147,10 @@ func (w *StreamWriter) commit(ctx context.Context, n uint64, adds []Add, rows in
 			res.Attempts += attempt - 1
 			return w.committedEpoch(ctx, n, res, rows, len(adds), start)
 		}
-		var ce *ConflictError
+		var ce *delta.ConflictError
 		if errors.As(err, &ce) {
 			switch {
-			case creating && ce.Kind == ConflictMetadata:
+			case creating && ce.Kind == delta.ConflictMetadata:
 				// Another writer created the table first (e.g. several flows starting at once):
 				// append to it if it has exactly the schema and partitioning our files were
 				// written for.
@@ -161,7 +163,7 @@ func (w *StreamWriter) commit(ctx context.Context, n uint64, adds []Add, rows in
 					return errSkipAfterJoin
 				}
 				continue
-			case overwrite && (ce.Kind == ConflictAppend || ce.Kind == ConflictDelete) && attempt < 20:
+			case overwrite && (ce.Kind == delta.ConflictAppend || ce.Kind == delta.ConflictDelete) && attempt < 20:
 				ns, uerr := w.snap.Update(ctx)
 				if uerr != nil {
 					return fmt.Errorf("write-delta: %w", uerr)
@@ -179,14 +181,14 @@ func (w *StreamWriter) commit(ctx context.Context, n uint64, adds []Add, rows in
 
 // commitRequest is the commit of epoch n with rows rows, before its add actions and metrics
 // (setAdds): with the table's protocol and metadata when it creates the table or changes them.
-func (w *StreamWriter) commitRequest(n uint64, rows int64) CommitRequest {
+func (w *StreamWriter) commitRequest(n uint64, rows int64) delta.CommitRequest {
 	outputMode := "Append"
 	if w.cfg.Mode == ModeOverwrite {
 		outputMode = "Complete"
 	}
-	req := CommitRequest{
+	req := delta.CommitRequest{
 		Read:                w.snap,
-		Txn:                 &Txn{AppID: w.flow, Version: int64(n)},
+		Txn:                 &delta.Txn{AppID: w.flow, Version: int64(n)},
 		Operation:           "STREAMING UPDATE",
 		OperationParameters: map[string]string{"outputMode": outputMode, "queryId": w.flow, "epochId": strconv.FormatUint(n, 10)},
 	}
@@ -200,7 +202,7 @@ func (w *StreamWriter) commitRequest(n uint64, rows int64) CommitRequest {
 
 // setAdds puts the epoch's add actions into req with the operation metrics Spark records for a
 // streaming update.
-func setAdds(req *CommitRequest, adds []Add, rows int64, removed int) {
+func setAdds(req *delta.CommitRequest, adds []delta.Add, rows int64, removed int) {
 	var bytes int64
 	for _, a := range adds {
 		bytes += a.Size
@@ -216,9 +218,9 @@ func setAdds(req *CommitRequest, adds []Add, rows int64, removed int) {
 
 // commitError explains a failed commit of epoch n that is not retried.
 func (w *StreamWriter) commitError(err error, n uint64) error {
-	var ce *ConflictError
+	var ce *delta.ConflictError
 	if errors.As(err, &ce) {
-		if ce.Kind == ConflictTransaction {
+		if ce.Kind == delta.ConflictTransaction {
 			return fmt.Errorf("write-delta: table %s: %v: only one write-delta may run per flow (%s)", w.cfg.Table, err, w.flow)
 		}
 		return fmt.Errorf("write-delta: table %s: %w; another writer changed the table's metadata or protocol: restart write-delta to continue (epoch %d is replayed, nothing is lost)", w.cfg.Table, err, n)
@@ -228,7 +230,7 @@ func (w *StreamWriter) commitError(err error, n uint64) error {
 
 // committedEpoch records the successful commit res of epoch n (rows rows in files files,
 // started at start).
-func (w *StreamWriter) committedEpoch(ctx context.Context, n uint64, res *CommitResult, rows int64, files int, start time.Time) error {
+func (w *StreamWriter) committedEpoch(ctx context.Context, n uint64, res *delta.CommitResult, rows int64, files int, start time.Time) error {
 	if err := w.committedAt(ctx, res); err != nil {
 		return err
 	}

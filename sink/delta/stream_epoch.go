@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/streamkit/streamkit/stage"
+
+	"github.com/streamkit/streamkit/delta"
 )
 
 // nextEpoch is the epoch the next rows belong to, when it can be known before their barrier:
@@ -150,7 +152,7 @@ func (w *StreamWriter) endEpoch(ctx context.Context, n uint64, async bool) error
 		w.commitAsync(ctx, n)
 		return nil
 	}
-	var adds []Add
+	var adds []delta.Add
 	if w.ew != nil {
 		var err error
 		if adds, err = w.ew.Close(); err != nil {

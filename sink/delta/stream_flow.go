@@ -11,6 +11,8 @@ import (
 
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
+
+	"github.com/streamkit/streamkit/delta"
 )
 
 // FlowFile is the file in write-delta's checkpoint directory that records the flow id (and the
@@ -157,7 +159,7 @@ func (w *StreamWriter) checkOwner(env *stage.Env) error {
 		// The owning directory lost its FlowFile and the flow was given again with --flow
 		// (resolveFlow requires it when the directory has committed epochs): same checkpoint.
 		if c, err := env.Dir.Committed(); err == nil && c > 0 {
-			owner = &FlowOwner{Checkpoint: env.Dir.Path, CheckpointID: mine, Since: time.Now().UTC()}
+			owner = &delta.FlowOwner{Checkpoint: env.Dir.Path, CheckpointID: mine, Since: time.Now().UTC()}
 			if err := w.lock.Bind("", owner); err != nil {
 				return fmt.Errorf("write-delta: %w", err)
 			}
@@ -193,11 +195,11 @@ func (w *StreamWriter) checkOwner(env *stage.Env) error {
 	if owner != nil && owner.CheckpointID != mine {
 		env.Log.Warn("--flow-takeover: the flow moves to this run", "flow", w.flow, "from_checkpoint", owner.Checkpoint, "to", here)
 	}
-	var bind *FlowOwner
+	var bind *delta.FlowOwner
 	if mine != "" && (owner == nil || owner.CheckpointID != mine) {
-		bind = &FlowOwner{Checkpoint: env.Dir.Path, CheckpointID: mine, Since: time.Now().UTC()}
+		bind = &delta.FlowOwner{Checkpoint: env.Dir.Path, CheckpointID: mine, Since: time.Now().UTC()}
 	} else if mine == "" && owner != nil {
-		bind = &FlowOwner{} // taken over by a run without checkpoint: the flow is unowned
+		bind = &delta.FlowOwner{} // taken over by a run without checkpoint: the flow is unowned
 	}
 	if bind != nil || prev.TableID != tableID {
 		if err := w.lock.Bind(tableID, bind); err != nil {

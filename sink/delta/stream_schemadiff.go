@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/streamkit/streamkit/delta"
 )
 
 // schemaDiff describes, one line per column, how the input schema in differs from the table
@@ -13,13 +15,13 @@ import (
 // "- col: type" for a table column missing from the input (written as null). Nested struct
 // fields (also inside arrays and maps) are compared field by field, names ignoring case, as
 // the writer matches them.
-func schemaDiff(table *StructType, in *StructType) []string {
+func schemaDiff(table *delta.StructType, in *delta.StructType) []string {
 	var out []string
 	diffStruct(table, in, "", &out)
 	return out
 }
 
-func diffStruct(table, in *StructType, prefix string, out *[]string) {
+func diffStruct(table, in *delta.StructType, prefix string, out *[]string) {
 	seen := map[int]bool{}
 	for _, f := range in.Fields {
 		idx := -1
@@ -43,20 +45,20 @@ func diffStruct(table, in *StructType, prefix string, out *[]string) {
 	}
 }
 
-func diffType(table, in DataType, path string, out *[]string) {
+func diffType(table, in delta.DataType, path string, out *[]string) {
 	switch tt := table.(type) {
-	case *StructType:
-		if it, ok := in.(*StructType); ok {
+	case *delta.StructType:
+		if it, ok := in.(*delta.StructType); ok {
 			diffStruct(tt, it, path+".", out)
 			return
 		}
-	case ArrayType:
-		if it, ok := in.(ArrayType); ok {
+	case delta.ArrayType:
+		if it, ok := in.(delta.ArrayType); ok {
 			diffType(tt.ElementType, it.ElementType, path+".element", out)
 			return
 		}
-	case MapType:
-		if it, ok := in.(MapType); ok {
+	case delta.MapType:
+		if it, ok := in.(delta.MapType); ok {
 			diffType(tt.KeyType, it.KeyType, path+".key", out)
 			diffType(tt.ValueType, it.ValueType, path+".value", out)
 			return
@@ -74,20 +76,20 @@ func diffType(table, in DataType, path string, out *[]string) {
 
 // leafConvertible asks the library whether a column of Delta type in can be written into a
 // table column of type table.
-func leafConvertible(table, in DataType) bool {
-	inSc, err := (&StructType{Fields: []StructField{{Name: "x", Type: in, Nullable: true}}}).ToArrow()
+func leafConvertible(table, in delta.DataType) bool {
+	inSc, err := (&delta.StructType{Fields: []delta.StructField{{Name: "x", Type: in, Nullable: true}}}).ToArrow()
 	if err != nil {
 		return false
 	}
-	_, _, err = MergeSchema(&StructType{Fields: []StructField{{Name: "x", Type: table, Nullable: true}}}, inSc)
+	_, _, err = delta.MergeSchema(&delta.StructType{Fields: []delta.StructField{{Name: "x", Type: table, Nullable: true}}}, inSc)
 	return err == nil
 }
 
 // relaxNullability makes nullable every (nested struct) field of st that is not nullable
 // while the input either lacks it or declares it nullable (--merge-schema), in place, and
 // reports whether anything changed. st must not share nested structs with a snapshot's schema
-// (MergeSchema returns fresh ones for every column the input has).
-func relaxNullability(st *StructType, in []arrow.Field) bool {
+// (delta.MergeSchema returns fresh ones for every column the input has).
+func relaxNullability(st *delta.StructType, in []arrow.Field) bool {
 	changed := false
 	for i := range st.Fields {
 		f := &st.Fields[i]
@@ -105,7 +107,7 @@ func relaxNullability(st *StructType, in []arrow.Field) bool {
 		if match == nil {
 			continue
 		}
-		if ts, ok := f.Type.(*StructType); ok {
+		if ts, ok := f.Type.(*delta.StructType); ok {
 			if is, ok := match.Type.(*arrow.StructType); ok && relaxNullability(ts, is.Fields()) {
 				changed = true
 			}

@@ -12,12 +12,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/stage"
 )
 
 // buildWriteSchema appends the --with constant columns to the input schema and checks that
 // every column has a Delta type.
-func (w *StreamWriter) buildWriteSchema(in *arrow.Schema, snap *Snapshot) error {
+func (w *StreamWriter) buildWriteSchema(in *arrow.Schema, snap *delta.Snapshot) error {
 	fields := slices.Clone(in.Fields())
 	var tableSc *arrow.Schema
 	if snap != nil {
@@ -57,7 +58,7 @@ func (w *StreamWriter) buildWriteSchema(in *arrow.Schema, snap *Snapshot) error 
 	}
 	fields = append(fields, w.promotedFields()...)
 	w.aug.Schema = arrow.NewSchema(fields, nil)
-	if _, err := FromArrowSchema(w.aug.Schema); err != nil {
+	if _, err := delta.FromArrowSchema(w.aug.Schema); err != nil {
 		return fmt.Errorf("write-delta: table %s: %w", w.cfg.Table, err)
 	}
 	return nil
@@ -79,7 +80,7 @@ var safeProperties = map[string]bool{
 
 // adopt checks the input against an existing table: protocol, partitioning, schema (diff, or
 // evolution with --merge-schema), properties.
-func (w *StreamWriter) adopt(s *Snapshot) error {
+func (w *StreamWriter) adopt(s *delta.Snapshot) error {
 	root := w.cfg.Table
 	meta := s.Metadata()
 	if len(w.partitionBy) > 0 && !slices.Equal(w.partitionBy, meta.PartitionColumns) {
@@ -93,11 +94,11 @@ func (w *StreamWriter) adopt(s *Snapshot) error {
 	if w.cfg.Mode == ModeOverwrite && strings.EqualFold(meta.Configuration["delta.appendOnly"], "true") {
 		return stage.Usagef("write-delta: table %s is append-only (delta.appendOnly=true): --mode overwrite is not allowed", root)
 	}
-	inSt, err := FromArrowSchema(w.aug.Schema)
+	inSt, err := delta.FromArrowSchema(w.aug.Schema)
 	if err != nil {
 		return fmt.Errorf("write-delta: table %s: %w", root, err)
 	}
-	merged, changed, mergeErr := MergeSchema(s.Schema(), w.aug.Schema)
+	merged, changed, mergeErr := delta.MergeSchema(s.Schema(), w.aug.Schema)
 	if mergeErr != nil {
 		return fmt.Errorf("write-delta: the input does not fit table %s:\n  %s\n%w",
 			root, strings.Join(schemaDiff(s.Schema(), inSt), "\n  "), mergeErr)
@@ -116,14 +117,14 @@ func (w *StreamWriter) adopt(s *Snapshot) error {
 			root, strings.Join(lines, "\n  "))
 	}
 	newMeta := meta
-	var newProto *Protocol
+	var newProto *delta.Protocol
 	if changed {
 		p := s.Protocol()
-		newProto, newMeta = EvolveMetadata(&p, meta, merged)
+		newProto, newMeta = delta.EvolveMetadata(&p, meta, merged)
 		w.env.Log.Info("merging the input schema into the table", "table", root,
 			"changes", strings.Join(schemaDiff(s.Schema(), inSt), "; "))
 	}
-	// Table properties.
+	// delta.Table properties.
 	var propChanged bool
 	conf := map[string]string{}
 	for k, v := range newMeta.Configuration {
@@ -178,12 +179,12 @@ func (w *StreamWriter) joinCreatedTable(ctx context.Context) error {
 func (w *StreamWriter) createEmpty(ctx context.Context) error {
 	props, _ := encodeJSON(w.createMeta.Configuration)
 	parts, _ := encodeJSON(w.createMeta.PartitionColumns)
-	res, err := w.table.Commit(ctx, CommitRequest{
+	res, err := w.table.Commit(ctx, delta.CommitRequest{
 		Protocol: w.createProto, Metadata: w.createMeta, Operation: "CREATE TABLE",
 		OperationParameters: map[string]string{"isManaged": "false", "partitionBy": parts, "properties": props},
 	})
-	var ce *ConflictError
-	if errors.As(err, &ce) && ce.Kind == ConflictMetadata {
+	var ce *delta.ConflictError
+	if errors.As(err, &ce) && ce.Kind == delta.ConflictMetadata {
 		return nil // created concurrently: there is a table, as wanted
 	}
 	if err != nil {
@@ -199,7 +200,7 @@ func encodeJSON(v any) (string, error) {
 }
 
 // committedAt adopts the snapshot after a successful commit.
-func (w *StreamWriter) committedAt(ctx context.Context, res *CommitResult) error {
+func (w *StreamWriter) committedAt(ctx context.Context, res *delta.CommitResult) error {
 	if res.CheckpointErr != nil {
 		w.env.Log.Warn("could not write a Delta checkpoint (the commit itself is durable)", "version", res.Version, "err", res.CheckpointErr)
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/streamkit/streamkit/delta"
 )
 
 var simpleSchema = arrow.NewSchema([]arrow.Field{
@@ -35,19 +37,19 @@ func simpleRec(t testing.TB, mem memory.Allocator, ids ...int) arrow.RecordBatch
 	return recFromJSON(t, mem, simpleSchema, "["+strings.Join(rows, ",")+"]")
 }
 
-func newTestTable(t testing.TB, mem memory.Allocator) *Table {
-	tbl := NewTable(t.TempDir(), mem)
+func newTestTable(t testing.TB, mem memory.Allocator) *delta.Table {
+	tbl := delta.NewTable(t.TempDir(), mem)
 	tbl.Now = fixedClock()
 	tbl.EngineInfo = "streamkit/test"
 	return tbl
 }
 
 // readAllRows reads every live data file of s with pqarrow and returns the total row count.
-func readAllRows(t *testing.T, s *Snapshot, mem memory.Allocator) int64 {
+func readAllRows(t *testing.T, s *delta.Snapshot, mem memory.Allocator) int64 {
 	t.Helper()
 	var n int64
 	for _, a := range s.Files() {
-		p, err := DecodePath(a.Path)
+		p, err := delta.DecodePath(a.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +75,7 @@ func readAllRows(t *testing.T, s *Snapshot, mem memory.Allocator) int64 {
 		if st, _ := os.Stat(filepath.Join(s.Root(), filepath.FromSlash(p))); st.Size() != a.Size {
 			t.Errorf("%s: size %d, logged %d", p, st.Size(), a.Size)
 		}
-		if got := numRecordsOf(a.Stats); got != tbl.NumRows() {
+		if got := a.NumRecords(); got != tbl.NumRows() {
 			t.Errorf("%s: stats numRecords %d, file has %d rows", p, got, tbl.NumRows())
 		}
 		n += tbl.NumRows()
@@ -88,13 +90,13 @@ func TestCreateAppendReadBack(t *testing.T) {
 	tbl := newTestTable(t, mem)
 	r1 := simpleRec(t, mem, 1, 2, 3, 4, 5, 6)
 	defer r1.Release()
-	res := appendBatches(t, tbl, nil, &CreateOptions{PartitionColumns: []string{"part"}}, simpleSchema, WriterOptions{Allocator: mem}, nil, r1)
+	res := appendBatches(t, tbl, nil, &delta.CreateOptions{PartitionColumns: []string{"part"}}, simpleSchema, WriterOptions{Allocator: mem}, nil, r1)
 	if res.Version != 0 || res.Snapshot.NumFiles() != 3 {
 		t.Fatalf("create: version %d, %d files", res.Version, res.Snapshot.NumFiles())
 	}
 	r2 := simpleRec(t, mem, 7, 8)
 	defer r2.Release()
-	appendBatches(t, tbl, res.Snapshot, nil, simpleSchema, WriterOptions{Allocator: mem}, &Txn{AppID: "flow", Version: 1}, r2)
+	appendBatches(t, tbl, res.Snapshot, nil, simpleSchema, WriterOptions{Allocator: mem}, &delta.Txn{AppID: "flow", Version: 1}, r2)
 	s, err := tbl.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +116,7 @@ func TestCreateAppendReadBack(t *testing.T) {
 		}
 	}
 	// Commit 1's lines: commitInfo first, then txn, then adds; stats is a string.
-	b, _ := os.ReadFile(filepath.Join(tbl.Root(), LogDir, commitFileName(1)))
+	b, _ := os.ReadFile(filepath.Join(tbl.Root(), delta.LogDir, delta.CommitFileName(1)))
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	if !strings.HasPrefix(lines[0], `{"commitInfo":`) || !strings.HasPrefix(lines[1], `{"txn":{"appId":"flow","version":1,"lastUpdated":`) {
 		t.Errorf("commit 1 lines:\n%s", b)
@@ -156,7 +158,7 @@ func TestRollsFilesAtTargetSize(t *testing.T) {
 			r.Release()
 		}
 	}()
-	res := appendBatches(t, tbl, nil, &CreateOptions{}, simpleSchema,
+	res := appendBatches(t, tbl, nil, &delta.CreateOptions{}, simpleSchema,
 		WriterOptions{Allocator: mem, TargetFileSize: 16 << 10, RowGroupSize: 4 << 10, Compression: "zstd"}, nil, recs...)
 	if res.Snapshot.NumFiles() < 3 {
 		t.Errorf("expected several rolled files, got %d", res.Snapshot.NumFiles())
@@ -194,7 +196,7 @@ func TestRollsFilesNearTargetSize(t *testing.T) {
 		}
 	}()
 	const target = 32 << 10
-	res := appendBatches(t, tbl, nil, &CreateOptions{}, simpleSchema, WriterOptions{Allocator: mem, TargetFileSize: target}, nil, recs...)
+	res := appendBatches(t, tbl, nil, &delta.CreateOptions{}, simpleSchema, WriterOptions{Allocator: mem, TargetFileSize: target}, nil, recs...)
 	files := res.Snapshot.Files()
 	if len(files) < 2 {
 		t.Fatalf("%d files, want several", len(files))
@@ -218,7 +220,7 @@ func TestTimestampPrecision(t *testing.T) {
 	sc := arrow.NewSchema([]arrow.Field{{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}, Nullable: true}}, nil)
 	rec := recFromJSON(t, mem, sc, `[{"ts":1706702400123456789}]`)
 	defer rec.Release()
-	_, meta, err := NewTableMetadata(sc, CreateOptions{})
+	_, meta, err := delta.NewTableMetadata(sc, delta.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +248,7 @@ func TestConcurrentBlindAppends(t *testing.T) {
 	tbl := newTestTable(t, mem)
 	tbl.Now = nil
 	r := simpleRec(t, mem, 0)
-	res := appendBatches(t, tbl, nil, &CreateOptions{Configuration: map[string]string{"delta.checkpointInterval": "5"}}, simpleSchema, WriterOptions{Allocator: mem}, nil, r)
+	res := appendBatches(t, tbl, nil, &delta.CreateOptions{Configuration: map[string]string{"delta.checkpointInterval": "5"}}, simpleSchema, WriterOptions{Allocator: mem}, nil, r)
 	r.Release()
 	base := res.Snapshot
 	const writers, each = 4, 6
@@ -258,7 +260,7 @@ func TestConcurrentBlindAppends(t *testing.T) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			ttbl := NewTable(tbl.Root(), mem)
+			ttbl := delta.NewTable(tbl.Root(), mem)
 			ttbl.Sleep = func(time.Duration) {}
 			read := base // all start from version 0: every writer but one must retry
 			for i := 0; i < each; i++ {
@@ -278,8 +280,8 @@ func TestConcurrentBlindAppends(t *testing.T) {
 					errs <- err
 					return
 				}
-				res, err := ttbl.Commit(context.Background(), CommitRequest{Read: read, Adds: adds,
-					Txn: &Txn{AppID: fmt.Sprintf("writer-%d", w), Version: int64(i)}})
+				res, err := ttbl.Commit(context.Background(), delta.CommitRequest{Read: read, Adds: adds,
+					Txn: &delta.Txn{AppID: fmt.Sprintf("writer-%d", w), Version: int64(i)}})
 				if err != nil {
 					errs <- err
 					return
@@ -319,7 +321,7 @@ func TestConcurrentBlindAppends(t *testing.T) {
 	}
 	// Every commit file holds exactly one add: none was replaced.
 	for v := int64(1); v <= writers*each; v++ {
-		acts, err := readCommit(filepath.Join(tbl.Root(), LogDir), v)
+		acts, err := tbl.ReadCommit(v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,35 +342,35 @@ func TestConflicts(t *testing.T) {
 	tbl := newTestTable(t, mem)
 	r := simpleRec(t, mem, 1, 2)
 	defer r.Release()
-	res := appendBatches(t, tbl, nil, &CreateOptions{}, simpleSchema, WriterOptions{Allocator: mem}, nil, r)
+	res := appendBatches(t, tbl, nil, &delta.CreateOptions{}, simpleSchema, WriterOptions{Allocator: mem}, nil, r)
 	base := res.Snapshot
 	// Same appId concurrently: the second commit must fail.
-	appendBatches(t, tbl, base, nil, simpleSchema, WriterOptions{Allocator: mem}, &Txn{AppID: "flow", Version: 5}, r)
-	_, err := tbl.Commit(context.Background(), CommitRequest{Read: base, Txn: &Txn{AppID: "flow", Version: 6}})
-	var ce *ConflictError
-	if !errors.As(err, &ce) || ce.Kind != ConflictTransaction || !errors.Is(err, ErrConflict) {
+	appendBatches(t, tbl, base, nil, simpleSchema, WriterOptions{Allocator: mem}, &delta.Txn{AppID: "flow", Version: 5}, r)
+	_, err := tbl.Commit(context.Background(), delta.CommitRequest{Read: base, Txn: &delta.Txn{AppID: "flow", Version: 6}})
+	var ce *delta.ConflictError
+	if !errors.As(err, &ce) || ce.Kind != delta.ConflictTransaction || !errors.Is(err, delta.ErrConflict) {
 		t.Errorf("same appId: err = %v", err)
 	}
 	// Overwrite from a stale snapshot conflicts with the concurrent append.
-	_, err = tbl.Commit(context.Background(), CommitRequest{Read: base, Mode: Overwrite})
-	if !errors.As(err, &ce) || ce.Kind != ConflictAppend {
+	_, err = tbl.Commit(context.Background(), delta.CommitRequest{Read: base, Mode: delta.Overwrite})
+	if !errors.As(err, &ce) || ce.Kind != delta.ConflictAppend {
 		t.Errorf("overwrite vs append: err = %v", err)
 	}
 	// Metadata change conflicts with appends.
 	s1, _ := tbl.Snapshot(context.Background())
 	m2 := *s1.Metadata()
 	m2.Configuration = map[string]string{"delta.appendOnly": "false"}
-	if _, err := tbl.Commit(context.Background(), CommitRequest{Read: s1, Metadata: &m2}); err != nil {
+	if _, err := tbl.Commit(context.Background(), delta.CommitRequest{Read: s1, Metadata: &m2}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = tbl.Commit(context.Background(), CommitRequest{Read: s1})
-	if !errors.As(err, &ce) || ce.Kind != ConflictMetadata {
+	_, err = tbl.Commit(context.Background(), delta.CommitRequest{Read: s1})
+	if !errors.As(err, &ce) || ce.Kind != delta.ConflictMetadata {
 		t.Errorf("append vs metadata change: err = %v", err)
 	}
 	// Creating an existing table conflicts.
-	p, m, _ := NewTableMetadata(simpleSchema, CreateOptions{})
-	_, err = tbl.Commit(context.Background(), CommitRequest{Protocol: p, Metadata: m})
-	if !errors.As(err, &ce) || ce.Kind != ConflictMetadata {
+	p, m, _ := delta.NewTableMetadata(simpleSchema, delta.CreateOptions{})
+	_, err = tbl.Commit(context.Background(), delta.CommitRequest{Protocol: p, Metadata: m})
+	if !errors.As(err, &ce) || ce.Kind != delta.ConflictMetadata {
 		t.Errorf("create twice: err = %v", err)
 	}
 	// Overwrite from a fresh snapshot removes everything.
@@ -378,7 +380,7 @@ func TestConflicts(t *testing.T) {
 	w, _ := NewDataWriter(tbl.Root(), s2.Metadata(), WriterOptions{Allocator: mem})
 	_ = w.Write(r3)
 	adds, _ := w.Close()
-	res, err = tbl.Commit(context.Background(), CommitRequest{Read: s2, Mode: Overwrite, Adds: adds})
+	res, err = tbl.Commit(context.Background(), delta.CommitRequest{Read: s2, Mode: delta.Overwrite, Adds: adds})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,8 +401,8 @@ func TestAppendOnlyRefusesOverwrite(t *testing.T) {
 	tbl := newTestTable(t, mem)
 	r := simpleRec(t, mem, 1)
 	defer r.Release()
-	res := appendBatches(t, tbl, nil, &CreateOptions{Configuration: map[string]string{"delta.appendOnly": "true"}}, simpleSchema, WriterOptions{Allocator: mem}, nil, r)
-	if _, err := tbl.Commit(context.Background(), CommitRequest{Read: res.Snapshot, Mode: Overwrite}); err == nil || !strings.Contains(err.Error(), "append-only") {
+	res := appendBatches(t, tbl, nil, &delta.CreateOptions{Configuration: map[string]string{"delta.appendOnly": "true"}}, simpleSchema, WriterOptions{Allocator: mem}, nil, r)
+	if _, err := tbl.Commit(context.Background(), delta.CommitRequest{Read: res.Snapshot, Mode: delta.Overwrite}); err == nil || !strings.Contains(err.Error(), "append-only") {
 		t.Errorf("overwrite of append-only table: %v", err)
 	}
 }
@@ -410,7 +412,7 @@ func TestCheckpointReplay(t *testing.T) {
 	tbl := newTestTable(t, mem)
 	r := simpleRec(t, mem, 1, 2, 3)
 	defer r.Release()
-	res := appendBatches(t, tbl, nil, &CreateOptions{PartitionColumns: []string{"part"}}, simpleSchema, WriterOptions{Allocator: mem}, nil, r)
+	res := appendBatches(t, tbl, nil, &delta.CreateOptions{PartitionColumns: []string{"part"}}, simpleSchema, WriterOptions{Allocator: mem}, nil, r)
 	s := res.Snapshot
 	for i := 1; i <= 24; i++ {
 		rec := simpleRec(t, mem, 10*i)
@@ -418,18 +420,18 @@ func TestCheckpointReplay(t *testing.T) {
 			w, _ := NewDataWriter(tbl.Root(), s.Metadata(), WriterOptions{Allocator: mem})
 			_ = w.Write(rec)
 			adds, _ := w.Close()
-			res, err := tbl.Commit(context.Background(), CommitRequest{Read: s, Mode: Overwrite, Adds: adds, Txn: &Txn{AppID: "a", Version: int64(i)}})
+			res, err := tbl.Commit(context.Background(), delta.CommitRequest{Read: s, Mode: delta.Overwrite, Adds: adds, Txn: &delta.Txn{AppID: "a", Version: int64(i)}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			s = res.Snapshot
 		} else {
-			s = appendBatches(t, tbl, s, nil, simpleSchema, WriterOptions{Allocator: mem}, &Txn{AppID: "a", Version: int64(i)}, rec).Snapshot
+			s = appendBatches(t, tbl, s, nil, simpleSchema, WriterOptions{Allocator: mem}, &delta.Txn{AppID: "a", Version: int64(i)}, rec).Snapshot
 		}
 		rec.Release()
 	}
 	names := strings.Join(logFiles(t, tbl.Root()), " ")
-	for _, want := range []string{checkpointFileName(10), checkpointFileName(20), lastCheckpointName} {
+	for _, want := range []string{delta.CheckpointFileName(10), delta.CheckpointFileName(20), delta.LastCheckpointName} {
 		if !strings.Contains(names, want) {
 			t.Errorf("log lacks %s: %s", want, names)
 		}
@@ -438,7 +440,7 @@ func TestCheckpointReplay(t *testing.T) {
 	if err != nil || lc.Version != 20 || lc.Parts != nil || lc.NumOfAddFiles == nil || *lc.NumOfAddFiles != 6 {
 		t.Errorf("_last_checkpoint = %+v, %v", lc, err)
 	}
-	full := func() *Snapshot {
+	full := func() *delta.Snapshot {
 		s, err := tbl.Snapshot(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -450,7 +452,7 @@ func TestCheckpointReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	equal := func(name string, got *Snapshot) {
+	equal := func(name string, got *delta.Snapshot) {
 		t.Helper()
 		if got.Version() != want.Version() || mustJSON(got.Files()) != mustJSON(dataChangeFalse(want.Files(), got.Files())) ||
 			mustJSON(got.Txns()) != mustJSON(want.Txns()) || got.Metadata().SchemaString != want.Metadata().SchemaString ||
@@ -460,13 +462,13 @@ func TestCheckpointReplay(t *testing.T) {
 		}
 	}
 	// Replay from checkpoint 20 alone: delete commits 0..20.
-	logDir := filepath.Join(tbl.Root(), LogDir)
+	logDir := filepath.Join(tbl.Root(), delta.LogDir)
 	// Stale _last_checkpoint pointing at 10 must not matter.
-	if err := replaceFile(logDir, lastCheckpointName, []byte(`{"version":10,"size":5}`)); err != nil {
+	if err := os.WriteFile(filepath.Join(logDir, delta.LastCheckpointName), []byte(`{"version":10,"size":5}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for v := int64(0); v <= 20; v++ {
-		if err := os.Remove(filepath.Join(logDir, commitFileName(v))); err != nil {
+		if err := os.Remove(filepath.Join(logDir, delta.CommitFileName(v))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -488,16 +490,16 @@ func TestCheckpointReplay(t *testing.T) {
 		equal("update of version 5", u)
 	}
 	// A gap in the log is an error.
-	if err := os.Remove(filepath.Join(logDir, commitFileName(22))); err != nil {
+	if err := os.Remove(filepath.Join(logDir, delta.CommitFileName(22))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tbl.Snapshot(context.Background()); !errors.Is(err, ErrLogIncomplete) {
+	if _, err := tbl.Snapshot(context.Background()); !errors.Is(err, delta.ErrLogIncomplete) {
 		t.Errorf("missing commit 22: err = %v", err)
 	}
 }
 
-func dataChangeFalse(files, like []*Add) []*Add {
-	out := make([]*Add, len(files))
+func dataChangeFalse(files, like []*delta.Add) []*delta.Add {
+	out := make([]*delta.Add, len(files))
 	for i, a := range files {
 		c := *a
 		if i < len(like) {
@@ -507,14 +509,4 @@ func dataChangeFalse(files, like []*Add) []*Add {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
-}
-
-func TestNotATable(t *testing.T) {
-	tbl := NewTable(t.TempDir(), nil)
-	if _, err := tbl.Snapshot(context.Background()); !errors.Is(err, ErrNotATable) {
-		t.Errorf("err = %v", err)
-	}
-	if ok, err := tbl.Exists(); ok || err != nil {
-		t.Errorf("Exists = %v, %v", ok, err)
-	}
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/state/atomicfile"
 )
 
 // Default sizes of the data writer.
@@ -91,7 +93,7 @@ type DataWriter struct {
 	seq       int
 	open      map[string]*openFile
 	order     []string // open keys in opening order
-	adds      []Add
+	adds      []delta.Add
 	written   []string // absolute paths of files written (for Abort)
 	dirs      map[string]bool
 	closed    bool
@@ -115,7 +117,7 @@ type openFile struct {
 // NewDataWriter prepares a writer of data files for a table with metadata meta (from a
 // Snapshot or NewTableMetadata) rooted at root. Files are created lazily on the first row of
 // each partition.
-func NewDataWriter(root string, meta *Metadata, opts WriterOptions) (*DataWriter, error) {
+func NewDataWriter(root string, meta *delta.Metadata, opts WriterOptions) (*DataWriter, error) {
 	schema, err := meta.Schema()
 	if err != nil {
 		return nil, fmt.Errorf("new data writer %s: %w", root, err)
@@ -151,7 +153,7 @@ func NewDataWriter(root string, meta *Metadata, opts WriterOptions) (*DataWriter
 		return nil, fmt.Errorf("new data writer %s: compression %q: want snappy, zstd, gzip or uncompressed", root, opts.Compression)
 	}
 	w := &DataWriter{root: root, partCols: meta.PartitionColumns, mem: opts.Allocator, opts: opts,
-		codecName: name, numIdx: configOf(meta).numIndexedCols, prefix: uuid.NewString(),
+		codecName: name, numIdx: meta.NumIndexedCols(), prefix: uuid.NewString(),
 		open: map[string]*openFile{}, dirs: map[string]bool{}}
 	w.conf = conformer{mem: opts.Allocator, target: target, truncate: opts.TruncateTimestamps}
 	isPart := map[string]int{}
@@ -633,8 +635,8 @@ func (w *DataWriter) closeFile(relDir string) error {
 	if pv == nil {
 		pv = map[string]*string{}
 	}
-	w.adds = append(w.adds, Add{
-		Path:             EncodePath(of.relPath),
+	w.adds = append(w.adds, delta.Add{
+		Path:             delta.EncodePath(of.relPath),
 		PartitionValues:  pv,
 		Size:             size,
 		ModificationTime: w.opts.Now().UnixMilli(),
@@ -647,7 +649,7 @@ func (w *DataWriter) closeFile(relDir string) error {
 // Close flushes and closes every open file, fsyncs the files and the directories that gained
 // entries, and returns one add action per data file (dataChange true, exact stats). No file
 // is visible in the table until the adds are committed.
-func (w *DataWriter) Close() ([]Add, error) {
+func (w *DataWriter) Close() ([]delta.Add, error) {
 	if w.closed {
 		return w.adds, nil
 	}
@@ -659,7 +661,7 @@ func (w *DataWriter) Close() ([]Add, error) {
 	}
 	dirs := map[string]bool{"": true}
 	for _, a := range w.adds {
-		p, _ := DecodePath(a.Path)
+		p, _ := delta.DecodePath(a.Path)
 		d := filepath.Dir(filepath.FromSlash(p))
 		for d != "." {
 			dirs[d] = true
@@ -672,7 +674,7 @@ func (w *DataWriter) Close() ([]Add, error) {
 	}
 	sort.Strings(keys)
 	for _, d := range keys {
-		if err := syncDir(filepath.Join(w.root, d)); err != nil {
+		if err := atomicfile.SyncDir(filepath.Join(w.root, d)); err != nil {
 			return nil, fmt.Errorf("close data writer %s: %w", w.root, err)
 		}
 	}
@@ -703,7 +705,7 @@ func (w *DataWriter) Abort() error {
 }
 
 // Files returns the add actions of the files closed so far (rolled files).
-func (w *DataWriter) Files() []Add { return w.adds }
+func (w *DataWriter) Files() []delta.Add { return w.adds }
 
 // bytesWritten is the size of the Parquet data written so far (completed row groups).
 func (of *openFile) bytesWritten() int64 {

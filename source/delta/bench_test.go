@@ -14,8 +14,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	dl "github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/internal/peertest"
-	dl "github.com/streamkit/streamkit/sink/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/stage"
 )
 
@@ -59,7 +60,7 @@ func flightsDelta(b *testing.B) string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		w, err := dl.NewDataWriter(dir, m, dl.WriterOptions{})
+		w, err := deltasink.NewDataWriter(dir, m, deltasink.WriterOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -17,7 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	dl "github.com/streamkit/streamkit/sink/delta"
+	dl "github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/stage"
 )
 
@@ -61,7 +62,7 @@ func appendRows(t testing.TB, mem memory.Allocator, dir string, sc *arrow.Schema
 		}
 		req.Protocol, req.Metadata, meta = p, m, m
 	}
-	w, err := dl.NewDataWriter(dir, meta, dl.WriterOptions{Allocator: mem})
+	w, err := deltasink.NewDataWriter(dir, meta, deltasink.WriterOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

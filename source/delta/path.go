@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	dl "github.com/streamkit/streamkit/sink/delta"
+	dl "github.com/streamkit/streamkit/delta"
 )
 
 // resolvePath turns the path of an add action into a '/'-separated path relative to the table

@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	dl "github.com/streamkit/streamkit/sink/delta"
+	dl "github.com/streamkit/streamkit/delta"
 )
 
 var richSchema = arrow.NewSchema([]arrow.Field{

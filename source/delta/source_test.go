@@ -15,7 +15,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	dl "github.com/streamkit/streamkit/sink/delta"
+	dl "github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/stage"
 )
 

@@ -39,7 +39,8 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/codec/rescue"
-	dl "github.com/streamkit/streamkit/sink/delta"
+	dl "github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
 	"github.com/streamkit/streamkit/stage"
 )
@@ -228,7 +229,7 @@ type run struct {
 	create bool
 	target *arrow.Schema // canonical Arrow schema of the target
 
-	aug         dl.Augmenter // the --with constants; drops dropRescued
+	aug         deltasink.Augmenter // the --with constants; drops dropRescued
 	dropRescued int          // index of the source's _rescued_data column to drop, -1: none
 	keyEnc      *codec.KeyEncoder
 	keys        *keySet
@@ -719,7 +720,7 @@ func (r *run) encodeKeys(ctx context.Context, it *passItem) error {
 func (r *run) mainPass(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var pool *dl.WriterPool // nil with --plan, and once closed: its files are in r.adds
+	var pool *deltasink.WriterPool // nil with --plan, and once closed: its files are in r.adds
 	if !r.cfg.Plan {
 		pool = r.newWriterPool()
 		defer func() {
@@ -891,16 +892,16 @@ func (r *run) dedupItem(ctx context.Context, it *passItem, mask *array.BooleanBu
 }
 
 // newWriterPool returns the data writers of the main pass: Writers lanes (default
-// dl.DefaultWriters), each encoding Parquet on its own goroutine with its own files, spread
+// deltasink.DefaultWriters), each encoding Parquet on its own goroutine with its own files, spread
 // from the first batch on.
-func (r *run) newWriterPool() *dl.WriterPool {
+func (r *run) newWriterPool() *deltasink.WriterPool {
 	n := r.cfg.Writers
 	if n <= 0 {
-		n = dl.DefaultWriters()
+		n = deltasink.DefaultWriters()
 	}
 	root, meta := r.root, r.meta
-	opts := dl.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize}
-	return dl.NewWriterPool(n, 0, func() (*dl.DataWriter, error) { return dl.NewDataWriter(root, meta, opts) })
+	opts := deltasink.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize}
+	return deltasink.NewWriterPool(n, 0, func() (*deltasink.DataWriter, error) { return deltasink.NewDataWriter(root, meta, opts) })
 }
 
 // foldMax updates the backfill max of the overlap column with rec's rows.
@@ -1249,7 +1250,7 @@ func (r *run) rewriteWithout(ctx context.Context, drop *keySet) error {
 	for i := range old {
 		ptrs[i] = &old[i]
 	}
-	dw, err := dl.NewDataWriter(r.root, r.meta, dl.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize})
+	dw, err := deltasink.NewDataWriter(r.root, r.meta, deltasink.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize})
 	if err != nil {
 		return err
 	}

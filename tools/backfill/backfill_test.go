@@ -21,7 +21,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/spf13/cobra"
 
-	dl "github.com/streamkit/streamkit/sink/delta"
+	dl "github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
 	"github.com/streamkit/streamkit/stage"
 )
@@ -79,7 +80,7 @@ func commitRows(t testing.TB, mem memory.Allocator, dir string, sc *arrow.Schema
 		}
 		req.Protocol, req.Metadata, meta = p, m, m
 	}
-	w, err := dl.NewDataWriter(dir, meta, dl.WriterOptions{Allocator: mem})
+	w, err := deltasink.NewDataWriter(dir, meta, deltasink.WriterOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/spf13/cobra"
 
+	dl "github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/internal/peertest"
-	dl "github.com/streamkit/streamkit/sink/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 )
 
 // flightsFile is vega-datasets' flights-3m.parquet (3,000,000 rows), fetched into
@@ -58,7 +59,7 @@ func flightsDelta(b *testing.B) string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		w, err := dl.NewDataWriter(dir, m, dl.WriterOptions{})
+		w, err := deltasink.NewDataWriter(dir, m, deltasink.WriterOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

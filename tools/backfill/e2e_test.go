@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/internal/peertest"
-	"github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/state"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	dl "github.com/streamkit/streamkit/sink/delta"
+	dl "github.com/streamkit/streamkit/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
 )
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/delta"
 )
 
 // lockFlow takes the flow's lock in the target table (delta.LockFlow: the same

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/tools/cli"
 )
 

@@ -19,7 +19,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
 	"github.com/streamkit/streamkit/stage"
 )
@@ -62,7 +63,7 @@ func makeTable(t *testing.T, root string, commits, n int) {
 		if s != nil {
 			meta = s.Metadata()
 		}
-		w, err := delta.NewDataWriter(root, meta, delta.WriterOptions{})
+		w, err := deltasink.NewDataWriter(root, meta, deltasink.WriterOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +191,7 @@ func TestOptimizeNeverConflictsWithAppends(t *testing.T) {
 	before := contents(t, root)
 	appendMore := func() {
 		s := snap(t, root)
-		w, _ := delta.NewDataWriter(root, s.Metadata(), delta.WriterOptions{})
+		w, _ := deltasink.NewDataWriter(root, s.Metadata(), deltasink.WriterOptions{})
 		rec := rows(memory.DefaultAllocator, 1000, 1010)
 		w.Write(rec)
 		rec.Release()

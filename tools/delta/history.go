@@ -8,7 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/delta"
 )
 
 // Commit is one entry of a table's history (one JSON commit file).

@@ -17,7 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
 	"github.com/streamkit/streamkit/tools/cli"
 )
@@ -80,7 +81,7 @@ func Optimize(ctx context.Context, root string, opts OptimizeOptions) (*Optimize
 		if n, err := cli.ParsePositiveSize(meta.Configuration["delta.targetFileSize"]); err == nil {
 			target = n
 		} else {
-			target = delta.DefaultTargetFileSize
+			target = deltasink.DefaultTargetFileSize
 		}
 	}
 	// Group the small files by partition.
@@ -130,7 +131,7 @@ func Optimize(ctx context.Context, root string, opts OptimizeOptions) (*Optimize
 	touched := map[string]bool{}
 	var adds []delta.Add
 	var removes []delta.Remove
-	var writers []*delta.DataWriter
+	var writers []*deltasink.DataWriter
 	abort := func() {
 		for _, w := range writers {
 			w.Abort()
@@ -139,7 +140,7 @@ func Optimize(ctx context.Context, root string, opts OptimizeOptions) (*Optimize
 	now := time.Now().UnixMilli()
 	ext := true
 	for _, bin := range bins {
-		w, err := delta.NewDataWriter(root, meta, delta.WriterOptions{TargetFileSize: 2 * target, Compression: opts.Compression, Allocator: opts.Mem})
+		w, err := deltasink.NewDataWriter(root, meta, deltasink.WriterOptions{TargetFileSize: 2 * target, Compression: opts.Compression, Allocator: opts.Mem})
 		if err != nil {
 			abort()
 			return nil, fmt.Errorf("optimize: %w", err)
@@ -219,7 +220,7 @@ func partitionKey(cols []string, values map[string]*string) string {
 
 // copyFile streams the rows of data file f into w, in the partition f belongs to, and
 // returns the number of rows.
-func copyFile(ctx context.Context, w *delta.DataWriter, root string, f *delta.Add, partCols []string, mem memory.Allocator) (int64, error) {
+func copyFile(ctx context.Context, w *deltasink.DataWriter, root string, f *delta.Add, partCols []string, mem memory.Allocator) (int64, error) {
 	rel, err := delta.DecodePath(f.Path)
 	if err != nil {
 		return 0, err

@@ -12,7 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 )
 
 // VacuumOptions configure Vacuum.
@@ -87,7 +88,7 @@ func Vacuum(ctx context.Context, root string, opts VacuumOptions) (*VacuumResult
 	}
 	partDir := map[string]bool{}
 	for _, c := range s.PartitionColumns() {
-		partDir[delta.EscapePartitionName(c)+"="] = true
+		partDir[deltasink.EscapePartitionName(c)+"="] = true
 	}
 	isPartitionDir := func(name string) bool {
 		if i := strings.IndexByte(name, '='); i > 0 {

@@ -20,7 +20,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/streamkit/streamkit/codec"
-	"github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/stage"
 )
 
@@ -143,9 +144,9 @@ func idBatch(mem memory.Allocator, from, to int) arrow.RecordBatch {
 }
 
 // run runs write-delta over input in-process and returns its log.
-func run(t testing.TB, cfg delta.StreamConfig, ckpt string, input []byte, tune ...func(*delta.StreamWriter)) (string, error) {
+func run(t testing.TB, cfg deltasink.StreamConfig, ckpt string, input []byte, tune ...func(*deltasink.StreamWriter)) (string, error) {
 	t.Helper()
-	w, err := delta.NewStreamWriter(cfg)
+	w, err := deltasink.NewStreamWriter(cfg)
 	if err != nil {
 		return "", err
 	}
@@ -156,7 +157,7 @@ func run(t testing.TB, cfg delta.StreamConfig, ckpt string, input []byte, tune .
 }
 
 // runFrom runs w over the stream read from in, with the stage loop as the command does.
-func runFrom(w *delta.StreamWriter, ckpt, table string, in io.Reader) (string, error) {
+func runFrom(w *deltasink.StreamWriter, ckpt, table string, in io.Reader) (string, error) {
 	var log bytes.Buffer
 	o := stage.Options{Tool: Tool, Checkpoint: ckpt, StateOptions: map[string]string{"table": table},
 		Stdin: in, Stdout: io.Discard, Stderr: &log, NoSignals: true,
@@ -165,7 +166,7 @@ func runFrom(w *delta.StreamWriter, ckpt, table string, in io.Reader) (string, e
 	return log.String(), err
 }
 
-func mustRun(t testing.TB, cfg delta.StreamConfig, ckpt string, input []byte) string {
+func mustRun(t testing.TB, cfg deltasink.StreamConfig, ckpt string, input []byte) string {
 	t.Helper()
 	log, err := run(t, cfg, ckpt, input)
 	if err != nil {

@@ -16,8 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/internal/peertest"
-	"github.com/streamkit/streamkit/sink/delta"
 )
 
 // TestInterop writes tables with the streamkit binary through pipes and has them read by

@@ -14,8 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/internal/peertest"
-	"github.com/streamkit/streamkit/sink/delta"
 )
 
 // TestMaintenanceInterop covers table maintenance through the streamkit binary and checks the

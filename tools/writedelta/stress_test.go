@@ -24,8 +24,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/internal/peertest"
-	"github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/state"
 )
 

@@ -296,3 +296,8 @@ func configOf(m *Metadata) tableConfig {
 	c.appendOnly = strings.EqualFold(strings.TrimSpace(conf["delta.appendOnly"]), "true")
 	return c
 }
+
+// NumIndexedCols returns how many leading leaf columns of m's table get file statistics:
+// delta.dataSkippingNumIndexedCols, DefaultNumIndexedCols when unset or invalid, -1 for all.
+// A nil m yields the default.
+func (m *Metadata) NumIndexedCols() int { return configOf(m).numIndexedCols }

@@ -65,7 +65,7 @@ func (t *Table) CommitExists(v int64) (bool, error) {
 	if v < 0 {
 		return false, nil
 	}
-	_, err := os.Stat(filepath.Join(t.root, LogDir, commitFileName(v)))
+	_, err := os.Stat(filepath.Join(t.root, LogDir, CommitFileName(v)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -106,7 +106,7 @@ func (t *Table) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		fi, err := os.Stat(filepath.Join(dir, commitFileName(v)))
+		fi, err := os.Stat(filepath.Join(dir, CommitFileName(v)))
 		if err != nil {
 			return 0, fmt.Errorf("find version at %s: %w", ts.Format(time.RFC3339), err)
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/streamkit/streamkit/state/atomicfile"
 )
 
 // Mode is the write mode of a commit.
@@ -261,7 +263,7 @@ func (t *Table) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("commit %s: %w", t.root, err)
 		}
-		_ = syncDir(t.root)
+		_ = atomicfile.SyncDir(t.root)
 	}
 	removed := map[string]bool{}
 	for _, r := range removes {
@@ -278,11 +280,11 @@ func (t *Table) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("commit %s: %w", t.root, err)
 		}
-		err := putIfAbsent(dir, commitFileName(version), data)
+		err := commitTemp.PutIfAbsent(dir, CommitFileName(version), data)
 		if err == nil {
 			return t.finishCommit(req, actions, newer, version, attempt), nil
 		}
-		if !errors.Is(err, errCommitExists) {
+		if !errors.Is(err, atomicfile.ErrExist) {
 			// Ambiguous failure: the link may have happened. Read the version back.
 			if got, rerr := readCommit(dir, version); rerr == nil && len(got) > 0 && got[0].CommitInfo != nil && got[0].CommitInfo.TxnID == txnID {
 				return t.finishCommit(req, actions, newer, version, attempt), nil
@@ -378,6 +380,10 @@ func (t *Table) finishCommit(req CommitRequest, ours []Action, newer [][]Action,
 // Checkpoint writes a classic checkpoint of snapshot s and points `_last_checkpoint` at it
 // (unless that already names a newer version).
 func (t *Table) Checkpoint(s *Snapshot) error { return t.writeCheckpoint(s) }
+
+// NumRecords returns numRecords from the file's stats JSON; 0 when the stats are absent or do
+// not parse.
+func (a *Add) NumRecords() int64 { return numRecordsOf(a.Stats) }
 
 func numRecordsOf(stats string) int64 {
 	var st struct {

@@ -93,7 +93,7 @@ func mergeType(table, in DataType, path string) (DataType, bool, error) {
 		}
 		ta, err1 := toArrowType(path, table)
 		ia, err2 := toArrowType(path, in)
-		if err1 == nil && err2 == nil && leafCastAllowed(ia, ta) {
+		if err1 == nil && err2 == nil && CastAllowed(ia, ta) {
 			return table, false, nil
 		}
 	}
@@ -123,4 +123,33 @@ func EvolveMetadata(p *Protocol, meta *Metadata, st *StructType) (newProtocol *P
 	sort.Strings(np.ReaderFeatures)
 	sort.Strings(np.WriterFeatures)
 	return np, &m
+}
+
+// CastAllowed lists the lossless (or checked) conversions applied to primitive columns:
+// integer widening/narrowing with overflow checks, uint64 to decimal(20,0), float32 to
+// float64, decimals to decimal128, string/binary variants, Date64 to Date32 and timestamp
+// unit changes that keep the with/without-time-zone kind.
+func CastAllowed(src, dst arrow.DataType) bool {
+	isInt := func(t arrow.DataType) bool { return arrow.IsInteger(t.ID()) }
+	switch d := dst.(type) {
+	case *arrow.Int8Type, *arrow.Int16Type, *arrow.Int32Type, *arrow.Int64Type:
+		return isInt(src)
+	case *arrow.Decimal128Type:
+		if _, ok := src.(arrow.DecimalType); ok {
+			return true
+		}
+		return isInt(src)
+	case *arrow.Float64Type:
+		return src.ID() == arrow.FLOAT32
+	case *arrow.StringType:
+		return src.ID() == arrow.LARGE_STRING || src.ID() == arrow.STRING_VIEW
+	case *arrow.BinaryType:
+		return src.ID() == arrow.LARGE_BINARY || src.ID() == arrow.BINARY_VIEW || src.ID() == arrow.FIXED_SIZE_BINARY
+	case *arrow.Date32Type:
+		return src.ID() == arrow.DATE64
+	case *arrow.TimestampType:
+		s, ok := src.(*arrow.TimestampType)
+		return ok && (s.TimeZone == "") == (d.TimeZone == "")
+	}
+	return false
 }

@@ -267,7 +267,7 @@ func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error
 			return nil, err
 		}
 		if !l.commits[v] {
-			return nil, fmt.Errorf("load snapshot %s: %w: commit %s is missing", t.root, ErrLogIncomplete, commitFileName(v))
+			return nil, fmt.Errorf("load snapshot %s: %w: commit %s is missing", t.root, ErrLogIncomplete, CommitFileName(v))
 		}
 		actions, err := readCommit(dir, v)
 		if err != nil {

@@ -18,8 +18,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// lastCheckpointName is the pointer file to the newest checkpoint.
-const lastCheckpointName = "_last_checkpoint"
+// LastCheckpointName is the name, in `_delta_log`, of the pointer file to the newest
+// checkpoint (PROTOCOL.md "Last Checkpoint File").
+const LastCheckpointName = "_last_checkpoint"
 
 // LastCheckpoint is the content of `_delta_log/_last_checkpoint` (PROTOCOL.md "Last
 // Checkpoint File Schema"): Size is the number of actions (rows) in the checkpoint,
@@ -35,7 +36,7 @@ type LastCheckpoint struct {
 // ReadLastCheckpoint reads `_delta_log/_last_checkpoint` of the table (an error wrapping
 // fs.ErrNotExist when there is none). Snapshot loading does not need it: it lists the log.
 func (t *Table) ReadLastCheckpoint() (*LastCheckpoint, error) {
-	b, err := os.ReadFile(filepath.Join(t.root, LogDir, lastCheckpointName))
+	b, err := os.ReadFile(filepath.Join(t.root, LogDir, LastCheckpointName))
 	if err != nil {
 		return nil, fmt.Errorf("read last checkpoint %s: %w", t.root, err)
 	}
@@ -167,7 +168,7 @@ func (t *Table) writeCheckpoint(s *Snapshot) error {
 		return fmt.Errorf("write checkpoint %d: %w", s.version, err)
 	}
 	dir := filepath.Join(t.root, LogDir)
-	if err := replaceFile(dir, checkpointFileName(s.version), data); err != nil {
+	if err := replaceTemp.Replace(dir, CheckpointFileName(s.version), data); err != nil {
 		return fmt.Errorf("write checkpoint %d: %w", s.version, err)
 	}
 	if lc, err := t.ReadLastCheckpoint(); err == nil && lc.Version >= s.version {
@@ -175,7 +176,7 @@ func (t *Table) writeCheckpoint(s *Snapshot) error {
 	}
 	lc := LastCheckpoint{Version: s.version, Size: int64(len(rows)), SizeInBytes: int64(len(data)), NumOfAddFiles: &numAdds}
 	b, _ := json.Marshal(lc)
-	if err := replaceFile(dir, lastCheckpointName, b); err != nil {
+	if err := replaceTemp.Replace(dir, LastCheckpointName, b); err != nil {
 		return fmt.Errorf("write last checkpoint %d: %w", s.version, err)
 	}
 	return nil

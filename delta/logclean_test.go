@@ -79,14 +79,14 @@ func TestCleanupLog(t *testing.T) {
 	names := logFiles(t, tbl.Root())
 	var want []string
 	for v := int64(10); v <= 20; v++ {
-		want = append(want, commitFileName(v))
+		want = append(want, CommitFileName(v))
 	}
-	want = append(want, checkpointFileName(10), checkpointFileName(15), checkpointFileName(20), lastCheckpointName)
+	want = append(want, CheckpointFileName(10), CheckpointFileName(15), CheckpointFileName(20), LastCheckpointName)
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		t.Fatalf("log after cleanup:\n got %v\nwant %v", names, want)
 	}
-	if !slices.Equal(dry.Files[:3], []string{commitFileName(0), commitFileName(1), commitFileName(2)}) || len(dry.Files) != 11 {
+	if !slices.Equal(dry.Files[:3], []string{CommitFileName(0), CommitFileName(1), CommitFileName(2)}) || len(dry.Files) != 11 {
 		t.Errorf("dry run files (oldest first, commit before checkpoint): %v", dry.Files)
 	}
 	vr, err := tbl.Versions()

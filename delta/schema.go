@@ -214,7 +214,7 @@ func (s *StructType) JSON() string {
 func writeType(b *bytes.Buffer, t DataType) {
 	switch t := t.(type) {
 	case PrimitiveType, DecimalType:
-		writeJSONString(b, t.String())
+		WriteJSONString(b, t.String())
 	case *StructType:
 		b.WriteString(`{"type":"struct","fields":[`)
 		for i, f := range t.Fields {
@@ -222,7 +222,7 @@ func writeType(b *bytes.Buffer, t DataType) {
 				b.WriteByte(',')
 			}
 			b.WriteString(`{"name":`)
-			writeJSONString(b, f.Name)
+			WriteJSONString(b, f.Name)
 			b.WriteString(`,"type":`)
 			writeType(b, f.Type)
 			fmt.Fprintf(b, `,"nullable":%t,"metadata":`, f.Nullable)
@@ -248,7 +248,7 @@ func writeType(b *bytes.Buffer, t DataType) {
 	}
 }
 
-func writeJSONString(b *bytes.Buffer, s string) {
+func WriteJSONString(b *bytes.Buffer, s string) {
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)

@@ -4,17 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
+	"github.com/streamkit/streamkit/state/atomicfile"
 )
 
 // LogDir is the name of the transaction log directory inside a table root.
@@ -26,11 +24,12 @@ const (
 	maxActionsPerCommit = 50_000_000
 )
 
-// commitFileName returns the file name of commit v: v zero-padded to 20 digits + ".json".
-func commitFileName(v int64) string { return fmt.Sprintf("%020d.json", v) }
+// CommitFileName returns the file name of commit v: v zero-padded to 20 digits + ".json".
+func CommitFileName(v int64) string { return fmt.Sprintf("%020d.json", v) }
 
-// checkpointFileName returns the file name of the classic checkpoint of version v.
-func checkpointFileName(v int64) string { return fmt.Sprintf("%020d.checkpoint.parquet", v) }
+// CheckpointFileName returns the file name of the classic (single-file) checkpoint of
+// version v: v zero-padded to 20 digits + ".checkpoint.parquet".
+func CheckpointFileName(v int64) string { return fmt.Sprintf("%020d.checkpoint.parquet", v) }
 
 // logListing is what a directory listing of _delta_log tells about the table.
 type logListing struct {
@@ -135,7 +134,7 @@ func (l *logListing) checkpointVersions(max int64) []int64 {
 
 // readCommit reads and parses commit file v of the log in dir.
 func readCommit(dir string, v int64) ([]Action, error) {
-	f, err := os.Open(filepath.Join(dir, commitFileName(v)))
+	f, err := os.Open(filepath.Join(dir, CommitFileName(v)))
 	if err != nil {
 		return nil, err
 	}
@@ -175,69 +174,14 @@ func parseActions(r io.Reader) ([]Action, error) {
 	return out, nil
 }
 
-// errCommitExists reports that another writer already committed the version.
-var errCommitExists = errors.New("commit version already exists")
-
-// putIfAbsent makes data visible as dir/name only if that name does not exist yet: it writes
-// a temporary file in dir, fsyncs it, hard-links it to name (link fails with EEXIST when
-// another writer won) and fsyncs dir (DELTA.md "Log and atomic commits"). It returns
-// errCommitExists when the name was taken.
-func putIfAbsent(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, "_commit_"+uuid.NewString()+".json.tmp")
-	if err := writeFileSync(tmp, data); err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	err := os.Link(tmp, filepath.Join(dir, name))
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return errCommitExists
-		}
-		return err
-	}
-	if err := os.Remove(tmp); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// replaceFile atomically replaces dir/name with data (temp file, fsync, rename, fsync dir);
-// used for checkpoints and _last_checkpoint, which may be rewritten.
-func replaceFile(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, "_tmp_"+uuid.NewString()+"."+name+".tmp")
-	if err := writeFileSync(tmp, data); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir)
-}
-
-func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+// Temporary files in _delta_log start with '_', so that neither this package's listLog nor
+// delta-rs or Spark (which list names starting with a version number) read them; a crash may
+// leave one behind, which nothing reads.
+var (
+	// commitTemp is the temporary file of a commit, hard-linked to its version's name
+	// (put-if-absent: an existing commit is never replaced).
+	commitTemp = atomicfile.Temp{Pattern: func(string) string { return "_commit_*.json.tmp" }, Perm: 0o644}
+	// replaceTemp is the temporary file of a checkpoint or _last_checkpoint, renamed over the
+	// final name (both may be rewritten).
+	replaceTemp = atomicfile.Temp{Pattern: func(name string) string { return "_tmp_*." + name + ".tmp" }, Perm: 0o644}
+)

@@ -83,7 +83,7 @@ func (t *Table) CleanupLog(ctx context.Context, retention time.Duration, dryRun 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		name := commitFileName(v)
+		name := CommitFileName(v)
 		if !l.commits[v] {
 			name = l.checkpoints[v][0]
 		}
