@@ -230,7 +230,7 @@ type run struct {
 	target *arrow.Schema // canonical Arrow schema of the target
 
 	aug         deltasink.Augmenter // the --with constants; drops dropRescued
-	dropRescued int          // index of the source's _rescued_data column to drop, -1: none
+	dropRescued int                 // index of the source's _rescued_data column to drop, -1: none
 	keyEnc      *codec.KeyEncoder
 	keys        *keySet
 	keyBuf      []byte
