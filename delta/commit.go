@@ -36,44 +36,6 @@ func (m Mode) String() string {
 	return "Append"
 }
 
-// ErrConflict is matched (errors.Is) by every *ConflictError.
-var ErrConflict = errors.New("conflicting concurrent commit")
-
-// ConflictKind says why a concurrent commit conflicts with ours.
-type ConflictKind int
-
-// Conflict kinds (DELTA.md "Concurrency").
-const (
-	// ConflictMetadata: a concurrent commit changed the table metadata (schema, partitioning,
-	// properties) or created the table.
-	ConflictMetadata ConflictKind = iota + 1
-	// ConflictProtocol: a concurrent commit changed the protocol.
-	ConflictProtocol
-	// ConflictTransaction: a concurrent commit carries a txn for our appId — another instance
-	// of the same flow is writing (ConcurrentTransactionException in Spark).
-	ConflictTransaction
-	// ConflictAppend: data was added concurrently to a table we overwrite.
-	ConflictAppend
-	// ConflictDelete: a file we remove was removed concurrently.
-	ConflictDelete
-)
-
-// ConflictError reports that the commit at Version conflicts with ours; retrying needs a new
-// snapshot (and, for metadata/protocol changes, possibly new data files).
-type ConflictError struct {
-	Version int64        // the conflicting commit
-	Kind    ConflictKind // why it conflicts
-	Detail  string       // human-readable reason
-}
-
-// Error names the conflicting version and the reason.
-func (e *ConflictError) Error() string {
-	return fmt.Sprintf("commit conflict with version %d: %s", e.Version, e.Detail)
-}
-
-// Is makes errors.Is(err, ErrConflict) true.
-func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
-
 // CommitRequest describes one atomic commit.
 type CommitRequest struct {
 	// Read is the snapshot the writer read (its Version becomes commitInfo.readVersion); nil
@@ -125,21 +87,6 @@ type CommitResult struct {
 	LogCleanupErr error
 }
 
-func (t *Table) now() time.Time {
-	if t.Now != nil {
-		return t.Now()
-	}
-	return time.Now()
-}
-
-func (t *Table) sleep(d time.Duration) {
-	if t.Sleep != nil {
-		t.Sleep(d)
-		return
-	}
-	time.Sleep(d)
-}
-
 // Commit writes one commit: commitInfo, then protocol/metaData if set, txn, removes and adds
 // (DELTA.md "Actions"). The commit file is made visible with put-if-absent at version
 // Read.Version+1; when another writer won that version, the newer commits are read and
@@ -155,6 +102,42 @@ func (t *Table) sleep(d time.Duration) {
 // by the cleanup of expired log files ([Table.CleanupLog]) unless
 // delta.enableExpiredLogCleanup is false.
 func (t *Table) Commit(ctx context.Context, req CommitRequest) (*CommitResult, error) {
+	meta, err := writeTarget(req)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", t.root, err)
+	}
+	nowMs := t.now().UnixMilli()
+	removes, err := commitRemoves(req, meta, nowMs)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", t.root, err)
+	}
+	txnID := uuid.NewString()
+	actions := t.commitActions(req, meta, removes, txnID, nowMs)
+	data, err := encodeActions(actions)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", t.root, err)
+	}
+	dir := filepath.Join(t.root, LogDir)
+	if req.Read == nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("commit %s: %w", t.root, err)
+		}
+		_ = atomicfile.SyncDir(t.root)
+	}
+	return t.publish(ctx, dir, req, actions, data, removes, txnID)
+}
+
+// readVersion is the version of the read snapshot, -1 when the commit creates the table.
+func (req CommitRequest) readVersion() int64 {
+	if req.Read == nil {
+		return -1
+	}
+	return req.Read.version
+}
+
+// writeTarget returns the metadata the commit writes under (req's, else the read snapshot's)
+// after checking that this package can write the table's protocol.
+func writeTarget(req CommitRequest) (*Metadata, error) {
 	proto, meta := req.Protocol, req.Metadata
 	if req.Read != nil {
 		if proto == nil {
@@ -164,13 +147,17 @@ func (t *Table) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 			meta = req.Read.metadata
 		}
 	} else if proto == nil || meta == nil {
-		return nil, fmt.Errorf("commit %s: creating a table needs protocol and metadata", t.root)
+		return nil, errors.New("creating a table needs protocol and metadata")
 	}
 	if err := checkWrite(proto, meta); err != nil {
-		return nil, fmt.Errorf("commit %s: %w", t.root, err)
+		return nil, err
 	}
-	now := t.now()
-	nowMs := now.UnixMilli()
+	return meta, nil
+}
+
+// commitRemoves returns req.Removes plus, for an Overwrite, a remove of every file live in
+// the read snapshot (deleted at nowMs); a delta.appendOnly table refuses any with dataChange.
+func commitRemoves(req CommitRequest, meta *Metadata, nowMs int64) ([]Remove, error) {
 	removes := slices.Clone(req.Removes)
 	if req.Mode == Overwrite && req.Read != nil {
 		ext := true
@@ -184,15 +171,17 @@ func (t *Table) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 	if configOf(meta).appendOnly {
 		for _, r := range removes {
 			if r.DataChange {
-				return nil, fmt.Errorf("commit %s: table is append-only (delta.appendOnly=true): cannot remove %s", t.root, r.Path)
+				return nil, fmt.Errorf("table is append-only (delta.appendOnly=true): cannot remove %s", r.Path)
 			}
 		}
 	}
-	txnID := uuid.NewString()
-	readVersion := int64(-1)
-	if req.Read != nil {
-		readVersion = req.Read.version
-	}
+	return removes, nil
+}
+
+// commitActions returns the commit's actions in log order: commitInfo (with defaults for
+// operation, engine, parameters and metrics), protocol, metaData, txn, removes, adds.
+func (t *Table) commitActions(req CommitRequest, meta *Metadata, removes []Remove, txnID string, nowMs int64) []Action {
+	readVersion := req.readVersion()
 	blind := req.Mode == Append && len(removes) == 0
 	info := &CommitInfo{
 		Timestamp:           nowMs,
@@ -254,17 +243,16 @@ func (t *Table) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 	for i := range req.Adds {
 		actions = append(actions, Action{Add: &req.Adds[i]})
 	}
-	data, err := encodeActions(actions)
-	if err != nil {
-		return nil, fmt.Errorf("commit %s: %w", t.root, err)
-	}
-	dir := filepath.Join(t.root, LogDir)
-	if req.Read == nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("commit %s: %w", t.root, err)
-		}
-		_ = atomicfile.SyncDir(t.root)
-	}
+	return actions
+}
+
+// publish makes data (the encoded actions) the next version in dir (_delta_log) with put-if-absent, starting at
+// the read version + 1. When another writer won a version it checks every newer commit with
+// checkConflict and retries at the next free version, with jittered exponential backoff and
+// at most t.MaxAttempts attempts. An ambiguous failure counts as success when the version
+// holds our commitInfo.txnId.
+func (t *Table) publish(ctx context.Context, dir string, req CommitRequest, actions []Action, data []byte, removes []Remove, txnID string) (*CommitResult, error) {
+	readVersion := req.readVersion()
 	removed := map[string]bool{}
 	for _, r := range removes {
 		removed[r.Path] = true
@@ -312,30 +300,6 @@ func (t *Table) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 		t.sleep(backoff/2 + jitter/2)
 		backoff = min(2*backoff, 500*time.Millisecond)
 	}
-}
-
-// checkConflict decides whether the concurrent commit at version (by someone else) conflicts
-// with req.
-func checkConflict(version int64, other []Action, req CommitRequest, removed map[string]bool) error {
-	if req.Read == nil {
-		return &ConflictError{Version: version, Kind: ConflictMetadata, Detail: "the table was created concurrently"}
-	}
-	for _, a := range other {
-		switch {
-		case a.MetaData != nil:
-			return &ConflictError{Version: version, Kind: ConflictMetadata, Detail: "table metadata changed concurrently"}
-		case a.Protocol != nil:
-			return &ConflictError{Version: version, Kind: ConflictProtocol, Detail: "table protocol changed concurrently"}
-		case a.Txn != nil && req.Txn != nil && a.Txn.AppID == req.Txn.AppID:
-			return &ConflictError{Version: version, Kind: ConflictTransaction,
-				Detail: fmt.Sprintf("concurrent transaction: appId %q committed txn version %d; another writer of the same flow is running", a.Txn.AppID, a.Txn.Version)}
-		case a.Remove != nil && removed[a.Remove.Path]:
-			return &ConflictError{Version: version, Kind: ConflictDelete, Detail: "file " + a.Remove.Path + " was removed concurrently"}
-		case a.Add != nil && a.Add.DataChange && req.Mode == Overwrite:
-			return &ConflictError{Version: version, Kind: ConflictAppend, Detail: "data was added concurrently to the table being overwritten"}
-		}
-	}
-	return nil
 }
 
 // finishCommit builds the post-commit snapshot and writes the checkpoint when due.

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sort"
-	"time"
 )
 
 // CommitVersions lists the versions whose JSON commit file is present in `_delta_log`, oldest
@@ -40,22 +39,3 @@ func (t *Table) ReadCommit(v int64) ([]Action, error) {
 	}
 	return a, nil
 }
-
-// CheckpointInterval is delta.checkpointInterval of the table (default 10).
-func (s *Snapshot) CheckpointInterval() int64 { return configOf(s.metadata).checkpointInterval }
-
-// DeletedFileRetention is delta.deletedFileRetentionDuration of the table (default one
-// week): how long removed files stay on disk for time travel and concurrent readers; VACUUM
-// must not delete younger ones.
-func (s *Snapshot) DeletedFileRetention() time.Duration {
-	return configOf(s.metadata).tombstoneRetention
-}
-
-// LogRetention is delta.logRetentionDuration of the table (default 30 days): how long log
-// files (commits, checkpoints) are kept for history and time travel before the cleanup after
-// a checkpoint deletes them.
-func (s *Snapshot) LogRetention() time.Duration { return configOf(s.metadata).logRetention }
-
-// ExpiredLogCleanup is delta.enableExpiredLogCleanup of the table (default true): whether
-// expired log files are deleted after each checkpoint.
-func (s *Snapshot) ExpiredLogCleanup() bool { return configOf(s.metadata).expiredLogCleanup }

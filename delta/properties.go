@@ -297,6 +297,25 @@ func configOf(m *Metadata) tableConfig {
 	return c
 }
 
+// CheckpointInterval is delta.checkpointInterval of the table (default 10).
+func (s *Snapshot) CheckpointInterval() int64 { return configOf(s.metadata).checkpointInterval }
+
+// DeletedFileRetention is delta.deletedFileRetentionDuration of the table (default one
+// week): how long removed files stay on disk for time travel and concurrent readers; VACUUM
+// must not delete younger ones.
+func (s *Snapshot) DeletedFileRetention() time.Duration {
+	return configOf(s.metadata).tombstoneRetention
+}
+
+// LogRetention is delta.logRetentionDuration of the table (default 30 days): how long log
+// files (commits, checkpoints) are kept for history and time travel before the cleanup after
+// a checkpoint deletes them.
+func (s *Snapshot) LogRetention() time.Duration { return configOf(s.metadata).logRetention }
+
+// ExpiredLogCleanup is delta.enableExpiredLogCleanup of the table (default true): whether
+// expired log files are deleted after each checkpoint.
+func (s *Snapshot) ExpiredLogCleanup() bool { return configOf(s.metadata).expiredLogCleanup }
+
 // NumIndexedCols returns how many leading leaf columns of m's table get file statistics:
 // delta.dataSkippingNumIndexedCols, DefaultNumIndexedCols when unset or invalid, -1 for all.
 // A nil m yields the default.

@@ -1,7 +1,8 @@
 // Package delta is the Delta Lake source behind `streamkit read-delta` (DESIGN.md §1, §3) and
 // the table reader backfill uses. The transaction log itself (commits, checkpoints, snapshot
-// replay, protocol checks) is package sink/delta; this package turns a snapshot's files into
-// Arrow record batches and a table's history into a replayable stream.
+// replay, protocol checks) is package github.com/streamkit/streamkit/delta; this package
+// turns a snapshot's files into Arrow record batches and a table's history into a replayable
+// stream.
 //
 // # Reading files ([Reader], [Scan])
 //
@@ -22,7 +23,7 @@
 // decimal widths are cast, and nested fields are matched by name whatever the Parquet list,
 // map and struct naming (DELTA.md "Types").
 //
-// Reader safety (DELTA.md "Reader safety"): the protocol is checked by sink/delta when a
+// Reader safety (DELTA.md "Reader safety"): the protocol is checked by package delta when a
 // snapshot loads (unknown reader features, column mapping, v2 checkpoints, type widening …
 // are refused naming the feature); files with deletion vectors are refused; every logged path
 // is validated before anything is read ([resolvePath]: percent-decoding, no "..", ".", empty

@@ -1,7 +1,7 @@
 // Package deltacmd is the `streamkit delta` command group: maintenance of Delta tables —
 // history (versions, operations, metrics, progress per flow), optimize (bin-packing
 // compaction) and vacuum (deleting files the table no longer needs). The Delta protocol is
-// implemented by package sink/delta.
+// implemented by packages delta (the log) and sink/delta (the data files).
 package deltacmd
 
 import (

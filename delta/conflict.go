@@ -1,0 +1,68 @@
+package delta
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrConflict is matched (errors.Is) by every *ConflictError.
+var ErrConflict = errors.New("conflicting concurrent commit")
+
+// ConflictKind says why a concurrent commit conflicts with ours.
+type ConflictKind int
+
+// Conflict kinds (DELTA.md "Concurrency").
+const (
+	// ConflictMetadata: a concurrent commit changed the table metadata (schema, partitioning,
+	// properties) or created the table.
+	ConflictMetadata ConflictKind = iota + 1
+	// ConflictProtocol: a concurrent commit changed the protocol.
+	ConflictProtocol
+	// ConflictTransaction: a concurrent commit carries a txn for our appId — another instance
+	// of the same flow is writing (ConcurrentTransactionException in Spark).
+	ConflictTransaction
+	// ConflictAppend: data was added concurrently to a table we overwrite.
+	ConflictAppend
+	// ConflictDelete: a file we remove was removed concurrently.
+	ConflictDelete
+)
+
+// ConflictError reports that the commit at Version conflicts with ours; retrying needs a new
+// snapshot (and, for metadata/protocol changes, possibly new data files).
+type ConflictError struct {
+	Version int64        // the conflicting commit
+	Kind    ConflictKind // why it conflicts
+	Detail  string       // human-readable reason
+}
+
+// Error names the conflicting version and the reason.
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("commit conflict with version %d: %s", e.Version, e.Detail)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// checkConflict decides whether the concurrent commit at version (by someone else) conflicts
+// with req.
+func checkConflict(version int64, other []Action, req CommitRequest, removed map[string]bool) error {
+	if req.Read == nil {
+		return &ConflictError{Version: version, Kind: ConflictMetadata, Detail: "the table was created concurrently"}
+	}
+	for _, a := range other {
+		switch {
+		case a.MetaData != nil:
+			return &ConflictError{Version: version, Kind: ConflictMetadata, Detail: "table metadata changed concurrently"}
+		case a.Protocol != nil:
+			return &ConflictError{Version: version, Kind: ConflictProtocol, Detail: "table protocol changed concurrently"}
+		case a.Txn != nil && req.Txn != nil && a.Txn.AppID == req.Txn.AppID:
+			return &ConflictError{Version: version, Kind: ConflictTransaction,
+				Detail: fmt.Sprintf("concurrent transaction: appId %q committed txn version %d; another writer of the same flow is running", a.Txn.AppID, a.Txn.Version)}
+		case a.Remove != nil && removed[a.Remove.Path]:
+			return &ConflictError{Version: version, Kind: ConflictDelete, Detail: "file " + a.Remove.Path + " was removed concurrently"}
+		case a.Add != nil && a.Add.DataChange && req.Mode == Overwrite:
+			return &ConflictError{Version: version, Kind: ConflictAppend, Detail: "data was added concurrently to the table being overwritten"}
+		}
+	}
+	return nil
+}

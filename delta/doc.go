@@ -1,0 +1,39 @@
+// Package delta is the Delta Lake transaction log: it reads a table's `_delta_log` into
+// snapshots and writes commits and checkpoints to it, for streamkit's Delta sink, source and
+// maintenance tools (DESIGN.md §5, §6). No Go Delta library exists, so the protocol is
+// implemented here, following the Delta Transaction Log Protocol (PROTOCOL.md in
+// github.com/delta-io/delta) and the project checklist (shared/DELTA.md). Data files are not
+// its business: sink/delta writes Parquet files and hands their [Add] actions to a commit,
+// source/delta scans the files of a [Snapshot].
+//
+// The files follow the split delta-rs makes between its kernel, transactions, checkpoints and
+// log cleanup:
+//
+//   - Kernel. actions.go: the actions of a commit ([Add], [Remove], [Metadata], [Protocol],
+//     [Txn], [CommitInfo], …) and their JSON. schema.go: Delta schema JSON ↔ Arrow
+//     ([ParseSchema], [FromArrowSchema], [StructType.ToArrow]); evolve.go: --merge-schema
+//     evolution ([MergeSchema], [EvolveMetadata]). protocol.go: reader/writer versions and
+//     table features ([Snapshot.CheckRead], [Snapshot.CheckWrite]) and a new table's protocol
+//     and metaData ([NewTableMetadata]). properties.go: delta.* table properties
+//     ([ValidateProperties]). path.go: add/remove path encoding ([EncodePath],
+//     [DecodePath]). table.go: [Table], a table root. log.go: listing and parsing
+//     `_delta_log`. snapshot.go: [Table.Snapshot] replays the log (newest complete
+//     checkpoint ≤ the target version, then JSON commits) into a [Snapshot]: protocol,
+//     metadata, live files, tombstones and the txn version per appId ([Snapshot.TxnVersion],
+//     for exactly-once sinks). history.go, versions.go: commit versions, time travel by
+//     timestamp.
+//   - Transactions. commit.go: [Table.Commit] writes one commit with put-if-absent and
+//     optimistic-concurrency retries; conflict.go: the conflict checker deciding whether a
+//     concurrent commit conflicts with ours ([ConflictError]).
+//   - Checkpoints. checkpoint.go writes a classic Parquet checkpoint every
+//     delta.checkpointInterval commits and `_last_checkpoint`; checkpointread.go reads
+//     classic and multi-part checkpoints.
+//   - Log cleanup. logclean.go: [Table.CleanupLog] deletes log files older than
+//     delta.logRetentionDuration that no retained version needs, after a checkpoint.
+//   - flowlock.go: [LockFlow] takes the per-flow lock file `_streamkit/flows/<flow>.lock` in
+//     the table (not part of the Delta protocol) that keeps two writers from committing one
+//     txn appId.
+//
+// Only local POSIX file systems are supported: put-if-absent is a hard link of an fsynced
+// temporary file, which is atomic and never replaces an existing commit (state/atomicfile).
+package delta
