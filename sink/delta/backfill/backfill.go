@@ -1,5 +1,5 @@
-// Package backfill is the `streamkit backfill` tool: a bounded flow that copies files or a
-// Delta table into a target Delta table once (Lakeflow's "once" append flow), recorded in the
+// Package backfill runs `streamkit backfill`'s once flow: a bounded flow that copies files or
+// a Delta table into a target Delta table once (Lakeflow's "once" append flow), recorded in the
 // target's log as a txn action {appId = flow name}; optionally with MERGE-style insert-only
 // deduplication against the target, an overlap check against a live flow writing the same
 // table, constant columns, and a dry-run plan.
@@ -15,6 +15,10 @@
 // of the files committed meanwhile are checked, rows of the backfill whose key arrived
 // concurrently are removed from its files (which are rewritten), and the commit is tried again
 // — the effect of Delta's conflict detection for MERGE followed by a retry.
+//
+// The data files are written by the sink's [deltasink.WriterPool] with the constant columns of
+// a [deltasink.Augmenter] (package sink/delta), as write-delta writes an epoch; tools/backfill
+// turns the command's flags into a [Config] and calls [Run].
 package backfill
 
 import (
