@@ -8,9 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/streamkit/streamkit/stage"
-
 	"github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/stage"
 )
 
 // nextEpoch is the epoch the next rows belong to, when it can be known before their barrier:

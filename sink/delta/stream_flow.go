@@ -9,10 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
-
-	"github.com/streamkit/streamkit/delta"
 )
 
 // FlowFile is the file in write-delta's checkpoint directory that records the flow id (and the
