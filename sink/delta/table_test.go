@@ -396,17 +396,6 @@ func TestConflicts(t *testing.T) {
 	}
 }
 
-func TestAppendOnlyRefusesOverwrite(t *testing.T) {
-	mem := newMem(t)
-	tbl := newTestTable(t, mem)
-	r := simpleRec(t, mem, 1)
-	defer r.Release()
-	res := appendBatches(t, tbl, nil, &delta.CreateOptions{Configuration: map[string]string{"delta.appendOnly": "true"}}, simpleSchema, WriterOptions{Allocator: mem}, nil, r)
-	if _, err := tbl.Commit(context.Background(), delta.CommitRequest{Read: res.Snapshot, Mode: delta.Overwrite}); err == nil || !strings.Contains(err.Error(), "append-only") {
-		t.Errorf("overwrite of append-only table: %v", err)
-	}
-}
-
 func TestCheckpointReplay(t *testing.T) {
 	mem := newMem(t)
 	tbl := newTestTable(t, mem)

@@ -11,31 +11,27 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-
-	"github.com/streamkit/streamkit/delta"
 )
 
 func TestVersionsReadCommitVersionAt(t *testing.T) {
 	mem := newMem(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	tbl := delta.NewTable(dir, mem)
+	tbl := NewTable(dir, mem)
 	tbl.Now = fixedClock()
 	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
-	var s *delta.Snapshot
+	var s *Snapshot
 	for i := 0; i < 12; i++ {
-		rec := recFromJSON(t, mem, sc, `[{"id":1},{"id":2}]`)
-		var res *delta.CommitResult
+		var res *CommitResult
 		if s == nil {
-			res = appendBatches(t, tbl, nil, &delta.CreateOptions{}, sc, WriterOptions{Allocator: mem}, nil, rec)
+			res = appendFile(t, tbl, nil, &CreateOptions{}, sc)
 		} else {
-			res = appendBatches(t, tbl, s, nil, sc, WriterOptions{Allocator: mem}, nil, rec)
+			res = appendFile(t, tbl, s, nil, sc)
 		}
-		rec.Release()
 		s = res.Snapshot
 	}
 	vr, err := tbl.Versions()
-	if err != nil || vr != (delta.LogVersions{Earliest: 0, Latest: 11}) {
+	if err != nil || vr != (LogVersions{Earliest: 0, Latest: 11}) {
 		t.Fatalf("Versions = %+v, %v; want 0..11", vr, err)
 	}
 	acts, err := tbl.ReadCommit(3)
@@ -64,7 +60,7 @@ func TestVersionsReadCommitVersionAt(t *testing.T) {
 		if v == 6 {
 			mt = t0.Add(5 * time.Minute)
 		}
-		if err := os.Chtimes(filepath.Join(dir, delta.LogDir, delta.CommitFileName(v)), mt, mt); err != nil {
+		if err := os.Chtimes(filepath.Join(dir, LogDir, CommitFileName(v)), mt, mt); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,10 +84,10 @@ func TestVersionsReadCommitVersionAt(t *testing.T) {
 	}
 	// Clean up commits before the checkpoint at 10: the earliest loadable version is 10.
 	for v := int64(0); v < 10; v++ {
-		os.Remove(filepath.Join(dir, delta.LogDir, delta.CommitFileName(v)))
+		os.Remove(filepath.Join(dir, LogDir, CommitFileName(v)))
 	}
 	vr, err = tbl.Versions()
-	if err != nil || vr != (delta.LogVersions{Earliest: 10, Latest: 11}) {
+	if err != nil || vr != (LogVersions{Earliest: 10, Latest: 11}) {
 		t.Fatalf("Versions after cleanup = %+v, %v; want 10..11", vr, err)
 	}
 	if _, err := tbl.VersionAt(ctx, t0.Add(3*time.Minute)); err == nil || !strings.Contains(err.Error(), "earliest available version 10") {
