@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
@@ -29,8 +28,7 @@ type progress struct {
 	w        io.Writer
 	stats    *Stats
 	interval time.Duration
-	done     chan struct{}
-	wg       sync.WaitGroup
+	tick     *ticker
 	start    time.Time
 	lastIn   int64
 	lastT    time.Time
@@ -50,7 +48,7 @@ func startProgress(mode, name string, w io.Writer, stats *Stats, interval time.D
 			mode = ProgressOff
 		}
 	}
-	p := &progress{mode: mode, name: name, w: w, stats: stats, interval: interval, done: make(chan struct{}),
+	p := &progress{mode: mode, name: name, w: w, stats: stats, interval: interval,
 		start: time.Now(), lastT: time.Now()}
 	if mode == ProgressOff {
 		return p
@@ -62,20 +60,7 @@ func startProgress(mode, name string, w io.Writer, stats *Stats, interval time.D
 		p.label = p.label.Bold(true).Foreground(lipgloss.Color("6"))
 		p.styles = p.styles.Foreground(lipgloss.Color("8"))
 	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.done:
-				return
-			case <-t.C:
-				p.report(false)
-			}
-		}
-	}()
+	p.tick = startTicker(interval, p.report)
 	return p
 }
 
@@ -83,9 +68,7 @@ func (p *progress) stop() {
 	if p.mode == ProgressOff {
 		return
 	}
-	close(p.done)
-	p.wg.Wait()
-	p.report(true)
+	p.tick.stop()
 }
 
 // Snapshot is one progress report; --progress=json prints it as a JSON line.
@@ -166,14 +149,17 @@ func (p *progress) report(final bool) {
 }
 
 // human formats n with a K/M/G suffix.
-func human(n float64) string {
+func human(n float64) string { return humanUnit(n, "K") }
+
+// humanUnit formats n with a kilo/M/G suffix, kilo being how thousands are written ("K", "k").
+func humanUnit(n float64, kilo string) string {
 	switch {
 	case n >= 1e9:
 		return fmt.Sprintf("%.2fG", n/1e9)
 	case n >= 1e6:
 		return fmt.Sprintf("%.2fM", n/1e6)
 	case n >= 1e4:
-		return fmt.Sprintf("%.1fK", n/1e3)
+		return fmt.Sprintf("%.1f%s", n/1e3, kilo)
 	}
 	return fmt.Sprintf("%.0f", n)
 }

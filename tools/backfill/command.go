@@ -1,3 +1,6 @@
+// Package backfill is the `streamkit backfill` command: its flags become a
+// sink/delta/backfill Config (with --from, a source/files source configured by read-files'
+// decoding flags, tools/cli.DecodeFlags) and backfill.Run runs the once flow.
 package backfill
 
 import (
@@ -6,13 +9,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/streamkit/streamkit/sink/delta/backfill"
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/tools/readfiles"
 )
 
-func parseKVs(flag string, vals []string) ([]KV, error) {
-	var out []KV
+func parseKVs(flag string, vals []string) ([]backfill.KV, error) {
+	var out []backfill.KV
 	for _, v := range vals {
 		for _, part := range strings.Split(v, ",") {
 			part = strings.TrimSpace(part)
@@ -23,7 +26,7 @@ func parseKVs(flag string, vals []string) ([]KV, error) {
 			if !ok || strings.TrimSpace(k) == "" {
 				return nil, stage.Usagef("backfill: %s %q: want COL=VALUE", flag, part)
 			}
-			out = append(out, KV{Key: strings.TrimSpace(k), Value: val})
+			out = append(out, backfill.KV{Key: strings.TrimSpace(k), Value: val})
 		}
 	}
 	return out, nil
@@ -44,7 +47,7 @@ func Command() *cobra.Command { return cli.Command(CommandSpec()) }
 
 // CommandSpec declares `streamkit backfill`: its usage, help, flags and examples (docs/cli/backfill.md).
 func CommandSpec() cli.Spec {
-	cfg := Config{FromVersion: -1}
+	cfg := backfill.Config{FromVersion: -1}
 	var with, streamFilter []string
 	var dedupCols, partitionBy, targetSize string
 	var from []string
@@ -96,7 +99,7 @@ the same flow from overlapping. Exit codes: 0 done (or nothing to do), 1 error, 
 			cfg.DedupCols = splitList(dedupCols)
 			cfg.PartitionBy = splitList(partitionBy)
 			if targetSize != "" {
-				n, err := readfiles.ParseBytes(targetSize)
+				n, err := cli.ParseSize(targetSize)
 				if err != nil {
 					return stage.Usagef("backfill: --target-file-size: %v", err)
 				}
@@ -109,7 +112,7 @@ the same flow from overlapping. Exit codes: 0 done (or nothing to do), 1 error, 
 			}
 			cfg.Progress = cli.G.Progress
 			cfg.Stdout, cfg.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
-			return Run(cmd.Context(), cfg)
+			return backfill.Run(cmd.Context(), cfg)
 		},
 		Flags: func(f *pflag.FlagSet) {
 			f.StringArrayVar(&from, "from", nil, "read these files (glob patterns, as read-files; repeatable)")

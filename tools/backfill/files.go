@@ -1,38 +1,34 @@
 package backfill
 
 import (
-	"context"
-	"encoding/json"
-	"log/slog"
-
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
 
+	"github.com/streamkit/streamkit/sink/delta/backfill"
 	"github.com/streamkit/streamkit/source/files"
-	"github.com/streamkit/streamkit/tools/readfiles"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // filesFlags are the read-files options backfill accepts with --from: read-files' decoding
-// options (readfiles.AddDecodeFlags: same names, defaults and meaning) and --stable-after.
+// options (cli.AddDecodeFlags: same names, defaults and meaning) and --stable-after.
 // The options about checkpoints, epochs and following do not apply to a run-once flow.
 type filesFlags struct {
 	cfg files.Config
-	dec *readfiles.DecodeFlags
+	dec *cli.DecodeFlags
 }
 
 // addFilesFlags registers the --from options on cmd.
 func addFilesFlags(cmd *cobra.Command) *filesFlags {
 	fl := &filesFlags{}
 	f := cmd.Flags()
-	fl.dec = readfiles.AddDecodeFlags(f, &fl.cfg, "--from: ")
+	fl.dec = cli.AddDecodeFlags(f, &fl.cfg, "--from: ")
 	f.DurationVar(&fl.cfg.StableAfter, "stable-after", 0, "--from: read a file only once it has not changed for this long (0: at once)")
 	return fl
 }
 
 // filesSource configures cfg to read the files matched by patterns with the read-files
 // options given.
-func filesSource(cfg *Config, patterns []string, fl *filesFlags) error {
+func filesSource(cfg *backfill.Config, patterns []string, fl *filesFlags) error {
 	if err := fl.dec.Apply("backfill"); err != nil {
 		return err
 	}
@@ -41,87 +37,6 @@ func filesSource(cfg *Config, patterns []string, fl *filesFlags) error {
 			return stage.Usagef("backfill: --from - (stdin) is not supported; pipe into write-delta instead")
 		}
 	}
-	c := fl.cfg
-	c.Patterns = patterns
-	cfg.FilesDesc = patterns
-	cfg.Files = func(ctx context.Context, env *stage.Env) (stage.Source, error) {
-		src, err := files.New(c)
-		if err != nil {
-			return nil, err
-		}
-		return src, nil
-	}
+	cfg.SetFiles(fl.cfg, patterns)
 	return nil
 }
-
-// sourceInput drives a stage.Source (read-files) in-process, without a checkpoint directory:
-// a backfill is one atomic commit, so it needs no epochs — a run that dies commits nothing and
-// the next run reads every file again.
-type sourceInput struct {
-	src    stage.Source
-	schema *arrow.Schema
-	desc   []string
-	rows   int64
-}
-
-func openFiles(ctx context.Context, cfg Config) (*sourceInput, error) {
-	env := &stage.Env{Mem: cfg.Mem, Now: cfg.Now, Log: cfg.Log, BatchRows: 64 * 1024, Stats: &stage.Stats{}}
-	if env.Log == nil {
-		env.Log = slog.Default()
-	}
-	src, err := cfg.Files(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := src.Open(ctx, env, nil)
-	if err != nil {
-		src.Close()
-		return nil, err
-	}
-	return &sourceInput{src: src, schema: sc, desc: cfg.FilesDesc}, nil
-}
-
-func (s *sourceInput) Schema() *arrow.Schema { return s.schema }
-
-func (s *sourceInput) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	for {
-		rec, err := s.src.Read(ctx, nil)
-		if err != nil {
-			return nil, err
-		}
-		if rec != nil {
-			s.rows += rec.NumRows()
-			return rec, nil
-		}
-		if l, ok := s.src.(stage.EpochLimiter); ok && l.EpochFull() {
-			l.EpochCut() // no epochs here: keep reading
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-	}
-}
-
-func (s *sourceInput) TotalRows() int64 { return -1 }
-
-// Describe lists the files read so far (from the source's position: its epoch's file list,
-// which is every file since a backfill never cuts an epoch); rows per file are not known.
-func (s *sourceInput) Describe() *planSource {
-	ps := &planSource{Kind: "files", Patterns: s.desc, Rows: s.rows}
-	var pos struct {
-		Files []struct {
-			Path string `json:"path"`
-			Size int64  `json:"size"`
-		} `json:"files"`
-	}
-	if json.Unmarshal(s.src.Position(), &pos) == nil {
-		for _, f := range pos.Files {
-			ps.Files = append(ps.Files, planFile{Path: f.Path, Rows: -1, Bytes: f.Size})
-			ps.Bytes += f.Size
-		}
-		ps.NumFiles = len(ps.Files)
-	}
-	return ps
-}
-
-func (s *sourceInput) Close() { s.src.Close() }

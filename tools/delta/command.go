@@ -19,7 +19,6 @@ import (
 
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/tools/cli"
-	"github.com/streamkit/streamkit/tools/writedelta"
 )
 
 func usagef(format string, args ...any) error { return stage.Usagef(format, args...) }
@@ -63,7 +62,7 @@ shown. --format json prints one JSON document for jq.`,
 			if limit < 0 {
 				return usagef("delta history: --limit must be ≥ 0")
 			}
-			root, err := writedelta.TableRoot(args[0])
+			root, err := cli.TableRoot(args[0])
 			if err != nil {
 				return err
 			}
@@ -161,12 +160,12 @@ AND, OR, NOT), with read-delta --where's syntax and SQL null semantics.`,
 		},
 		Args: cli.ExactArgs(1),
 		Run: func(cmd *cobra.Command, args []string) error {
-			root, err := writedelta.TableRoot(args[0])
+			root, err := cli.TableRoot(args[0])
 			if err != nil {
 				return err
 			}
 			if target != "" {
-				if opts.TargetFileSize, err = writedelta.ParseSize(target); err != nil {
+				if opts.TargetFileSize, err = cli.ParsePositiveSize(target); err != nil {
 					return usagef("delta optimize: --target-file-size: %v", err)
 				}
 			}
@@ -248,7 +247,7 @@ delta.deletedFileRetentionDuration (168h unless set); a shorter --retain is refu
 // directory and parses --retain into *retain: -1 when the flag is absent (the table's setting
 // applies), else the duration; a bad value is a usage error naming the subcommand.
 func tableAndRetention(sub, table, flag string, retain *time.Duration) (string, error) {
-	root, err := writedelta.TableRoot(table)
+	root, err := cli.TableRoot(table)
 	if err != nil {
 		return "", err
 	}

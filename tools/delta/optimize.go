@@ -20,7 +20,7 @@ import (
 	"github.com/streamkit/streamkit/delta"
 	deltasink "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
-	"github.com/streamkit/streamkit/tools/writedelta"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // OptimizeOptions configure Optimize.
@@ -78,7 +78,7 @@ func Optimize(ctx context.Context, root string, opts OptimizeOptions) (*Optimize
 	}
 	target := opts.TargetFileSize
 	if target <= 0 {
-		if n, err := writedelta.ParseSize(meta.Configuration["delta.targetFileSize"]); err == nil {
+		if n, err := cli.ParsePositiveSize(meta.Configuration["delta.targetFileSize"]); err == nil {
 			target = n
 		} else {
 			target = deltasink.DefaultTargetFileSize

@@ -5,118 +5,20 @@
 package readfiles
 
 import (
-	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/streamkit/streamkit/codec/formats"
-	"github.com/streamkit/streamkit/codec/rescue"
-	"github.com/streamkit/streamkit/codec/schema"
 	"github.com/streamkit/streamkit/source/files"
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/tools/cli"
 )
 
-// DecodeFlags are read-files' options on how files are decoded (format, schema, inference,
-// CSV dialect, malformed records, metadata column, time zone), shared by every tool that reads
-// files through source/files (backfill --from), so they have one set of names, defaults and
-// meanings. Register them with [AddDecodeFlags] and call [DecodeFlags.Apply] once the command
-// line is parsed. The options about listing, checkpoints, epochs and following are not among
-// them.
-type DecodeFlags struct {
-	cfg                               *files.Config
-	format, schema, hints, mode, tz   string
-	onSchemaMismatch                  string
-	delimiter, quote, escape, comment string
-	noQuote                           bool
-}
-
-// AddDecodeFlags registers read-files' decoding options on f. Flags with plain values are
-// stored into cfg as they are parsed; the others are checked and stored by Apply, into the
-// same cfg. prefix is put before each flag's help text (e.g. "--from: ", "" for read-files).
-func AddDecodeFlags(f *pflag.FlagSet, cfg *files.Config, prefix string) *DecodeFlags {
-	d := &DecodeFlags{cfg: cfg}
-	f.StringVar(&d.format, "format", "", prefix+"file format for every file: csv, tsv, json, parquet, avro, arrow or arrows (default: by extension)")
-	f.StringVar(&d.schema, "schema", "", prefix+"schema: Spark DDL, or @file (or a file path that is not valid DDL) with DDL, a JSON Schema or an Avro schema (default: inferred)")
-	f.StringVar(&d.hints, "schema-hints", "", prefix+"pin inferred column types, as DDL with dot paths: 'amount decimal(10,2), user.id string'")
-	f.IntVar(&cfg.InferRows, "infer-rows", 10000, prefix+"records sampled to infer the schema")
-	f.BoolVar(&cfg.CSV.Header, "header", true, prefix+"CSV/TSV: the first line names the columns (--header=false: columns _c0, _c1 …)")
-	f.StringVar(&d.delimiter, "delimiter", "", prefix+`CSV: field delimiter, one byte or \t (default "," for CSV, tab for TSV)`)
-	f.StringVar(&d.quote, "quote", "", prefix+`CSV: quote character (default ")`)
-	f.BoolVar(&d.noQuote, "no-quote", false, prefix+"CSV: no quoting at all (every byte is data)")
-	f.StringVar(&d.escape, "escape", "", prefix+`CSV: escape character inside quotes (default: the quote itself, "" is one quote; Spark files use a backslash)`)
-	f.StringVar(&d.comment, "comment", "", prefix+"CSV: lines starting with this character are skipped")
-	f.StringVar(&cfg.CSV.NullValue, "null-value", "", prefix+"CSV: the text of a null value (default: an empty field)")
-	f.StringVar(&d.mode, "mode", "permissive", prefix+"records that do not fit: permissive (rescue / bad records), dropmalformed (drop rows with mistyped fields), failfast (stop)")
-	f.StringVar(&d.onSchemaMismatch, "on-schema-mismatch", "fail", prefix+"a Parquet/Avro/Arrow column whose type cannot be converted to the schema's at all: fail (naming file, column and types), or rescue (column null, values in _rescued_data)")
-	f.StringVar(&cfg.BadRecords, "bad-records", "", prefix+"append unparseable records to this NDJSON file (file, line, offset, reason, raw); default: log them")
-	f.BoolVar(&cfg.WithMetadata, "with-metadata", false, prefix+"add a _metadata struct column: file_path, file_name, file_size, file_modification_time, row_index, line, byte_offset")
-	f.StringVar(&d.tz, "tz", "UTC", prefix+"time zone of zone-less timestamps (IANA name); never the machine's zone")
-	f.IntVar(&cfg.BufferSize, "read-buffer", 0, prefix+"initial read buffer of the text decoders in bytes (default 256 KiB)")
-	f.MarkHidden("read-buffer")
-	return d
-}
-
-// Apply checks the decoding options and stores them into the Config given to AddDecodeFlags;
-// errors are usage errors prefixed with tool (the command's name).
-func (d *DecodeFlags) Apply(tool string) error {
-	cfg := d.cfg
-	var err error
-	if d.format != "" {
-		if cfg.Format, err = formats.ParseFormat(d.format); err != nil {
-			return stage.Usagef("%s: --format: %v", tool, err)
-		}
-	}
-	if d.schema != "" {
-		if cfg.Schema, err = schema.Load(d.schema); err != nil {
-			return stage.Usagef("%s: --schema: %v", tool, err)
-		}
-	}
-	if d.hints != "" {
-		if cfg.Hints, err = schema.ParseHints(d.hints); err != nil {
-			return stage.Usagef("%s: --schema-hints: %v", tool, err)
-		}
-	}
-	if cfg.Mode, err = rescue.ParseMode(d.mode); err != nil {
-		return stage.Usagef("%s: --mode: %v", tool, err)
-	}
-	switch d.onSchemaMismatch {
-	case "fail", "rescue":
-		cfg.RescueSchemaMismatch = d.onSchemaMismatch == "rescue"
-	default:
-		return stage.Usagef("%s: --on-schema-mismatch must be fail or rescue, got %q", tool, d.onSchemaMismatch)
-	}
-	if cfg.Location, err = time.LoadLocation(d.tz); err != nil || d.tz == "" || strings.EqualFold(d.tz, "local") {
-		return stage.Usagef("%s: --tz %q: want an IANA zone name such as UTC or Europe/Paris (never the machine's Local zone)", tool, d.tz)
-	}
-	if cfg.InferRows < 1 {
-		return stage.Usagef("%s: --infer-rows must be ≥ 1, got %d", tool, cfg.InferRows)
-	}
-	for _, c := range []struct {
-		name string
-		val  string
-		dst  *byte
-	}{{"delimiter", d.delimiter, &cfg.CSV.Delimiter}, {"quote", d.quote, &cfg.CSV.Quote}, {"escape", d.escape, &cfg.CSV.Escape}, {"comment", d.comment, &cfg.CSV.Comment}} {
-		if c.val == "" {
-			continue
-		}
-		b, err := oneByte(c.val)
-		if err != nil {
-			return stage.Usagef("%s: --%s: %v", tool, c.name, err)
-		}
-		*c.dst = b
-	}
-	cfg.CSV.NoQuote = d.noQuote
-	return nil
-}
-
 // flags are read-files' raw command-line values before validation.
 type flags struct {
-	dec                 *DecodeFlags
+	dec                 *cli.DecodeFlags
 	onRewrite, maxBytes string
 }
 
@@ -190,7 +92,7 @@ Zone-less timestamps are read in --tz (default UTC), never in the machine's zone
 			return stage.RunSource(cmd.Context(), o, src)
 		},
 		Flags: func(f *pflag.FlagSet) {
-			fl.dec = AddDecodeFlags(f, &cfg, "")
+			fl.dec = cli.AddDecodeFlags(f, &cfg, "")
 			f.BoolVar(&cfg.Follow, "follow", false, "keep listing for new files every --poll-interval instead of ending")
 			f.DurationVar(&cfg.PollInterval, "poll-interval", 5*time.Second, "--follow: how often to list the patterns")
 			f.DurationVar(&cfg.StableAfter, "stable-after", 2*time.Second, "read a file only once it has not changed for this long (0: at once)")
@@ -211,51 +113,10 @@ func resolve(cfg *files.Config, fl *flags) (map[string]string, error) {
 	if cfg.OnRewrite, err = files.ParseRewrite(fl.onRewrite); err != nil {
 		return nil, stage.Usagef("read-files: %v", err)
 	}
-	if cfg.MaxBytesPerEpoch, err = ParseBytes(fl.maxBytes); err != nil {
+	if cfg.MaxBytesPerEpoch, err = cli.ParseSize(fl.maxBytes); err != nil {
 		return nil, stage.Usagef("read-files: --max-bytes-per-epoch: %v", err)
 	}
-	return map[string]string{
-		"format":        fl.dec.format,
-		"schema":        fl.dec.schema,
-		"schema-hints":  fl.dec.hints,
-		"with-metadata": strconv.FormatBool(cfg.WithMetadata),
-	}, nil
-}
-
-// oneByte parses a one-byte character option: a single ASCII character, \t, or "tab".
-func oneByte(s string) (byte, error) {
-	switch s {
-	case `\t`, "tab", "\t":
-		return '\t', nil
-	}
-	if len(s) != 1 {
-		return 0, fmt.Errorf("want one ASCII character (or \\t), got %q", s)
-	}
-	return s[0], nil
-}
-
-// ParseBytes parses a size: a byte count with an optional unit — k/K, M, G, T (powers of
-// 1000: kB, MB …) or KiB, MiB, GiB, TiB (powers of 1024); a bare number is bytes.
-func ParseBytes(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{
-		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-		{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-		{"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1},
-	}
-	mult := int64(1)
-	for _, u := range units {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
-			s, mult = strings.TrimSpace(num), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseFloat(s, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("want a size such as 0, 1048576, 512MiB or 2GB, got %q", s)
-	}
-	return int64(n * float64(mult)), nil
+	opts := fl.dec.StateOptions()
+	opts["with-metadata"] = strconv.FormatBool(cfg.WithMetadata)
+	return opts, nil
 }

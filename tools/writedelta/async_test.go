@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/state"
 )
 
@@ -46,7 +47,7 @@ func TestBackgroundCommitFailure(t *testing.T) {
 	mem := newMem(t)
 	root := filepath.Join(t.TempDir(), "t")
 	ck := t.TempDir()
-	mustRun(t, Config{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).ids(0, 10).barrier(1).end(codec.Pause))
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).ids(0, 10).barrier(1).end(codec.Pause))
 	before := parquetFiles(t, root)
 
 	header := newStream(t, mem, idSchema).eos()
@@ -71,7 +72,7 @@ func TestBackgroundCommitFailure(t *testing.T) {
 		}
 		changed = true
 	}}
-	w, err := New(Config{Table: root, Flow: "f"})
+	w, err := deltasink.NewStreamWriter(deltasink.StreamConfig{Table: root, Flow: "f"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestBackgroundCommitFailure(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "another writer changed the table's metadata or protocol") {
 		t.Fatalf("got %v\n%s", err, log)
 	}
-	if !w.async {
+	if !w.Async() {
 		t.Fatal("the stage did not switch write-delta to background commits")
 	}
 	s := snapshot(t, root)
@@ -99,7 +100,7 @@ func TestBackgroundCommitFailure(t *testing.T) {
 		t.Fatalf("checkpoint committed epoch %d, want 1", c)
 	}
 	// A restart (no more conflict) commits epochs 2 and 3 exactly once.
-	mustRun(t, Config{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).ids(10, 20).barrier(2).ids(20, 30).barrier(3).end(codec.Pause))
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).ids(10, 20).barrier(2).ids(20, 30).barrier(3).end(codec.Pause))
 	if got := tableIDs(t, root); !equalIDs(got, seq(0, 30)) {
 		t.Fatalf("ids %v", got)
 	}
@@ -119,11 +120,11 @@ func TestBackgroundCreateLosesToAnotherWriter(t *testing.T) {
 	in := newStream(t, mem, idSchema).ids(0, 10).barrier(1).ids(10, 20).barrier(2).end(codec.Pause)
 	gr := &gatedReader{data: in, gate: schemaLen, hook: func() {
 		// Another flow creates the table while this writer holds no snapshot.
-		if _, err := run(t, Config{Table: root, Flow: "other"}, t.TempDir(), newStream(t, mem, idSchema).ids(100, 105).barrier(1).end(codec.Pause)); err != nil {
+		if _, err := run(t, deltasink.StreamConfig{Table: root, Flow: "other"}, t.TempDir(), newStream(t, mem, idSchema).ids(100, 105).barrier(1).end(codec.Pause)); err != nil {
 			t.Error(err)
 		}
 	}}
-	w, err := New(Config{Table: root, Flow: "f"})
+	w, err := deltasink.NewStreamWriter(deltasink.StreamConfig{Table: root, Flow: "f"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestBackgroundCreateLosesToAnotherWriter(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	if !w.async {
+	if !w.Async() {
 		t.Fatal("the stage did not switch write-delta to background commits")
 	}
 	s := snapshot(t, root)

@@ -4,6 +4,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/streamkit/streamkit/sink/delta"
+
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/tools/cli"
 )
@@ -13,7 +15,7 @@ func Command() *cobra.Command { return cli.Command(CommandSpec()) }
 
 // CommandSpec declares `streamkit write-delta`: its usage, help, flags and examples (docs/cli/write-delta.md).
 func CommandSpec() cli.Spec {
-	var cfg Config
+	var cfg delta.StreamConfig
 	var props, with []string
 	var target string
 	o := stage.Options{Tool: Tool}
@@ -75,7 +77,7 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 		Args: cli.ExactArgs(1),
 		Run: func(cmd *cobra.Command, args []string) error {
 			cli.Fill(&o, cmd)
-			root, err := TableRoot(args[0])
+			root, err := cli.TableRoot(args[0])
 			if err != nil {
 				return err
 			}
@@ -95,14 +97,15 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 				if err != nil {
 					return err
 				}
-				cfg.With = append(cfg.With, Constant{Name: k, Value: v})
+				cfg.With = append(cfg.With, delta.Constant{Name: k, Value: v})
 			}
 			if target != "" {
-				if cfg.TargetFileSize, err = ParseSize(target); err != nil {
+				if cfg.TargetFileSize, err = cli.ParsePositiveSize(target); err != nil {
 					return stage.Usagef("write-delta: --target-file-size: %v", err)
 				}
 			}
-			w, err := New(cfg)
+			cfg.PropertySize = cli.ParsePositiveSize
+			w, err := delta.NewStreamWriter(cfg)
 			if err != nil {
 				return err
 			}
@@ -111,7 +114,7 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 		},
 		Flags: func(f *pflag.FlagSet) {
 			f.StringVar(&cfg.Flow, "flow", "", "flow id: the txn appId of this writer's commits (default: generated once and kept in the checkpoint)")
-			f.StringVar(&cfg.Mode, "mode", ModeAppend, "append, or overwrite: each epoch with rows replaces the table's contents")
+			f.StringVar(&cfg.Mode, "mode", delta.ModeAppend, "append, or overwrite: each epoch with rows replaces the table's contents")
 			f.StringSliceVar(&cfg.PartitionBy, "partition-by", nil, "partition columns of a new table, comma-separated (Hive-style directories)")
 			f.BoolVar(&cfg.MergeSchema, "merge-schema", false, "add input columns the table lacks and relax NOT NULL columns (default: refuse with a schema diff)")
 			f.StringArrayVar(&props, "table-property", nil, "table property KEY=VALUE (repeatable), e.g. delta.checkpointInterval=20")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/stage"
 )
 
@@ -157,9 +158,9 @@ func idBatch(mem memory.Allocator, from, to int) arrow.RecordBatch {
 }
 
 // run runs write-delta over input in-process and returns its log.
-func run(t testing.TB, cfg Config, ckpt string, input []byte, tune ...func(*Writer)) (string, error) {
+func run(t testing.TB, cfg deltasink.StreamConfig, ckpt string, input []byte, tune ...func(*deltasink.StreamWriter)) (string, error) {
 	t.Helper()
-	w, err := New(cfg)
+	w, err := deltasink.NewStreamWriter(cfg)
 	if err != nil {
 		return "", err
 	}
@@ -171,7 +172,7 @@ func run(t testing.TB, cfg Config, ckpt string, input []byte, tune ...func(*Writ
 
 // runFrom runs w over the stream read from in, with the stage loop as the command does,
 // allocating from mem (nil: the stage's default).
-func runFrom(mem memory.Allocator, w *Writer, ckpt, table string, in io.Reader) (string, error) {
+func runFrom(mem memory.Allocator, w *deltasink.StreamWriter, ckpt, table string, in io.Reader) (string, error) {
 	var log bytes.Buffer
 	o := stage.Options{Tool: Tool, Checkpoint: ckpt, StateOptions: map[string]string{"table": table},
 		Stdin: in, Stdout: io.Discard, Stderr: &log, NoSignals: true,
@@ -180,7 +181,7 @@ func runFrom(mem memory.Allocator, w *Writer, ckpt, table string, in io.Reader) 
 	return log.String(), err
 }
 
-func mustRun(t testing.TB, cfg Config, ckpt string, input []byte) string {
+func mustRun(t testing.TB, cfg deltasink.StreamConfig, ckpt string, input []byte) string {
 	t.Helper()
 	log, err := run(t, cfg, ckpt, input)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/stage"
 )
 
@@ -24,19 +25,19 @@ func TestTablePropertiesValidated(t *testing.T) {
 		{"delta.appendOnly", "maybe", `delta.appendOnly="maybe": want true or false`},
 		{"delta.checkpointIntervall", "5", "unknown Delta property delta.checkpointIntervall=5 (Spark refuses it too); check the spelling, or allow arbitrary delta.* properties explicitly (--allow-arbitrary-properties accepts it)"},
 	} {
-		_, err := New(Config{Table: root, Properties: map[string]string{c.k: c.v}})
+		_, err := deltasink.NewStreamWriter(deltasink.StreamConfig{Table: root, Properties: map[string]string{c.k: c.v}})
 		var ue *stage.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s=%s: %v\nwant %q", c.k, c.v, err, c.want)
 		}
 	}
 	mem := newMem(t)
-	w, err := New(Config{Table: root, Flow: "f", AllowArbitraryProperties: true,
+	w, err := deltasink.NewStreamWriter(deltasink.StreamConfig{Table: root, Flow: "f", AllowArbitraryProperties: true,
 		Properties: map[string]string{"delta.myOwnSetting": "x", "delta.appendonly": "true", "team": "core"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run(t, w.cfg, "", newStream(t, mem, idSchema).ids(0, 3).barrier(1).end(codec.Final)); err != nil {
+	if _, err := run(t, w.Config(), "", newStream(t, mem, idSchema).ids(0, 3).barrier(1).end(codec.Final)); err != nil {
 		t.Fatal(err)
 	}
 	conf := snapshot(t, root).Metadata().Configuration
@@ -44,7 +45,7 @@ func TestTablePropertiesValidated(t *testing.T) {
 		t.Errorf("configuration %v", conf)
 	}
 	// A changed value on the existing table is validated too.
-	_, err = run(t, Config{Table: root, Flow: "f", Properties: map[string]string{"delta.logRetentionDuration": "interval 2 months"}}, "",
+	_, err = run(t, deltasink.StreamConfig{Table: root, Flow: "f", Properties: map[string]string{"delta.logRetentionDuration": "interval 2 months"}}, "",
 		newStream(t, mem, idSchema).end(codec.Final))
 	if err == nil || !strings.Contains(err.Error(), "months and years are not accepted") {
 		t.Errorf("months: %v", err)
@@ -66,7 +67,7 @@ func TestNestedPartitionNaming(t *testing.T) {
 		return newStream(t, mem, sc).json(`[{"region":"top","value":{"region":"eu","tags":[]}},{"region":"x","value":null}]`).barrier(1).end(codec.Final)
 	}
 	root := filepath.Join(t.TempDir(), "t")
-	mustRun(t, Config{Table: root, Flow: "f", PartitionBy: []string{"value.region"}}, "", in())
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f", PartitionBy: []string{"value.region"}}, "", in())
 	s := snapshot(t, root)
 	if pc := s.PartitionColumns(); len(pc) != 1 || pc[0] != "value_region" {
 		t.Fatalf("partition columns %v", pc)
@@ -86,13 +87,13 @@ func TestNestedPartitionNaming(t *testing.T) {
 		{"value.nope", `no field "value.nope"`},
 		{"value.tags", "partition column \"tags\" has type array<string>"},
 	} {
-		_, err := run(t, Config{Table: filepath.Join(t.TempDir(), "t"), Flow: "f", PartitionBy: []string{c.pb}}, "", in())
+		_, err := run(t, deltasink.StreamConfig{Table: filepath.Join(t.TempDir(), "t"), Flow: "f", PartitionBy: []string{c.pb}}, "", in())
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("--partition-by %s: %v", c.pb, err)
 		}
 	}
 	// An existing table partitioned otherwise: the message shows the promotion.
-	_, err := run(t, Config{Table: root, Flow: "f", PartitionBy: []string{"region"}}, "", in())
+	_, err := run(t, deltasink.StreamConfig{Table: root, Flow: "f", PartitionBy: []string{"region"}}, "", in())
 	if err == nil || !strings.Contains(err.Error(), "is partitioned by [value_region], not --partition-by region") {
 		t.Errorf("other partitioning: %v", err)
 	}
@@ -105,22 +106,22 @@ func TestFreshCheckpointForExistingFlow(t *testing.T) {
 	mem := newMem(t)
 	dir := t.TempDir()
 	root := filepath.Join(dir, "t")
-	mustRun(t, Config{Table: root, Flow: "f"}, "", newStream(t, mem, idSchema).ids(0, 2).barrier(1).ids(2, 3).barrier(2).end(codec.Final))
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f"}, "", newStream(t, mem, idSchema).ids(0, 2).barrier(1).ids(2, 3).barrier(2).end(codec.Final))
 	os.RemoveAll(filepath.Join(root, "_streamkit")) // a table from before the flow lock
 	in := func() []byte { return newStream(t, mem, idSchema).ids(3, 6).barrier(1).end(codec.Final) }
-	_, err := run(t, Config{Table: root, Flow: "f"}, filepath.Join(dir, "ck"), in())
+	_, err := run(t, deltasink.StreamConfig{Table: root, Flow: "f"}, filepath.Join(dir, "ck"), in())
 	var ue *stage.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), `already holds epochs up to 2 for flow "f"`) {
 		t.Fatalf("fresh checkpoint: %v", err)
 	}
 	// --flow-takeover with epochs the table already holds for the flow: refused at the first
 	// such barrier (skipping would lose its rows).
-	_, err = run(t, Config{Table: root, Flow: "f", FlowTakeover: true}, filepath.Join(dir, "ck2"), in())
+	_, err = run(t, deltasink.StreamConfig{Table: root, Flow: "f", FlowTakeover: true}, filepath.Join(dir, "ck2"), in())
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), `--flow-takeover: epoch 1 of this run is not above the txn version 2 that table `+root+` holds for flow "f"`) {
 		t.Fatalf("takeover with old epochs: %v", err)
 	}
 	// Epochs past the flow's txn version: taken over and written.
-	log := mustRun(t, Config{Table: root, Flow: "f", FlowTakeover: true}, filepath.Join(dir, "ck2"),
+	log := mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f", FlowTakeover: true}, filepath.Join(dir, "ck2"),
 		newStream(t, mem, idSchema).ids(3, 6).barrier(3).end(codec.Final))
 	if strings.Contains(log, "already committed") {
 		t.Errorf("takeover: epoch 3 skipped:\n%s", log)
@@ -139,20 +140,20 @@ func TestFreshCheckpointForExistingFlow(t *testing.T) {
 func TestNoCheckpointExistingFlowRefused(t *testing.T) {
 	mem := newMem(t)
 	root := filepath.Join(t.TempDir(), "t")
-	mustRun(t, Config{Table: root, Flow: "ingest"}, "", newStream(t, mem, idSchema).ids(1, 3).barrier(1).end(codec.Final))
-	_, err := run(t, Config{Table: root, Flow: "ingest"}, "", newStream(t, mem, idSchema).ids(3, 5).barrier(1).end(codec.Final))
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "ingest"}, "", newStream(t, mem, idSchema).ids(1, 3).barrier(1).end(codec.Final))
+	_, err := run(t, deltasink.StreamConfig{Table: root, Flow: "ingest"}, "", newStream(t, mem, idSchema).ids(3, 5).barrier(1).end(codec.Final))
 	var ue *stage.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), `flow "ingest" already committed epoch 1 to table `+root) ||
 		!strings.Contains(err.Error(), "--checkpoint") {
 		t.Fatalf("second run without checkpoint: %v", err)
 	}
 	// Another flow name appends.
-	mustRun(t, Config{Table: root, Flow: "ingest2"}, "", newStream(t, mem, idSchema).ids(3, 5).barrier(1).end(codec.Final))
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "ingest2"}, "", newStream(t, mem, idSchema).ids(3, 5).barrier(1).end(codec.Final))
 	if got := len(tableIDs(t, root)); got != 4 {
 		t.Errorf("rows: %d, want 4", got)
 	}
 	// --flow-takeover without a checkpoint: refused at the first barrier not above the txn version.
-	_, err = run(t, Config{Table: root, Flow: "ingest", FlowTakeover: true}, "", newStream(t, mem, idSchema).ids(5, 7).barrier(1).end(codec.Final))
+	_, err = run(t, deltasink.StreamConfig{Table: root, Flow: "ingest", FlowTakeover: true}, "", newStream(t, mem, idSchema).ids(5, 7).barrier(1).end(codec.Final))
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "epoch 1 of this run is not above the txn version 1") {
 		t.Fatalf("takeover without checkpoint: %v", err)
 	}

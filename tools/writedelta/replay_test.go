@@ -9,6 +9,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/internal/peertest"
+	"github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/stage"
 )
 
@@ -82,7 +83,7 @@ func TestUnreplayableStreamInProcess(t *testing.T) {
 	mem := newMem(t)
 	base := t.TempDir()
 	root, ck := filepath.Join(base, "t"), filepath.Join(base, "ck")
-	log, err := run(t, Config{Table: root}, ck, unreplayableStream(t, mem, idSchema).ids(0, 3).barrier(1).end(codec.Pause))
+	log, err := run(t, delta.StreamConfig{Table: root}, ck, unreplayableStream(t, mem, idSchema).ids(0, 3).barrier(1).end(codec.Pause))
 	if err == nil || stage.ExitCode(err) != 2 || !strings.Contains(err.Error(), "write-delta: epoch 1: the input's epochs are not replayable") {
 		t.Fatalf("unreplayable epoch 1: %v\n%s", err, log)
 	}
@@ -90,13 +91,13 @@ func TestUnreplayableStreamInProcess(t *testing.T) {
 		t.Fatal("a refused stream created the table")
 	}
 	for i := 0; i < 2; i++ {
-		mustRun(t, Config{Table: root}, ck, unreplayableStream(t, mem, idSchema).ids(3*i, 3*i+3).eos())
+		mustRun(t, delta.StreamConfig{Table: root}, ck, unreplayableStream(t, mem, idSchema).ids(3*i, 3*i+3).eos())
 	}
 	if got := tableIDs(t, root); !equalIDs(got, seq(0, 6)) {
 		t.Fatalf("two foreign runs: ids %v", got)
 	}
 	// Without a checkpoint nothing is skipped (a new flow id per run): accepted.
-	mustRun(t, Config{Table: root}, "", unreplayableStream(t, mem, idSchema).ids(6, 9).barrier(1).end(codec.Final))
+	mustRun(t, delta.StreamConfig{Table: root}, "", unreplayableStream(t, mem, idSchema).ids(6, 9).barrier(1).end(codec.Final))
 	if got := tableIDs(t, root); !equalIDs(got, seq(0, 9)) {
 		t.Fatalf("without a checkpoint: ids %v", got)
 	}

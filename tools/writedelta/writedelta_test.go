@@ -16,6 +16,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/delta"
+	deltasink "github.com/streamkit/streamkit/sink/delta"
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
 )
@@ -25,7 +26,7 @@ func TestEpochsBecomeCommitsWithTxn(t *testing.T) {
 	dir := t.TempDir()
 	root := filepath.Join(dir, "t")
 	in := newStream(t, mem, idSchema).ids(0, 5).ids(5, 7).barrier(1).barrier(2).ids(7, 10).barrier(3).end(codec.Pause)
-	mustRun(t, Config{Table: root, Flow: "f1"}, filepath.Join(dir, "ck"), in)
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f1"}, filepath.Join(dir, "ck"), in)
 
 	s := snapshot(t, root)
 	if s.Version() != 1 {
@@ -75,7 +76,7 @@ func TestReplayedEpochsAreSkippedWithoutDataFiles(t *testing.T) {
 	dir := t.TempDir()
 	root, ck := filepath.Join(dir, "t"), filepath.Join(dir, "ck")
 	first := newStream(t, mem, idSchema).ids(0, 10).barrier(1).ids(10, 20).barrier(2).ids(20, 30).barrier(3).end(codec.Pause)
-	mustRun(t, Config{Table: root}, ck, first)
+	mustRun(t, deltasink.StreamConfig{Table: root}, ck, first)
 	files := parquetFiles(t, root)
 	if len(files) != 3 {
 		t.Fatalf("%d data files, want 3", len(files))
@@ -87,7 +88,7 @@ func TestReplayedEpochsAreSkippedWithoutDataFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	replay := newStream(t, mem, idSchema).ids(20, 30).barrier(3).ids(30, 35).barrier(4).end(codec.Pause)
-	log := mustRun(t, Config{Table: root}, ck, replay)
+	log := mustRun(t, deltasink.StreamConfig{Table: root}, ck, replay)
 	if !strings.Contains(log, "epoch already committed to the table: skipped") {
 		t.Errorf("no skip logged:\n%s", log)
 	}
@@ -102,7 +103,7 @@ func TestReplayedEpochsAreSkippedWithoutDataFiles(t *testing.T) {
 	// committed epochs are skipped (held in memory, never written), epoch 5 is new.
 	all := newStream(t, mem, idSchema).ids(0, 10).barrier(1).ids(10, 20).barrier(2).ids(20, 30).barrier(3).
 		ids(30, 35).barrier(4).ids(35, 40).barrier(5).end(codec.Pause)
-	mustRun(t, Config{Table: root}, ck, all)
+	mustRun(t, deltasink.StreamConfig{Table: root}, ck, all)
 	if got := tableIDs(t, root); !equalIDs(got, seq(0, 40)) {
 		t.Fatalf("ids %v", got)
 	}
@@ -119,7 +120,7 @@ func TestReplaySpillsBeyondHoldLimitAndDeletesFiles(t *testing.T) {
 	dir := t.TempDir()
 	root := filepath.Join(dir, "t")
 	ck := filepath.Join(dir, "ck")
-	mustRun(t, Config{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).ids(0, 100).barrier(1).end(codec.Final))
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).ids(0, 100).barrier(1).end(codec.Final))
 	// A crash between the table commit and the checkpoint's: the checkpoint lost epoch 1's
 	// commit record, so epoch 1 comes again and may be committed already: its rows are held;
 	// with a tiny hold limit they spill into a data file that is deleted when epoch 1 turns
@@ -128,7 +129,7 @@ func TestReplaySpillsBeyondHoldLimitAndDeletesFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := newStream(t, mem, idSchema).ids(0, 50).ids(50, 100).barrier(1).ids(100, 110).barrier(2).end(codec.Final)
-	mustRun(t, Config{Table: root, Flow: "f", HoldBytes: 1}, ck, in)
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f", HoldBytes: 1}, ck, in)
 	if got := tableIDs(t, root); !equalIDs(got, seq(0, 110)) {
 		t.Fatalf("ids %v", got)
 	}
@@ -139,8 +140,8 @@ func TestReplaySpillsBeyondHoldLimitAndDeletesFiles(t *testing.T) {
 
 func readFlow(t testing.TB, ck string) string {
 	t.Helper()
-	var rec flowRecord
-	if err := state.ReadJSON(filepath.Join(ck, FlowFile), &rec); err != nil {
+	var rec deltasink.FlowFileRecord
+	if err := state.ReadJSON(filepath.Join(ck, deltasink.FlowFile), &rec); err != nil {
 		t.Fatal(err)
 	}
 	return rec.Flow
@@ -150,32 +151,32 @@ func TestFlowIDKeptInCheckpoint(t *testing.T) {
 	mem := newMem(t)
 	dir := t.TempDir()
 	root, ck := filepath.Join(dir, "t"), filepath.Join(dir, "ck")
-	mustRun(t, Config{Table: root}, ck, newStream(t, mem, idSchema).ids(0, 1).barrier(1).end(codec.Pause))
+	mustRun(t, deltasink.StreamConfig{Table: root}, ck, newStream(t, mem, idSchema).ids(0, 1).barrier(1).end(codec.Pause))
 	flow := readFlow(t, ck)
 	if len(flow) != 36 {
 		t.Fatalf("generated flow %q, want a UUID", flow)
 	}
-	mustRun(t, Config{Table: root}, ck, newStream(t, mem, idSchema).ids(1, 2).barrier(2).end(codec.Pause))
+	mustRun(t, deltasink.StreamConfig{Table: root}, ck, newStream(t, mem, idSchema).ids(1, 2).barrier(2).end(codec.Pause))
 	s := snapshot(t, root)
 	if len(s.Txns()) != 1 {
 		t.Fatalf("txns %v: a restart must keep the flow", s.Txns())
 	}
-	_, err := run(t, Config{Table: root, Flow: "other"}, ck, newStream(t, mem, idSchema).end(codec.Pause))
+	_, err := run(t, deltasink.StreamConfig{Table: root, Flow: "other"}, ck, newStream(t, mem, idSchema).end(codec.Pause))
 	var ue *stage.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "belongs to flow") {
 		t.Fatalf("other --flow: %v", err)
 	}
-	_, err = run(t, Config{Table: filepath.Join(dir, "t2")}, ck, newStream(t, mem, idSchema).end(codec.Pause))
+	_, err = run(t, deltasink.StreamConfig{Table: filepath.Join(dir, "t2")}, ck, newStream(t, mem, idSchema).end(codec.Pause))
 	if err == nil || !strings.Contains(err.Error(), "other options") {
 		t.Fatalf("other table: %v", err)
 	}
 	// Committed epochs but the flow file lost: refuse rather than re-commit under a new flow.
-	os.Remove(filepath.Join(ck, FlowFile))
-	_, err = run(t, Config{Table: root}, ck, newStream(t, mem, idSchema).end(codec.Pause))
+	os.Remove(filepath.Join(ck, deltasink.FlowFile))
+	_, err = run(t, deltasink.StreamConfig{Table: root}, ck, newStream(t, mem, idSchema).end(codec.Pause))
 	if err == nil || !strings.Contains(err.Error(), "--flow") {
 		t.Fatalf("lost flow file: %v", err)
 	}
-	mustRun(t, Config{Table: root, Flow: flow}, ck, newStream(t, mem, idSchema).ids(2, 3).barrier(3).end(codec.Pause))
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: flow}, ck, newStream(t, mem, idSchema).ids(2, 3).barrier(3).end(codec.Pause))
 	if got := tableIDs(t, root); !equalIDs(got, seq(0, 3)) {
 		t.Fatalf("ids %v", got)
 	}
@@ -185,9 +186,9 @@ func TestCheckpointAheadOfTableIsRefused(t *testing.T) {
 	mem := newMem(t)
 	dir := t.TempDir()
 	root, ck := filepath.Join(dir, "t"), filepath.Join(dir, "ck")
-	mustRun(t, Config{Table: root}, ck, newStream(t, mem, idSchema).ids(0, 1).barrier(1).end(codec.Pause))
+	mustRun(t, deltasink.StreamConfig{Table: root}, ck, newStream(t, mem, idSchema).ids(0, 1).barrier(1).end(codec.Pause))
 	os.RemoveAll(root)
-	_, err := run(t, Config{Table: root}, ck, newStream(t, mem, idSchema).ids(1, 2).barrier(2).end(codec.Pause))
+	_, err := run(t, deltasink.StreamConfig{Table: root}, ck, newStream(t, mem, idSchema).ids(1, 2).barrier(2).end(codec.Pause))
 	if err == nil || !strings.Contains(err.Error(), "records epoch 1 as committed") {
 		t.Fatalf("got %v", err)
 	}
@@ -196,11 +197,11 @@ func TestCheckpointAheadOfTableIsRefused(t *testing.T) {
 func TestNoCheckpointWarnsAndCommits(t *testing.T) {
 	mem := newMem(t)
 	root := filepath.Join(t.TempDir(), "t")
-	log := mustRun(t, Config{Table: root}, "", newStream(t, mem, idSchema).ids(0, 3).barrier(1).end(codec.Final))
+	log := mustRun(t, deltasink.StreamConfig{Table: root}, "", newStream(t, mem, idSchema).ids(0, 3).barrier(1).end(codec.Final))
 	if !strings.Contains(log, "cannot be exactly-once") {
 		t.Errorf("no warning:\n%s", log)
 	}
-	mustRun(t, Config{Table: root}, "", newStream(t, mem, idSchema).ids(3, 6).barrier(1).end(codec.Final))
+	mustRun(t, deltasink.StreamConfig{Table: root}, "", newStream(t, mem, idSchema).ids(3, 6).barrier(1).end(codec.Final))
 	s := snapshot(t, root)
 	if len(s.Txns()) != 2 {
 		t.Fatalf("txns %v: each run without checkpoint has its own flow", s.Txns())
@@ -215,7 +216,7 @@ func TestTrailingRows(t *testing.T) {
 	dir := t.TempDir()
 	root, ck := filepath.Join(dir, "t"), filepath.Join(dir, "ck")
 	// A foreign producer: rows, then the EOS marker (end=final), no barrier at all.
-	mustRun(t, Config{Table: root}, ck, newStream(t, mem, idSchema).ids(0, 4).eos())
+	mustRun(t, deltasink.StreamConfig{Table: root}, ck, newStream(t, mem, idSchema).ids(0, 4).eos())
 	s := snapshot(t, root)
 	if v, _ := s.TxnVersion(readFlow(t, ck)); v != 1 || s.Version() != 0 {
 		t.Fatalf("txn %d version %d, want epoch 1 at version 0", v, s.Version())
@@ -224,9 +225,9 @@ func TestTrailingRows(t *testing.T) {
 		t.Fatalf("own commit marker %d, want 1", c)
 	}
 	// The next foreign run is new data: epoch 2.
-	mustRun(t, Config{Table: root}, ck, newStream(t, mem, idSchema).ids(4, 6).eos())
+	mustRun(t, deltasink.StreamConfig{Table: root}, ck, newStream(t, mem, idSchema).ids(4, 6).eos())
 	// Rows after the last barrier of a streamkit stream ending with final: a final epoch.
-	mustRun(t, Config{Table: root}, ck, newStream(t, mem, idSchema).ids(6, 7).barrier(3).ids(7, 9).end(codec.Final))
+	mustRun(t, deltasink.StreamConfig{Table: root}, ck, newStream(t, mem, idSchema).ids(6, 7).barrier(3).ids(7, 9).end(codec.Final))
 	if v, _ := snapshot(t, root).TxnVersion(readFlow(t, ck)); v != 4 {
 		t.Fatalf("txn %d, want 4", v)
 	}
@@ -235,7 +236,7 @@ func TestTrailingRows(t *testing.T) {
 	}
 	// ... but before end=pause they are an error, and nothing of them stays on disk.
 	before := parquetFiles(t, root)
-	_, err := run(t, Config{Table: root}, ck, newStream(t, mem, idSchema).ids(9, 10).barrier(5).ids(10, 12).end(codec.Pause))
+	_, err := run(t, deltasink.StreamConfig{Table: root}, ck, newStream(t, mem, idSchema).ids(9, 10).barrier(5).ids(10, 12).end(codec.Pause))
 	if err == nil || !strings.Contains(err.Error(), "2 rows arrived after the last barrier") {
 		t.Fatalf("pause with trailing rows: %v", err)
 	}
@@ -250,7 +251,7 @@ func TestTrailingRows(t *testing.T) {
 func TestEmptyStreamCreatesTable(t *testing.T) {
 	mem := newMem(t)
 	root := filepath.Join(t.TempDir(), "t")
-	mustRun(t, Config{Table: root, PartitionBy: []string{"s"}}, "", newStream(t, mem, idSchema).end(codec.Final))
+	mustRun(t, deltasink.StreamConfig{Table: root, PartitionBy: []string{"s"}}, "", newStream(t, mem, idSchema).end(codec.Final))
 	s := snapshot(t, root)
 	if s.Version() != 0 || s.NumFiles() != 0 || len(s.Txns()) != 0 {
 		t.Fatalf("version %d files %d txns %v", s.Version(), s.NumFiles(), s.Txns())
@@ -260,7 +261,7 @@ func TestEmptyStreamCreatesTable(t *testing.T) {
 	}
 	// An empty first epoch creates the table too, with the txn.
 	root2 := filepath.Join(t.TempDir(), "t2")
-	mustRun(t, Config{Table: root2, Flow: "f"}, "", newStream(t, mem, idSchema).barrier(1).end(codec.Final))
+	mustRun(t, deltasink.StreamConfig{Table: root2, Flow: "f"}, "", newStream(t, mem, idSchema).barrier(1).end(codec.Final))
 	if v, ok := snapshot(t, root2).TxnVersion("f"); !ok || v != 1 {
 		t.Fatalf("txn %d %v", v, ok)
 	}
@@ -270,7 +271,7 @@ func TestMergeSchemaAndDiff(t *testing.T) {
 	ck := filepath.Join(t.TempDir(), "ck") // runs resuming flow "f" need its checkpoint
 	mem := newMem(t)
 	root := filepath.Join(t.TempDir(), "t")
-	mustRun(t, Config{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).ids(0, 2).barrier(1).end(codec.Final))
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).ids(0, 2).barrier(1).end(codec.Final))
 
 	wide := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
@@ -280,12 +281,12 @@ func TestMergeSchemaAndDiff(t *testing.T) {
 	in := func() []byte {
 		return newStream(t, mem, wide).json(`[{"id":7,"extra":"2024-02-01","nested":{"x":1}}]`).barrier(2).end(codec.Final)
 	}
-	_, err := run(t, Config{Table: root, Flow: "f"}, ck, in())
+	_, err := run(t, deltasink.StreamConfig{Table: root, Flow: "f"}, ck, in())
 	if err == nil || !strings.Contains(err.Error(), "+ extra: date (not in the table)") ||
 		!strings.Contains(err.Error(), "+ nested: struct<x:long>") || !strings.Contains(err.Error(), "--merge-schema") {
 		t.Fatalf("got %v", err)
 	}
-	mustRun(t, Config{Table: root, Flow: "f", MergeSchema: true}, ck, in())
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f", MergeSchema: true}, ck, in())
 	s := snapshot(t, root)
 	if got := s.Schema().String(); got != "struct<id:long,s:string,extra:date,nested:struct<x:long>>" {
 		t.Fatalf("merged schema %s", got)
@@ -297,7 +298,7 @@ func TestMergeSchemaAndDiff(t *testing.T) {
 
 	// A type that cannot be converted: the diff names it.
 	bad := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
-	_, err = run(t, Config{Table: root, Flow: "f", MergeSchema: true}, ck, newStream(t, mem, bad).end(codec.Final))
+	_, err = run(t, deltasink.StreamConfig{Table: root, Flow: "f", MergeSchema: true}, ck, newStream(t, mem, bad).end(codec.Final))
 	if err == nil || !strings.Contains(err.Error(), "~ id: table long, input string (cannot be converted)") {
 		t.Fatalf("got %v", err)
 	}
@@ -318,10 +319,10 @@ func TestMergeSchemaRelaxesNullability(t *testing.T) {
 	in := func() []byte {
 		return newStream(t, mem, idSchema).json(`[{"id":null,"s":"x"}]`).barrier(1).end(codec.Final)
 	}
-	if _, err := run(t, Config{Table: root, Flow: "f"}, "", in()); err == nil || !strings.Contains(err.Error(), "not nullable") {
+	if _, err := run(t, deltasink.StreamConfig{Table: root, Flow: "f"}, "", in()); err == nil || !strings.Contains(err.Error(), "not nullable") {
 		t.Fatalf("null into NOT NULL: %v", err)
 	}
-	mustRun(t, Config{Table: root, Flow: "f", MergeSchema: true}, "", in())
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f", MergeSchema: true}, "", in())
 	if f := snapshot(t, root).Schema().Field("id"); !f.Nullable {
 		t.Fatal("id still NOT NULL")
 	}
@@ -334,7 +335,7 @@ func TestUnsupportedTypeNamesColumn(t *testing.T) {
 		{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "d", Type: arrow.FixedWidthTypes.Duration_s})},
 	}, nil)
 	root := filepath.Join(t.TempDir(), "t")
-	_, err := run(t, Config{Table: root}, "", newStream(t, mem, sc).end(codec.Final))
+	_, err := run(t, deltasink.StreamConfig{Table: root}, "", newStream(t, mem, sc).end(codec.Final))
 	if err == nil || !strings.Contains(err.Error(), "column st.d") || !errors.Is(err, delta.ErrUnsupportedType) {
 		t.Fatalf("got %v", err)
 	}
@@ -358,11 +359,11 @@ func TestTimestampPrecision(t *testing.T) {
 	mem := newMem(t)
 	in := func() []byte { return nanoInput(t, mem) }
 	root := filepath.Join(t.TempDir(), "t")
-	_, err := run(t, Config{Table: root}, "", in())
+	_, err := run(t, deltasink.StreamConfig{Table: root}, "", in())
 	if err == nil || !strings.Contains(err.Error(), "column ts") || !strings.Contains(err.Error(), "nanosecond") {
 		t.Fatalf("got %v", err)
 	}
-	mustRun(t, Config{Table: root, TruncateTimestamps: true}, "", in())
+	mustRun(t, deltasink.StreamConfig{Table: root, TruncateTimestamps: true}, "", in())
 	tbl := readParquet(t, filepath.Join(root, parquetFiles(t, root)[0]))
 	defer tbl.Release()
 	ts := tbl.Column(1).Data().Chunk(0).(*array.Timestamp)
@@ -374,9 +375,9 @@ func TestTimestampPrecision(t *testing.T) {
 func TestOverwriteReplacesContents(t *testing.T) {
 	mem := newMem(t)
 	root := filepath.Join(t.TempDir(), "t")
-	mustRun(t, Config{Table: root, Flow: "a"}, "", newStream(t, mem, idSchema).ids(0, 10).barrier(1).end(codec.Final))
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "a"}, "", newStream(t, mem, idSchema).ids(0, 10).barrier(1).end(codec.Final))
 	in := newStream(t, mem, idSchema).ids(100, 103).barrier(1).barrier(2).ids(200, 202).barrier(3).end(codec.Final)
-	mustRun(t, Config{Table: root, Flow: "b", Mode: ModeOverwrite}, "", in)
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "b", Mode: deltasink.ModeOverwrite}, "", in)
 	if got := tableIDs(t, root); !equalIDs(got, seq(200, 202)) {
 		t.Fatalf("ids %v, want the last non-empty epoch only", got)
 	}
@@ -403,9 +404,9 @@ func TestWithConstantColumns(t *testing.T) {
 	mem := newMem(t)
 	root := filepath.Join(t.TempDir(), "t")
 	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "n", Type: arrow.PrimitiveTypes.Int32}}, nil)
-	mustRun(t, Config{Table: root, Flow: "f"}, "", newStream(t, mem, sc).json(`[{"id":1,"n":5}]`).barrier(1).end(codec.Final))
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f"}, "", newStream(t, mem, sc).json(`[{"id":1,"n":5}]`).barrier(1).end(codec.Final))
 	in := newStream(t, mem, idSchema).ids(2, 2000).ids(2000, 5000).barrier(1).end(codec.Final)
-	mustRun(t, Config{Table: root, Flow: "g", MergeSchema: true, With: []Constant{{"n", "42"}, {"src", "stream"}}}, "", in)
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "g", MergeSchema: true, With: []deltasink.Constant{{Name: "n", Value: "42"}, {Name: "src", Value: "stream"}}}, "", in)
 	s := snapshot(t, root)
 	if got := s.Schema().String(); got != "struct<id:long,n:integer,s:string,src:string>" {
 		t.Fatalf("schema %s", got)
@@ -436,11 +437,11 @@ func TestWithConstantColumns(t *testing.T) {
 		}
 		tbl.Release()
 	}
-	_, err := run(t, Config{Table: root, Flow: "h", With: []Constant{{"n", "many"}}}, "", newStream(t, mem, idSchema).end(codec.Final))
+	_, err := run(t, deltasink.StreamConfig{Table: root, Flow: "h", With: []deltasink.Constant{{Name: "n", Value: "many"}}}, "", newStream(t, mem, idSchema).end(codec.Final))
 	if err == nil || !strings.Contains(err.Error(), "--with n=many") {
 		t.Fatalf("bad constant: %v", err)
 	}
-	_, err = run(t, Config{Table: root, Flow: "h", With: []Constant{{"ID", "1"}}}, "", newStream(t, mem, idSchema).end(codec.Final))
+	_, err = run(t, deltasink.StreamConfig{Table: root, Flow: "h", With: []deltasink.Constant{{Name: "ID", Value: "1"}}}, "", newStream(t, mem, idSchema).end(codec.Final))
 	if err == nil || !strings.Contains(err.Error(), "already has a column") {
 		t.Fatalf("clashing constant: %v", err)
 	}
@@ -450,15 +451,15 @@ func TestExistingTableChecks(t *testing.T) {
 	ck := filepath.Join(t.TempDir(), "ck") // runs resuming flow "f" need its checkpoint
 	mem := newMem(t)
 	root := filepath.Join(t.TempDir(), "t")
-	mustRun(t, Config{Table: root, Flow: "f", PartitionBy: []string{"s"}, Properties: map[string]string{"delta.appendOnly": "true"}}, ck,
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f", PartitionBy: []string{"s"}, Properties: map[string]string{"delta.appendOnly": "true"}}, ck,
 		newStream(t, mem, idSchema).ids(0, 3).barrier(1).end(codec.Final))
 	for _, tc := range []struct {
-		cfg  Config
+		cfg  deltasink.StreamConfig
 		want string
 	}{
-		{Config{PartitionBy: []string{"id"}}, "is partitioned by [s]"},
-		{Config{Mode: ModeOverwrite}, "append-only"},
-		{Config{Properties: map[string]string{"delta.enableChangeDataFeed": "true"}}, "changing delta.enableChangeDataFeed"},
+		{deltasink.StreamConfig{PartitionBy: []string{"id"}}, "is partitioned by [s]"},
+		{deltasink.StreamConfig{Mode: deltasink.ModeOverwrite}, "append-only"},
+		{deltasink.StreamConfig{Properties: map[string]string{"delta.enableChangeDataFeed": "true"}}, "changing delta.enableChangeDataFeed"},
 	} {
 		tc.cfg.Table = root
 		_, err := run(t, tc.cfg, "", newStream(t, mem, idSchema).end(codec.Final))
@@ -467,7 +468,7 @@ func TestExistingTableChecks(t *testing.T) {
 		}
 	}
 	// A safe property change is committed as a metadata update with the next epoch.
-	mustRun(t, Config{Table: root, Flow: "f", Properties: map[string]string{"delta.checkpointInterval": "3", "owner": "me"}}, ck,
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f", Properties: map[string]string{"delta.checkpointInterval": "3", "owner": "me"}}, ck,
 		newStream(t, mem, idSchema).ids(3, 4).barrier(2).end(codec.Final))
 	conf := snapshot(t, root).Metadata().Configuration
 	if conf["delta.checkpointInterval"] != "3" || conf["owner"] != "me" || conf["delta.appendOnly"] != "true" {
@@ -500,7 +501,7 @@ func TestForeignFeaturesRefused(t *testing.T) {
 	} {
 		root := filepath.Join(t.TempDir(), "t")
 		protocolTable(t, root, tc.protocol)
-		_, err := run(t, Config{Table: root}, "", newStream(t, mem, idSchema).ids(0, 1).barrier(1).end(codec.Final))
+		_, err := run(t, deltasink.StreamConfig{Table: root}, "", newStream(t, mem, idSchema).ids(0, 1).barrier(1).end(codec.Final))
 		if err == nil || !errors.Is(err, delta.ErrUnsupportedProtocol) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want %q", tc.protocol, err, tc.want)
 		}
@@ -533,7 +534,7 @@ func TestConcurrentFlowsInProcess(t *testing.T) {
 		wg.Add(1)
 		go func(f int) {
 			defer wg.Done()
-			logs[f], errs[f] = run(t, Config{Table: root}, filepath.Join(dir, fmt.Sprintf("ck%d", f)), inputs[f])
+			logs[f], errs[f] = run(t, deltasink.StreamConfig{Table: root}, filepath.Join(dir, fmt.Sprintf("ck%d", f)), inputs[f])
 		}(f)
 	}
 	wg.Wait()
@@ -551,29 +552,6 @@ func TestConcurrentFlowsInProcess(t *testing.T) {
 	}
 }
 
-func TestTableRootAndSizes(t *testing.T) {
-	for in, want := range map[string]string{"file:///tmp/a%20b": "/tmp/a b", "file://localhost/x/y/": "/x/y", "/abs/t": "/abs/t"} {
-		if got, err := TableRoot(in); err != nil || got != want {
-			t.Errorf("TableRoot(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"s3://bucket/t", "file://host/t", ""} {
-		if _, err := TableRoot(bad); err == nil {
-			t.Errorf("TableRoot(%q): no error", bad)
-		}
-	}
-	for in, want := range map[string]int64{"128MiB": 128 << 20, "64mb": 64e6, "1048576": 1 << 20, "1.5GiB": 3 << 29, "10 KB": 10000} {
-		if got, err := ParseSize(in); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "MiB", "12 parsecs", "0"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q): no error", bad)
-		}
-	}
-}
-
 func TestParallelWriters(t *testing.T) {
 	mem := newMem(t)
 	root := filepath.Join(t.TempDir(), "t")
@@ -582,8 +560,8 @@ func TestParallelWriters(t *testing.T) {
 		s.ids(i*100, (i+1)*100)
 	}
 	in := s.barrier(1).ids(2000, 2001).barrier(2).end(codec.Final)
-	small := func(w *Writer) { w.laneThreshold = 1000 }
-	if log, err := run(t, Config{Table: root, Writers: 3}, "", in, small); err != nil {
+	small := func(w *deltasink.StreamWriter) { w.SetLaneThreshold(1000) }
+	if log, err := run(t, deltasink.StreamConfig{Table: root, Writers: 3}, "", in, small); err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
 	if got := tableIDs(t, root); !equalIDs(got, seq(0, 2001)) {
@@ -607,7 +585,7 @@ func TestParallelWriters(t *testing.T) {
 		bad.json(fmt.Sprintf(`[{"id":%d,"ts":"2024-01-01T00:00:00Z"},{"id":%d,"ts":"2024-01-01T00:00:00.000000%dZ"}]`, 2*i, 2*i+1, i%2))
 	}
 	root2 := filepath.Join(t.TempDir(), "t2")
-	_, err := run(t, Config{Table: root2, Writers: 3}, "", bad.barrier(1).end(codec.Final), func(w *Writer) { w.laneThreshold = 10 })
+	_, err := run(t, deltasink.StreamConfig{Table: root2, Writers: 3}, "", bad.barrier(1).end(codec.Final), func(w *deltasink.StreamWriter) { w.SetLaneThreshold(10) })
 	if err == nil || !strings.Contains(err.Error(), "nanosecond") {
 		t.Fatalf("got %v", err)
 	}
@@ -621,7 +599,7 @@ func TestShardFlows(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "t")
 	for i := 0; i < 2; i++ {
 		t.Setenv(stage.EnvShard, fmt.Sprint(i))
-		mustRun(t, Config{Table: root, Flow: "orders"}, "", newStream(t, mem, idSchema).ids(i*10, i*10+10).barrier(1).end(codec.Final))
+		mustRun(t, deltasink.StreamConfig{Table: root, Flow: "orders"}, "", newStream(t, mem, idSchema).ids(i*10, i*10+10).barrier(1).end(codec.Final))
 	}
 	txns := snapshot(t, root).Txns()
 	if _, ok := txns["orders-shard-0"]; !ok || len(txns) != 2 {
@@ -667,7 +645,7 @@ func TestFailedFirstEpochLeavesNoLock(t *testing.T) {
 				if ckpt {
 					dir = filepath.Join(base, "ck")
 				}
-				log, err := run(t, Config{Table: root}, dir, c.input())
+				log, err := run(t, deltasink.StreamConfig{Table: root}, dir, c.input())
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("%s: got %v\n%s", name, err, log)
 				}
@@ -679,7 +657,7 @@ func TestFailedFirstEpochLeavesNoLock(t *testing.T) {
 					t.Fatalf("%s: the existing directory was not left as it was: %v %v", name, entries, statErr)
 				}
 				good := newStream(t, mem, sc).json(`[{"id":1,"ts":"2024-01-01T00:00:00.123456Z"}]`).barrier(1).end(codec.Final)
-				if log, err := run(t, Config{Table: root, Flow: "good"}, filepath.Join(base, "ck2"), good); err != nil {
+				if log, err := run(t, deltasink.StreamConfig{Table: root, Flow: "good"}, filepath.Join(base, "ck2"), good); err != nil {
 					t.Fatalf("%s: a good run after the failed one: %v\n%s", name, err, log)
 				}
 				if !exists(delta.FlowLockPath(root, "good")) || !equalIDs(tableIDs(t, root), []int64{1}) {
@@ -697,7 +675,7 @@ func TestEmptyEpochsNoCommitRestart(t *testing.T) {
 	mem := newMem(t)
 	dir := t.TempDir()
 	root, ck := filepath.Join(dir, "t"), filepath.Join(dir, "ck")
-	mustRun(t, Config{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).ids(0, 3).barrier(1).barrier(2).barrier(3).end(codec.Pause))
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).ids(0, 3).barrier(1).barrier(2).barrier(3).end(codec.Pause))
 	if v := snapshot(t, root).Version(); v != 0 {
 		t.Fatalf("version %d after epochs 2-3 without rows, want 0", v)
 	}
@@ -705,12 +683,12 @@ func TestEmptyEpochsNoCommitRestart(t *testing.T) {
 		t.Fatalf("checkpoint committed %d, want 3", c)
 	}
 	// Idle again, then rows.
-	mustRun(t, Config{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).barrier(4).ids(3, 5).barrier(5).barrier(6).end(codec.Pause))
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).barrier(4).ids(3, 5).barrier(5).barrier(6).end(codec.Pause))
 	s := snapshot(t, root)
 	if v, _ := s.TxnVersion("f"); s.Version() != 1 || v != 5 {
 		t.Fatalf("version %d txn %d, want 1 and 5", s.Version(), v)
 	}
-	mustRun(t, Config{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).barrier(7).end(codec.Pause))
+	mustRun(t, deltasink.StreamConfig{Table: root, Flow: "f"}, ck, newStream(t, mem, idSchema).barrier(7).end(codec.Pause))
 	if got := tableIDs(t, root); !equalIDs(got, seq(0, 5)) {
 		t.Fatalf("ids %v", got)
 	}

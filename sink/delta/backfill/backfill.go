@@ -1,5 +1,5 @@
-// Package backfill is the `streamkit backfill` tool: a bounded flow that copies files or a
-// Delta table into a target Delta table once (Lakeflow's "once" append flow), recorded in the
+// Package backfill runs `streamkit backfill`'s once flow: a bounded flow that copies files or
+// a Delta table into a target Delta table once (Lakeflow's "once" append flow), recorded in the
 // target's log as a txn action {appId = flow name}; optionally with MERGE-style insert-only
 // deduplication against the target, an overlap check against a live flow writing the same
 // table, constant columns, and a dry-run plan.
@@ -15,6 +15,10 @@
 // of the files committed meanwhile are checked, rows of the backfill whose key arrived
 // concurrently are removed from its files (which are rewritten), and the commit is tried again
 // — the effect of Delta's conflict detection for MERGE followed by a retry.
+//
+// The data files are written by the sink's [deltasink.WriterPool] with the constant columns of
+// a [deltasink.Augmenter] (package sink/delta), as write-delta writes an epoch; tools/backfill
+// turns the command's flags into a [Config] and calls [Run].
 package backfill
 
 import (
@@ -30,7 +34,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -221,7 +224,7 @@ type run struct {
 	snap   *dl.Snapshot // nil when the target does not exist
 	txnVer int64        // txn version to commit
 	in     input
-	prog   *progressBar
+	prog   *stage.JobProgress
 	plan   plan
 
 	// target shape
@@ -230,8 +233,8 @@ type run struct {
 	create bool
 	target *arrow.Schema // canonical Arrow schema of the target
 
-	consts      []*codec.Constant
-	dropRescued int // index of the source's _rescued_data column to drop, -1: none
+	aug         deltasink.Augmenter // the --with constants; drops dropRescued
+	dropRescued int                 // index of the source's _rescued_data column to drop, -1: none
 	keyEnc      *codec.KeyEncoder
 	keys        *keySet
 	keyBuf      []byte
@@ -286,20 +289,16 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err := r.prepareTarget(); err != nil {
 		return err
 	}
-	defer func() {
-		for _, c := range r.consts {
-			c.Release()
-		}
-	}()
-	r.prog = startProgress(cfg.Stderr, cfg.Progress, r.in.TotalRows())
-	defer r.prog.stop()
+	defer r.aug.Release()
+	r.prog = stage.StartJobProgress(cfg.Stderr, cfg.Progress, "backfill", r.in.TotalRows())
+	defer r.prog.Stop()
 
 	// The overlap check needs the backfill's max: before the main pass when the source can
 	// read one column cheaply, else during it (and the written files are dropped on failure).
 	overlapDone := false
 	if cfg.OverlapCol != "" {
 		if cs, ok := r.in.(columnScanner); ok && !r.hasConst(cfg.OverlapCol) {
-			r.prog.setPhase("overlap check")
+			r.prog.SetPhase("overlap check")
 			if err := r.sourceMax(ctx, cs); err != nil {
 				return err
 			}
@@ -310,12 +309,12 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}
 	if r.cfg.Dedup {
-		r.prog.setPhase("loading target keys")
+		r.prog.SetPhase("loading target keys")
 		if err := r.loadKeys(ctx); err != nil {
 			return err
 		}
 	}
-	r.prog.setPhase("reading")
+	r.prog.SetPhase("reading")
 	if err := r.mainPass(ctx); err != nil {
 		r.abort()
 		return err
@@ -338,11 +337,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if cfg.Plan {
 		ov := r.plan.Overlap
 		r.plan.WouldWrite = ov == nil || ov.OK || ov.DeadlinePassed
-		r.prog.stop()
-		r.prog = startProgress(io.Discard, "off", 0)
+		r.prog.Stop()
+		r.prog = stage.StartJobProgress(io.Discard, stage.ProgressOff, "backfill", 0)
 		return r.printPlan()
 	}
-	r.prog.setPhase("committing")
+	r.prog.SetPhase("committing")
 	return r.commit(ctx)
 }
 
@@ -462,7 +461,7 @@ func (r *run) prepareTarget() error {
 		if err != nil {
 			return stage.Usagef("backfill: %v", err)
 		}
-		r.consts = append(r.consts, c)
+		r.aug.Consts = append(r.aug.Consts, c)
 		fields = append(fields, arrow.Field{Name: kv.Key, Type: typ, Nullable: true})
 		if r.plan.With == nil {
 			r.plan.With = map[string]string{}
@@ -470,6 +469,7 @@ func (r *run) prepareTarget() error {
 		r.plan.With[kv.Key] = kv.Value
 	}
 	augmented := arrow.NewSchema(fields, nil)
+	r.aug.Drop, r.aug.Dropping = r.dropRescued, r.dropRescued >= 0
 	if r.snap == nil {
 		p, m, err := dl.NewTableMetadata(augmented, dl.CreateOptions{PartitionColumns: r.cfg.PartitionBy})
 		if err != nil {
@@ -662,36 +662,12 @@ func dropField(s *arrow.Schema, i int) *arrow.Schema {
 // augment appends the constant columns to rec (and drops an all-null _rescued_data column
 // the target lacks); a new reference.
 func (r *run) augment(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	if len(r.consts) == 0 && r.dropRescued < 0 {
-		rec.Retain()
-		return rec, nil
-	}
-	n := int(rec.NumRows())
-	fields := slices.Clone(rec.Schema().Fields())
-	cols := slices.Clone(rec.Columns())
 	if i := r.dropRescued; i >= 0 {
-		if rescued := int(rec.NumRows()) - cols[i].NullN(); rescued > 0 {
+		if rescued := int(rec.NumRows()) - rec.Column(i).NullN(); rescued > 0 {
 			return nil, fmt.Errorf("backfill: %d rows have values in %s (fields that did not fit the schema) and the target %s has no such column; pass --merge-schema to keep them, or fix --schema", rescued, rescue.Column, r.root)
 		}
-		fields = slices.Delete(fields, i, i+1)
-		cols = slices.Delete(cols, i, i+1)
 	}
-	var made []arrow.Array
-	defer func() {
-		for _, a := range made {
-			a.Release()
-		}
-	}()
-	for _, c := range r.consts {
-		a, err := c.Slice(r.cfg.Mem, n)
-		if err != nil {
-			return nil, err
-		}
-		made = append(made, a)
-		cols = append(cols, a)
-		fields = append(fields, arrow.Field{Name: c.Name, Type: c.Type, Nullable: true})
-	}
-	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n)), nil
+	return r.aug.Augment(r.cfg.Mem, rec)
 }
 
 // passItem is one source batch moving through the main pass: read and augmented by the
@@ -748,13 +724,14 @@ func (r *run) encodeKeys(ctx context.Context, it *passItem) error {
 func (r *run) mainPass(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var pool *writerPool
+	var pool *deltasink.WriterPool // nil with --plan, and once closed: its files are in r.adds
 	if !r.cfg.Plan {
-		var err error
-		if pool, err = r.newWriterPool(ctx); err != nil {
-			return err
-		}
-		defer pool.abort()
+		pool = r.newWriterPool()
+		defer func() {
+			if pool != nil {
+				pool.Abort()
+			}
+		}()
 	}
 	trackMax := r.cfg.OverlapCol != "" && r.bmax == nil
 	if trackMax {
@@ -848,12 +825,13 @@ func (r *run) mainPass(ctx context.Context) error {
 		it.rec.Release()
 		if err == nil && out != nil {
 			r.written += out.NumRows()
-			r.prog.written.Add(out.NumRows())
+			r.prog.Written.Add(out.NumRows())
 			if pool != nil {
-				err = pool.write(out) // takes the reference
-			} else {
-				out.Release()
+				if err = pool.Write(out); err != nil {
+					err = fmt.Errorf("backfill: write %s: %w", r.root, err)
+				}
 			}
+			out.Release()
 		}
 		if err != nil {
 			drain()
@@ -864,11 +842,11 @@ func (r *run) mainPass(ctx context.Context) error {
 		return err
 	}
 	if pool != nil {
-		adds, err := pool.close()
+		adds, err := pool.Close()
 		if err != nil {
 			return fmt.Errorf("backfill: write %s: %w", r.root, err)
 		}
-		r.adds = adds
+		r.adds, pool = adds, nil
 	}
 	return nil
 }
@@ -877,7 +855,7 @@ func (r *run) mainPass(ctx context.Context) error {
 func (r *run) dedupItem(ctx context.Context, it *passItem, mask *array.BooleanBuilder) (arrow.RecordBatch, error) {
 	n := it.rec.NumRows()
 	r.read += n
-	r.prog.read.Add(n)
+	r.prog.Read.Add(n)
 	if r.keys == nil {
 		it.rec.Retain()
 		return it.rec, nil
@@ -902,7 +880,7 @@ func (r *run) dedupItem(ctx context.Context, it *passItem, mask *array.BooleanBu
 	}
 	m := mask.NewBooleanArray()
 	defer m.Release()
-	r.prog.skipped.Add(n - int64(kept))
+	r.prog.Skipped.Add(n - int64(kept))
 	switch kept {
 	case 0:
 		return nil, nil
@@ -917,99 +895,17 @@ func (r *run) dedupItem(ctx context.Context, it *passItem, mask *array.BooleanBu
 	return out, nil
 }
 
-// writerPool spreads batches round-robin over Writers data writers, each encoding Parquet on
-// its own goroutine (one file per writer and partition).
-type writerPool struct {
-	dws   []*deltasink.DataWriter
-	chans []chan arrow.RecordBatch
-	errs  []error
-	wg    sync.WaitGroup
-	next  int
-	done  bool
-}
-
-func (r *run) newWriterPool(ctx context.Context) (*writerPool, error) {
+// newWriterPool returns the data writers of the main pass: Writers lanes (default
+// deltasink.DefaultWriters), each encoding Parquet on its own goroutine with its own files, spread
+// from the first batch on.
+func (r *run) newWriterPool() *deltasink.WriterPool {
 	n := r.cfg.Writers
 	if n <= 0 {
-		n = min(runtime.GOMAXPROCS(0), 4)
+		n = deltasink.DefaultWriters()
 	}
-	p := &writerPool{}
-	for i := 0; i < n; i++ {
-		dw, err := deltasink.NewDataWriter(r.root, r.meta, deltasink.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression,
-			TargetFileSize: r.cfg.TargetFileSize})
-		if err != nil {
-			p.abort()
-			return nil, fmt.Errorf("backfill: %w", err)
-		}
-		p.dws = append(p.dws, dw)
-		p.chans = append(p.chans, make(chan arrow.RecordBatch, 2))
-		p.errs = append(p.errs, nil)
-	}
-	p.wg.Add(n)
-	for i := range p.dws {
-		go func() {
-			defer p.wg.Done()
-			for rec := range p.chans[i] {
-				if p.errs[i] == nil {
-					if err := p.dws[i].Write(rec); err != nil {
-						p.errs[i] = fmt.Errorf("backfill: write %s: %w", r.root, err)
-					}
-				}
-				rec.Release()
-			}
-		}()
-	}
-	return p, nil
-}
-
-// write hands rec (the caller's reference) to the next writer.
-func (p *writerPool) write(rec arrow.RecordBatch) error {
-	i := p.next
-	p.next = (p.next + 1) % len(p.dws)
-	p.chans[i] <- rec
-	return nil
-}
-
-func (p *writerPool) stop() {
-	if p.done {
-		return
-	}
-	p.done = true
-	for _, c := range p.chans {
-		close(c)
-	}
-	p.wg.Wait()
-}
-
-// close finishes every writer and returns all their files.
-func (p *writerPool) close() ([]dl.Add, error) {
-	p.stop()
-	for _, err := range p.errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	var adds []dl.Add
-	for i, dw := range p.dws {
-		a, err := dw.Close()
-		p.dws[i] = nil
-		if err != nil {
-			return nil, err
-		}
-		adds = append(adds, a...)
-	}
-	return adds, nil
-}
-
-// abort stops the writers and deletes their files (no-op after close).
-func (p *writerPool) abort() {
-	p.stop()
-	for i, dw := range p.dws {
-		if dw != nil {
-			dw.Abort()
-			p.dws[i] = nil
-		}
-	}
+	root, meta := r.root, r.meta
+	opts := deltasink.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize}
+	return deltasink.NewWriterPool(n, 0, func() (*deltasink.DataWriter, error) { return deltasink.NewDataWriter(root, meta, opts) })
 }
 
 // foldMax updates the backfill max of the overlap column with rec's rows.

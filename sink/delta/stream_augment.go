@@ -1,4 +1,4 @@
-package writedelta
+package delta
 
 import (
 	"errors"
@@ -15,6 +15,78 @@ import (
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/stage"
 )
+
+// Augmenter adds columns to every batch a sink writes: constant columns (--with) and
+// top-level copies of nested partition fields (see promoted), after the input's columns; it
+// may leave out one input column. Used by StreamWriter (write-delta) and by backfill.
+type Augmenter struct {
+	// Schema is the schema of the batches Augment returns. Nil: the input batch's fields
+	// without the dropped one, with a nullable field per constant (named and typed as the
+	// constant) appended.
+	Schema *arrow.Schema
+	// Consts are the constant columns, appended in order; Release releases them.
+	Consts []*codec.Constant
+	// Drop, when Dropping, is the index of an input column that is left out.
+	Drop     int
+	Dropping bool
+	promoted []promoted // nested --partition-by fields copied into top-level columns
+}
+
+// Augment returns rec (borrowed) with the columns added (a new reference; rec itself,
+// retained, when there is nothing to add or drop). Arrays are allocated with mem.
+func (a *Augmenter) Augment(mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(a.Consts) == 0 && len(a.promoted) == 0 && !a.Dropping {
+		rec.Retain()
+		return rec, nil
+	}
+	n := int(rec.NumRows())
+	cols := slices.Clone(rec.Columns())
+	var fields []arrow.Field
+	if a.Schema == nil {
+		fields = slices.Clone(rec.Schema().Fields())
+	}
+	if i := a.Drop; a.Dropping {
+		cols = slices.Delete(cols, i, i+1)
+		if fields != nil {
+			fields = slices.Delete(fields, i, i+1)
+		}
+	}
+	var extra []arrow.Array
+	defer func() {
+		for _, x := range extra {
+			x.Release()
+		}
+	}()
+	for _, c := range a.Consts {
+		x, err := c.Slice(mem, n)
+		if err != nil {
+			return nil, err
+		}
+		extra = append(extra, x)
+		cols = append(cols, x)
+		if fields != nil {
+			fields = append(fields, arrow.Field{Name: c.Name, Type: c.Type, Nullable: true})
+		}
+	}
+	for _, p := range a.promoted {
+		x := promotedColumn(mem, p.path, rec)
+		extra = append(extra, x)
+		cols = append(cols, x)
+	}
+	sc := a.Schema
+	if sc == nil {
+		sc = arrow.NewSchema(fields, nil)
+	}
+	return array.NewRecordBatch(sc, cols, int64(n)), nil
+}
+
+// Release releases the constants.
+func (a *Augmenter) Release() {
+	for _, c := range a.Consts {
+		c.Release()
+	}
+	a.Consts = nil
+}
 
 // Nested partition columns. Delta partition columns are top-level columns (PROTOCOL.md
 // "Partition Columns"), so `--partition-by value.region` promotes the struct field to a
@@ -38,7 +110,7 @@ type promoted struct {
 // resolvePartitionBy maps the --partition-by entries (or, without any, the promoted columns
 // an existing table records) onto top-level column names of the written schema (fields: input
 // + --with columns), promoting dot paths into struct fields.
-func (w *Writer) resolvePartitionBy(in *arrow.Schema, fields []arrow.Field, conf map[string]string) ([]string, error) {
+func (w *StreamWriter) resolvePartitionBy(in *arrow.Schema, fields []arrow.Field, conf map[string]string) ([]string, error) {
 	list := w.cfg.PartitionBy
 	if len(list) == 0 {
 		keys := slices.Sorted(maps.Keys(conf))
@@ -64,7 +136,7 @@ func (w *Writer) resolvePartitionBy(in *arrow.Schema, fields []arrow.Field, conf
 				return true
 			}
 		}
-		for _, p := range w.promoted {
+		for _, p := range w.aug.promoted {
 			if strings.EqualFold(p.name, name) {
 				return true
 			}
@@ -74,7 +146,7 @@ func (w *Writer) resolvePartitionBy(in *arrow.Schema, fields []arrow.Field, conf
 	var out []string
 	for _, pb := range list {
 		if slices.ContainsFunc(fields, func(f arrow.Field) bool { return f.Name == pb }) || !strings.Contains(pb, ".") {
-			out = append(out, pb) // a top-level column (or none: NewTableMetadata names it)
+			out = append(out, pb) // a top-level column (or none: delta.NewTableMetadata names it)
 			continue
 		}
 		p, err := codec.ResolvePath(in, pb)
@@ -92,10 +164,10 @@ func (w *Writer) resolvePartitionBy(in *arrow.Schema, fields []arrow.Field, conf
 					pb, p.Leaf(), name)
 			}
 		}
-		w.promoted = append(w.promoted, promoted{path: p, name: name})
+		w.aug.promoted = append(w.aug.promoted, promoted{path: p, name: name})
 		out = append(out, name)
 	}
-	for _, p := range w.promoted {
+	for _, p := range w.aug.promoted {
 		w.env.Log.Info("partitioning by a nested field: it is copied into a top-level column", "field", p.path.Name, "column", p.name)
 	}
 	if len(w.cfg.PartitionBy) == 0 {
@@ -105,18 +177,18 @@ func (w *Writer) resolvePartitionBy(in *arrow.Schema, fields []arrow.Field, conf
 }
 
 // promotedProperties are the table properties recording the promoted columns.
-func (w *Writer) promotedProperties() map[string]string {
+func (w *StreamWriter) promotedProperties() map[string]string {
 	m := map[string]string{}
-	for _, p := range w.promoted {
+	for _, p := range w.aug.promoted {
 		m[PromotedProperty+p.name] = p.path.Name
 	}
 	return m
 }
 
 // promotedFields are the top-level fields of the promoted partition columns.
-func (w *Writer) promotedFields() []arrow.Field {
+func (w *StreamWriter) promotedFields() []arrow.Field {
 	var out []arrow.Field
-	for _, p := range w.promoted {
+	for _, p := range w.aug.promoted {
 		out = append(out, arrow.Field{Name: p.name, Type: p.path.Field.Type, Nullable: true})
 	}
 	return out
@@ -162,9 +234,9 @@ func promotedColumn(mem memory.Allocator, p codec.Path, rec arrow.RecordBatch) a
 
 // describePromoted is the log/usage description of the promoted columns ("value.region →
 // region").
-func (w *Writer) describePromoted() string {
+func (w *StreamWriter) describePromoted() string {
 	var parts []string
-	for _, p := range w.promoted {
+	for _, p := range w.aug.promoted {
 		parts = append(parts, fmt.Sprintf("%s → %s", p.path.Name, p.name))
 	}
 	return strings.Join(parts, ", ")

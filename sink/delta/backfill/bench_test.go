@@ -14,11 +14,11 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/spf13/cobra"
 
 	dl "github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/internal/peertest"
 	deltasink "github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/source/files"
 )
 
 // flightsFile is vega-datasets' flights-3m.parquet (3,000,000 rows), fetched into
@@ -118,9 +118,7 @@ func BenchmarkBackfillFlights(b *testing.B) {
 		var el time.Duration
 		for i := 0; i < b.N; i++ {
 			cfg := benchCfg("", b.TempDir(), "flights")
-			if err := filesSource(&cfg, []string{flightsFile(b)}, addFilesFlags(&cobra.Command{})); err != nil {
-				b.Fatal(err)
-			}
+			cfg.SetFiles(files.Config{}, []string{flightsFile(b)}) // read-files' defaults: nothing to set for Parquet
 			start := time.Now()
 			if err := Run(ctx, cfg); err != nil {
 				b.Fatal(err)

@@ -1,14 +1,131 @@
-package writedelta
+package delta
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
-// One writer per flow. Open takes the flow's lock in the table (delta.LockFlow:
+// FlowFile is the file in write-delta's checkpoint directory that records the flow id (and the
+// table) on first use, as a checksummed JSON envelope (docs/protocol.md §7.1).
+const FlowFile = "write-delta.json"
+
+// FlowFileRecord is the content of FlowFile.
+type FlowFileRecord struct {
+	Flow    string    `json:"flow"`
+	Table   string    `json:"table"`
+	Created time.Time `json:"created"`
+	// ID identifies the checkpoint directory (a UUID made on first use): the table's flow
+	// lock records which checkpoint owns the flow.
+	ID string `json:"id,omitempty"`
+	// TableID is the table's metaData.id once the flow committed to it: a table replaced
+	// under the same path is detected.
+	TableID string `json:"table_id,omitempty"`
+	// TxnBeforeEmpty is set while the newest epochs committed here carried no rows and so
+	// made no Delta commit: the flow's txn version in the table when the first of them was
+	// skipped (-1: the flow had none). The next Delta commit clears it. A restart then
+	// expects the table's txn at this version, not at the newest committed epoch.
+	TxnBeforeEmpty *int64 `json:"txn_before_empty,omitempty"`
+}
+
+// resolveFlow sets w.flow: the FlowFile of the checkpoint directory, else --flow, else a new
+// UUID (stored in the checkpoint directory when there is one). In a child of keyby --shards
+// ($STREAMKIT_SHARD = i), --flow NAME becomes NAME-shard-i, so every shard commits its own txn
+// (a generated flow differs per shard anyway: each shard has its own checkpoint directory).
+func (w *StreamWriter) resolveFlow(env *stage.Env) error {
+	if shard := env.Shard.Name(); shard != "" && w.cfg.Flow != "" {
+		// A child of keyby --shards N: each shard is its own flow (an append flow of the table).
+		w.cfg.Flow += "-shard-" + shard
+	}
+	if env.Dir == nil {
+		w.flow = w.cfg.Flow
+		if w.flow == "" {
+			w.flow = uuid.NewString()
+			env.Log.Warn("no checkpoint directory: this run commits under a new flow id, so a restart cannot be exactly-once (use --checkpoint or $"+stage.EnvCheckpoint+")",
+				"flow", w.flow)
+		}
+		return nil
+	}
+	path := filepath.Join(env.Dir.Path, FlowFile)
+	var rec FlowFileRecord
+	err := state.ReadJSON(path, &rec)
+	switch {
+	case err == nil:
+		if w.cfg.Flow != "" && w.cfg.Flow != rec.Flow {
+			return stage.Usagef("write-delta: checkpoint %s belongs to flow %q, not --flow %q; use the original flow id or a new checkpoint directory",
+				env.Dir.Path, rec.Flow, w.cfg.Flow)
+		}
+		if rec.Table != w.cfg.Table {
+			return stage.Usagef("write-delta: checkpoint %s belongs to table %s, not %s; use a new checkpoint directory",
+				env.Dir.Path, rec.Table, w.cfg.Table)
+		}
+		w.flow, w.rec = rec.Flow, rec
+		if rec.ID == "" { // written by an earlier streamkit: give the checkpoint its identity
+			w.rec.ID = uuid.NewString()
+			return state.WriteJSON(env.Dir.Path, FlowFile, w.rec)
+		}
+		return nil
+	case errors.Is(err, os.ErrNotExist):
+		c, err := env.Dir.Committed()
+		if err != nil {
+			return err
+		}
+		if c > 0 && w.cfg.Flow == "" {
+			return fmt.Errorf("write-delta: checkpoint %s has committed epochs but no %s: pass the original flow id with --flow", env.Dir.Path, FlowFile)
+		}
+		w.flow = w.cfg.Flow
+		if w.flow == "" {
+			w.flow = uuid.NewString()
+		}
+		w.rec = FlowFileRecord{Flow: w.flow, Table: w.cfg.Table, Created: time.Now().UTC(), ID: uuid.NewString()}
+		w.fresh = true
+		return state.WriteJSON(env.Dir.Path, FlowFile, w.rec)
+	default:
+		return err
+	}
+}
+
+// noteEmptyEpoch records, before the commit marker of the first of a run of epochs without
+// rows, the txn version the table keeps for the flow meanwhile (FlowFileRecord.TxnBeforeEmpty).
+func (w *StreamWriter) noteEmptyEpoch() error {
+	if w.env.Dir == nil || w.rec.TxnBeforeEmpty != nil {
+		return nil
+	}
+	v := int64(-1)
+	if w.haveTxn {
+		v = w.txn
+	}
+	w.rec.TxnBeforeEmpty = &v
+	return w.writeFlowFile()
+}
+
+// writeFlowFile rewrites FlowFile from w.rec.
+func (w *StreamWriter) writeFlowFile() error {
+	if err := state.WriteJSON(w.env.Dir.Path, FlowFile, w.rec); err != nil {
+		return fmt.Errorf("write-delta: record the flow in %s: %w", w.env.Dir.Path, err)
+	}
+	return nil
+}
+
+// tableHoldsCommitted reports whether the table's txn for the flow covers what the checkpoint
+// records as committed: the newest committed epoch, or, after epochs without rows, the txn
+// version before them (a commit after them leaves the txn higher, never lower).
+func (w *StreamWriter) tableHoldsCommitted() bool {
+	if p := w.rec.TxnBeforeEmpty; p != nil {
+		return *p < 0 && w.snap != nil || w.haveTxn && w.txn >= *p
+	}
+	return w.haveTxn && uint64(w.txn) >= w.ownEpoch
+}
+
+// One writer per flow. Open takes the flow's lock in the table (LockFlow:
 // <table>/_streamkit/flows/<flow>.lock, an flock held until Close or process exit), so a second
 // write-delta (or backfill) of the same flow fails at once naming the holder. The lock file also
 // records which checkpoint directory owns the flow (its FlowFile id): a second checkpoint
@@ -20,7 +137,7 @@ import (
 
 // checkOwner refuses a run whose checkpoint does not own the flow (see above) and binds the
 // flow to this run's checkpoint when it is free.
-func (w *Writer) checkOwner(env *stage.Env) error {
+func (w *StreamWriter) checkOwner(env *stage.Env) error {
 	root := w.cfg.Table
 	tableID := ""
 	if w.snap != nil {
@@ -93,7 +210,7 @@ func (w *Writer) checkOwner(env *stage.Env) error {
 
 // bindTable records the table's metaData.id in the checkpoint's FlowFile and in the flow's lock
 // file after the first commit of a run that created the table or ran before the id was kept.
-func (w *Writer) bindTable(tableID string) error {
+func (w *StreamWriter) bindTable(tableID string) error {
 	if w.env.Dir != nil && w.rec.ID != "" && w.rec.TableID != tableID {
 		w.rec.TableID = tableID
 		if err := w.writeFlowFile(); err != nil {

@@ -1,4 +1,4 @@
-package writedelta
+package delta
 
 import (
 	"fmt"

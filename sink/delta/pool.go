@@ -1,4 +1,4 @@
-package writedelta
+package delta
 
 import (
 	"reflect"
@@ -9,24 +9,25 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/delta"
-	deltasink "github.com/streamkit/streamkit/sink/delta"
 )
 
 // DefaultLaneThreshold is how much Arrow data an epoch carries before its batches are spread
-// over parallel writers (Config.Writers).
+// over parallel writers (StreamConfig.Writers).
 const DefaultLaneThreshold = 8 << 20
 
 // DefaultWriters is the default number of parallel Parquet writers: the CPUs available, at
 // most 4.
 func DefaultWriters() int { return max(1, min(runtime.GOMAXPROCS(0), 4)) }
 
-// epochWriter writes one epoch's rows into data files. Parquet encoding is CPU-bound, so once
-// the epoch holds more than a threshold of data, batches are spread over up to n
-// lanes, each a DataWriter with its own files, encoding in its own goroutine. Small epochs
-// stay in one lane (one file per partition). Row order across files is not kept (a Delta
-// table has none).
-type epochWriter struct {
-	newWriter func() (*deltasink.DataWriter, error)
+// WriterPool writes rows into data files on parallel lanes: an epoch of write-delta, or all
+// of a backfill. Parquet encoding is CPU-bound, so once more than a threshold of data was
+// written, batches are spread over up to n lanes, each a DataWriter with its own files,
+// encoding in its own goroutine. Up to the threshold everything stays in one lane (one file
+// per partition); with threshold 0 every batch after the first may go to another lane. Row
+// order across files is not kept (a Delta table has none). A WriterPool is used by one
+// goroutine.
+type WriterPool struct {
+	newWriter func() (*DataWriter, error)
 	n         int
 	threshold int64
 	lanes     []*lane
@@ -36,7 +37,7 @@ type epochWriter struct {
 }
 
 type lane struct {
-	dw   *deltasink.DataWriter
+	dw   *DataWriter
 	in   chan arrow.RecordBatch
 	done chan struct{}
 	mu   sync.Mutex
@@ -49,11 +50,13 @@ func (l *lane) failure() error {
 	return l.err
 }
 
-func newEpochWriter(n int, threshold int64, newWriter func() (*deltasink.DataWriter, error)) *epochWriter {
-	return &epochWriter{newWriter: newWriter, n: max(1, n), threshold: threshold}
+// NewWriterPool returns a pool of up to n lanes (at least 1) that starts spreading batches
+// once threshold bytes of Arrow data were written; newWriter makes each lane's DataWriter.
+func NewWriterPool(n int, threshold int64, newWriter func() (*DataWriter, error)) *WriterPool {
+	return &WriterPool{newWriter: newWriter, n: max(1, n), threshold: threshold}
 }
 
-func (e *epochWriter) startLane() error {
+func (e *WriterPool) startLane() error {
 	dw, err := e.newWriter()
 	if err != nil {
 		return err
@@ -76,9 +79,9 @@ func (e *epochWriter) startLane() error {
 	return nil
 }
 
-// write queues rec (borrowed) for a lane. An error of an earlier write is returned here or by
-// close.
-func (e *epochWriter) write(rec arrow.RecordBatch) error {
+// Write queues rec (borrowed) for a lane. An error of an earlier write is returned here or by
+// Close.
+func (e *WriterPool) Write(rec arrow.RecordBatch) error {
 	if e.failed != nil {
 		return e.failed
 	}
@@ -134,7 +137,7 @@ func (l *lane) stop() error {
 }
 
 // drain stops every lane's goroutine and returns the first write error.
-func (e *epochWriter) drain() error {
+func (e *WriterPool) drain() error {
 	var first error
 	for _, l := range e.lanes {
 		if err := l.stop(); err != nil && first == nil {
@@ -147,11 +150,14 @@ func (e *epochWriter) drain() error {
 	return first
 }
 
-// close finishes every lane and returns the add actions of all data files (in lane order).
+// Bytes is the Arrow data written so far (codec.BatchBytes).
+func (e *WriterPool) Bytes() int64 { return e.bytes }
+
+// Close finishes every lane and returns the add actions of all data files (in lane order).
 // Each lane stops and closes its writer (encoding its files' last row groups) on its own
 // goroutine: a lane still encoding a full row group must not hold back another lane's last
 // one (stopping them in turn left a core idle at the end of every epoch).
-func (e *epochWriter) close() ([]delta.Add, error) {
+func (e *WriterPool) Close() ([]delta.Add, error) {
 	adds := make([][]delta.Add, len(e.lanes))
 	errs := make([]error, len(e.lanes))
 	var wg sync.WaitGroup
@@ -178,9 +184,9 @@ func (e *epochWriter) close() ([]delta.Add, error) {
 	return all, nil
 }
 
-// abort stops the lanes and deletes every data file they wrote; it returns how many files
+// Abort stops the lanes and deletes every data file they wrote; it returns how many files
 // were deleted.
-func (e *epochWriter) abort() (int, error) {
+func (e *WriterPool) Abort() (int, error) {
 	e.drain()
 	var first error
 	files := 0

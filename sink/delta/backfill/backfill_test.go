@@ -19,15 +19,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	dl "github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/internal/deltatest"
 	deltasink "github.com/streamkit/streamkit/sink/delta"
-	rd "github.com/streamkit/streamkit/source/delta"
 	"github.com/streamkit/streamkit/source/files"
 	"github.com/streamkit/streamkit/stage"
-	"github.com/streamkit/streamkit/tools/readfiles"
 )
 
 var evSchema = arrow.NewSchema([]arrow.Field{
@@ -117,62 +114,19 @@ func liveRows(ids ...int) string {
 }
 
 // tableRows reads the table and returns (id, record_source) pairs sorted, and the version.
+// tableRows returns the target's rows as "id" or "id:record_source", in id order, and its
+// version.
 func tableRows(t testing.TB, mem memory.Allocator, dir string) ([]string, int64) {
 	t.Helper()
-	ctx := context.Background()
-	snap, err := dl.NewTable(dir, mem).Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := rd.NewReader(dir, snap.Metadata(), rd.ReadOptions{Allocator: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var refs []rd.FileRef
-	for _, f := range snap.Files() {
-		refs = append(refs, rd.FileRef{Add: f, End: -1})
-	}
-	sc := r.Scan(ctx, refs)
-	defer sc.Close()
-	var out []string
-	for {
-		b, err := sc.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b.Rec == nil {
-			continue
-		}
-		ids := b.Rec.Column(b.Rec.Schema().FieldIndices("id")[0]).(*array.Int64)
-		var src *array.String
-		if idx := b.Rec.Schema().FieldIndices("record_source"); len(idx) > 0 {
-			src = b.Rec.Column(idx[0]).(*array.String)
-		}
-		for i := 0; i < ids.Len(); i++ {
-			s := fmt.Sprint(ids.Value(i))
-			if src != nil {
-				s += ":" + src.Value(i)
-			}
-			out = append(out, s)
-		}
-		b.Rec.Release()
-	}
-	sort.Slice(out, func(i, j int) bool { return natLess(out[i], out[j]) })
-	return out, snap.Version()
+	return deltatest.IDRows(t, mem, dir)
 }
 
-func natLess(a, b string) bool {
-	var x, y int
-	fmt.Sscan(strings.Split(a, ":")[0], &x)
-	fmt.Sscan(strings.Split(b, ":")[0], &y)
-	if x != y {
-		return x < y
-	}
-	return a < b
+// csvFiles makes the CSV files matched by patterns, read with schema sc, cfg's source, with
+// read-files' defaults (as backfill --from without decoding flags: a header line).
+func csvFiles(cfg *Config, sc *arrow.Schema, patterns ...string) {
+	fc := files.Config{Schema: sc}
+	fc.CSV.Header = true
+	cfg.SetFiles(fc, patterns)
 }
 
 func ids(rows []string) []int {
@@ -345,7 +299,7 @@ func TestBackfillConcurrentLiveCommit(t *testing.T) {
 				want = append(want, fmt.Sprintf("%d:backfill", i))
 			}
 			want = append(want, "7:stream", "100:stream", "101:stream", "102:stream", "103:stream", "107:stream")
-			sort.Slice(want, func(i, j int) bool { return natLess(want[i], want[j]) })
+			sort.Slice(want, func(i, j int) bool { return deltatest.IDLess(want[i], want[j]) })
 			if !reflect.DeepEqual(rows, want) {
 				t.Fatalf("rows %v\nwant %v", rows, want)
 			}
@@ -552,12 +506,8 @@ func TestBackfillFromFiles(t *testing.T) {
 	os.WriteFile(filepath.Join(base, "in", "a.csv"), []byte("id,ts,v\n1,2024-06-01T00:01:00Z,v1\n2,2024-06-01T00:02:00Z,v2\n"), 0o644)
 	os.WriteFile(filepath.Join(base, "in", "b.csv"), []byte("id,ts,v\n2,2024-06-01T00:02:00Z,v2\n3,2024-06-01T00:03:00Z,v3\n"), 0o644)
 	commitRows(t, mem, dst, liveSchema, &dl.Txn{AppID: "live", Version: 1}, liveRows(3))
-	fl := addFilesFlags(&cobra.Command{})
-	fl.cfg.Schema = evSchema
 	cfg := baseCfg(t, mem, "", dst, "files")
-	if err := filesSource(&cfg, []string{filepath.Join(base, "in", "*.csv")}, fl); err != nil {
-		t.Fatal(err)
-	}
+	csvFiles(&cfg, evSchema, filepath.Join(base, "in", "*.csv"))
 	cfg.DedupCols = []string{"id"}
 	cfg.With = []KV{{"record_source", "backfill"}}
 	var plan bytes.Buffer
@@ -644,12 +594,8 @@ func TestBackfillFromFilesOverlapBeforeDedup(t *testing.T) {
 		{"hist.csv", "hist", span(0, 130)},  // overlap 29 min ≥ 20 min: runs, writes 0..99
 		{"live.csv", "again", span(0, 130)}, // every row already there: runs, writes nothing
 	} {
-		fl := addFilesFlags(&cobra.Command{})
-		fl.cfg.Schema = evSchema
 		cfg := baseCfg(t, mem, "", dst, c.flow)
-		if err := filesSource(&cfg, []string{filepath.Join(base, "in", c.file)}, fl); err != nil {
-			t.Fatal(err)
-		}
+		csvFiles(&cfg, evSchema, filepath.Join(base, "in", c.file))
 		cfg.DedupCols = []string{"id"}
 		cfg.OverlapCol, cfg.MinOverlap = "ts", "20m"
 		if err := Run(ctx, cfg); err != nil {
@@ -659,97 +605,6 @@ func TestBackfillFromFilesOverlapBeforeDedup(t *testing.T) {
 		if got := ids(rows); !reflect.DeepEqual(got, c.want) {
 			t.Fatalf("%s: ids %v, want %v", c.file, got, c.want)
 		}
-	}
-}
-
-// TestFromFlagsAreReadFiles checks that backfill --from takes read-files' decoding options:
-// the same flags (readfiles.AddDecodeFlags) with the same defaults, types and visibility, and
-// none of the options about following and epochs.
-func TestFromFlagsAreReadFiles(t *testing.T) {
-	dec := pflag.NewFlagSet("decode", pflag.ContinueOnError)
-	readfiles.AddDecodeFlags(dec, &files.Config{}, "")
-	rf, bf := readfiles.Command().Flags(), Command().Flags()
-	n := 0
-	dec.VisitAll(func(d *pflag.Flag) {
-		n++
-		for tool, fs := range map[string]*pflag.FlagSet{"read-files": rf, "backfill": bf} {
-			f := fs.Lookup(d.Name)
-			if f == nil {
-				t.Errorf("%s lacks --%s", tool, d.Name)
-				continue
-			}
-			if f.DefValue != d.DefValue || f.Value.Type() != d.Value.Type() || f.Hidden != d.Hidden {
-				t.Errorf("%s --%s: default %q type %s hidden %v; want %q %s %v", tool, d.Name, f.DefValue, f.Value.Type(), f.Hidden,
-					d.DefValue, d.Value.Type(), d.Hidden)
-			}
-		}
-	})
-	if n < 15 {
-		t.Fatalf("only %d decoding flags", n)
-	}
-	for _, name := range []string{"follow", "poll-interval", "on-rewrite", "max-files-per-epoch", "max-bytes-per-epoch", "checkpoint"} {
-		if bf.Lookup(name) != nil {
-			t.Errorf("backfill registers read-files' --%s", name)
-		}
-	}
-	// --stable-after is a listing option, not a decoding one: backfill keeps its own default
-	// (read every file at once), read-files waits 2 s.
-	if d := bf.Lookup("stable-after").DefValue; d != "0s" {
-		t.Errorf("backfill --stable-after default %s", d)
-	}
-}
-
-// TestFromFlagsCommandLine runs a backfill from CSV files configured by command-line flags
-// (through readfiles.DecodeFlags.Apply), and checks its usage errors.
-func TestFromFlagsCommandLine(t *testing.T) {
-	mem := newMem(t)
-	base := t.TempDir()
-	dst := filepath.Join(base, "dst")
-	os.MkdirAll(filepath.Join(base, "in"), 0o755)
-	os.WriteFile(filepath.Join(base, "in", "a.csv"), []byte("# a comment\n1;'x;y'\n2;\\N\n"), 0o644)
-	parse := func(args ...string) (*filesFlags, error) {
-		cmd := &cobra.Command{}
-		fl := addFilesFlags(cmd)
-		if err := cmd.ParseFlags(args); err != nil {
-			t.Fatal(err)
-		}
-		cfg := baseCfg(t, mem, "", dst, "csv")
-		return fl, filesSource(&cfg, []string{filepath.Join(base, "in", "*.csv")}, fl)
-	}
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--infer-rows", "0"}, "backfill: --infer-rows must be ≥ 1"},
-		{[]string{"--tz", "Local"}, `backfill: --tz "Local": want an IANA zone name`},
-		{[]string{"--delimiter", ";;"}, "backfill: --delimiter: want one ASCII character"},
-		{[]string{"--mode", "lenient"}, "backfill: --mode:"},
-		{[]string{"--format", "xls"}, "backfill: --format:"},
-	} {
-		_, err := parse(c.args...)
-		var ue *stage.UsageError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
-		}
-	}
-	fl, err := parse("--header=false", "--delimiter", ";", "--quote", "'", "--comment", "#", "--null-value", `\N`,
-		"--schema", "id long, record_source string", "--tz", "Europe/Paris")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := fl.cfg; c.CSV.Header || c.CSV.Delimiter != ';' || c.CSV.Quote != '\'' || c.CSV.Comment != '#' || c.CSV.NullValue != `\N` ||
-		c.Location.String() != "Europe/Paris" || c.Schema == nil || c.InferRows != 10000 {
-		t.Fatalf("config %+v", c)
-	}
-	cfg := baseCfg(t, mem, "", dst, "csv")
-	if err := filesSource(&cfg, []string{filepath.Join(base, "in", "*.csv")}, fl); err != nil {
-		t.Fatal(err)
-	}
-	if err := Run(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	if rows, _ := tableRows(t, mem, dst); !reflect.DeepEqual(rows, []string{"1:x;y", "2:"}) {
-		t.Fatalf("rows %v", rows)
 	}
 }
 

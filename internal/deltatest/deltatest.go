@@ -1,0 +1,79 @@
+// Package deltatest holds helpers for tests that check the rows of a Delta table.
+package deltatest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/delta"
+	rd "github.com/streamkit/streamkit/source/delta"
+)
+
+// IDRows reads the table at dir (its latest snapshot) and returns one string per row: the
+// int64 column id, followed by ":" and the string column record_source when the table has
+// one, sorted by id (then as strings); and the snapshot's version. Errors fail t.
+func IDRows(t testing.TB, mem memory.Allocator, dir string) ([]string, int64) {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := delta.NewTable(dir, mem).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rd.NewReader(dir, snap.Metadata(), rd.ReadOptions{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var refs []rd.FileRef
+	for _, f := range snap.Files() {
+		refs = append(refs, rd.FileRef{Add: f, End: -1})
+	}
+	sc := r.Scan(ctx, refs)
+	defer sc.Close()
+	var out []string
+	for {
+		b, err := sc.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Rec == nil {
+			continue
+		}
+		ids := b.Rec.Column(b.Rec.Schema().FieldIndices("id")[0]).(*array.Int64)
+		var src *array.String
+		if idx := b.Rec.Schema().FieldIndices("record_source"); len(idx) > 0 {
+			src = b.Rec.Column(idx[0]).(*array.String)
+		}
+		for i := 0; i < ids.Len(); i++ {
+			s := fmt.Sprint(ids.Value(i))
+			if src != nil {
+				s += ":" + src.Value(i)
+			}
+			out = append(out, s)
+		}
+		b.Rec.Release()
+	}
+	sort.Slice(out, func(i, j int) bool { return IDLess(out[i], out[j]) })
+	return out, snap.Version()
+}
+
+// IDLess orders rows of IDRows by their id, then as strings.
+func IDLess(a, b string) bool {
+	var x, y int
+	fmt.Sscan(strings.Split(a, ":")[0], &x)
+	fmt.Sscan(strings.Split(b, ":")[0], &y)
+	if x != y {
+		return x < y
+	}
+	return a < b
+}
