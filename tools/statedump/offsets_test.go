@@ -19,8 +19,8 @@ import (
 	"github.com/streamkit/streamkit/internal/kafkatest"
 	"github.com/streamkit/streamkit/internal/peertest"
 	"github.com/streamkit/streamkit/source/kafka"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 )
 
 // kafkaCheckpoint writes a read-kafka checkpoint directory root/name as read-kafka does: the
