@@ -47,7 +47,7 @@ func ParseSize(s string) (int64, error) {
 	}
 	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
 	if num == "" {
-		return 0, fmt.Errorf("size %q: want a number with an optional unit, such as 0, 1048576, 512MiB or 2GB", s)
+		return 0, fmt.Errorf("size %q: want a number with an optional unit, such as 1048576, 512MiB or 2GB", s)
 	}
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil {
