@@ -160,6 +160,10 @@ func (p *parser) endField() {
 }
 
 // next returns the next record, or io.EOF. The record is valid until the next call.
+//
+// It is one state machine over the bytes of the record (field start, unquoted, quoted, quote
+// in quoted, escape, line end) kept in one function on purpose: it runs once per byte of
+// every CSV file, and split into per-state calls it was measurably slower.
 func (p *parser) next() (*record, error) {
 	p.rec.buf = p.rec.buf[:0]
 	p.rec.ends = p.rec.ends[:0]

@@ -538,6 +538,10 @@ func (d *Decoder) decodeStruct(f *field, ti int32, top bool) {
 
 // value decodes the non-null value at tape index ti into f. The value's path segment is on
 // top of d.path.
+//
+// One switch over the column's kind, with one case per Arrow builder type, is kept in one
+// function on purpose: it is the per-value hot path of JSON decoding, and each case appends
+// to a typed builder without an interface call.
 func (d *Decoder) value(f *field, ti int32) {
 	t := &d.tz.toks[ti]
 	ok := true

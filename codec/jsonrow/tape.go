@@ -74,6 +74,9 @@ type tokenizer struct {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // tokenize parses data, which must hold exactly one JSON value (surrounding whitespace allowed).
+//
+// The validating tokenizer (RFC 8259) is one loop over the bytes with a switch per token kind,
+// in one function on purpose: it runs for every byte of every JSON record.
 func (t *tokenizer) tokenize(data []byte) error {
 	t.toks = t.toks[:0]
 	t.stack = t.stack[:0]

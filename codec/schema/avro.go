@@ -78,6 +78,10 @@ func fullName(name, ns string) string {
 	return ns + "." + name
 }
 
+// typ maps the Avro schema node n (in namespace ns, at the dot path path) to its Arrow type and
+// whether it is nullable. It is one switch with a case per Avro type and logical type (Avro
+// specification 1.12, "Schema Declaration" and "Logical Types"); the cases are short and read
+// best side by side, so the switch is not split.
 func (c *avroConv) typ(n *node, ns, path string) (arrow.DataType, bool, error) {
 	switch n.kind {
 	case 's':

@@ -86,6 +86,10 @@ func (c *conformer) record(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 
 // array converts arr to type dst (recursively for nested types). The result is a new
 // reference the caller releases.
+//
+// It is one switch over the pairs of source and target types the table's schema allows
+// (delta.CastAllowed), each case short; kept together so the allowed widenings read as one
+// table.
 func (c *conformer) array(path string, arr arrow.Array, dst arrow.DataType) (arrow.Array, error) {
 	src := arr.DataType()
 	if arrow.TypeEqual(src, dst) {
