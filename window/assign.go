@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // Window is the half-open event-time interval [Start, End), in µs since the epoch (UTC).
@@ -90,7 +92,7 @@ func NewTumbling(size, offset time.Duration, loc *time.Location) (*Assigner, err
 		return nil, specErr("tumbling size %v must be at least 1µs", size)
 	}
 	s := durUS(size)
-	return &Assigner{kind: Tumbling, size: s, slide: s, offset: floorMod(durUS(offset), s), loc: loc, zone: newZone(loc)}, nil
+	return &Assigner{kind: Tumbling, size: s, slide: s, offset: codec.FloorMod(durUS(offset), s), loc: loc, zone: newZone(loc)}, nil
 }
 
 // NewSliding returns sliding (hopping) windows of the given size, a new one every slide
@@ -106,7 +108,7 @@ func NewSliding(size, slide, offset time.Duration, loc *time.Location) (*Assigne
 		return nil, specErr("sliding slide %v is larger than size %v: records between windows would be lost", slide, size)
 	}
 	sl := durUS(slide)
-	return &Assigner{kind: Sliding, size: durUS(size), slide: sl, offset: floorMod(durUS(offset), sl), loc: loc, zone: newZone(loc)}, nil
+	return &Assigner{kind: Sliding, size: durUS(size), slide: sl, offset: codec.FloorMod(durUS(offset), sl), loc: loc, zone: newZone(loc)}, nil
 }
 
 // NewSession returns session windows with the given inactivity gap (> 0): a record at t opens
@@ -190,12 +192,12 @@ func (a *Assigner) Assign(ts int64, dst []Window) []Window {
 	switch a.kind {
 	case Tumbling:
 		if a.zone == nil {
-			s := ts - floorMod(ts-a.offset, a.size)
+			s := ts - codec.FloorMod(ts-a.offset, a.size)
 			return append(dst, Window{s, s + a.size})
 		}
 	case Sliding:
 		if a.zone == nil {
-			last := ts - floorMod(ts-a.offset, a.slide)
+			last := ts - codec.FloorMod(ts-a.offset, a.slide)
 			first := last
 			for first-a.slide+a.size > ts {
 				first -= a.slide
@@ -224,7 +226,7 @@ func (a *Assigner) assignCalendar(ts int64, dst []Window) []Window {
 	n0 := len(dst)
 	// Fast path: every boundary involved lies well inside the period of ts, so the wall clock
 	// is a fixed shift of UTC there.
-	last := w - floorMod(w-a.offset, a.slide)
+	last := w - codec.FloorMod(w-a.offset, a.slide)
 	first := last
 	for first-a.slide+a.size > w {
 		first -= a.slide
@@ -246,7 +248,7 @@ func (a *Assigner) assignCalendar(ts int64, dst []Window) []Window {
 	}
 	// Slow path around DST transitions: boundaries B(W) = first instant reading ≥ W.
 	b := z.firstAtOrAfter
-	k := floorDiv(w-a.offset, a.slide)
+	k := codec.FloorDiv(w-a.offset, a.slide)
 	at := func(k int64) int64 { return k*a.slide + a.offset }
 	for i := 0; i < 1<<16 && b(at(k+1)) <= ts; i++ {
 		k++ // after a fall-back the clock reads less than at the window start

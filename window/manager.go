@@ -1099,13 +1099,13 @@ func (m *Manager) maybeEarly(now int64) {
 	}
 	every := durUS(m.cfg.Every)
 	if m.nextEarly == 0 {
-		m.nextEarly = now - floorMod(now, every) + every
+		m.nextEarly = now - codec.FloorMod(now, every) + every
 		return
 	}
 	if now < m.nextEarly {
 		return
 	}
-	m.nextEarly = now - floorMod(now, every) + every
+	m.nextEarly = now - codec.FloorMod(now, every) + every
 	slices.SortFunc(m.changed, func(a, b int32) int { return cmp.Compare(m.sSeq[a], m.sSeq[b]) })
 	for _, s := range m.changed {
 		f := m.sFlags[s]

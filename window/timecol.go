@@ -156,7 +156,7 @@ func unitMul(u arrow.TimeUnit) int64 {
 
 func scale(v, mul int64) int64 {
 	if mul == 0 {
-		return floorDiv(v, 1000)
+		return codec.FloorDiv(v, 1000)
 	}
 	return v * mul
 }
@@ -269,7 +269,7 @@ func scaleInto[T integer](dst []int64, src []T, mul int64) {
 		}
 	case 0:
 		for i, v := range src {
-			dst[i] = floorDiv(int64(v), 1000)
+			dst[i] = codec.FloorDiv(int64(v), 1000)
 		}
 	default:
 		for i, v := range src {

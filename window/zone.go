@@ -28,22 +28,6 @@ func Micros(t time.Time) int64 {
 // TimeOf converts microseconds since the Unix epoch to a time.Time in UTC.
 func TimeOf(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
-
-func floorMod(a, b int64) int64 {
-	m := a % b
-	if m < 0 {
-		m += b
-	}
-	return m
-}
-
 func durUS(d time.Duration) int64 { return int64(d / time.Microsecond) }
 
 // zone maps between instants and wall-clock ("civil") time of one location. Civil time is

@@ -38,6 +38,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/streamkit/streamkit/codec/rescue"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // AppendJSON appends the JSON of row i of a to dst (see the package doc).
@@ -160,7 +162,7 @@ func AppendText(dst []byte, a arrow.Array, i int) (out []byte, null bool) {
 	case *array.Date32:
 		return appendDate(dst, int64(a.Value(i))), false
 	case *array.Date64:
-		return appendDate(dst, floorDiv(int64(a.Value(i)), 86_400_000)), false
+		return appendDate(dst, codec.FloorDiv(int64(a.Value(i)), 86_400_000)), false
 	case *array.Time32:
 		return appendTimeOfDay(dst, int64(a.Value(i)), a.DataType().(*arrow.Time32Type).Unit), false
 	case *array.Time64:
@@ -270,14 +272,6 @@ func appendFloatJSON(dst []byte, v float64, bits int) []byte {
 	return AppendFloat(dst, v, bits)
 }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b < 0 {
-		q--
-	}
-	return q
-}
-
 // unitPerSecond is the number of units of u in one second, and the fraction digits it has.
 func unitPerSecond(u arrow.TimeUnit) (per int64, digits int) {
 	switch u {
@@ -296,7 +290,7 @@ func unitPerSecond(u arrow.TimeUnit) (per int64, digits int) {
 // whole minute, as local mean times have, is written in UTC), without one for timestamp_ntz.
 func AppendTimestamp(dst []byte, v int64, t *arrow.TimestampType) []byte {
 	per, digits := unitPerSecond(t.Unit)
-	sec, frac := floorDiv(v, per), v-floorDiv(v, per)*per
+	sec, frac := codec.FloorDiv(v, per), v-codec.FloorDiv(v, per)*per
 	offset := int64(0) // seconds east of UTC
 	if t.TimeZone != "" {
 		if loc := location(t.TimeZone); loc != nil {
@@ -307,9 +301,9 @@ func AppendTimestamp(dst []byte, v int64, t *arrow.TimestampType) []byte {
 		}
 	}
 	local := sec + offset
-	dst = appendDate(dst, floorDiv(local, 86400))
+	dst = appendDate(dst, codec.FloorDiv(local, 86400))
 	dst = append(dst, 'T')
-	dst = appendClock(dst, local-floorDiv(local, 86400)*86400, frac, digits)
+	dst = appendClock(dst, local-codec.FloorDiv(local, 86400)*86400, frac, digits)
 	if t.TimeZone == "" {
 		return dst
 	}
@@ -352,8 +346,8 @@ func appendClock(dst []byte, secs, frac int64, digits int) []byte {
 
 func appendTimeOfDay(dst []byte, v int64, u arrow.TimeUnit) []byte {
 	per, digits := unitPerSecond(u)
-	sec := floorDiv(v, per)
-	return appendClock(dst, sec-floorDiv(sec, 86400)*86400, v-sec*per, digits)
+	sec := codec.FloorDiv(v, per)
+	return appendClock(dst, sec-codec.FloorDiv(sec, 86400)*86400, v-sec*per, digits)
 }
 
 func append2(dst []byte, v int) []byte {

@@ -610,20 +610,13 @@ func (s *Sink) Process(ctx context.Context, rec arrow.RecordBatch, _ stage.Emit)
 // toward the past, not through nanoseconds (arrow.Timestamp.ToTime), which overflow int64
 // after 2262-04-11 and would turn a later instant into a wrong, possibly negative one.
 func kafkaMillis(v int64, unit arrow.TimeUnit) int64 {
-	floorDiv := func(a, b int64) int64 {
-		q := a / b
-		if a%b < 0 {
-			q--
-		}
-		return q
-	}
 	switch unit {
 	case arrow.Second:
 		return v * 1000 // |v| < 2^63/1000 s is ±292 million years
 	case arrow.Microsecond:
-		return floorDiv(v, 1000)
+		return codec.FloorDiv(v, 1000)
 	case arrow.Nanosecond:
-		return floorDiv(v, 1_000_000)
+		return codec.FloorDiv(v, 1_000_000)
 	}
 	return v
 }

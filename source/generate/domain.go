@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // kind is how a leaf column's values are generated before they are stored: int64 (integers,
@@ -66,14 +68,6 @@ func intRange(t arrow.DataType) (int64, int64) {
 	return math.MinInt64, math.MaxInt64
 }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
-
 // newDomain returns the domain of a leaf type, or an error naming an unsupported type.
 func newDomain(t arrow.DataType) (*domain, error) {
 	d := &domain{typ: t, unit: 1, lo: math.MinInt64, hi: math.MaxInt64}
@@ -98,7 +92,7 @@ func newDomain(t arrow.DataType) (*domain, error) {
 		}
 		d.delta = d.value
 		d.num, d.dnum = pf, pf
-		d.fromMicros = func(us int64) int64 { return floorDiv(us, 1000) } // epoch milliseconds
+		d.fromMicros = func(us int64) int64 { return codec.FloorDiv(us, 1000) } // epoch milliseconds
 	case arrow.DECIMAL128:
 		dt := t.(*arrow.Decimal128Type)
 		// Values are generated as int64 unscaled numbers (at most 18 digits), stored as 128 bits.
@@ -151,10 +145,10 @@ func newDomain(t arrow.DataType) (*domain, error) {
 			if per > 0 {
 				return us * per
 			}
-			return floorDiv(us, -per)
+			return codec.FloorDiv(us, -per)
 		}
 		if t.ID() == arrow.DATE64 {
-			conv = func(us int64) int64 { return floorDiv(us, 86_400_000_000) * 86_400_000 }
+			conv = func(us int64) int64 { return codec.FloorDiv(us, 86_400_000_000) * 86_400_000 }
 		}
 		d.fromMicros = conv
 		d.value = func(s string) (int64, error) {

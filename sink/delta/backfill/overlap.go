@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // extremum tracks the minimum or maximum of a column across batches. Timestamps are kept in
@@ -67,7 +69,7 @@ func (e *extremum) update(arr arrow.Array, keep []bool) {
 			case arrow.Millisecond:
 				v *= 1e3
 			case arrow.Nanosecond:
-				v = floorDiv(v, 1e3)
+				v = codec.FloorDiv(v, 1e3)
 			}
 		case *array.Date32:
 			v = int64(a.Value(i))
@@ -102,14 +104,6 @@ func (e *extremum) update(arr arrow.Array, keep []bool) {
 			e.i, e.ok = v, true
 		}
 	}
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
 }
 
 // String renders the value for messages and the plan (RFC 3339 for timestamps).
