@@ -757,77 +757,22 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 	if err != nil || readers == nil {
 		return err // readers nil: every child is a sink, keyby writes nothing either
 	}
-	// One schema: the children run the same command on the same input; their checkpoint
-	// lists are united so the sink commits every child's directory.
-	first := readers[0].Schema()
-	info := codec.Info(first)
-	// So are their source partitions (each names them as its own: stage.shardPartition).
-	seen, seenPart := map[string]bool{}, map[string]bool{}
-	var dirs, parts []string
-	for i, r := range readers {
-		if !r.Schema().Equal(first) {
-			return fmt.Errorf("keyby: shard %d output schema differs from shard 0: %v vs %v", i, r.Schema(), first)
-		}
-		ri := codec.Info(r.Schema())
-		dirs = appendNew(dirs, seen, ri.Checkpoints)
-		parts = appendNew(parts, seenPart, ri.Partitions)
-	}
-	info.Checkpoints, info.Partitions = dirs, parts
-	// The children's event time is keyby's own to declare when it is a shard itself (its
-	// parent sends it progress, which it passes on); the outermost keyby drops it.
-	out := codec.WithInfo(first, info)
-	if !o.Shard.IsShard() {
-		declared = codec.ShardEventTimeColumn{}
-	}
-	w := codec.NewWriter(o.Stdout, codec.WithShardEventTime(out, declared), mem)
-	if o.Shard.IsShard() {
-		if err := w.WriteSchema(); err != nil {
-			return err
-		}
+	w, err := mergedWriter(o, readers, declared, mem)
+	if err != nil {
+		return err
 	}
 
 	// Data goes to stdout from each child's reader goroutine, under mu, as it comes; controls
-	// go to the loop below, which aligns them. A child that sent barrier n reads nothing more
-	// until every child sent it, so no data of epoch n+1 precedes barrier n. Data batches are
-	// passed on as the bytes of their IPC message when the children's streams allow it (no
+	// go to the loop of align, which aligns them. A child that sent barrier n reads nothing
+	// more until every child sent it, so no data of epoch n+1 precedes barrier n. Data batches
+	// are passed on as the bytes of their IPC message when the children's streams allow it (no
 	// dictionaries): no decoding and re-encoding in the parent (the next reader validates them);
 	// large ones go from the child's pipe to stdout by splice(2), not through the parent.
-	var mu sync.Mutex
-	raw := true
+	m := &merger{children: children, w: w, raw: true, msgs: make(chan childMsg, 16),
+		barriers: map[uint64]int{}, wms: make([]time.Time, len(children)), endKind: codec.Final}
 	for _, r := range readers {
-		raw = raw && r.Forwardable()
+		m.raw = m.raw && r.Forwardable()
 	}
-	// write runs one write of the merged stream under mu; its failure is a *writeError.
-	write := func(f func() error) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if err := f(); err != nil {
-			return &writeError{err}
-		}
-		return nil
-	}
-	// next reads the next control of child i's output, writing the data batches before it.
-	next := func(r *codec.Reader) (*codec.Control, error) {
-		for {
-			if raw {
-				c, err := r.ForwardNext(w, write)
-				if err != nil || c != nil {
-					return c, err
-				}
-				continue
-			}
-			m, err := r.Next()
-			if err != nil || m.Control != nil {
-				return m.Control, err
-			}
-			err = write(func() error { return w.Write(m.Batch) })
-			m.Batch.Release()
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
-	msgs := make(chan childMsg, 16)
 	var wg sync.WaitGroup
 	ctx, stop := context.WithCancel(ctx)
 	defer func() {
@@ -843,44 +788,152 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 		wg.Add(1)
 		go func(i int, r *codec.Reader) {
 			defer wg.Done()
-			for {
-				c, err := next(r)
-				if err == io.EOF {
-					select {
-					case msgs <- childMsg{i: i, eof: true}:
-					case <-ctx.Done():
-					}
-					return
-				}
-				select {
-				case msgs <- childMsg{i: i, c: c, err: err}:
-				case <-ctx.Done():
-					return
-				}
-				if err != nil {
-					return
-				}
-				if c.Kind == codec.Barrier {
-					select {
-					case <-children[i].resume:
-					case <-ctx.Done():
-						return
-					}
-				}
-			}
+			m.readChild(ctx, i, r)
 		}(i, r)
 	}
-	n := len(children)
-	barriers := map[uint64]int{}
-	wms := make([]time.Time, n)
-	var lastWM time.Time
-	ended, eofs := 0, 0
-	endKind := codec.Final
-	interrupted := false
+	if err := m.align(ctx); err != nil {
+		return err
+	}
+	end := codec.EndControl(m.endKind)
+	end.Interrupted = m.interrupted
+	if err := w.WriteControl(end); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if m.interrupted {
+		return stage.ErrInterrupted
+	}
+	return nil
+}
+
+// mergedWriter returns the writer of the merged stream on o.Stdout (its schema written at once
+// when keyby is a shard itself). There is one schema: the children run the same command on
+// the same input; their checkpoint lists and source partitions are united so the sink
+// commits every child's directory. Errors: a child whose schema differs from the first's.
+func mergedWriter(o stage.Options, readers []*codec.Reader, declared codec.ShardEventTimeColumn, mem memory.Allocator) (*codec.Writer, error) {
+	first := readers[0].Schema()
+	info := codec.Info(first)
+	// So are their source partitions (each names them as its own: stage.shardPartition).
+	seen, seenPart := map[string]bool{}, map[string]bool{}
+	var dirs, parts []string
+	for i, r := range readers {
+		if !r.Schema().Equal(first) {
+			return nil, fmt.Errorf("keyby: shard %d output schema differs from shard 0: %v vs %v", i, r.Schema(), first)
+		}
+		ri := codec.Info(r.Schema())
+		dirs = appendNew(dirs, seen, ri.Checkpoints)
+		parts = appendNew(parts, seenPart, ri.Partitions)
+	}
+	info.Checkpoints, info.Partitions = dirs, parts
+	// The children's event time is keyby's own to declare when it is a shard itself (its
+	// parent sends it progress, which it passes on); the outermost keyby drops it.
+	out := codec.WithInfo(first, info)
+	if !o.Shard.IsShard() {
+		declared = codec.ShardEventTimeColumn{}
+	}
+	w := codec.NewWriter(o.Stdout, codec.WithShardEventTime(out, declared), mem)
+	if o.Shard.IsShard() {
+		if err := w.WriteSchema(); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// merger is the state merge shares between the children's reader goroutines (readChild),
+// which write data to the merged stream as it comes, and the loop that aligns the children's
+// controls (align).
+type merger struct {
+	children []*child
+	w        *codec.Writer // the merged stream
+	mu       sync.Mutex    // held by every write to w
+	raw      bool          // data batches pass as the bytes of their IPC messages
+	msgs     chan childMsg // the children's controls, failures and ends
+
+	// align's state.
+	barriers    map[uint64]int // epoch: the children that sent its barrier
+	wms         []time.Time    // every child's last watermark
+	lastWM      time.Time      // the last watermark written
+	ended       int            // children that sent their end batch
+	endKind     codec.EndKind  // pause if a child ended with pause, else final
+	interrupted bool           // a child's end says it was interrupted
+}
+
+// write runs one write of the merged stream under mu; its failure is a *writeError.
+func (m *merger) write(f func() error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := f(); err != nil {
+		return &writeError{err}
+	}
+	return nil
+}
+
+// next reads the next control of the output r of a child, writing the data batches before it.
+func (m *merger) next(r *codec.Reader) (*codec.Control, error) {
+	for {
+		if m.raw {
+			c, err := r.ForwardNext(m.w, m.write)
+			if err != nil || c != nil {
+				return c, err
+			}
+			continue
+		}
+		msg, err := r.Next()
+		if err != nil || msg.Control != nil {
+			return msg.Control, err
+		}
+		err = m.write(func() error { return m.w.Write(msg.Batch) })
+		msg.Batch.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// readChild passes on the output r of child i until it ends or fails, or ctx is done: its
+// controls, failure and end go to msgs; after a barrier it waits until align resumes it.
+func (m *merger) readChild(ctx context.Context, i int, r *codec.Reader) {
+	for {
+		c, err := m.next(r)
+		if err == io.EOF {
+			select {
+			case m.msgs <- childMsg{i: i, eof: true}:
+			case <-ctx.Done():
+			}
+			return
+		}
+		select {
+		case m.msgs <- childMsg{i: i, c: c, err: err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+		if c.Kind == codec.Barrier {
+			select {
+			case <-m.children[i].resume:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// align takes the children's controls from msgs until every output ended, writing barrier n
+// once every child sent it (then resuming them) and the minimum watermark when it advances.
+// Errors: a failed write of the merged stream, a child's failed output, a child whose output
+// ended without an end batch.
+func (m *merger) align(ctx context.Context) error {
+	n := len(m.children)
+	eofs := 0
 	for eofs < n {
 		var cm childMsg
 		select {
-		case cm = <-msgs:
+		case cm = <-m.msgs:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -895,59 +948,57 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 		if cm.err != nil {
 			return fmt.Errorf("keyby: shard %d output: %w", cm.i, cm.err)
 		}
-		c := *cm.c
-		writeControl := func(c codec.Control) error { return write(func() error { return w.WriteControl(c) }) }
-		switch c.Kind {
-		case codec.Barrier:
-			barriers[c.Epoch]++
-			if barriers[c.Epoch] == n {
-				delete(barriers, c.Epoch)
-				if err := writeControl(c); err != nil {
-					return err
-				}
-				for _, ch := range children {
-					ch.resume <- struct{}{}
-				}
-			}
-		case codec.Watermark:
-			wms[cm.i] = c.Watermark
-			min := c.Watermark
-			for _, t := range wms {
-				if t.IsZero() {
-					min = time.Time{}
-					break
-				}
-				if t.Before(min) {
-					min = t
-				}
-			}
-			if !min.IsZero() && min.After(lastWM) {
-				lastWM = min
-				if err := writeControl(codec.WatermarkControl(min)); err != nil {
-					return err
-				}
-			}
-		case codec.End:
-			ended++
-			if c.End == codec.Pause {
-				endKind = codec.Pause
-			}
-			interrupted = interrupted || c.Interrupted
+		if err := m.control(cm.i, *cm.c); err != nil {
+			return err
 		}
 	}
-	if ended < n {
+	if m.ended < n {
 		return errors.New("keyby: a shard ended without an end-of-stream")
 	}
-	end := codec.EndControl(endKind)
-	end.Interrupted = interrupted
-	if err := w.WriteControl(end); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	if interrupted {
-		return stage.ErrInterrupted
+	return nil
+}
+
+// control takes control c of child i: a barrier is written (and every child resumed) once
+// every child sent it, a watermark once the minimum of the children's advances, an end is
+// counted.
+func (m *merger) control(i int, c codec.Control) error {
+	writeControl := func(c codec.Control) error { return m.write(func() error { return m.w.WriteControl(c) }) }
+	switch c.Kind {
+	case codec.Barrier:
+		m.barriers[c.Epoch]++
+		if m.barriers[c.Epoch] == len(m.children) {
+			delete(m.barriers, c.Epoch)
+			if err := writeControl(c); err != nil {
+				return err
+			}
+			for _, ch := range m.children {
+				ch.resume <- struct{}{}
+			}
+		}
+	case codec.Watermark:
+		m.wms[i] = c.Watermark
+		min := c.Watermark
+		for _, t := range m.wms {
+			if t.IsZero() {
+				min = time.Time{}
+				break
+			}
+			if t.Before(min) {
+				min = t
+			}
+		}
+		if !min.IsZero() && min.After(m.lastWM) {
+			m.lastWM = min
+			if err := writeControl(codec.WatermarkControl(min)); err != nil {
+				return err
+			}
+		}
+	case codec.End:
+		m.ended++
+		if c.End == codec.Pause {
+			m.endKind = codec.Pause
+		}
+		m.interrupted = m.interrupted || c.Interrupted
 	}
 	return nil
 }
