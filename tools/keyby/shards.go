@@ -193,8 +193,6 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	interrupted := false
-	var interruptedFlag atomic.Bool
 
 	var dir *state.Dir
 	if p := o.CheckpointDir(); p != "" {
@@ -204,73 +202,39 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 		}
 		defer dir.Close()
 	}
-	rd, err := codec.NewReader(o.Stdin, mem)
-	if err != nil {
+	r := &shardRun{s: s, o: o, mem: mem}
+	if r.rd, err = codec.NewReader(o.Stdin, mem); err != nil {
 		return fmt.Errorf("keyby: stdin: %w", err)
 	}
-	defer rd.Release()
+	defer r.rd.Release()
 	// Batches are split and written before the next one is read: their buffers, and those of
 	// the split parts, are recycled rather than allocated (and zeroed, and collected) anew.
-	bufs := codec.NewRecycler(mem)
-	defer bufs.Release()
-	rd.SetBodyAllocator(bufs)
-	in := rd.Schema()
-	enc, err := codec.NewKeyEncoder(in, s.Key)
+	r.bufs = codec.NewRecycler(mem)
+	defer r.bufs.Release()
+	r.rd.SetBodyAllocator(r.bufs)
+	childSchema, upstream, err := r.schemas(dir)
 	if err != nil {
-		return stage.Usagef("keyby: %v", err)
+		return err
 	}
-	info := codec.Info(in)
-	upstream := info.Checkpoints
-	info.Key = s.Key
-	if dir != nil {
-		info.Checkpoints = append(slices.Clone(info.Checkpoints), dir.Path)
+	tmp, err := s.setShardCommits(dir)
+	if err != nil {
+		return err
 	}
-	// What a stream declares to a keyby is no child's own declaration.
-	childSchema := codec.WithShardEventTime(codec.WithInfo(in, info), codec.ShardEventTimeColumn{})
-	// Sink children record their commits under shardCommits; keyby marks upstream the epochs
-	// every shard committed (stage.EnvShardCommits).
-	if dir != nil {
-		s.shardCommits = filepath.Join(dir.Path, "shards")
-	} else {
-		tmp, err := os.MkdirTemp("", "streamkit-keyby-")
-		if err != nil {
-			return fmt.Errorf("keyby: %w", err)
-		}
+	if tmp != "" {
 		defer os.RemoveAll(tmp)
-		s.shardCommits = tmp
 	}
-	var targets []string // where keyby writes the markers: its own directory, then upstream
-	if dir != nil {
-		targets = append(targets, dir.Path)
-	}
-	prop := &commitPropagator{dir: s.shardCommits, shards: s.N, targets: append(targets, stage.Upstream(upstream)...), log: cmp.Or(o.Log, slog.Default())}
-	if err := prop.init(); err != nil {
+	prop, err := s.newPropagator(o, dir, upstream)
+	if err != nil {
 		return err
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	children, err := s.start(o, childSchema, mem)
-	if err != nil {
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	defer r.cancel()
+	if err := r.startChildren(childSchema); err != nil {
 		return err
 	}
-	for _, c := range children {
-		// The children write their output schema as soon as they have read this one; keyby
-		// learns their event time from it (learn). A child that is gone fails the first
-		// write of route instead, which reports it.
-		_ = c.w.WriteSchema()
-	}
 	defer func() {
-		for _, c := range children {
-			select {
-			case <-c.exited:
-			default:
-				c.cmd.Process.Kill()
-				<-c.exited
-			}
-		}
-		// Every child is gone: mark what all of them committed.
-		if perr := prop.propagate(); err == nil && perr != nil {
+		if perr := r.stopChildren(prop); err == nil && perr != nil {
 			err = perr
 		}
 	}()
@@ -278,131 +242,269 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	defer close(propStop)
 	go prop.run(propStop)
 
-	// Merge the children's outputs on stdout. When merging fails (a child that does not speak
-	// the protocol, a reader that went away) the children are killed, so that routing, which
-	// may be blocked writing to a child, fails too instead of waiting forever.
-	mergeErr := make(chan error, 1)
-	var merged error
-	mergeDone := make(chan struct{})
-	learn := make(chan codec.ShardEventTimeColumn, 1) // the children's event time, once
-	go func() {
-		merged = s.merge(ctx, o, children, mem, learn)
-		if merged != nil && !errors.Is(merged, stage.ErrInterrupted) {
-			killAfterFailure(children)
-		}
-		close(mergeDone)
-		mergeErr <- merged
-	}()
-	// Signals: the first makes route end the children's streams after the next barrier, the
-	// second kills the children.
+	r.startMerge()
 	sigDone := make(chan struct{})
 	defer close(sigDone)
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-sigDone:
-				return
-			case <-sigs:
-			}
-			n++
-			interruptedFlag.Store(true)
-			if n == 1 {
-				if o.Log != nil {
-					o.Log.Info("interrupt: the shards finish the current epoch, then stop (interrupt again to abort)")
-				}
-			} else {
-				killAll(children)
-				cancel()
-			}
-		}
-	}()
+	go r.watchSignals(sigs, sigDone)
 
-	var times *window.TimeExtractor
-	learned := !s.Tools[s.Cmd[0]] // keyby sends progress to streamkit children only
-	route := func() error {
-		var hashes []uint64
-		idx := make([][]int32, s.N)
-		var ts []int64
-		var tsOK []bool
-		progress := int64(window.MinTime)
-		for {
-			m, err := rd.Next()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return &inputError{fmt.Errorf("keyby: stdin: %w", err)}
-			}
-			if m.Control != nil {
-				for _, c := range children {
-					if err := c.w.WriteControl(*m.Control); err != nil {
-						return fmt.Errorf("keyby: shard %d: %w", c.i, err)
-					}
-				}
-				if m.Control.Kind == codec.End {
-					return nil
-				}
-				if m.Control.Kind == codec.Barrier && interruptedFlag.Load() {
-					// Interrupted: every shard ends after this barrier, as a stage would.
-					end := codec.EndControl(codec.Pause)
-					end.Interrupted = true
-					for _, c := range children {
-						if err := c.w.WriteControl(end); err != nil {
-							return fmt.Errorf("keyby: shard %d: %w", c.i, err)
-						}
-					}
-					return nil
-				}
-				continue
-			}
-			if !learned {
-				// Before the first row: the children's first schemas say from which column
-				// the progress that follows every batch is read.
-				select {
-				case e := <-learn:
-					times = extractor(e, in)
-				case <-ctx.Done():
-					m.Batch.Release()
-					return ctx.Err()
-				}
-				learned = true
-			}
-			err = s.routeBatch(ctx, mem, bufs, enc, m.Batch, children, idx, &hashes)
-			if err == nil && times != nil {
-				// The children's own errors name bad event times; here they only do not count.
-				if ts, tsOK, err = times.Extract(m.Batch, ts, tsOK); err != nil {
-					ts, tsOK, err = ts[:0], tsOK[:0], nil
-				}
-			}
-			m.Batch.Release()
-			if err != nil {
-				return err
-			}
-			if times == nil {
-				continue
-			}
-			latest := progress
-			for r, ok := range tsOK {
-				if ok && ts[r] > latest {
-					latest = ts[r]
-				}
-			}
-			if latest > progress {
-				progress = latest
-				for _, c := range children {
-					if err := c.w.WriteControl(codec.ProgressControl(time.UnixMicro(latest))); err != nil {
-						return fmt.Errorf("keyby: shard %d: %w", c.i, err)
-					}
-				}
-			}
-		}
-	}
-	rerr := route()
+	rerr := r.route()
 	if rerr != nil {
 		s.cutAt = time.Now() // from here on, shards fail because their input was cut
 	}
+	return r.finish(r.closeInputs(rerr))
+}
+
+// shardRun is the state that the steps of one (*Sharded).Run share: keyby's input, the
+// children, and the merge running beside the routing.
+type shardRun struct {
+	s      *Sharded
+	o      stage.Options
+	mem    memory.Allocator
+	ctx    context.Context // cancelled when Run gives up on the children
+	cancel context.CancelFunc
+
+	rd   *codec.Reader   // keyby's stdin
+	bufs *codec.Recycler // the buffers of rd's batches and of their split parts
+	in   *arrow.Schema   // rd's schema
+	enc  *codec.KeyEncoder
+
+	children        []*child
+	interruptedFlag atomic.Bool // set by the first signal
+
+	learn     chan codec.ShardEventTimeColumn // the children's event time, once
+	merged    error                           // merge's result, once mergeDone is closed
+	mergeDone chan struct{}
+	mergeErr  chan error // merge's result
+}
+
+// schemas reads keyby's input schema and its key columns, and returns the schema the children
+// read (keyby's key and checkpoint directory dir added to its stream info) and the checkpoint
+// directories upstream of keyby. Errors: a key that the input cannot give (a usage error).
+func (r *shardRun) schemas(dir *state.Dir) (childSchema *arrow.Schema, upstream []string, err error) {
+	r.in = r.rd.Schema()
+	if r.enc, err = codec.NewKeyEncoder(r.in, r.s.Key); err != nil {
+		return nil, nil, stage.Usagef("keyby: %v", err)
+	}
+	info := codec.Info(r.in)
+	upstream = info.Checkpoints
+	info.Key = r.s.Key
+	if dir != nil {
+		info.Checkpoints = append(slices.Clone(info.Checkpoints), dir.Path)
+	}
+	// What a stream declares to a keyby is no child's own declaration.
+	return codec.WithShardEventTime(codec.WithInfo(r.in, info), codec.ShardEventTimeColumn{}), upstream, nil
+}
+
+// setShardCommits sets where sink children record their commits (s.shardCommits): keyby marks
+// upstream the epochs every shard committed (stage.EnvShardCommits). Without a checkpoint
+// directory dir it is a new temporary directory, returned for the caller to remove.
+func (s *Sharded) setShardCommits(dir *state.Dir) (tmp string, err error) {
+	if dir != nil {
+		s.shardCommits = filepath.Join(dir.Path, "shards")
+		return "", nil
+	}
+	tmp, err = os.MkdirTemp("", "streamkit-keyby-")
+	if err != nil {
+		return "", fmt.Errorf("keyby: %w", err)
+	}
+	s.shardCommits = tmp
+	return tmp, nil
+}
+
+// newPropagator returns the initialised propagator of the shards' commits to keyby's own
+// checkpoint directory dir (if any), then to the directories upstream of keyby.
+func (s *Sharded) newPropagator(o stage.Options, dir *state.Dir, upstream []string) (*commitPropagator, error) {
+	var targets []string // where keyby writes the markers: its own directory, then upstream
+	if dir != nil {
+		targets = append(targets, dir.Path)
+	}
+	prop := &commitPropagator{dir: s.shardCommits, shards: s.N, targets: append(targets, stage.Upstream(upstream)...), log: cmp.Or(o.Log, slog.Default())}
+	if err := prop.init(); err != nil {
+		return nil, err
+	}
+	return prop, nil
+}
+
+// startChildren launches the children, which read schema, and writes it to each.
+func (r *shardRun) startChildren(schema *arrow.Schema) error {
+	children, err := r.s.start(r.o, schema, r.mem)
+	if err != nil {
+		return err
+	}
+	r.children = children
 	for _, c := range children {
+		// The children write their output schema as soon as they have read this one; keyby
+		// learns their event time from it (learn). A child that is gone fails the first
+		// write of route instead, which reports it.
+		_ = c.w.WriteSchema()
+	}
+	return nil
+}
+
+// stopChildren kills the children still running, waits until every one has exited, then
+// marks what all of them committed (prop).
+func (r *shardRun) stopChildren(prop *commitPropagator) error {
+	for _, c := range r.children {
+		select {
+		case <-c.exited:
+		default:
+			c.cmd.Process.Kill()
+			<-c.exited
+		}
+	}
+	// Every child is gone: mark what all of them committed.
+	return prop.propagate()
+}
+
+// startMerge merges the children's outputs on stdout, in a goroutine. When merging fails (a
+// child that does not speak the protocol, a reader that went away) the children are killed,
+// so that routing, which may be blocked writing to a child, fails too instead of waiting
+// forever.
+func (r *shardRun) startMerge() {
+	r.mergeErr = make(chan error, 1)
+	r.mergeDone = make(chan struct{})
+	r.learn = make(chan codec.ShardEventTimeColumn, 1)
+	go func() {
+		r.merged = r.s.merge(r.ctx, r.o, r.children, r.mem, r.learn)
+		if r.merged != nil && !errors.Is(r.merged, stage.ErrInterrupted) {
+			killAfterFailure(r.children)
+		}
+		close(r.mergeDone)
+		r.mergeErr <- r.merged
+	}()
+}
+
+// watchSignals handles the signals on sigs until done is closed: the first makes route end
+// the children's streams after the next barrier, the second kills the children.
+func (r *shardRun) watchSignals(sigs <-chan os.Signal, done <-chan struct{}) {
+	n := 0
+	for {
+		select {
+		case <-done:
+			return
+		case <-sigs:
+		}
+		n++
+		r.interruptedFlag.Store(true)
+		if n == 1 {
+			if r.o.Log != nil {
+				r.o.Log.Info("interrupt: the shards finish the current epoch, then stop (interrupt again to abort)")
+			}
+		} else {
+			killAll(r.children)
+			r.cancel()
+		}
+	}
+}
+
+// route reads keyby's input to its end (or end batch) and writes every row to its child,
+// every control to all children and, when the children declared an event time, the latest
+// event time routed so far after each batch (codec.Progress). Errors: keyby's own input
+// failing as *inputError, else a failed write to a child.
+func (r *shardRun) route() error {
+	var hashes []uint64
+	idx := make([][]int32, r.s.N)
+	var ts []int64
+	var tsOK []bool
+	progress := int64(window.MinTime)
+	var times *window.TimeExtractor
+	learned := !r.s.Tools[r.s.Cmd[0]] // keyby sends progress to streamkit children only
+	for {
+		m, err := r.rd.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return &inputError{fmt.Errorf("keyby: stdin: %w", err)}
+		}
+		if m.Control != nil {
+			if done, err := r.forwardControl(*m.Control); err != nil || done {
+				return err
+			}
+			continue
+		}
+		if !learned {
+			// Before the first row: the children's first schemas say from which column
+			// the progress that follows every batch is read.
+			select {
+			case e := <-r.learn:
+				times = extractor(e, r.in)
+			case <-r.ctx.Done():
+				m.Batch.Release()
+				return r.ctx.Err()
+			}
+			learned = true
+		}
+		err = r.s.routeBatch(r.ctx, r.mem, r.bufs, r.enc, m.Batch, r.children, idx, &hashes)
+		if err == nil && times != nil {
+			// The children's own errors name bad event times; here they only do not count.
+			if ts, tsOK, err = times.Extract(m.Batch, ts, tsOK); err != nil {
+				ts, tsOK, err = ts[:0], tsOK[:0], nil
+			}
+		}
+		m.Batch.Release()
+		if err != nil {
+			return err
+		}
+		if times == nil {
+			continue
+		}
+		if progress, err = r.sendProgress(progress, ts, tsOK); err != nil {
+			return err
+		}
+	}
+}
+
+// forwardControl writes control c of keyby's input to every child; done tells that routing
+// ends here: at the end batch, or at a barrier after a signal, where every shard is sent
+// end=pause as a stage would end itself.
+func (r *shardRun) forwardControl(c codec.Control) (done bool, err error) {
+	for _, ch := range r.children {
+		if err := ch.w.WriteControl(c); err != nil {
+			return false, fmt.Errorf("keyby: shard %d: %w", ch.i, err)
+		}
+	}
+	if c.Kind == codec.End {
+		return true, nil
+	}
+	if c.Kind == codec.Barrier && r.interruptedFlag.Load() {
+		// Interrupted: every shard ends after this barrier, as a stage would.
+		end := codec.EndControl(codec.Pause)
+		end.Interrupted = true
+		for _, ch := range r.children {
+			if err := ch.w.WriteControl(end); err != nil {
+				return false, fmt.Errorf("keyby: shard %d: %w", ch.i, err)
+			}
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// sendProgress sends every child the latest of progress and of the valid event times ts
+// (tsOK) of the batch just routed, if it is later than progress, and returns it.
+func (r *shardRun) sendProgress(progress int64, ts []int64, tsOK []bool) (int64, error) {
+	latest := progress
+	for i, ok := range tsOK {
+		if ok && ts[i] > latest {
+			latest = ts[i]
+		}
+	}
+	if latest > progress {
+		progress = latest
+		for _, c := range r.children {
+			if err := c.w.WriteControl(codec.ProgressControl(time.UnixMicro(latest))); err != nil {
+				return progress, fmt.Errorf("keyby: shard %d: %w", c.i, err)
+			}
+		}
+	}
+	return progress, nil
+}
+
+// closeInputs closes the children's input streams after routing ended with rerr, and returns
+// rerr, or the failure to end a stream after a complete input.
+func (r *shardRun) closeInputs(rerr error) error {
+	for _, c := range r.children {
 		// Only a complete input ends the children's streams with the end-of-stream marker.
 		// After a failure (a dead child, a truncated input) their pipes are just closed: a
 		// child must see a truncated stream and fail, not a clean end, which a stage takes
@@ -417,34 +519,42 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 		}
 		c.stdin.Close()
 	}
+	return rerr
+}
+
+// finish waits for the merge and the children after routing ended with rerr, and returns
+// Run's result: the cause of a failure (childFailure), stage.ErrInterrupted after a signal,
+// nil when the reader of keyby's stdout went away.
+func (r *shardRun) finish(rerr error) error {
 	var ie *inputError
 	if errors.As(rerr, &ie) {
 		// keyby's own input failed (e.g. truncated: the upstream process died); the shards
 		// fail only because their input was cut in turn.
-		cancel()
-		killAll(children)
+		r.cancel()
+		killAll(r.children)
 		return rerr
 	}
 	if rerr != nil {
 		// A broken pipe to a child is the symptom of a failed merge or child: report that.
 		select {
-		case <-mergeDone:
-			if merged != nil {
-				rerr = merged
+		case <-r.mergeDone:
+			if r.merged != nil {
+				rerr = r.merged
 			}
 		case <-time.After(5 * time.Second):
 		}
-		cancel()
-		killAll(children)
+		r.cancel()
+		killAll(r.children)
 		switch {
-		case merged != nil && isBrokenPipe(merged):
+		case r.merged != nil && isBrokenPipe(r.merged):
 			return nil // the reader of our stdout went away (e.g. | head): stop quietly
-		case isBrokenPipe(rerr) && interruptedFlag.Load():
+		case isBrokenPipe(rerr) && r.interruptedFlag.Load():
 			return stage.ErrInterrupted
 		}
-		return s.childFailure(children, rerr)
+		return r.s.childFailure(r.children, rerr)
 	}
-	merr := <-mergeErr
+	interrupted := false
+	merr := <-r.mergeErr
 	if errors.Is(merr, stage.ErrInterrupted) {
 		interrupted, merr = true, nil
 	}
@@ -452,16 +562,16 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 		return nil // the reader of our stdout went away (e.g. | head): stop quietly
 	}
 	if merr != nil {
-		cancel()
-		return s.childFailure(children, merr)
+		r.cancel()
+		return r.s.childFailure(r.children, merr)
 	}
-	for _, c := range children {
+	for _, c := range r.children {
 		<-c.exited
-		if !c.state.Success() && !((interrupted || interruptedFlag.Load()) && c.state.ExitCode() == stage.ExitInterrupted) {
-			return s.childFailure(children, fmt.Errorf("keyby: shard %d: %s", c.i, c.state))
+		if !c.state.Success() && !((interrupted || r.interruptedFlag.Load()) && c.state.ExitCode() == stage.ExitInterrupted) {
+			return r.s.childFailure(r.children, fmt.Errorf("keyby: shard %d: %s", c.i, c.state))
 		}
 	}
-	if interrupted || interruptedFlag.Load() {
+	if interrupted || r.interruptedFlag.Load() {
 		return stage.ErrInterrupted
 	}
 	return nil
@@ -647,77 +757,22 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 	if err != nil || readers == nil {
 		return err // readers nil: every child is a sink, keyby writes nothing either
 	}
-	// One schema: the children run the same command on the same input; their checkpoint
-	// lists are united so the sink commits every child's directory.
-	first := readers[0].Schema()
-	info := codec.Info(first)
-	// So are their source partitions (each names them as its own: stage.shardPartition).
-	seen, seenPart := map[string]bool{}, map[string]bool{}
-	var dirs, parts []string
-	for i, r := range readers {
-		if !r.Schema().Equal(first) {
-			return fmt.Errorf("keyby: shard %d output schema differs from shard 0: %v vs %v", i, r.Schema(), first)
-		}
-		ri := codec.Info(r.Schema())
-		dirs = appendNew(dirs, seen, ri.Checkpoints)
-		parts = appendNew(parts, seenPart, ri.Partitions)
-	}
-	info.Checkpoints, info.Partitions = dirs, parts
-	// The children's event time is keyby's own to declare when it is a shard itself (its
-	// parent sends it progress, which it passes on); the outermost keyby drops it.
-	out := codec.WithInfo(first, info)
-	if !o.Shard.IsShard() {
-		declared = codec.ShardEventTimeColumn{}
-	}
-	w := codec.NewWriter(o.Stdout, codec.WithShardEventTime(out, declared), mem)
-	if o.Shard.IsShard() {
-		if err := w.WriteSchema(); err != nil {
-			return err
-		}
+	w, err := mergedWriter(o, readers, declared, mem)
+	if err != nil {
+		return err
 	}
 
 	// Data goes to stdout from each child's reader goroutine, under mu, as it comes; controls
-	// go to the loop below, which aligns them. A child that sent barrier n reads nothing more
-	// until every child sent it, so no data of epoch n+1 precedes barrier n. Data batches are
-	// passed on as the bytes of their IPC message when the children's streams allow it (no
+	// go to the loop of align, which aligns them. A child that sent barrier n reads nothing
+	// more until every child sent it, so no data of epoch n+1 precedes barrier n. Data batches
+	// are passed on as the bytes of their IPC message when the children's streams allow it (no
 	// dictionaries): no decoding and re-encoding in the parent (the next reader validates them);
 	// large ones go from the child's pipe to stdout by splice(2), not through the parent.
-	var mu sync.Mutex
-	raw := true
+	m := &merger{children: children, w: w, raw: true, msgs: make(chan childMsg, 16),
+		barriers: map[uint64]int{}, wms: make([]time.Time, len(children)), endKind: codec.Final}
 	for _, r := range readers {
-		raw = raw && r.Forwardable()
+		m.raw = m.raw && r.Forwardable()
 	}
-	// write runs one write of the merged stream under mu; its failure is a *writeError.
-	write := func(f func() error) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if err := f(); err != nil {
-			return &writeError{err}
-		}
-		return nil
-	}
-	// next reads the next control of child i's output, writing the data batches before it.
-	next := func(r *codec.Reader) (*codec.Control, error) {
-		for {
-			if raw {
-				c, err := r.ForwardNext(w, write)
-				if err != nil || c != nil {
-					return c, err
-				}
-				continue
-			}
-			m, err := r.Next()
-			if err != nil || m.Control != nil {
-				return m.Control, err
-			}
-			err = write(func() error { return w.Write(m.Batch) })
-			m.Batch.Release()
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
-	msgs := make(chan childMsg, 16)
 	var wg sync.WaitGroup
 	ctx, stop := context.WithCancel(ctx)
 	defer func() {
@@ -733,44 +788,152 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 		wg.Add(1)
 		go func(i int, r *codec.Reader) {
 			defer wg.Done()
-			for {
-				c, err := next(r)
-				if err == io.EOF {
-					select {
-					case msgs <- childMsg{i: i, eof: true}:
-					case <-ctx.Done():
-					}
-					return
-				}
-				select {
-				case msgs <- childMsg{i: i, c: c, err: err}:
-				case <-ctx.Done():
-					return
-				}
-				if err != nil {
-					return
-				}
-				if c.Kind == codec.Barrier {
-					select {
-					case <-children[i].resume:
-					case <-ctx.Done():
-						return
-					}
-				}
-			}
+			m.readChild(ctx, i, r)
 		}(i, r)
 	}
-	n := len(children)
-	barriers := map[uint64]int{}
-	wms := make([]time.Time, n)
-	var lastWM time.Time
-	ended, eofs := 0, 0
-	endKind := codec.Final
-	interrupted := false
+	if err := m.align(ctx); err != nil {
+		return err
+	}
+	end := codec.EndControl(m.endKind)
+	end.Interrupted = m.interrupted
+	if err := w.WriteControl(end); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if m.interrupted {
+		return stage.ErrInterrupted
+	}
+	return nil
+}
+
+// mergedWriter returns the writer of the merged stream on o.Stdout (its schema written at once
+// when keyby is a shard itself). There is one schema: the children run the same command on
+// the same input; their checkpoint lists and source partitions are united so the sink
+// commits every child's directory. Errors: a child whose schema differs from the first's.
+func mergedWriter(o stage.Options, readers []*codec.Reader, declared codec.ShardEventTimeColumn, mem memory.Allocator) (*codec.Writer, error) {
+	first := readers[0].Schema()
+	info := codec.Info(first)
+	// So are their source partitions (each names them as its own: stage.shardPartition).
+	seen, seenPart := map[string]bool{}, map[string]bool{}
+	var dirs, parts []string
+	for i, r := range readers {
+		if !r.Schema().Equal(first) {
+			return nil, fmt.Errorf("keyby: shard %d output schema differs from shard 0: %v vs %v", i, r.Schema(), first)
+		}
+		ri := codec.Info(r.Schema())
+		dirs = appendNew(dirs, seen, ri.Checkpoints)
+		parts = appendNew(parts, seenPart, ri.Partitions)
+	}
+	info.Checkpoints, info.Partitions = dirs, parts
+	// The children's event time is keyby's own to declare when it is a shard itself (its
+	// parent sends it progress, which it passes on); the outermost keyby drops it.
+	out := codec.WithInfo(first, info)
+	if !o.Shard.IsShard() {
+		declared = codec.ShardEventTimeColumn{}
+	}
+	w := codec.NewWriter(o.Stdout, codec.WithShardEventTime(out, declared), mem)
+	if o.Shard.IsShard() {
+		if err := w.WriteSchema(); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// merger is the state merge shares between the children's reader goroutines (readChild),
+// which write data to the merged stream as it comes, and the loop that aligns the children's
+// controls (align).
+type merger struct {
+	children []*child
+	w        *codec.Writer // the merged stream
+	mu       sync.Mutex    // held by every write to w
+	raw      bool          // data batches pass as the bytes of their IPC messages
+	msgs     chan childMsg // the children's controls, failures and ends
+
+	// align's state.
+	barriers    map[uint64]int // epoch: the children that sent its barrier
+	wms         []time.Time    // every child's last watermark
+	lastWM      time.Time      // the last watermark written
+	ended       int            // children that sent their end batch
+	endKind     codec.EndKind  // pause if a child ended with pause, else final
+	interrupted bool           // a child's end says it was interrupted
+}
+
+// write runs one write of the merged stream under mu; its failure is a *writeError.
+func (m *merger) write(f func() error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := f(); err != nil {
+		return &writeError{err}
+	}
+	return nil
+}
+
+// next reads the next control of the output r of a child, writing the data batches before it.
+func (m *merger) next(r *codec.Reader) (*codec.Control, error) {
+	for {
+		if m.raw {
+			c, err := r.ForwardNext(m.w, m.write)
+			if err != nil || c != nil {
+				return c, err
+			}
+			continue
+		}
+		msg, err := r.Next()
+		if err != nil || msg.Control != nil {
+			return msg.Control, err
+		}
+		err = m.write(func() error { return m.w.Write(msg.Batch) })
+		msg.Batch.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// readChild passes on the output r of child i until it ends or fails, or ctx is done: its
+// controls, failure and end go to msgs; after a barrier it waits until align resumes it.
+func (m *merger) readChild(ctx context.Context, i int, r *codec.Reader) {
+	for {
+		c, err := m.next(r)
+		if err == io.EOF {
+			select {
+			case m.msgs <- childMsg{i: i, eof: true}:
+			case <-ctx.Done():
+			}
+			return
+		}
+		select {
+		case m.msgs <- childMsg{i: i, c: c, err: err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+		if c.Kind == codec.Barrier {
+			select {
+			case <-m.children[i].resume:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// align takes the children's controls from msgs until every output ended, writing barrier n
+// once every child sent it (then resuming them) and the minimum watermark when it advances.
+// Errors: a failed write of the merged stream, a child's failed output, a child whose output
+// ended without an end batch.
+func (m *merger) align(ctx context.Context) error {
+	n := len(m.children)
+	eofs := 0
 	for eofs < n {
 		var cm childMsg
 		select {
-		case cm = <-msgs:
+		case cm = <-m.msgs:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -785,59 +948,57 @@ func (s *Sharded) merge(ctx context.Context, o stage.Options, children []*child,
 		if cm.err != nil {
 			return fmt.Errorf("keyby: shard %d output: %w", cm.i, cm.err)
 		}
-		c := *cm.c
-		writeControl := func(c codec.Control) error { return write(func() error { return w.WriteControl(c) }) }
-		switch c.Kind {
-		case codec.Barrier:
-			barriers[c.Epoch]++
-			if barriers[c.Epoch] == n {
-				delete(barriers, c.Epoch)
-				if err := writeControl(c); err != nil {
-					return err
-				}
-				for _, ch := range children {
-					ch.resume <- struct{}{}
-				}
-			}
-		case codec.Watermark:
-			wms[cm.i] = c.Watermark
-			min := c.Watermark
-			for _, t := range wms {
-				if t.IsZero() {
-					min = time.Time{}
-					break
-				}
-				if t.Before(min) {
-					min = t
-				}
-			}
-			if !min.IsZero() && min.After(lastWM) {
-				lastWM = min
-				if err := writeControl(codec.WatermarkControl(min)); err != nil {
-					return err
-				}
-			}
-		case codec.End:
-			ended++
-			if c.End == codec.Pause {
-				endKind = codec.Pause
-			}
-			interrupted = interrupted || c.Interrupted
+		if err := m.control(cm.i, *cm.c); err != nil {
+			return err
 		}
 	}
-	if ended < n {
+	if m.ended < n {
 		return errors.New("keyby: a shard ended without an end-of-stream")
 	}
-	end := codec.EndControl(endKind)
-	end.Interrupted = interrupted
-	if err := w.WriteControl(end); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	if interrupted {
-		return stage.ErrInterrupted
+	return nil
+}
+
+// control takes control c of child i: a barrier is written (and every child resumed) once
+// every child sent it, a watermark once the minimum of the children's advances, an end is
+// counted.
+func (m *merger) control(i int, c codec.Control) error {
+	writeControl := func(c codec.Control) error { return m.write(func() error { return m.w.WriteControl(c) }) }
+	switch c.Kind {
+	case codec.Barrier:
+		m.barriers[c.Epoch]++
+		if m.barriers[c.Epoch] == len(m.children) {
+			delete(m.barriers, c.Epoch)
+			if err := writeControl(c); err != nil {
+				return err
+			}
+			for _, ch := range m.children {
+				ch.resume <- struct{}{}
+			}
+		}
+	case codec.Watermark:
+		m.wms[i] = c.Watermark
+		min := c.Watermark
+		for _, t := range m.wms {
+			if t.IsZero() {
+				min = time.Time{}
+				break
+			}
+			if t.Before(min) {
+				min = t
+			}
+		}
+		if !min.IsZero() && min.After(m.lastWM) {
+			m.lastWM = min
+			if err := writeControl(codec.WatermarkControl(min)); err != nil {
+				return err
+			}
+		}
+	case codec.End:
+		m.ended++
+		if c.End == codec.Pause {
+			m.endKind = codec.Pause
+		}
+		m.interrupted = m.interrupted || c.Interrupted
 	}
 	return nil
 }

@@ -275,18 +275,59 @@ func brokerRanges(ctx context.Context, conn kafkaconn.Config, timeout time.Durat
 	return out, missing, ids, nil
 }
 
+// kafkaRow is one row of the Kafka section: a stage's recorded offsets of one topic partition.
+type kafkaRow struct {
+	stage          string
+	tp             kafka.TP
+	committedEpoch uint64
+	walEpoch       uint64
+	committed, wal *int64
+	isolation      string
+	topicID        kafka.TopicID // the committed position's, else the WAL's; zero: not recorded
+}
+
 // kafkaRows is the Kafka section: one row per stage and topic partition.
 func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sourceStage) (arrow.RecordBatch, error) {
-	type row struct {
-		stage          string
-		tp             kafka.TP
-		committedEpoch uint64
-		walEpoch       uint64
-		committed, wal *int64
-		isolation      string
-		topicID        kafka.TopicID // the committed position's, else the WAL's; zero: not recorded
+	rows, topicSet, err := recordedKafkaRows(srcs)
+	if err != nil {
+		return nil, err
 	}
-	var rows []row
+	var ranges map[kafka.TP]logRange
+	var missing map[string]bool
+	var ids map[string]kafka.TopicID
+	if cfg.Lag {
+		topics := sortedKeys(topicSet)
+		if ranges, missing, ids, err = brokerRanges(ctx, cfg.Conn, cfg.Timeout, topics); err != nil {
+			return nil, err
+		}
+		rows = appendNewPartitions(rows, srcs, ranges)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.stage != b.stage {
+			return a.stage < b.stage
+		}
+		if a.tp.Topic != b.tp.Topic {
+			return a.tp.Topic < b.tp.Topic
+		}
+		return a.tp.Partition < b.tp.Partition
+	})
+	b := array.NewRecordBuilder(mem, kafkaSchema(cfg.Lag))
+	defer b.Release()
+	for _, r := range rows {
+		appendKafkaRow(b, r)
+		if cfg.Lag {
+			appendKafkaLag(b, r, ranges, missing, ids)
+		}
+	}
+	return b.NewRecordBatch(), nil
+}
+
+// recordedKafkaRows decodes the committed and newest WAL positions of srcs: one row per stage
+// and topic partition either names, and the set of the topics they name. Errors: a position
+// that is not Kafka offsets JSON.
+func recordedKafkaRows(srcs []sourceStage) ([]kafkaRow, map[string]bool, error) {
+	var rows []kafkaRow
 	topicSet := map[string]bool{}
 	for _, s := range srcs {
 		var cp, wp kafka.Position
@@ -298,7 +339,7 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 				continue
 			}
 			if err := json.Unmarshal(p.raw, p.dst); err != nil {
-				return nil, fmt.Errorf("state-dump: %s: position is not Kafka offsets JSON: %w", s.path, err)
+				return nil, nil, fmt.Errorf("state-dump: %s: position is not Kafka offsets JSON: %w", s.path, err)
 			}
 		}
 		c, w := cp.Offsets, wp.Offsets
@@ -310,8 +351,8 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 			tps[tp] = true
 		}
 		iso := s.meta.Options["isolation"]
-		add := func(tp kafka.TP) {
-			r := row{stage: s.name, tp: tp, committedEpoch: s.committed, walEpoch: s.wal, isolation: iso, topicID: cp.TopicIDs[tp.Topic]}
+		for tp := range tps {
+			r := kafkaRow{stage: s.name, tp: tp, committedEpoch: s.committed, walEpoch: s.wal, isolation: iso, topicID: cp.TopicIDs[tp.Topic]}
 			if r.topicID.IsZero() {
 				r.topicID = wp.TopicIDs[tp.Topic]
 			}
@@ -324,46 +365,34 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 			rows = append(rows, r)
 			topicSet[tp.Topic] = true
 		}
-		for tp := range tps {
-			add(tp)
-		}
 	}
-	var ranges map[kafka.TP]logRange
-	var missing map[string]bool
-	var ids map[string]kafka.TopicID
-	if cfg.Lag {
-		topics := sortedKeys(topicSet)
-		var err error
-		if ranges, missing, ids, err = brokerRanges(ctx, cfg.Conn, cfg.Timeout, topics); err != nil {
-			return nil, err
-		}
-		// Partitions on the brokers that a stage has not recorded (new partitions).
-		for _, s := range srcs {
-			have := map[kafka.TP]bool{}
-			stageTopics := map[string]bool{}
-			for _, r := range rows {
-				if r.stage == s.name {
-					have[r.tp] = true
-					stageTopics[r.tp.Topic] = true
-				}
+	return rows, topicSet, nil
+}
+
+// appendNewPartitions appends to rows the partitions on the brokers (ranges) that a stage has
+// not recorded although it reads their topic (new partitions), with no offsets.
+func appendNewPartitions(rows []kafkaRow, srcs []sourceStage, ranges map[kafka.TP]logRange) []kafkaRow {
+	for _, s := range srcs {
+		have := map[kafka.TP]bool{}
+		stageTopics := map[string]bool{}
+		for _, r := range rows {
+			if r.stage == s.name {
+				have[r.tp] = true
+				stageTopics[r.tp.Topic] = true
 			}
-			for tp := range ranges {
-				if stageTopics[tp.Topic] && !have[tp] {
-					rows = append(rows, row{stage: s.name, tp: tp, committedEpoch: s.committed, walEpoch: s.wal, isolation: s.meta.Options["isolation"]})
-				}
+		}
+		for tp := range ranges {
+			if stageTopics[tp.Topic] && !have[tp] {
+				rows = append(rows, kafkaRow{stage: s.name, tp: tp, committedEpoch: s.committed, walEpoch: s.wal, isolation: s.meta.Options["isolation"]})
 			}
 		}
 	}
-	sort.Slice(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
-		if a.stage != b.stage {
-			return a.stage < b.stage
-		}
-		if a.tp.Topic != b.tp.Topic {
-			return a.tp.Topic < b.tp.Topic
-		}
-		return a.tp.Partition < b.tp.Partition
-	})
+	return rows
+}
+
+// kafkaSchema is the schema of the Kafka section; lag adds the brokers' log range, the lags
+// and the status (columns 8 to 12).
+func kafkaSchema(lag bool) *arrow.Schema {
 	fields := []arrow.Field{
 		{Name: "stage", Type: arrow.BinaryTypes.String},
 		{Name: "topic", Type: arrow.BinaryTypes.String},
@@ -374,7 +403,7 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 		{Name: "wal", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		{Name: "topic_id", Type: arrow.BinaryTypes.String, Nullable: true},
 	}
-	if cfg.Lag {
+	if lag {
 		fields = append(fields,
 			arrow.Field{Name: "log_start", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 			arrow.Field{Name: "log_end", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
@@ -382,72 +411,77 @@ func kafkaRows(ctx context.Context, mem memory.Allocator, cfg Config, srcs []sou
 			arrow.Field{Name: "wal_lag", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 			arrow.Field{Name: "status", Type: arrow.BinaryTypes.String})
 	}
-	b := array.NewRecordBuilder(mem, arrow.NewSchema(fields, nil))
-	defer b.Release()
-	opt := func(f array.Builder, v *int64) {
-		if v == nil {
-			f.AppendNull()
-		} else {
-			f.(*array.Int64Builder).Append(*v)
-		}
+	return arrow.NewSchema(fields, nil)
+}
+
+// appendOptInt64 appends *v to the Int64 builder f, null when v is nil.
+func appendOptInt64(f array.Builder, v *int64) {
+	if v == nil {
+		f.AppendNull()
+	} else {
+		f.(*array.Int64Builder).Append(*v)
 	}
-	for _, r := range rows {
-		b.Field(0).(*array.StringBuilder).Append(r.stage)
-		b.Field(1).(*array.StringBuilder).Append(r.tp.Topic)
-		b.Field(2).(*array.Int32Builder).Append(r.tp.Partition)
-		b.Field(3).(*array.Uint64Builder).Append(r.committedEpoch)
-		opt(b.Field(4), r.committed)
-		b.Field(5).(*array.Uint64Builder).Append(r.walEpoch)
-		opt(b.Field(6), r.wal)
-		if r.topicID.IsZero() {
-			b.Field(7).AppendNull()
-		} else {
-			b.Field(7).(*array.StringBuilder).Append(r.topicID.String())
+}
+
+// appendKafkaRow appends the recorded columns (0 to 7) of r to b.
+func appendKafkaRow(b *array.RecordBuilder, r kafkaRow) {
+	b.Field(0).(*array.StringBuilder).Append(r.stage)
+	b.Field(1).(*array.StringBuilder).Append(r.tp.Topic)
+	b.Field(2).(*array.Int32Builder).Append(r.tp.Partition)
+	b.Field(3).(*array.Uint64Builder).Append(r.committedEpoch)
+	appendOptInt64(b.Field(4), r.committed)
+	b.Field(5).(*array.Uint64Builder).Append(r.walEpoch)
+	appendOptInt64(b.Field(6), r.wal)
+	if r.topicID.IsZero() {
+		b.Field(7).AppendNull()
+	} else {
+		b.Field(7).(*array.StringBuilder).Append(r.topicID.String())
+	}
+}
+
+// appendKafkaLag appends the --lag columns (8 to 12) of r to b: the partition's log range on
+// the brokers (ranges; missing names the topics they do not have), the lags of the committed
+// and WAL offsets behind the end a reader of r's isolation reaches, and the status.
+func appendKafkaLag(b *array.RecordBuilder, r kafkaRow, ranges map[kafka.TP]logRange, missing map[string]bool, ids map[string]kafka.TopicID) {
+	lr, ok := ranges[r.tp]
+	if !ok {
+		for i := 8; i <= 11; i++ {
+			b.Field(i).AppendNull()
 		}
-		if !cfg.Lag {
-			continue
-		}
-		lr, ok := ranges[r.tp]
-		if !ok {
-			for i := 8; i <= 11; i++ {
-				b.Field(i).AppendNull()
-			}
-			st := StatusNoPartition
-			if missing[r.tp.Topic] {
-				st = StatusNoTopic
-			}
-			b.Field(12).(*array.StringBuilder).Append(st)
-			continue
-		}
-		end := lr.stable
-		if r.isolation == kafka.ReadUncommitted {
-			end = lr.end
-		}
-		b.Field(8).(*array.Int64Builder).Append(lr.start)
-		b.Field(9).(*array.Int64Builder).Append(end)
-		lag := func(pos *int64) *int64 {
-			if pos == nil {
-				return nil
-			}
-			v := end - max(*pos, lr.start)
-			return &v
-		}
-		opt(b.Field(10), lag(r.committed))
-		opt(b.Field(11), lag(r.wal))
-		st := StatusOK
-		switch now := ids[r.tp.Topic]; {
-		case !r.topicID.IsZero() && !now.IsZero() && r.topicID != now:
-			st = StatusRecreated
-		case r.committed == nil && r.wal == nil:
-			st = StatusNew
-		case r.committed != nil && *r.committed < lr.start || r.wal != nil && *r.wal < lr.start:
-			st = StatusDataLoss
-		case r.committed != nil && *r.committed > lr.end || r.wal != nil && *r.wal > lr.end:
-			st = StatusBeyondEnd
+		st := StatusNoPartition
+		if missing[r.tp.Topic] {
+			st = StatusNoTopic
 		}
 		b.Field(12).(*array.StringBuilder).Append(st)
+		return
 	}
-	return b.NewRecordBatch(), nil
+	end := lr.stable
+	if r.isolation == kafka.ReadUncommitted {
+		end = lr.end
+	}
+	b.Field(8).(*array.Int64Builder).Append(lr.start)
+	b.Field(9).(*array.Int64Builder).Append(end)
+	lag := func(pos *int64) *int64 {
+		if pos == nil {
+			return nil
+		}
+		v := end - max(*pos, lr.start)
+		return &v
+	}
+	appendOptInt64(b.Field(10), lag(r.committed))
+	appendOptInt64(b.Field(11), lag(r.wal))
+	st := StatusOK
+	switch now := ids[r.tp.Topic]; {
+	case !r.topicID.IsZero() && !now.IsZero() && r.topicID != now:
+		st = StatusRecreated
+	case r.committed == nil && r.wal == nil:
+		st = StatusNew
+	case r.committed != nil && *r.committed < lr.start || r.wal != nil && *r.wal < lr.start:
+		st = StatusDataLoss
+	case r.committed != nil && *r.committed > lr.end || r.wal != nil && *r.wal > lr.end:
+		st = StatusBeyondEnd
+	}
+	b.Field(12).(*array.StringBuilder).Append(st)
 }
 
 // filesPosition is read-files' position (source/files: the cursor at the end of the epoch and
