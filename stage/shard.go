@@ -71,19 +71,20 @@ type ShardEnv struct {
 	// Commits is EnvShardCommits: the directory under which a sink shard records its commits
 	// (<Commits>/<Index>/commits); "" when keyby did not give one.
 	Commits string
-	// Progress is EnvShardProgress=1: keyby sends this child event-time progress when it
-	// declares its event time (see EnvShardProgress).
+	// Progress is EnvShardProgress set (keyby writes 1): keyby sends this child event-time
+	// progress when it declares its event time (see EnvShardProgress).
 	Progress bool
 	// CheckpointRoot is EnvCheckpoint: the checkpoint root of stages without --checkpoint; ""
 	// for none.
 	CheckpointRoot string
 }
 
-// LoadShardEnv reads the shard environment with getenv (os.Getenv) and validates it: EnvShard
-// a decimal index, EnvShardPath dot-separated indexes ending in it, EnvShardRoute a
-// ShardRoute value whose N is above the index, EnvShardProgress "1" or unset, and none of the
-// shard variables without EnvShard. Errors are usage errors naming the variable (keyby sets
-// them; a user who sets them by hand gets told so).
+// LoadShardEnv reads the shard environment with getenv (os.Getenv) and validates it. Without
+// EnvShard the stage is no shard and the other shard variables are ignored, as stages always
+// did (a leftover export in a shell must not change or stop a stage). With EnvShard, which
+// only keyby sets: EnvShard a decimal index, EnvShardPath dot-separated indexes ending in it,
+// EnvShardRoute a ShardRoute value whose N is above the index; EnvShardProgress set to
+// anything (keyby writes "1") asks for progress. Errors are usage errors naming the variable.
 func LoadShardEnv(getenv func(string) string) (ShardEnv, error) {
 	s := ShardEnv{
 		Index:          getenv(EnvShard),
@@ -95,21 +96,10 @@ func LoadShardEnv(getenv func(string) string) (ShardEnv, error) {
 	bad := func(name, value, want string) error {
 		return Usagef("$%s=%q is not %s (keyby --shards sets it for its children)", name, value, want)
 	}
-	switch p := getenv(EnvShardProgress); p {
-	case "":
-	case "1":
-		s.Progress = true
-	default:
-		return ShardEnv{}, bad(EnvShardProgress, p, `"1"`)
-	}
 	if s.Index == "" {
-		for _, name := range []string{EnvShardPath, EnvShardRoute, EnvShardCommits, EnvShardProgress} {
-			if getenv(name) != "" {
-				return ShardEnv{}, Usagef("$%s is set without $%s (keyby --shards sets both for its children)", name, EnvShard)
-			}
-		}
-		return s, nil
+		return ShardEnv{CheckpointRoot: s.CheckpointRoot}, nil
 	}
+	s.Progress = getenv(EnvShardProgress) != ""
 	index, err := strconv.Atoi(s.Index)
 	if err != nil || index < 0 || strconv.Itoa(index) != s.Index {
 		return ShardEnv{}, bad(EnvShard, s.Index, "a shard index (0, 1, …)")

@@ -25,8 +25,10 @@ func TestLoadShardEnv(t *testing.T) {
 		{map[string]string{EnvShard: "0", EnvShardPath: "0"}, ShardEnv{}, "STREAMKIT_SHARD_PATH"},
 		{map[string]string{EnvShard: "2", EnvShardRoute: "2 by xxh3-64(id)"}, ShardEnv{}, "STREAMKIT_SHARD_ROUTE"},
 		{map[string]string{EnvShard: "0", EnvShardRoute: "by id"}, ShardEnv{}, "STREAMKIT_SHARD_ROUTE"},
-		{map[string]string{EnvShard: "0", EnvShardProgress: "yes"}, ShardEnv{}, "STREAMKIT_SHARD_PROGRESS"},
-		{map[string]string{EnvShardPath: "1.0"}, ShardEnv{}, "$STREAMKIT_SHARD_PATH is set without $STREAMKIT_SHARD"},
+		{map[string]string{EnvShard: "0", EnvShardProgress: "yes"}, ShardEnv{Index: "0", Progress: true}, ""},
+		// Without STREAMKIT_SHARD a stage is no shard: leftover shard variables are ignored.
+		{map[string]string{EnvShardPath: "1.0", EnvShardRoute: "bogus", EnvShardCommits: "/x", EnvShardProgress: "yes", EnvCheckpoint: "/ck"},
+			ShardEnv{CheckpointRoot: "/ck"}, ""},
 	} {
 		got, err := LoadShardEnv(func(k string) string { return c.env[k] })
 		var usage *UsageError

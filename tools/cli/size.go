@@ -51,7 +51,7 @@ func ParseSize(s string) (int64, error) {
 	}
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil {
-		return 0, fmt.Errorf("size %q: %v", s, err)
+		return 0, fmt.Errorf("size %q: %q is not a number; want a number with an optional unit, such as 1048576, 512MiB or 2GB", s, num)
 	}
 	mult, ok := sizeUnits[unit]
 	if !ok {
