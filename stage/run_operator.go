@@ -148,7 +148,8 @@ func (l *operatorLoop) bind() {
 }
 
 // stopReader stops the reader goroutine and frees what it read ahead. It may be blocked
-// reading an idle upstream; it waits a bounded time (the process exits anyway).
+// reading an idle upstream; it waits a bounded time (the process exits anyway), and after that
+// the reader is freed whenever it ends, so that a stage run in-process (tests) leaks nothing.
 func stopReader(cancel context.CancelFunc, inq *inbox, rd *codec.Reader) {
 	cancel()
 	go func() {
@@ -163,6 +164,10 @@ func stopReader(cancel context.CancelFunc, inq *inbox, rd *codec.Reader) {
 	case <-inq.done:
 		rd.Release()
 	case <-time.After(time.Second):
+		go func() {
+			<-inq.done
+			rd.Release()
+		}()
 	}
 }
 
