@@ -5,11 +5,11 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/streamkit/streamkit/internal/peertest"
+	"github.com/streamkit/streamkit/internal/textdiff"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden stdout files of testdata/cli/<tool>/<case>/")
@@ -54,7 +54,7 @@ func TestPrintGolden(t *testing.T) {
 			}
 			if !bytes.Equal(got, want) {
 				t.Errorf("streamkit %s < %s: stdout differs from %s (-update rewrites it)\n%s",
-					strings.Join(args, " "), input, golden, lineDiff(string(got), string(want)))
+					strings.Join(args, " "), input, golden, textdiff.Lines(string(got), string(want)))
 			}
 		})
 	}
@@ -67,29 +67,4 @@ func readCaseFile(t *testing.T, dir, name string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// lineDiff shows the first lines where got and want differ.
-func lineDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	var b strings.Builder
-	shown := 0
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl == wl {
-			continue
-		}
-		b.WriteString("line " + strconv.Itoa(i+1) + ":\n  got:  " + gl + "\n  want: " + wl + "\n")
-		if shown++; shown == 5 {
-			b.WriteString("…\n")
-			break
-		}
-	}
-	return b.String()
 }

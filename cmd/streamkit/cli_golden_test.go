@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/streamkit/streamkit/internal/peertest"
+	"github.com/streamkit/streamkit/internal/textdiff"
 )
 
 // update rewrites expected files instead of comparing: the golden CLI cases under
@@ -154,10 +154,10 @@ func runCase(t *testing.T, bin, dir string) {
 		t.Fatalf("%v (run with -update to create it)", err)
 	}
 	if gotOut != string(wantOut) {
-		t.Errorf("stdout differs from %s/stdout (-update rewrites it)\n%s\nstderr:\n%s", dir, lineDiff(gotOut, string(wantOut)), gotErr)
+		t.Errorf("stdout differs from %s/stdout (-update rewrites it)\n%s\nstderr:\n%s", dir, textdiff.Lines(gotOut, string(wantOut)), gotErr)
 	}
 	if wantErr, err := os.ReadFile(filepath.Join(dir, "stderr")); err == nil && gotErr != string(wantErr) {
-		t.Errorf("stderr differs from %s/stderr (-update rewrites it)\n%s", dir, lineDiff(gotErr, string(wantErr)))
+		t.Errorf("stderr differs from %s/stderr (-update rewrites it)\n%s", dir, textdiff.Lines(gotErr, string(wantErr)))
 	}
 }
 
@@ -277,29 +277,4 @@ func write(t *testing.T, p, s string) {
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// lineDiff shows the first lines where got and want differ.
-func lineDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	var b strings.Builder
-	shown := 0
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl == wl {
-			continue
-		}
-		fmt.Fprintf(&b, "line %d:\n  got:  %s\n  want: %s\n", i+1, gl, wl)
-		if shown++; shown == 5 {
-			b.WriteString("…\n")
-			break
-		}
-	}
-	return b.String()
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/internal/peertest"
+	"github.com/streamkit/streamkit/internal/textdiff"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden stdout files of testdata/cli/state-dump/<case>/")
@@ -129,35 +130,10 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%v (run with -update to create it)", err)
 			}
 			if got != string(want) {
-				t.Errorf("streamkit %s: stdout differs from %s (-update rewrites it)\n%s", strings.Join(args, " "), golden, lineDiff(got, string(want)))
+				t.Errorf("streamkit %s: stdout differs from %s (-update rewrites it)\n%s", strings.Join(args, " "), golden, textdiff.Lines(got, string(want)))
 			}
 		})
 	}
-}
-
-// lineDiff shows the first lines where got and want differ.
-func lineDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	var b strings.Builder
-	shown := 0
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl == wl {
-			continue
-		}
-		b.WriteString("line " + strconv.Itoa(i+1) + ":\n  got:  " + gl + "\n  want: " + wl + "\n")
-		if shown++; shown == 5 {
-			b.WriteString("…\n")
-			break
-		}
-	}
-	return b.String()
 }
 
 // jsonDump runs state-dump with --format json in dir and decodes the rows.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/streamkit/streamkit/internal/peertest"
+	"github.com/streamkit/streamkit/internal/textdiff"
 )
 
 // livePipeline is a checkpointed pipeline paced by generate --rate so that it runs for a few
@@ -173,7 +174,7 @@ func TestDumpLivePipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("the dumped pipeline's output differs from the undisturbed run's\n%s", lineDiff(string(got), string(want)))
+		t.Errorf("the dumped pipeline's output differs from the undisturbed run's\n%s", textdiff.Lines(string(got), string(want)))
 	}
 
 	// Every dump: clean, and equal to the state of a complete epoch.
