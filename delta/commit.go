@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/streamkit/streamkit/state/atomicfile"
+	"github.com/streamkit/streamkit/storage/atomicfile"
 )
 
 // Mode is the write mode of a commit.

@@ -35,5 +35,5 @@
 //     txn appId.
 //
 // Only local POSIX file systems are supported: put-if-absent is a hard link of an fsynced
-// temporary file, which is atomic and never replaces an existing commit (state/atomicfile).
+// temporary file, which is atomic and never replaces an existing commit (storage/atomicfile).
 package delta

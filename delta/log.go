@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/streamkit/streamkit/state/atomicfile"
+	"github.com/streamkit/streamkit/storage/atomicfile"
 )
 
 // LogDir is the name of the transaction log directory inside a table root.

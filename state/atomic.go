@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/streamkit/streamkit/state/atomicfile"
+	"github.com/streamkit/streamkit/storage/atomicfile"
 )
 
 // castagnoli is the CRC32C table (iSCSI polynomial), hardware-accelerated on amd64/arm64.

@@ -55,6 +55,9 @@ func violations(g graph) []string {
 			if under(from, "stage") && under(to, "delta") {
 				bad(from, to, "the stage runtime imports nothing above codec and state")
 			}
+			if under(from, "storage") && !under(to, "storage") && !under(to, "internal") {
+				bad(from, to, "storage is the bottom layer: it imports only storage/... and internal/...")
+			}
 		}
 	}
 	sort.Strings(out)
@@ -112,6 +115,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		"stage":          {"delta", "codec"},               // stage above delta
 		"cmd/streamkit":  {"tools/backfill"},               // fine
 		"sink/delta":     {"delta", "codec", "stage"},      // fine
+		"storage":        {"storage/atomicfile", "codec"},  // storage above codec
 	}
 	want := []string{
 		"codec/jsonrow imports window",
@@ -119,6 +123,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		"source/kafka imports tools/stagex",
 		"stage imports delta",
 		"state imports sink/delta",
+		"storage imports codec",
 		"tools/backfill imports tools/readfiles",
 	}
 	got := violations(g)

@@ -24,7 +24,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/delta"
-	"github.com/streamkit/streamkit/state/atomicfile"
+	"github.com/streamkit/streamkit/storage/atomicfile"
 )
 
 // Default sizes of the data writer.
