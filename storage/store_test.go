@@ -227,7 +227,7 @@ func TestLease(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"s3://bucket/t":                                      "s3://bucket/t",
+		"s3://bucket/t":                                       "s3://bucket/t",
 		"https://user:hunter2@host/x":                         "https://user:REDACTED@host/x",
 		"GET https://h/b?X-Amz-Signature=abc123&x=1":          "GET https://h/b?X-Amz-Signature=REDACTED&x=1",
 		"az://c/p?sig=secretsig&se=2026":                      "az://c/p?sig=REDACTED&se=2026",
