@@ -7,13 +7,16 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/storage"
 )
 
-// Table is a Delta table rooted at a local directory. Its fields configure commits; the zero
-// values give the documented defaults.
+// Table is a Delta table rooted at a local directory or a bucket prefix (its [storage.Store]).
+// Its fields configure commits; the zero values give the documented defaults.
 type Table struct {
-	root string
-	mem  memory.Allocator
+	root  string // the local directory, or the redacted URL of a bucket table
+	store storage.Store
+	mem   memory.Allocator
 
 	// EngineInfo goes into commitInfo.engineInfo; default "streamkit/dev".
 	EngineInfo string
@@ -29,14 +32,33 @@ type Table struct {
 // NewTable binds the table rooted at dir (which need not exist yet). mem allocates Arrow
 // memory for checkpoints (nil: memory.DefaultAllocator).
 func NewTable(dir string, mem memory.Allocator) *Table {
+	s, err := storage.Local(dir, 0o644)
+	if err != nil {
+		// Only a failing os.Getwd makes a path unresolvable; keep the path as given.
+		s, _ = storage.Local("/", 0o644)
+		s = s.Sub(dir)
+	}
+	return OpenTable(s, mem)
+}
+
+// OpenTable binds the table rooted at store s (see package storage; the root need not hold a
+// table yet). mem allocates Arrow memory for checkpoints (nil: memory.DefaultAllocator).
+func OpenTable(s storage.Store, mem memory.Allocator) *Table {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	return &Table{root: dir, mem: mem}
+	root := s.LocalDir()
+	if root == "" {
+		root = s.Location()
+	}
+	return &Table{root: root, store: s, mem: mem}
 }
 
-// Root is the table root directory.
+// Root is the table root: its local directory, or the redacted URL of a bucket table.
 func (t *Table) Root() string { return t.root }
+
+// Store is the storage the table lives in, rooted at the table root.
+func (t *Table) Store() storage.Store { return t.store }
 
 // Exists reports whether dir holds a Delta log with at least one commit or checkpoint.
 func (t *Table) Exists() (bool, error) {

@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"context"
+	"errors"
+
+	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/storage"
+)
+
+// OpenStore opens loc — a local path, a file:// URL, or a bucket URL (s3://, s3a://, gs://,
+// az://, abfss://; see package storage for credentials and endpoints) — as a storage.Store.
+// A malformed URL, an unknown scheme or credentials in the URL are usage errors (exit 2),
+// named with the redacted URL; a missing bucket, refused credentials or an unreachable store
+// are runtime errors (exit 1). unsafeSingleWriter is the --unsafe-single-writer flag: it lets
+// a store without conditional writes be used by a single writer.
+func OpenStore(ctx context.Context, loc string, unsafeSingleWriter bool) (storage.Store, error) {
+	if loc == "" {
+		return nil, stage.Usagef("the path is empty")
+	}
+	s, err := storage.Open(ctx, loc, storage.Options{UnsafeSingleWriter: unsafeSingleWriter})
+	var ue *storage.URLError
+	if errors.As(err, &ue) {
+		return nil, stage.Usagef("%s", ue.Error())
+	}
+	return s, err
+}
