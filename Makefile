@@ -22,15 +22,19 @@ demo: build
 
 # The full suite: installs the pinned real peers (Python venv with pyarrow, deltalake, DuckDB;
 # Spark + delta-spark jars for the write-delta interop tests; Kafka broker jars and kcat; the
-# Apicurio schema registry), starts the Kafka broker and the schema registry, runs every Go test with
-# STREAMKIT_REQUIRE_PEERS=1, so a test whose peer is missing fails instead of skipping, and
-# stops the broker and the registry again. Then the end-to-end job (make e2e).
+# Apicurio schema registry; S3Proxy), starts the Kafka broker, the schema registry and the
+# S3-compatible object store (scripts/s3.sh, its exports in the tests' environment), runs every
+# Go test with STREAMKIT_REQUIRE_PEERS=1, so a test whose peer is missing fails instead of
+# skipping, and stops the broker, the registry and the object store again. Then the end-to-end
+# job (make e2e).
 test: peers
 	scripts/kafka.sh start >/dev/null
 	scripts/registry.sh start >/dev/null || { scripts/kafka.sh stop; exit 1; }
+	scripts/s3.sh start >/dev/null || { scripts/registry.sh stop; scripts/kafka.sh stop; exit 1; }
+	eval "$$(scripts/s3.sh env)" && \
 	STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test -count=1 -timeout 25m ./... \
 	  && $(MAKE) --no-print-directory e2e E2E_ROWS=$(TEST_E2E_ROWS); \
-	  rc=$$?; scripts/registry.sh stop; scripts/kafka.sh stop; exit $$rc
+	  rc=$$?; scripts/s3.sh stop; scripts/registry.sh stop; scripts/kafka.sh stop; exit $$rc
 
 # The end-to-end job of issue #10 (e2e/flights_test.go): real flights through the real Kafka
 # broker into Delta — one-shot, cron-style in 10 parts, and under E2E_KILLS kill -9s with a
@@ -64,7 +68,7 @@ unit:
 	$(GO) test ./...
 
 peers:
-	scripts/peers.sh python spark kafka kcat registry
+	scripts/peers.sh python spark kafka kcat registry s3
 
 # Each fuzz target for FUZZTIME (not part of `make test`); corpora live in testdata/fuzz.
 fuzz:

