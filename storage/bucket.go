@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -31,6 +33,10 @@ type bucketShared struct {
 	retry  Retry
 	unsafe bool
 	kind   string // "s3", "gs", "az": named in messages
+	// s3 and name are the S3 client and bucket name of an S3 store, for single-request
+	// streamed uploads (see bucketWriter.upload); nil elsewhere.
+	s3   *s3.Client
+	name string
 
 	probeOnce sync.Once
 	probeErr  error
@@ -358,8 +364,30 @@ func (w *bucketWriter) Close() error {
 			}
 			r = w.file
 		}
-		return w.s.b.Upload(ctx, w.key, r, &blob.WriterOptions{ContentType: "application/octet-stream", DisableContentTypeDetection: true})
+		return w.upload(ctx, r)
 	})
+}
+
+// upload sends the spooled object. On S3 it is one PutObject streamed from the spool (up to
+// S3's 5 GiB single-request limit): the SDK's multipart uploader sends checksum headers that
+// S3-compatible servers reject on CompleteMultipartUpload, and one request is also one
+// outcome to retry. Elsewhere it is gocloud's upload.
+func (w *bucketWriter) upload(ctx context.Context, r io.Reader) error {
+	sh := w.s.shared
+	size := int64(w.mem.Len())
+	if w.file != nil {
+		st, err := w.file.Stat()
+		if err != nil {
+			return err
+		}
+		size = st.Size()
+	}
+	if sh.s3 != nil && size < 5<<30 {
+		_, err := sh.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(sh.name), Key: aws.String(w.key),
+			Body: r.(io.ReadSeeker), ContentLength: aws.Int64(size), ContentType: aws.String("application/octet-stream")})
+		return err
+	}
+	return w.s.b.Upload(ctx, w.key, r, &blob.WriterOptions{ContentType: "application/octet-stream", DisableContentTypeDetection: true})
 }
 
 func (w *bucketWriter) release() {
@@ -481,6 +509,9 @@ func (s *bucketStore) checkAccess(ctx context.Context, bucket string) error {
 	})
 	if err == nil {
 		return nil
+	}
+	if code := httpStatus(err); code == 401 || code == 403 {
+		return fmt.Errorf("open %s: access denied (check the credentials in the %s SDK's environment or profile): %w", s.loc, s.shared.kind, err)
 	}
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:

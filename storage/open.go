@@ -47,9 +47,10 @@ func openBucket(ctx context.Context, loc string, opts Options) (Store, error) {
 	}
 	kind := bucketSchemes[scheme]
 	var b *blob.Bucket
+	var client *s3.Client
 	switch kind {
 	case "s3":
-		b, err = openS3(ctx, bucket, q)
+		b, client, err = openS3(ctx, bucket, q)
 	case "gs":
 		b, err = blob.OpenBucket(ctx, (&url.URL{Scheme: "gs", Host: bucket}).String())
 	case "az":
@@ -59,6 +60,7 @@ func openBucket(ctx context.Context, loc string, opts Options) (Store, error) {
 		return nil, &OpError{Op: "open", URL: Redact(loc), Tries: 1, Err: err}
 	}
 	s := newBucketStore(b, kind, strings.SplitN(loc, "?", 2)[0], prefix, opts)
+	s.shared.s3, s.shared.name = client, bucket
 	if err := s.checkAccess(ctx, bucket); err != nil {
 		b.Close()
 		return nil, err
@@ -67,7 +69,7 @@ func openBucket(ctx context.Context, loc string, opts Options) (Store, error) {
 }
 
 // openS3 opens an S3 bucket with the SDK's default configuration and the settings above.
-func openS3(ctx context.Context, bucket string, q url.Values) (*blob.Bucket, error) {
+func openS3(ctx context.Context, bucket string, q url.Values) (*blob.Bucket, *s3.Client, error) {
 	var lopts []func(*awsconfig.LoadOptions) error
 	if r := q.Get("region"); r != "" {
 		lopts = append(lopts, awsconfig.WithRegion(r))
@@ -77,7 +79,7 @@ func openS3(ctx context.Context, bucket string, q url.Values) (*blob.Bucket, err
 	lopts = append(lopts, awsconfig.WithRetryMaxAttempts(1))
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, lopts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
@@ -95,7 +97,7 @@ func openS3(ctx context.Context, bucket string, q url.Values) (*blob.Bucket, err
 	if v := q.Get("use_path_style"); v != "" {
 		ps, err := strconv.ParseBool(v)
 		if err != nil {
-			return nil, fmt.Errorf("use_path_style=%q: %w", v, err)
+			return nil, nil, fmt.Errorf("use_path_style=%q: %w", v, err)
 		}
 		pathStyle = ps
 	}
@@ -114,7 +116,8 @@ func openS3(ctx context.Context, bucket string, q url.Values) (*blob.Bucket, err
 		}
 		o.UsePathStyle = pathStyle
 	})
-	return s3blob.OpenBucket(ctx, client, bucket, &s3blob.Options{RequestChecksumCalculation: cfg.RequestChecksumCalculation})
+	b, err := s3blob.OpenBucket(ctx, client, bucket, &s3blob.Options{RequestChecksumCalculation: cfg.RequestChecksumCalculation})
+	return b, client, err
 }
 
 // openAzure opens an Azure Blob Storage container; abfs(s) URLs name the account in the host

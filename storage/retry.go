@@ -61,6 +61,10 @@ func transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
+	if code := httpStatus(err); code != 0 {
+		// The store answered: only its "try again" answers are worth another try.
+		return code >= 500 || code == 408 || code == 429
+	}
 	switch gcerrors.Code(err) {
 	case gcerrors.Internal, gcerrors.Unknown, gcerrors.ResourceExhausted, gcerrors.DeadlineExceeded, gcerrors.Canceled:
 		// gocloud maps an unclassified SDK error (a reset, a refused connection, a 5xx)
@@ -75,6 +79,16 @@ func transient(err error) bool {
 	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
 		errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// httpStatus is the HTTP status of the store's answer inside err (the SDKs' response errors
+// carry it), or 0 when there was no answer.
+func httpStatus(err error) int {
+	var hs interface{ HTTPStatusCode() int }
+	if errors.As(err, &hs) {
+		return hs.HTTPStatusCode()
+	}
+	return 0
 }
 
 // OpError is a bucket call that failed for good: after its last try, or at once when the error
