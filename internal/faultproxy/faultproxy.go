@@ -10,7 +10,9 @@
 //
 // The proxy knows just enough HTTP/1.x to find responses: on one connection, bytes from the
 // server that follow bytes from the client begin a response, except an interim
-// "HTTP/1.x 1xx" (100 Continue), which is passed through.
+// "HTTP/1.x 1xx" (100 Continue), which is passed through. That is what toxiproxy's toxics,
+// which act on a connection's byte stream per direction, do not offer: losing one chosen answer
+// on a kept-alive connection while the requests before it get theirs.
 package faultproxy
 
 import (
