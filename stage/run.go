@@ -126,6 +126,10 @@ func checkEpoch(env *Env, n uint64) error {
 // upstream stage's directory (DESIGN.md §3 step 3). A sink shard of keyby --shards records the
 // epoch in its shard commit directory instead of upstream (EnvShardCommits).
 func commitEpoch(o *Options, env *Env, upstream []string, n uint64) error {
+	// A sink that lost its checkpoint's lease must not commit: another process owns it now.
+	if err := env.Dir.Held(); err != nil {
+		return fmt.Errorf("%s: commit epoch %d: %w", o.Tool, n, err)
+	}
 	// Downstream first: the sink's own directory, then upstream stages in reverse pipeline
 	// order (see restoreEpoch for why).
 	var dirs []string
