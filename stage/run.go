@@ -101,7 +101,13 @@ func shardPartition(p, sh string) string { return p + "@" + sh }
 // source without a checkpoint run twice) and a gap after its restored epoch (the stage missed
 // epochs: its checkpoint is new or was removed while the upstream kept theirs). Stateless
 // stages accept any numbering (print is at-least-once anyway).
+//
+// Any stage whose checkpoint lease on a bucket is lost fails here, before it writes or
+// commits the epoch (state.Dir.Held).
 func checkEpoch(env *Env, n uint64) error {
+	if err := env.Dir.Held(); err != nil {
+		return err
+	}
 	if !env.stateful || env.Dir == nil {
 		return nil
 	}
