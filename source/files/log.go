@@ -42,7 +42,9 @@ type Entry struct {
 	// Size in bytes and modification time (ns since the Unix epoch) when it was listed.
 	Size  int64 `json:"size"`
 	MTime int64 `json:"mtime_ns"`
-	// FP is the fingerprint: hex SHA-256 (first 16 bytes) of the file's first FingerprintBytes.
+	// FP is the fingerprint: hex SHA-256 (first 16 bytes) of the file's first FingerprintBytes;
+	// for a bucket object listed with an ETag, "etag:" + the ETag (a content hash that costs
+	// no read).
 	FP string `json:"fp"`
 	// ETag is a bucket object's version tag as its listing gave it ("" on a local disk, and
 	// where the store lists none): a rewrite with the same size and time still differs here.
