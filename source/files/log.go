@@ -73,6 +73,9 @@ type fileLog struct {
 	store   storage.Store
 	seq     uint64 // newest record
 	records int    // records on disk since the last compaction
+	// held is nil while this process holds the checkpoint (state.Dir.Held): a process that
+	// lost a bucket checkpoint's lease writes no more records.
+	held func() error
 }
 
 func recordName(seq uint64) string { return state.EpochName(seq) + ".json" }
@@ -144,6 +147,11 @@ func (l *fileLog) load() ([]*Entry, error) {
 func (l *fileLog) append(entries []*Entry, first int) error {
 	if l.store == nil {
 		return nil
+	}
+	if l.held != nil {
+		if err := l.held(); err != nil {
+			return fmt.Errorf("files log: %w", err)
+		}
 	}
 	l.seq++
 	rec := planRecord{Seq: l.seq, First: first, Entries: entries[first:]}

@@ -252,6 +252,7 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 			return nil, stage.Usagef("read-files: - (stdin) cannot be replayed; run it without --checkpoint (and without $%s)", stage.EnvCheckpoint)
 		}
 		s.log.store = env.Dir.Store().Sub(LogDir) // a local directory or a bucket prefix
+		s.log.held = env.Dir.Held
 	}
 	for _, p := range s.patterns {
 		if p.bucket {
