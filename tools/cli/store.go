@@ -25,3 +25,10 @@ func OpenStore(ctx context.Context, loc string, unsafeSingleWriter bool) (storag
 	}
 	return s, err
 }
+
+// PatternStore opens the store of a read-files bucket pattern (its bucket and literal
+// prefix, source/files Config.OpenStore) with OpenStore: a source only reads, so it needs no
+// conditional writes.
+func PatternStore(ctx context.Context, url string) (storage.Store, error) {
+	return OpenStore(ctx, url, false)
+}
