@@ -302,7 +302,11 @@ func init() {
 	})
 	for _, op := range []struct{ name, op string }{{"try_add", "+"}, {"try_subtract", "-"}, {"try_multiply", "*"}, {"try_divide", "/"}, {"try_mod", "%"}} {
 		register(op.name, 2, 2, op.name+"(x, y)", "x "+op.op+" y, NULL instead of an overflow or division-by-zero error", false, func(c *checker, call *Call, args []node) (node, error) {
-			return c.arith(op.op, call.At, call.Args[0], call.Args[1], args[0], args[1], true)
+			a, err := c.arith(op.op, call.At, call.Args[0], call.Args[1], args[0], args[1], true)
+			if err != nil {
+				return nil, err
+			}
+			return &tryNode{x: a}, nil
 		})
 	}
 

@@ -79,7 +79,7 @@ func (n *notNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 		return nil, err
 	}
 	defer d.Release()
-	return c.call("invert", nil, d)
+	return c.call("not", nil, d)
 }
 
 // logicNode is AND / OR with three-valued logic (the Kleene kernels). The right side only
@@ -455,7 +455,7 @@ func intLoop[T int32 | int64](c *evalCtx, n *arithNode, active []bool, lv, rv []
 		if bad != "" {
 			var err error
 			if bad == "zero" {
-				err = n.rowFail(c, active, i, "DIVIDE_BY_ZERO", "division by zero in %s", opName(n.op))
+				err = n.rowFail(c, active, i, zeroClass(n.op), "division by zero in %s", opName(n.op))
 			} else {
 				err = n.rowFail(c, active, i, "ARITHMETIC_OVERFLOW", "%s overflow in %s", n.t, opName(n.op))
 			}
@@ -492,7 +492,7 @@ func (n *arithNode) floatLoop(c *evalCtx, active []bool, l, r arrow.Array) (arro
 			continue
 		}
 		if rv[i] == 0 { // Spark's / and % fail on a zero divisor, doubles included
-			if err := n.rowFail(c, active, i, "DIVIDE_BY_ZERO", "division by zero in %s", opName(n.op)); err != nil {
+			if err := n.rowFail(c, active, i, zeroClass(n.op), "division by zero in %s", opName(n.op)); err != nil {
 				return nil, err
 			}
 			out.setNull(i)
@@ -562,7 +562,7 @@ func (n *arithNode) decimalLoop(c *evalCtx, active []bool, l, r arrow.Array) (ar
 			v = roundHalfUp(a.Mul(a, b), lt.S+rt.S-n.t.S)
 		case "/", "%":
 			if b.Sign() == 0 {
-				if err := n.rowFail(c, active, i, "DIVIDE_BY_ZERO", "division by zero in %s", opName(n.op)); err != nil {
+				if err := n.rowFail(c, active, i, zeroClass(n.op), "division by zero in %s", opName(n.op)); err != nil {
 					return nil, err
 				}
 				out.setNull(i)
@@ -712,4 +712,49 @@ func gatherFixed[T any](t Type, choice []int32, arrs []arrow.Array, nullAt func(
 		}
 	}
 	return out.array(t)
+}
+
+// zeroClass is Spark's error class of a zero divisor: REMAINDER_BY_ZERO for %, else
+// DIVIDE_BY_ZERO.
+func zeroClass(op string) string {
+	if op == "%" {
+		return "REMAINDER_BY_ZERO"
+	}
+	return "DIVIDE_BY_ZERO"
+}
+
+// tryNode is Spark's TryEval around try_add & co.: any runtime error of a row, also one
+// raised inside the arguments, makes that row NULL. A failing row is taken out of the
+// active rows and the expression evaluated again.
+type tryNode struct{ x node }
+
+func (n *tryNode) Type() Type       { return n.x.Type() }
+func (n *tryNode) children() []node { return []node{n.x} }
+func (n *tryNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
+	mine := make([]bool, c.n)
+	for i := range mine {
+		mine[i] = activeAt(active, i)
+	}
+	failed := false
+	for {
+		a, err := c.arr(n.x, mine)
+		if err == nil {
+			if !failed {
+				return a, nil
+			}
+			defer a.Release()
+			choice := make([]int32, c.n)
+			for i := range choice {
+				if !mine[i] {
+					choice[i] = 1
+				}
+			}
+			return gather(c, n.x.Type(), choice, []arrow.Array{a, nil})
+		}
+		re, ok := err.(*RuntimeError)
+		if !ok || !mine[re.Row] {
+			return nil, err
+		}
+		mine[re.Row], failed = false, true
+	}
 }

@@ -325,7 +325,7 @@ type parser struct {
 	i    int
 }
 
-func (p *parser) peek() token      { return p.toks[p.i] }
+func (p *parser) peek() token { return p.toks[p.i] }
 func (p *parser) peekAt(k int) token {
 	if p.i+k < len(p.toks) {
 		return p.toks[p.i+k]
