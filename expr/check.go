@@ -434,6 +434,19 @@ func newCase(conds, vals []node, els node, t Type) node {
 // column resolves a dot path: the longest prefix naming a top-level column (exact case
 // first, then case-insensitive as Spark does), the rest struct fields.
 func (c *checker) column(id *Ident) (node, error) {
+	path, dt, err := c.resolve(id)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := FromArrow(dt)
+	if !ok {
+		return nil, c.errf(id.At, "column %s has type %s, which expressions cannot use yet", quoteName(strings.Join(id.Path, ".")), dt)
+	}
+	return &colNode{path: path, t: t, name: strings.Join(id.Path, ".")}, nil
+}
+
+// resolve finds the column or struct field a dot path names: its index path and type.
+func (c *checker) resolve(id *Ident) ([]int, arrow.DataType, error) {
 	fields := c.schema.Fields()
 	idx := -1
 	for i, f := range fields {
@@ -455,14 +468,14 @@ func (c *checker) column(id *Ident) (node, error) {
 		for i, f := range fields {
 			names[i] = f.Name
 		}
-		return nil, c.errf(id.At, "unknown column %s%s", quoteName(strings.Join(id.Path, ".")), didYouMean(id.Path[0], names))
+		return nil, nil, c.errf(id.At, "unknown column %s%s", quoteName(strings.Join(id.Path, ".")), didYouMean(id.Path[0], names))
 	}
 	path := []int{idx}
 	dt := fields[idx].Type
 	for _, name := range id.Path[1:] {
 		st, ok := dt.(*arrow.StructType)
 		if !ok {
-			return nil, c.errf(id.At, "%s is %s, not a struct, so it has no field %s", quoteName(strings.Join(id.Path, ".")), dt, quoteName(name))
+			return nil, nil, c.errf(id.At, "%s is %s, not a struct, so it has no field %s", quoteName(strings.Join(id.Path, ".")), dt, quoteName(name))
 		}
 		j := -1
 		for k, f := range st.Fields() {
@@ -475,16 +488,12 @@ func (c *checker) column(id *Ident) (node, error) {
 			for k, f := range st.Fields() {
 				names[k] = f.Name
 			}
-			return nil, c.errf(id.At, "struct %s has no field %s%s", quoteName(strings.Join(id.Path[:len(path)], ".")), quoteName(name), didYouMean(name, names))
+			return nil, nil, c.errf(id.At, "struct %s has no field %s%s", quoteName(strings.Join(id.Path[:len(path)], ".")), quoteName(name), didYouMean(name, names))
 		}
 		path = append(path, j)
 		dt = st.Field(j).Type
 	}
-	t, ok := FromArrow(dt)
-	if !ok {
-		return nil, c.errf(id.At, "column %s has type %s, which expressions cannot use yet", quoteName(strings.Join(id.Path, ".")), dt)
-	}
-	return &colNode{path: path, t: t, name: strings.Join(id.Path, ".")}, nil
+	return path, dt, nil
 }
 
 func quoteName(s string) string { return "`" + s + "`" }

@@ -178,7 +178,7 @@ func (g *gen) typed(kind string, depth int) gexpr {
 		case 2:
 			return same("(%s * %s)", g.typed("int", d), g.typed("int", d))
 		case 3:
-			return op("(%s %% %s)", "(CASE WHEN (%[2]s) = 0 THEN error('DIVIDE_BY_ZERO') ELSE (%[1]s) %% (%[2]s) END)", false, g.typed("int", d), g.typed("int", d))
+			return op("(%s %% %s)", "(CASE WHEN (%[1]s) IS NOT NULL AND (%[2]s) = 0 THEN error('DIVIDE_BY_ZERO') ELSE (%[1]s) %% (%[2]s) END)", false, g.typed("int", d), g.typed("int", d))
 		case 4:
 			return same("abs(%s)", g.typed("int", d))
 		case 5:
@@ -203,9 +203,11 @@ func (g *gen) typed(kind string, depth int) gexpr {
 			// Spark truncates toward zero, DuckDB rounds: translated with trunc
 			return op("CAST(%s AS INT)", "CAST(trunc(%s) AS INTEGER)", false, g.typed("double", d))
 		case 14:
-			return op("try_add(%s, %s)", "", true, g.typed("int", d), g.typed("int", d))
+			// leaves only: Spark's optimizer merges a nested + or * into the try_ one
+			// (ReorderAssociativeOperator), which then tolerates the inner overflow too
+			return op("try_add(%s, %s)", "", true, g.leaf("int"), g.leaf("int"))
 		default:
-			return op("CAST(%s AS INT)", "", true, g.typed("string", d))
+			return op("CAST(%s AS INT)", "", true, g.numString(d))
 		}
 	case "bigint":
 		switch g.pick(7) {
@@ -214,7 +216,7 @@ func (g *gen) typed(kind string, depth int) gexpr {
 		case 1:
 			return same("(%s * %s)", g.typed("bigint", d), g.typed("bigint", d))
 		case 2:
-			return op("(%s div %s)", "(CASE WHEN (%[2]s) = 0 THEN error('DIVIDE_BY_ZERO') ELSE CAST(%[1]s AS BIGINT) // CAST(%[2]s AS BIGINT) END)", false, g.typed("int", d), g.typed("int", d))
+			return op("(%s div %s)", "(CASE WHEN (%[1]s) IS NOT NULL AND (%[2]s) = 0 THEN error('DIVIDE_BY_ZERO') ELSE CAST(%[1]s AS BIGINT) // CAST(%[2]s AS BIGINT) END)", false, g.typed("int", d), g.typed("int", d))
 		case 3:
 			return same("CAST(%s AS BIGINT)", g.typed("int", d))
 		case 4:
@@ -222,14 +224,14 @@ func (g *gen) typed(kind string, depth int) gexpr {
 		case 5:
 			return same("(%s - %s)", g.typed("bigint", d), g.typed("bigint", d))
 		default:
-			return op("try_multiply(%s, %s)", "", true, g.typed("bigint", d), g.typed("bigint", d))
+			return op("try_multiply(%s, %s)", "", true, g.leaf("bigint"), g.leaf("bigint"))
 		}
 	case "double":
 		switch g.pick(9) {
 		case 0:
 			return same("(%s + %s)", g.typed("double", d), g.typed("double", d))
 		case 1:
-			return op("(%s / %s)", "(CASE WHEN (%[2]s) = 0 THEN error('DIVIDE_BY_ZERO') ELSE CAST(%[1]s AS DOUBLE) / (%[2]s) END)", false, g.typed("int", d), g.typed("int", d))
+			return op("(%s / %s)", "(CASE WHEN (%[1]s) IS NOT NULL AND (%[2]s) = 0 THEN error('DIVIDE_BY_ZERO') ELSE CAST(%[1]s AS DOUBLE) / (%[2]s) END)", false, g.typed("int", d), g.typed("int", d))
 		case 2:
 			return same("(%s * %s)", g.typed("double", d), lit([]string{"1.5D", "2.0D", "-0.25D", "1e3"}[g.pick(4)]))
 		case 3:
@@ -237,7 +239,7 @@ func (g *gen) typed(kind string, depth int) gexpr {
 		case 4:
 			return same("CAST(%s AS DOUBLE)", g.typed("int", d))
 		case 5:
-			return op("(%s / %s)", "(CASE WHEN (%[2]s) = 0 THEN error('DIVIDE_BY_ZERO') ELSE (%[1]s) / (%[2]s) END)", false, g.typed("double", d), g.typed("double", d))
+			return op("(%s / %s)", "(CASE WHEN (%[1]s) IS NOT NULL AND (%[2]s) = 0 THEN error('DIVIDE_BY_ZERO') ELSE (%[1]s) / (%[2]s) END)", false, g.typed("double", d), g.typed("double", d))
 		case 6:
 			return same("abs(%s)", g.typed("double", d))
 		case 7:
@@ -329,7 +331,7 @@ func (g *gen) typed(kind string, depth int) gexpr {
 			return same("(%s > TIMESTAMP '2000-01-01 00:00:00')", g.typed("timestamp", d))
 		case 12:
 			// string vs number: Spark 4 casts the string to bigint (ANSI), an error when it is not one
-			return op("(%s = %s)", "", true, g.typed("string", d), g.typed("int", d))
+			return op("(%s "+[]string{"=", "<", ">="}[g.pick(3)]+" %s)", "", true, g.numString(d), g.typed("int", d))
 		default:
 			return g.leaf("bool")
 		}
@@ -338,7 +340,7 @@ func (g *gen) typed(kind string, depth int) gexpr {
 		case 0:
 			return same("CAST(%s AS DATE)", g.typed("timestamp", d))
 		case 1:
-			return op("to_date(%s)", "", true, g.typed("string", d))
+			return op("to_date(%s)", "", true, g.dateString(d))
 		default:
 			return g.leaf("date")
 		}
@@ -356,6 +358,31 @@ func (g *gen) typed(kind string, depth int) gexpr {
 		}
 	}
 	panic(kind)
+}
+
+// numString is a string that mostly holds an integer (Spark trims it before a cast), and
+// sometimes not (an error).
+func (g *gen) numString(depth int) gexpr {
+	switch g.pick(6) {
+	case 0:
+		return lit([]string{"' 42 '", "'-7'", "'+12'", "'2147483648'", "'1.5'"}[g.pick(5)])
+	case 1:
+		return g.typed("string", depth)
+	default:
+		return same("CAST(%s AS STRING)", g.typed("int", max(depth-1, 0)))
+	}
+}
+
+// dateString is a string that mostly holds a date in one of the forms Spark accepts.
+func (g *gen) dateString(depth int) gexpr {
+	switch g.pick(5) {
+	case 0:
+		return lit([]string{"'2024-02-29'", "'2024-1-5'", "' 2020-06-01 '", "'2021'", "'2020-06-01T10:00:00'", "'2023-02-30'"}[g.pick(6)])
+	case 1:
+		return g.typed("string", depth)
+	default:
+		return same("CAST(%s AS STRING)", g.typed("date", max(depth-1, 0)))
+	}
 }
 
 func (g *gen) leaf(kind string) gexpr {
@@ -564,9 +591,11 @@ func TestDifferential(t *testing.T) {
 	}
 	cmd := exec.Command(python, "testdata/difftest.py", ipcPath, specPath, outPath)
 	cmd.Env = append(os.Environ(), "TZ=UTC")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("reference run: %v\n%s", err, out)
 	}
+	t.Logf("%s", strings.TrimSpace(string(out)))
 	raw, err := os.ReadFile(outPath)
 	if err != nil {
 		t.Fatal(err)

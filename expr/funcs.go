@@ -302,11 +302,8 @@ func init() {
 	})
 	for _, op := range []struct{ name, op string }{{"try_add", "+"}, {"try_subtract", "-"}, {"try_multiply", "*"}, {"try_divide", "/"}, {"try_mod", "%"}} {
 		register(op.name, 2, 2, op.name+"(x, y)", "x "+op.op+" y, NULL instead of an overflow or division-by-zero error", false, func(c *checker, call *Call, args []node) (node, error) {
-			a, err := c.arith(op.op, call.At, call.Args[0], call.Args[1], args[0], args[1], true)
-			if err != nil {
-				return nil, err
-			}
-			return &tryNode{x: a}, nil
+			// Spark 4: only the operation itself is tolerant; its arguments still fail
+			return c.arith(op.op, call.At, call.Args[0], call.Args[1], args[0], args[1], true)
 		})
 	}
 
@@ -530,13 +527,15 @@ func javaLayout(p string) (string, error) {
 // truncTS truncates µs since the epoch to a unit; ok is false for an unknown unit.
 func truncTS(unit string, us int64) (int64, bool) {
 	days := floorDiv(us, usPerDay)
-	y, m, _ := civilFromDays(days)
 	switch unit {
 	case "YEAR", "YYYY", "YY":
+		y, _, _ := civilFromDays(days)
 		return daysFromCivil(y, 1, 1) * usPerDay, true
 	case "QUARTER":
+		y, m, _ := civilFromDays(days)
 		return daysFromCivil(y, (m-1)/3*3+1, 1) * usPerDay, true
 	case "MONTH", "MM", "MON":
+		y, m, _ := civilFromDays(days)
 		return daysFromCivil(y, m, 1) * usPerDay, true
 	case "WEEK": // Monday
 		dow := (days%7 + 7 + 3) % 7 // 1970-01-01 was a Thursday: 0 = Monday
@@ -803,10 +802,7 @@ func roundDouble(f float64, d int) float64 {
 	}
 	v := ratToScaled(r, d)
 	out, _ := strconv.ParseFloat(decString(v, d), 64)
-	if out == 0 && math.Signbit(f) {
-		return math.Copysign(0, -1)
-	}
-	return out
+	return out // a BigDecimal has no -0: round(-0.04, 1) is 0.0
 }
 
 // likeNode is LIKE (SQL wildcards % and _, an escape character) or RLIKE (a regular

@@ -348,11 +348,13 @@ type arithNode struct {
 func (n *arithNode) Type() Type       { return n.t }
 func (n *arithNode) children() []node { return []node{n.l, n.r} }
 
+// arithKernel names the Arrow kernels of double + - *; integral operations run the checked
+// loops of intLoop, which name the failing row.
 var arithKernel = map[string]string{"+": "add", "-": "sub", "*": "multiply"}
 
 func (n *arithNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 	lt := n.l.Type()
-	if kern, ok := arithKernel[n.op]; ok && (lt.Kind == KInt || lt.Kind == KBigInt || lt.Kind == KDouble) {
+	if kern, ok := arithKernel[n.op]; ok && lt.Kind == KDouble {
 		l, err := c.datum(n.l, active)
 		if err != nil {
 			return nil, err
@@ -363,17 +365,14 @@ func (n *arithNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 			return nil, err
 		}
 		defer r.Release()
-		out, err := c.call(kern, nil, l, r)
-		if err == nil || lt.Kind == KDouble {
-			return out, err
-		}
+		return c.call(kern, nil, l, r)
 	}
 	l, err := c.arr(n.l, active)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Release()
-	r, err := c.arr(n.r, active)
+	r, err := c.arr(n.r, rightActive(c, l, n.r, active))
 	if err != nil {
 		return nil, err
 	}
@@ -389,6 +388,19 @@ func (n *arithNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 		return n.floatLoop(c, active, l, r)
 	}
 	return n.decimalLoop(c, active, l, r)
+}
+
+// rightActive is the rows whose errors count on the right operand: Spark skips evaluating
+// it where the left one is NULL.
+func rightActive(c *evalCtx, l arrow.Array, r node, active []bool) []bool {
+	if l.NullN() == 0 || !mayFail(r) {
+		return active
+	}
+	out := make([]bool, c.n)
+	for i := range out {
+		out[i] = activeAt(active, i) && l.IsValid(i)
+	}
+	return out
 }
 
 // rowFail raises err's class at row i, or reports that the row becomes null (try_, or a row
@@ -721,40 +733,4 @@ func zeroClass(op string) string {
 		return "REMAINDER_BY_ZERO"
 	}
 	return "DIVIDE_BY_ZERO"
-}
-
-// tryNode is Spark's TryEval around try_add & co.: any runtime error of a row, also one
-// raised inside the arguments, makes that row NULL. A failing row is taken out of the
-// active rows and the expression evaluated again.
-type tryNode struct{ x node }
-
-func (n *tryNode) Type() Type       { return n.x.Type() }
-func (n *tryNode) children() []node { return []node{n.x} }
-func (n *tryNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
-	mine := make([]bool, c.n)
-	for i := range mine {
-		mine[i] = activeAt(active, i)
-	}
-	failed := false
-	for {
-		a, err := c.arr(n.x, mine)
-		if err == nil {
-			if !failed {
-				return a, nil
-			}
-			defer a.Release()
-			choice := make([]int32, c.n)
-			for i := range choice {
-				if !mine[i] {
-					choice[i] = 1
-				}
-			}
-			return gather(c, n.x.Type(), choice, []arrow.Array{a, nil})
-		}
-		re, ok := err.(*RuntimeError)
-		if !ok || !mine[re.Row] {
-			return nil, err
-		}
-		mine[re.Row], failed = false, true
-	}
 }

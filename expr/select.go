@@ -48,11 +48,11 @@ func CompileSelect(src string, schema *arrow.Schema, opts Options) (*Projection,
 			base := schema.Fields()
 			var prefix []int
 			if len(it.StarPath) > 0 {
-				n, err := c.column(&Ident{Path: it.StarPath, At: it.At})
+				path, _, err := c.resolve(&Ident{Path: it.StarPath, At: it.At})
 				if err != nil {
 					return nil, err
 				}
-				prefix = n.(*colNode).path
+				prefix = path
 				st, ok := fieldAt(schema, prefix).Type.(*arrow.StructType)
 				if !ok {
 					return nil, &TypeError{Src: src, At: it.At, Msg: fmt.Sprintf("%s.* needs a struct, but %s is %s", strings.Join(it.StarPath, "."), strings.Join(it.StarPath, "."), fieldAt(schema, prefix).Type)}
@@ -61,7 +61,7 @@ func CompileSelect(src string, schema *arrow.Schema, opts Options) (*Projection,
 			}
 			except := map[string]bool{}
 			for _, e := range it.Except {
-				if _, err := c.column(&Ident{Path: append(append([]string{}, it.StarPath...), e...), At: it.At}); err != nil {
+				if _, _, err := c.resolve(&Ident{Path: append(append([]string{}, it.StarPath...), e...), At: it.At}); err != nil {
 					return nil, err
 				}
 				except[strings.ToLower(strings.Join(e, "."))] = true
@@ -78,16 +78,16 @@ func CompileSelect(src string, schema *arrow.Schema, opts Options) (*Projection,
 		}
 		name := it.Alias
 		if id, ok := it.Expr.(*Ident); ok {
-			n, err := c.column(id)
+			path, _, err := c.resolve(id)
 			if err != nil {
 				return nil, err
 			}
 			if name == "" {
 				name = id.Path[len(id.Path)-1]
 			}
-			f := fieldAt(schema, n.(*colNode).path)
+			f := fieldAt(schema, path)
 			f.Name = name
-			if err := add(f, projCol{in: n.(*colNode).path}, it.At); err != nil {
+			if err := add(f, projCol{in: path}, it.At); err != nil {
 				return nil, err
 			}
 			continue
@@ -130,7 +130,7 @@ func (p *Projection) Eval(ctx context.Context, rec arrow.RecordBatch, pos RowPos
 	}()
 	for i, pc := range p.cols {
 		if pc.prog == nil {
-			a, err := (&colNode{path: pc.in, t: Type{Kind: -1}}).raw(rec)
+			a, err := (&colNode{path: pc.in}).raw(rec)
 			if err != nil {
 				return nil, err
 			}

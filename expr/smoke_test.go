@@ -40,7 +40,7 @@ func evalStrings(t *testing.T, src string, rec arrow.RecordBatch) (string, error
 func TestSmoke(t *testing.T) {
 	rec := smokeBatch(t)
 	defer rec.Release()
-	for _, tc := range []struct{ src, want string }{
+	checkValues(t, rec, []evalCase{
 		{"a + 1L", "bigint:2,2147483648,NULL,6"},
 		{"a > 1 AND s IS NOT NULL", "boolean:false,true,false,true"},
 		{"lower(s) || '-'", "string:ab-,x-,NULL,12-"},
@@ -54,7 +54,25 @@ func TestSmoke(t *testing.T) {
 		{"s LIKE 'A%'", "boolean:true,false,NULL,false"},
 		{"substring(s, 2)", "string:b,,NULL,2"},
 		{"year(DATE '2024-02-29')", "int:2024,2024,2024,2024"},
-	} {
+	})
+	checkErrors(t, rec, []evalCase{
+		{"a + 1", "[ARITHMETIC_OVERFLOW] int overflow in + (add) at in.csv:2"},
+		{"a div (a - a)", "[DIVIDE_BY_ZERO]"},
+		{"cast(s as int)", "[CAST_INVALID_INPUT] the value 'Ab' of type string cannot be cast to int at in.csv:1"},
+		{"a +", "expected an expression, found end of expression\n  a +\n     ^"},
+		{"b + 1", "unknown column `b` (have `a`, `s`)"},
+		{"lowr(s)", "unknown function lowr (did you mean `lower`?)"},
+		{"a AND s", "AND needs a boolean, but column a (int)"},
+	})
+}
+
+// evalCase is an expression and its expected result: "type:v1,v2,…" or an error substring.
+type evalCase struct{ src, want string }
+
+// checkValues evaluates each case over rec and compares the printed result.
+func checkValues(t *testing.T, rec arrow.RecordBatch, cases []evalCase) {
+	t.Helper()
+	for _, tc := range cases {
 		got, err := evalStrings(t, tc.src, rec)
 		if err != nil {
 			t.Errorf("%s: %v", tc.src, err)
@@ -64,15 +82,12 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s = %s, want %s", tc.src, got, tc.want)
 		}
 	}
-	for _, tc := range []struct{ src, want string }{
-		{"a + 1", "[ARITHMETIC_OVERFLOW] int overflow in + (add) at in.csv:2"},
-		{"a div (a - a)", "[DIVIDE_BY_ZERO]"},
-		{"cast(s as int)", "[CAST_INVALID_INPUT] the value 'Ab' of type string cannot be cast to int at in.csv:1"},
-		{"a +", "expected an expression, found end of expression\n  a +\n     ^"},
-		{"b + 1", "unknown column `b` (have `a`, `s`)"},
-		{"lowr(s)", "unknown function lowr (did you mean `lower`?)"},
-		{"a AND s", "AND needs a boolean, but column a (int)"},
-	} {
+}
+
+// checkErrors evaluates each case over rec and expects an error containing want.
+func checkErrors(t *testing.T, rec arrow.RecordBatch, cases []evalCase) {
+	t.Helper()
+	for _, tc := range cases {
 		_, err := evalStrings(t, tc.src, rec)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error containing %q", tc.src, err, tc.want)

@@ -3,6 +3,7 @@ of expressions, evaluates each in DuckDB or (for the documented differences) in 
 pyspark session, and writes one result per expression: {"err": message} or {"vals": [...]}
 with every value in the canonical text form the Go side prints."""
 import datetime
+import time
 import decimal
 import json
 import math
@@ -40,6 +41,7 @@ def canon(v):
 
 
 def main():
+    t0 = time.time()
     ipc_path, spec_path, out_path = sys.argv[1:4]
     table = pa.ipc.open_file(ipc_path).read_all()
     spec = json.load(open(spec_path))
@@ -62,51 +64,35 @@ def main():
                 out[e["id"]] = {"err": str(ex).split("\n")[0]}
     if spark:
         from pyspark.sql import SparkSession
-        from pyspark.sql import types as T
         s = (SparkSession.builder.master("local[1]").config("spark.sql.session.timeZone", "UTC")
              .config("spark.ui.enabled", "false").config("spark.sql.ansi.enabled", "true").getOrCreate())
         s.sparkContext.setLogLevel("OFF")
-        fields = []
-        for f in table.schema:
-            t = f.type
-            if pa.types.is_int32(t):
-                st = T.IntegerType()
-            elif pa.types.is_int64(t):
-                st = T.LongType()
-            elif pa.types.is_float64(t):
-                st = T.DoubleType()
-            elif pa.types.is_decimal(t):
-                st = T.DecimalType(t.precision, t.scale)
-            elif pa.types.is_string(t):
-                st = T.StringType()
-            elif pa.types.is_boolean(t):
-                st = T.BooleanType()
-            elif pa.types.is_date32(t):
-                st = T.DateType()
-            elif pa.types.is_timestamp(t):
-                st = T.TimestampType()
-            else:
-                raise SystemExit(f"no spark type for {t}")
-            fields.append(T.StructField(f.name, st, True))
-        df = s.createDataFrame(table.to_pylist(), T.StructType(fields)).orderBy("rid").cache()
+        # through Parquet, so that Spark reads the table in the JVM (no Python workers)
+        import os
+        import pyarrow.parquet as pq
+        pq_path = os.path.join(os.path.dirname(out_path), "t.parquet")
+        pq.write_table(table, pq_path)
+        df = s.read.parquet(pq_path).orderBy("rid").cache()
         df.count()
         # many expressions per query; a chunk that fails is rerun one expression at a time
         def run(chunk):
             rows = df.selectExpr(*[f"{e['spark']} AS r{k}" for k, e in enumerate(chunk)]).collect()
             for k, e in enumerate(chunk):
                 out[e["id"]] = {"vals": [canon(r[k]) for r in rows]}
-        for at in range(0, len(spark), 40):
-            chunk = spark[at:at + 40]
+        def bisect(chunk):
             try:
                 run(chunk)
-            except Exception:  # noqa: BLE001
-                for e in chunk:
-                    try:
-                        run([e])
-                    except Exception as ex:  # noqa: BLE001
-                        out[e["id"]] = {"err": str(ex).split("\n")[0]}
+            except Exception as ex:  # noqa: BLE001
+                if len(chunk) == 1:
+                    out[chunk[0]["id"]] = {"err": str(ex).split("\n")[0]}
+                    return
+                bisect(chunk[:len(chunk) // 2])
+                bisect(chunk[len(chunk) // 2:])
+        for at in range(0, len(spark), 32):
+            bisect(spark[at:at + 32])
         s.stop()
     json.dump(out, open(out_path, "w"))
+    print(f"reference: {len(duck)} DuckDB, {len(spark)} Spark expressions in {time.time() - t0:.1f}s", file=sys.stderr)
 
 
 main()
