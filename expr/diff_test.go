@@ -571,7 +571,7 @@ func TestDifferential(t *testing.T) {
 	g := &gen{r: rand.New(rand.NewSource(2026))}
 	kinds := []string{"int", "bigint", "double", "decimal", "string", "bool", "date", "timestamp"}
 	var cases []diffCase
-	seen := map[string]bool{}
+	seen, nSpark := map[string]bool{}, 0
 	for len(cases) < 400 {
 		e := g.typed(kinds[len(cases)%len(kinds)], 1+g.pick(3))
 		if seen[e.sp] {
@@ -580,7 +580,12 @@ func TestDifferential(t *testing.T) {
 		seen[e.sp] = true
 		engine := "duckdb"
 		if e.spark {
+			// each Spark query costs about a second on a shared machine: keep their share
+			if nSpark >= 120 {
+				continue
+			}
 			engine = "spark"
+			nSpark++
 		}
 		cases = append(cases, diffCase{ID: strconv.Itoa(len(cases)), Spark: e.sp, Duck: e.dk, Engine: engine})
 	}
@@ -595,7 +600,11 @@ func TestDifferential(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reference run: %v\n%s", err, out)
 	}
-	t.Logf("%s", strings.TrimSpace(string(out)))
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "reference: ") {
+			t.Log(line)
+		}
+	}
 	raw, err := os.ReadFile(outPath)
 	if err != nil {
 		t.Fatal(err)

@@ -190,7 +190,7 @@ var cmpKernel = map[string]string{"=": "equal", "!=": "not_equal", "<": "less", 
 func (n *cmpNode) Type() Type       { return TBool }
 func (n *cmpNode) children() []node { return []node{n.l, n.r} }
 func (n *cmpNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
-	if n.l.Type().Kind == KDouble || n.op == "<=>" || n.l.Type().Kind == KNull {
+	if k := n.l.Type().Kind; k == KDouble || n.op == "<=>" || k == KNull || k == KBool && n.op != "=" && n.op != "!=" {
 		return n.evalLoop(c, active)
 	}
 	l, err := c.datum(n.l, active)
@@ -236,6 +236,24 @@ func (n *cmpNode) evalLoop(c *evalCtx, active []bool) (arrow.Array, error) {
 				}
 			}
 			out.set(i, cmpResult(n.op, cmpFloat(lv[i], rv[i])))
+		}
+		return out.array(), nil
+	}
+	if n.l.Type().Kind == KBool && n.op != "<=>" { // false < true, as in Spark
+		lb, rb := l.(*array.Boolean), r.(*array.Boolean)
+		for i := 0; i < c.n; i++ {
+			if l.IsNull(i) || r.IsNull(i) {
+				out.setNull(i)
+				continue
+			}
+			x, y := 0, 0
+			if lb.Value(i) {
+				x = 1
+			}
+			if rb.Value(i) {
+				y = 1
+			}
+			out.set(i, cmpResult(n.op, x-y))
 		}
 		return out.array(), nil
 	}

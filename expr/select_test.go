@@ -86,6 +86,7 @@ func TestPrecedenceAndErrors(t *testing.T) {
 	defer rec.Release()
 	checkValues(t, rec, []evalCase{
 		{"1 + 2 * 3", "int:7,7,7,7"},
+		{"(a > 1) < TRUE", "boolean:true,false,NULL,false"},
 		{"-2 * 3 + 10 % 4", "int:-4,-4,-4,-4"},
 		{"NOT 1 = 2 AND 2 > 1 OR FALSE", "boolean:true,true,true,true"},
 		{"1 < 2 = TRUE", "boolean:true,true,true,true"},

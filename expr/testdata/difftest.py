@@ -65,14 +65,15 @@ def main():
     if spark:
         from pyspark.sql import SparkSession
         s = (SparkSession.builder.master("local[1]").config("spark.sql.session.timeZone", "UTC")
-             .config("spark.ui.enabled", "false").config("spark.sql.ansi.enabled", "true").getOrCreate())
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "1").config("spark.ui.showConsoleProgress", "false").config("spark.sql.ansi.enabled", "true").getOrCreate())
         s.sparkContext.setLogLevel("OFF")
         # through Parquet, so that Spark reads the table in the JVM (no Python workers)
         import os
         import pyarrow.parquet as pq
         pq_path = os.path.join(os.path.dirname(out_path), "t.parquet")
         pq.write_table(table, pq_path)
-        df = s.read.parquet(pq_path).orderBy("rid").cache()
+        df = s.read.parquet(pq_path).orderBy("rid").coalesce(1).cache()
         df.count()
         # many expressions per query; a chunk that fails is rerun one expression at a time
         def run(chunk):
