@@ -85,5 +85,7 @@
 // Known differences from Spark that remain: RLIKE uses Go's RE2 syntax, not Java regular
 // expressions (no backreferences or lookaround); to_date/to_timestamp formats support the
 // pattern letters y M d H m s S only; date_trunc needs a constant unit; round needs a
-// constant, non-negative scale; div over decimals is not supported yet.
+// constant, non-negative scale; div over decimals is not supported yet. Spark's optimizer
+// merges a nested + or * into an enclosing try_add/try_multiply (ReorderAssociativeOperator),
+// which then also tolerates the inner overflow; here the inner operation still fails.
 package expr
