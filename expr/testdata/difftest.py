@@ -1,0 +1,99 @@
+"""Reference evaluator of expr's differential test: reads the Arrow IPC table and a JSON list
+of expressions, evaluates each in DuckDB or (for the documented differences) in one local
+pyspark session, and writes one result per expression: {"err": message} or {"vals": [...]}
+with every value in the canonical text form the Go side prints."""
+import datetime
+import time
+import decimal
+import json
+import math
+import sys
+
+import pyarrow as pa
+import pyarrow.ipc
+
+
+def canon(v):
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return "n:" + str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "f:NaN"
+        if math.isinf(v):
+            return "f:Inf" if v > 0 else "f:-Inf"
+        return "f:" + repr(v)
+    if isinstance(v, decimal.Decimal):
+        s = format(v.normalize(), "f") if v != 0 else "0"
+        return "n:" + s
+    if isinstance(v, str):
+        return "s:" + v
+    if isinstance(v, datetime.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return "t:" + v.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(v, datetime.date):
+        return "d:" + v.isoformat()
+    return "?:" + repr(v)
+
+
+def main():
+    t0 = time.time()
+    ipc_path, spec_path, out_path = sys.argv[1:4]
+    table = pa.ipc.open_file(ipc_path).read_all()
+    spec = json.load(open(spec_path))
+    out = {}
+    duck = [e for e in spec if e["engine"] == "duckdb"]
+    spark = [e for e in spec if e["engine"] == "spark"]
+    if duck:
+        import duckdb
+        con = duckdb.connect()
+        con.execute("SET TimeZone='UTC'")
+        con.register("t", table)
+        for e in duck:
+            try:
+                res = con.execute(f"SELECT {e['duck']} AS r FROM t ORDER BY rid").fetch_arrow_table()
+                col = res.column(0)
+                if pa.types.is_timestamp(col.type):
+                    col = col.cast(pa.timestamp("us"))
+                out[e["id"]] = {"vals": [canon(v) for v in col.to_pylist()]}
+            except Exception as ex:  # noqa: BLE001 - the message is the result
+                out[e["id"]] = {"err": str(ex).split("\n")[0]}
+    if spark:
+        from pyspark.sql import SparkSession
+        s = (SparkSession.builder.master("local[1]").config("spark.sql.session.timeZone", "UTC")
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "1").config("spark.ui.showConsoleProgress", "false").config("spark.sql.ansi.enabled", "true").getOrCreate())
+        s.sparkContext.setLogLevel("OFF")
+        # through Parquet, so that Spark reads the table in the JVM (no Python workers)
+        import os
+        import pyarrow.parquet as pq
+        pq_path = os.path.join(os.path.dirname(out_path), "t.parquet")
+        pq.write_table(table, pq_path)
+        df = s.read.parquet(pq_path).orderBy("rid").coalesce(1).cache()
+        df.count()
+        # many expressions per query; a chunk that fails is rerun one expression at a time
+        def run(chunk):
+            rows = df.selectExpr(*[f"{e['spark']} AS r{k}" for k, e in enumerate(chunk)]).collect()
+            for k, e in enumerate(chunk):
+                out[e["id"]] = {"vals": [canon(r[k]) for r in rows]}
+        def bisect(chunk):
+            try:
+                run(chunk)
+            except Exception as ex:  # noqa: BLE001
+                if len(chunk) == 1:
+                    out[chunk[0]["id"]] = {"err": str(ex).split("\n")[0]}
+                    return
+                bisect(chunk[:len(chunk) // 2])
+                bisect(chunk[len(chunk) // 2:])
+        for at in range(0, len(spark), 32):
+            bisect(spark[at:at + 32])
+        s.stop()
+    json.dump(out, open(out_path, "w"))
+    print(f"reference: {len(duck)} DuckDB, {len(spark)} Spark expressions in {time.time() - t0:.1f}s", file=sys.stderr)
+
+
+main()
