@@ -33,7 +33,8 @@ func CommandSpec() cli.Spec {
 		Use:   "delta",
 		Short: "Maintain Delta tables: history, optimize, vacuum, cleanup-log",
 		Long: `The delta commands inspect and maintain Delta Lake tables (local directories or file://
-URIs), such as the ones write-delta produces. They commit like any other writer, so they are
+URIs; history and cleanup-log also bucket URLs: s3://, gs://, az://, abfss://), such as the ones
+write-delta produces. They commit like any other writer, so they are
 safe to run while write-delta processes append to the table.`,
 		Args:     cli.NoArgs,
 		Commands: []cli.Spec{historySpec(), optimizeSpec(), vacuumSpec(), cleanupLogSpec()},
@@ -49,9 +50,13 @@ func historySpec() cli.Spec {
 		Long: `history lists the commits of TABLE, newest first: version, time, operation, its parameters
 and metrics, and the txn (flow id and epoch) a streaming writer recorded, then the newest
 committed epoch of every flow (txn appId). Commits whose log files were cleaned up are not
-shown. --format json prints one JSON document for jq.`,
+shown. --format json prints one JSON document for jq.
+
+TABLE is a local path, a file:// URI or a bucket URL (s3://, gs://, az://, abfss://; credentials
+and endpoint from the cloud SDK's environment, never from the URL).`,
 		Examples: []string{
 			"# What happened to a table, newest first\nstreamkit delta history ./lake/orders --limit 20",
+			"# A table on S3 (AWS_* variables or profile give the credentials)\nstreamkit delta history s3://bucket/lake/orders --limit 5",
 			"# The newest committed epoch of each flow, with jq\nstreamkit delta history ./lake/orders --format json | jq '.flows'",
 		},
 		Args: cli.ExactArgs(1),
@@ -62,11 +67,7 @@ shown. --format json prints one JSON document for jq.`,
 			if limit < 0 {
 				return usagef("delta history: --limit must be ≥ 0")
 			}
-			root, err := cli.TableRoot(args[0])
-			if err != nil {
-				return err
-			}
-			h, err := ReadHistory(cmd.Context(), root, limit)
+			h, err := ReadHistory(cmd.Context(), args[0], limit)
 			if err != nil {
 				return err
 			}
@@ -251,13 +252,24 @@ func tableAndRetention(sub, table, flag string, retain *time.Duration) (string, 
 	if err != nil {
 		return "", err
 	}
-	*retain = -1
-	if flag != "" {
-		if *retain, err = parseRetention(flag); err != nil {
-			return "", usagef("delta %s: --retain: %v", sub, err)
-		}
+	if err := retentionFlag(sub, flag, retain); err != nil {
+		return "", err
 	}
 	return root, nil
+}
+
+// retentionFlag parses --retain of delta SUB into *retain: -1 when the flag is absent (the
+// table's setting applies), else the duration; a bad value is a usage error naming SUB.
+func retentionFlag(sub, flag string, retain *time.Duration) error {
+	*retain = -1
+	if flag == "" {
+		return nil
+	}
+	var err error
+	if *retain, err = parseRetention(flag); err != nil {
+		return usagef("delta %s: --retain: %v", sub, err)
+	}
+	return nil
 }
 
 // parseRetention parses a Go duration ("168h", "30m") or a number of days ("7d"); a negative
