@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/streamkit/streamkit/state"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // ErrInterrupted is returned when a stage stopped on SIGINT/SIGTERM (after finishing the
@@ -30,11 +31,13 @@ const (
 
 // ExitCode maps an error returned by a tool to the process exit code: a restart whose
 // options differ from those its checkpoint was written with (*state.IncompatibleError) is a
-// usage error, as the command line must change (or the checkpoint directory).
+// usage error, as the command line must change (or the checkpoint directory); so is a location
+// that no storage backend serves (*storage.URLError).
 func ExitCode(err error) int {
 	var ue *UsageError
 	var ee *ChildExitError
 	var ie *state.IncompatibleError
+	var le *storage.URLError
 	switch {
 	case err == nil:
 		return ExitOK
@@ -42,7 +45,7 @@ func ExitCode(err error) int {
 		return ee.Code
 	case errors.Is(err, ErrInterrupted):
 		return ExitInterrupted
-	case errors.As(err, &ue), errors.As(err, &ie): // a restart's options that its checkpoint refuses
+	case errors.As(err, &ue), errors.As(err, &ie), errors.As(err, &le): // a restart's options that its checkpoint refuses; a malformed location
 		return ExitUsage
 	}
 	return ExitError

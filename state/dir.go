@@ -116,6 +116,9 @@ type Dir struct {
 // LeaseFile for storage.LeaseTTL(), renewed in the background; once it is lost (Lost), every
 // write through the Dir fails (Held).
 func Open(path, tool, name string, options map[string]string) (*Dir, error) {
+	if err := storage.CheckScheme(path); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
 	abs, err := Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoint %s: %w", path, err)

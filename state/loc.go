@@ -82,7 +82,9 @@ func splitURL(loc string) (root, prefix string, err error) {
 // path, "/" for a URL (before its query, if any; never cleaned as a file path, which would
 // fold "s3://" into "s3:/").
 func Join(loc string, elem ...string) string {
-	if !storage.IsURL(loc) {
+	// A location of an unknown scheme stays a URL too, so that state.Open refuses it by name
+	// instead of filepath.Join folding "x://" into a relative path "x:/".
+	if !storage.IsURL(loc) && storage.CheckScheme(loc) == nil {
 		return filepath.Join(append([]string{loc}, elem...)...)
 	}
 	base, q, hasQ := strings.Cut(loc, "?")
@@ -101,7 +103,7 @@ func Join(loc string, elem ...string) string {
 // WithSuffix appends suffix to the last element of a checkpoint location ("dir" →
 // "dir.shard-1"), after cleaning a local path and before a URL's query.
 func WithSuffix(loc, suffix string) string {
-	if !storage.IsURL(loc) {
+	if !storage.IsURL(loc) && storage.CheckScheme(loc) == nil {
 		return filepath.Clean(loc) + suffix
 	}
 	base, q, hasQ := strings.Cut(loc, "?")

@@ -61,9 +61,10 @@ func transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
-	if code := httpStatus(err); code != 0 {
-		// The store answered: only its "try again" answers are worth another try.
-		return code >= 500 || code == 408 || code == 429
+	if code := httpStatus(err); code >= 400 && code < 500 {
+		// The store refused the request: only its "try again" refusals are worth another
+		// try. A 2xx whose body broke off (a reset mid-response) and a 5xx are transient.
+		return code == 408 || code == 429
 	}
 	switch gcerrors.Code(err) {
 	case gcerrors.Internal, gcerrors.Unknown, gcerrors.ResourceExhausted, gcerrors.DeadlineExceeded, gcerrors.Canceled:

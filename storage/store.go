@@ -122,14 +122,25 @@ func Open(ctx context.Context, loc string, opts Options) (Store, error) {
 	if IsURL(loc) {
 		return openBucket(ctx, loc, opts)
 	}
-	if scheme, _, ok := strings.Cut(loc, "://"); ok && !strings.EqualFold(scheme, "file") && !strings.ContainsAny(scheme, "/.") {
-		return nil, &URLError{URL: loc, Err: fmt.Errorf("unsupported scheme %s://; use a local path, file://, s3://, gs://, az:// or abfss://", scheme)}
+	if err := CheckScheme(loc); err != nil {
+		return nil, err
 	}
 	dir, err := localPath(loc)
 	if err != nil {
 		return nil, err
 	}
 	return newLocal(dir, opts.FileMode), nil
+}
+
+// CheckScheme refuses a location that looks like a URL of a scheme no backend serves
+// ("ftp://…", "s3x://…") with a *URLError naming the supported ones, so that it is never taken
+// for a relative local path. Local paths, file:// and bucket URLs pass.
+func CheckScheme(loc string) error {
+	scheme, _, ok := strings.Cut(loc, "://")
+	if !ok || IsURL(loc) || strings.EqualFold(scheme, "file") || scheme == "" || strings.ContainsAny(scheme, "/.") {
+		return nil
+	}
+	return &URLError{URL: loc, Err: fmt.Errorf("unsupported scheme %s://; use a local path, file://, s3://, gs://, az:// or abfss://", scheme)}
 }
 
 // URLError is a location that cannot be opened as given: a malformed URL, an unknown scheme,
