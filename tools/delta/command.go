@@ -34,8 +34,9 @@ func CommandSpec() cli.Spec {
 	return cli.Spec{
 		Use:   "delta",
 		Short: "Maintain Delta tables: history, optimize, vacuum, cleanup-log",
-		Long: `The delta commands inspect and maintain Delta Lake tables (local directories or file://
-URIs), such as the ones write-delta produces. They commit like any other writer, so they are
+		Long: `The delta commands inspect and maintain Delta Lake tables (local directories, file://
+URIs, and for optimize and vacuum bucket URLs: s3://, gs://, az://, abfss://), such as the
+ones write-delta produces. They commit like any other writer, so they are
 safe to run while write-delta processes append to the table.`,
 		Args:     cli.NoArgs,
 		Commands: []cli.Spec{historySpec(), optimizeSpec(), vacuumSpec(), cleanupLogSpec()},
