@@ -29,6 +29,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -51,6 +52,7 @@ import (
 
 	"github.com/streamkit/streamkit/internal/peertest"
 	"github.com/streamkit/streamkit/internal/s3test"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // leaseTTL is STREAMKIT_LEASE_TTL of every child: short, so that a restart after a kill -9
@@ -1015,4 +1017,38 @@ func csvIDs(t testing.TB, out string) []int64 {
 		ids = append(ids, v)
 	}
 	return ids
+}
+
+// The store of noConditionalWrites really accepts a second create (so TestS3Refusals' refusal
+// is the one a real such store gets), and storage.Open's probe names it: checked with the SDK
+// and with the bucket store directly, without the CLI.
+func TestS3NoConditionalWritesStore(t *testing.T) {
+	j := newS3Job(t)
+	noCond, overwrites := noConditionalWrites(t, j.srv)
+	ctx := context.Background()
+	c := noCond.Client()
+	for i, body := range []string{"first", "second"} {
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(j.bucket), Key: aws.String("k"),
+			Body: strings.NewReader(body), IfNoneMatch: aws.String("*")}); err != nil {
+			t.Fatalf("create %d of k through the store without conditional writes: %v", i+1, err)
+		}
+	}
+	if got := string(j.get("k")); got != "second" || *overwrites != 1 {
+		t.Fatalf("after two creates k holds %q with %d overwrites, want \"second\" and 1", got, *overwrites)
+	}
+	// The real server refuses the same second create.
+	_, err := j.srv.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(j.bucket), Key: aws.String("k"),
+		Body: strings.NewReader("third"), IfNoneMatch: aws.String("*")})
+	if err == nil || !strings.Contains(err.Error(), "PreconditionFailed") {
+		t.Fatalf("the server itself accepted a create of an existing object: %v", err)
+	}
+	st, err := storage.Open(ctx, "s3://"+j.bucket+"/p?endpoint="+noCond.Endpoint, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.PutIfAbsent(ctx, "x", []byte("1"))
+	if !errors.Is(err, storage.ErrNoConditionalWrite) {
+		t.Fatalf("put-if-absent on a store without conditional writes: %v, want storage.ErrNoConditionalWrite", err)
+	}
+	t.Logf("refused: %v", err)
 }
