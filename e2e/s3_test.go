@@ -69,10 +69,26 @@ type s3job struct {
 	script string
 	dir    string   // local: logs
 	env    []string // children's environment: the server (or a proxy) and the lease TTL
+	local  string   // with STREAMKIT_S3E2E_ROOT=local: the directory standing in for the bucket
 }
 
+// needBucket skips t when the job runs on a local directory.
+func (j *s3job) needBucket() {
+	j.t.Helper()
+	if j.local != "" {
+		j.t.Skip("needs the S3 server (STREAMKIT_S3E2E_ROOT=local)")
+	}
+}
+
+// newS3Job gives t a fresh bucket. With STREAMKIT_S3E2E_ROOT=local the job runs on a local
+// temporary directory instead (tests that need a bucket skip then): the baseline that what
+// must hold on a bucket holds on a local disk, and a check of the tests themselves.
 func newS3Job(t *testing.T) *s3job {
 	t.Helper()
+	if os.Getenv("STREAMKIT_S3E2E_ROOT") == "local" {
+		return &s3job{t: t, bin: peertest.Binary(t), py: peertest.Python(t), local: t.TempDir(),
+			script: filepath.Join(peertest.Root(t), "scripts", "e2e", "s3tables.py"), dir: t.TempDir()}
+	}
 	srv := s3test.Server(t)
 	j := &s3job{t: t, srv: srv, bucket: s3test.Bucket(t), bin: peertest.Binary(t), py: peertest.Python(t),
 		script: filepath.Join(peertest.Root(t), "scripts", "e2e", "s3tables.py"), dir: t.TempDir()}
@@ -86,7 +102,12 @@ func (j *s3job) via(s *s3test.S3) {
 }
 
 // url is s3://BUCKET/name.
-func (j *s3job) url(name string) string { return "s3://" + j.bucket + "/" + name }
+func (j *s3job) url(name string) string {
+	if j.local != "" {
+		return filepath.Join(j.local, name)
+	}
+	return "s3://" + j.bucket + "/" + name
+}
 
 // start starts stages as one pipeline with $STREAMKIT_CHECKPOINT=ckpt (when set) and the job's
 // environment; each stage's stderr goes to <dir>/<log>-<stage>.log.
@@ -209,6 +230,18 @@ func seq64(from, n int64) []int64 {
 // keys lists the object keys under prefix (paginated), straight from the server.
 func (j *s3job) keys(prefix string) []string {
 	j.t.Helper()
+	if j.local != "" {
+		var out []string
+		filepath.WalkDir(j.local, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if k, _ := filepath.Rel(j.local, p); strings.HasPrefix(filepath.ToSlash(k), prefix) {
+					out = append(out, filepath.ToSlash(k))
+				}
+			}
+			return nil
+		})
+		return out
+	}
 	ctx := context.Background()
 	p := s3.NewListObjectsV2Paginator(j.srv.Client(), &s3.ListObjectsV2Input{Bucket: aws.String(j.bucket), Prefix: aws.String(prefix)})
 	var out []string
@@ -226,6 +259,13 @@ func (j *s3job) keys(prefix string) []string {
 
 func (j *s3job) get(key string) []byte {
 	j.t.Helper()
+	if j.local != "" {
+		b, err := os.ReadFile(filepath.Join(j.local, key))
+		if err != nil {
+			j.t.Fatal(err)
+		}
+		return b
+	}
 	out, err := j.srv.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(j.bucket), Key: aws.String(key)})
 	if err != nil {
 		j.t.Fatalf("get s3://%s/%s: %v", j.bucket, key, err)
@@ -240,6 +280,16 @@ func (j *s3job) get(key string) []byte {
 
 func (j *s3job) put(key string, data []byte) {
 	j.t.Helper()
+	if j.local != "" {
+		p := filepath.Join(j.local, key)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			j.t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			j.t.Fatal(err)
+		}
+		return
+	}
 	if _, err := j.srv.Client().PutObject(context.Background(), &s3.PutObjectInput{
 		Bucket: aws.String(j.bucket), Key: aws.String(key), Body: bytes.NewReader(data),
 	}); err != nil {
@@ -331,7 +381,7 @@ func (j *s3job) readLog(table string) []logFile {
 		}
 		out = append(out, lf)
 	}
-	if len(strays) > 0 {
+	if len(strays) > 0 && j.local == "" {
 		j.t.Fatalf("%s/_delta_log holds objects that are neither versions nor checkpoints: %v", table, strays)
 	}
 	slices.SortFunc(out, func(a, b logFile) int { return int(a.version - b.version) })
@@ -453,7 +503,22 @@ func TestS3ConcurrentWriters(t *testing.T) {
 		ps = append(ps, j.start(flow, j.url("ckpt/"+flow), stages...))
 		want = append(want, seq64(int64(k)*base, epochs*perEpoch)...)
 	}
-	// delta optimize, again and again while the writers run, then once more.
+	// delta optimize, again and again while the writers run (from the table's first version
+	// on), then once more.
+	for len(j.keys("t/_delta_log/00000000000000000000.json")) == 0 {
+		done := true
+		for _, p := range ps {
+			done = done && p.finished()
+		}
+		if done || time.Since(start) > 2*time.Minute {
+			for _, p := range ps {
+				syscall.Kill(-p.pgid, syscall.SIGKILL)
+				p.wait(t, time.Minute)
+			}
+			t.Fatalf("no version 0 of %s from the writers after %s:\n%s", table, time.Since(start), ps[0].logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	var optRuns, optCommits int
 	optimize := func() {
 		cmd := exec.Command(j.bin, "delta", "optimize", table, "--progress", "off")
@@ -562,6 +627,9 @@ func TestS3Chaos(t *testing.T) {
 		sd, kills, files, rows, dups, shellLine(map[string]string{"STREAMKIT_CHECKPOINT": ckpt, "STREAMKIT_LEASE_TTL": leaseTTL.String()}, stages))
 	start := time.Now()
 	byStage := map[string]int{}
+	// Kills come within maxDelay of a run's start: 3 s, then as long as the last run that
+	// caught up took (at least 300 ms), so that most land while files are being read.
+	maxDelay := 3 * time.Second
 	killed, runs, caughtUp, killsAfterCommit := 0, 0, 0, 0
 	for killed < kills {
 		if time.Since(start) > 15*time.Minute {
@@ -570,8 +638,8 @@ func TestS3Chaos(t *testing.T) {
 		runs++
 		victim := rnd.IntN(len(stages))
 		// One run in four is killed early (listing, lease, restore, replay), the others up to
-		// 3 s in (files read, epochs committed).
-		delay := time.Duration(rnd.Int64N(int64(3 * time.Second)))
+		// maxDelay in (files read, epochs committed).
+		delay := time.Duration(rnd.Int64N(int64(maxDelay)))
 		if rnd.IntN(4) == 0 {
 			delay = time.Duration(rnd.Int64N(int64(500 * time.Millisecond)))
 		}
@@ -598,6 +666,7 @@ func TestS3Chaos(t *testing.T) {
 		}
 		p.requireSuccess(t, fmt.Sprintf("chaos run %d (ended before its kill -9)", runs))
 		caughtUp++
+		maxDelay = max(p.wall, 300*time.Millisecond)
 		t.Logf("run %d: caught up in %s (before its kill -9); %d more input files", runs, p.wall.Round(time.Millisecond), files/5)
 		addFiles(max(files/5, 1))
 	}
@@ -630,6 +699,7 @@ func TestS3Chaos(t *testing.T) {
 // completes the input exactly.
 func TestS3Faults(t *testing.T) {
 	j := newS3Job(t)
+	j.needBucket()
 	sd := seed(t)
 	via, px := s3test.Proxied(t, sd)
 	j.via(via)
@@ -873,6 +943,7 @@ func noConditionalWrites(t *testing.T, srv *s3test.S3) (*s3test.S3, *int) {
 // hold no secret, and leave no object behind; --unsafe-single-writer lets the last one write.
 func TestS3Refusals(t *testing.T) {
 	j := newS3Job(t)
+	j.needBucket()
 	srv := j.srv
 	noCond, overwrites := noConditionalWrites(t, srv)
 	missing := "st-missing-" + strconv.FormatUint(rand.Uint64(), 16)
@@ -1024,6 +1095,7 @@ func csvIDs(t testing.TB, out string) []int64 {
 // and with the bucket store directly, without the CLI.
 func TestS3NoConditionalWritesStore(t *testing.T) {
 	j := newS3Job(t)
+	j.needBucket()
 	noCond, overwrites := noConditionalWrites(t, j.srv)
 	ctx := context.Background()
 	c := noCond.Client()

@@ -46,6 +46,8 @@ def duck():
     import duckdb
 
     con.execute(f"LOAD '{os.path.join(base, 'v' + duckdb.__version__, 'httpfs.duckdb_extension')}'")
+    if not os.environ.get("AWS_ENDPOINT_URL"):
+        return con  # local tables (STREAMKIT_S3E2E_ROOT=local)
     con.execute(
         f"CREATE SECRET s3test (TYPE S3, KEY_ID '{env('AWS_ACCESS_KEY_ID')}', SECRET '{env('AWS_SECRET_ACCESS_KEY')}', "
         f"REGION '{os.environ.get('AWS_REGION', 'us-east-1')}', ENDPOINT '{endpoint_hostport()}', URL_STYLE 'path', USE_SSL false)"
@@ -90,6 +92,8 @@ def spark():
     s3jars = sorted(glob.glob(os.path.join(jars_dir, "*.jar")))
     if not any(os.path.basename(j).startswith("hadoop-aws-") for j in s3jars):
         raise SystemExit(f"s3tables.py: no hadoop-aws jar in {jars_dir} (STREAMKIT_SPARK_S3_JARS)")
+    if not os.environ.get("AWS_ENDPOINT_URL"):
+        return spark_delta.session(app_name="streamkit-s3")  # local tables
     conf = {
         "spark.hadoop.fs.s3a.endpoint": env("AWS_ENDPOINT_URL"),
         "spark.hadoop.fs.s3a.path.style.access": "true",
