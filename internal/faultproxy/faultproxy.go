@@ -273,7 +273,7 @@ type action int
 const (
 	forward action = iota // forward the chunk
 	cut                   // forward the returned prefix, then reset
-	drop                  // forward nothing, reset: a lost response
+	drop                  // forward the returned prefix (an interim answer, if any), then reset: a lost response
 )
 
 // decide applies the chunk latency, the connection's reset point and the response drops to a
@@ -287,14 +287,23 @@ func (p *Proxy) decide(l *link, chunk []byte, up bool) ([]byte, action) {
 	defer p.mu.Unlock()
 	if up {
 		l.awaiting = true
-	} else if l.awaiting && !interim(chunk) {
-		l.awaiting = false
-		if p.dropNext > 0 {
-			p.dropNext--
-			return nil, drop
+	} else if l.awaiting {
+		// An interim 1xx answer passes; the final answer starts after it, in this chunk or
+		// a later one.
+		start := 0
+		if interim(chunk) {
+			start = len(chunk)
+			if i := bytes.Index(chunk, []byte("\r\n\r\n")); i >= 0 {
+				start = i + 4
+			}
 		}
-		if p.dropProb > 0 && p.rnd.Float64() < p.dropProb {
-			return nil, drop
+		if start < len(chunk) {
+			l.awaiting = false
+			if p.dropNext > 0 || p.dropProb > 0 && p.rnd.Float64() < p.dropProb {
+				p.dropNext = max(p.dropNext-1, 0)
+				p.stats.Down += int64(start)
+				return chunk[:start], drop
+			}
 		}
 	}
 	act := forward

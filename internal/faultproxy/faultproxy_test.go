@@ -348,3 +348,40 @@ func TestResetAll(t *testing.T) {
 		t.Fatalf("want a reset, got %v", err)
 	}
 }
+
+// A server that sends its interim 100 Continue and its final answer in one write: the
+// interim part still passes, the final answer is dropped.
+func TestDropResponsesSplitsInterim(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 1024)
+		c.Read(buf)
+		io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		c.Read(buf)
+	}()
+	p := newProxy(t, ln.Addr().String(), 1)
+	p.DropNextResponses(1)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "PUT /k HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+	got, err := io.ReadAll(c)
+	if string(got) != "HTTP/1.1 100 Continue\r\n\r\n" || !isReset(err) {
+		t.Fatalf("want the 100 Continue, then a reset; got %q, %v", got, err)
+	}
+	if st := p.Stats(); st.Dropped != 1 || st.Down != int64(len(got)) {
+		t.Fatalf("stats %+v", st)
+	}
+}

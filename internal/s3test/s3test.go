@@ -111,7 +111,8 @@ func Env(t testing.TB) []string {
 	return Server(t).Env()
 }
 
-// Env is the package-level Env for a known server.
+// Env returns the variables that reach s, as the package-level Env describes (through the
+// proxy for an S3 from Proxied).
 func (s *S3) Env() []string {
 	return []string{
 		"STREAMKIT_S3_ENDPOINT=" + s.Endpoint,
