@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec/csvrow"
 	"github.com/streamkit/streamkit/codec/schema"
+	"github.com/streamkit/streamkit/storage"
 )
 
 func ddl(t *testing.T, s string) Config {
@@ -392,12 +394,13 @@ func TestNothingToInferFrom(t *testing.T) {
 func TestFilesLogCompaction(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	l := fileLog{dir: dir}
+	ctx := context.Background()
+	l := fileLog{store: localStore(t, dir)}
 	var entries []*Entry
 	for i := 0; i < 150; i++ {
 		first := len(entries)
 		entries = append(entries, &Entry{Path: fmt.Sprintf("/x/%d", i), Size: int64(i), MTime: int64(i), FP: "fp"})
-		if err := l.append(entries, first); err != nil {
+		if err := l.append(ctx, entries, first); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -405,8 +408,8 @@ func TestFilesLogCompaction(t *testing.T) {
 	if len(des) >= compactAfter {
 		t.Fatalf("%d records after 150 appends: not compacted", len(des))
 	}
-	l2 := fileLog{dir: dir}
-	got, err := l2.load()
+	l2 := fileLog{store: localStore(t, dir)}
+	got, err := l2.load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,13 +417,23 @@ func TestFilesLogCompaction(t *testing.T) {
 		t.Fatalf("reloaded %d entries", len(got))
 	}
 	// A crash between writing the compacted record and deleting the older ones is harmless.
-	if err := l2.append(append(got, &Entry{Path: "/x/150"}), 150); err != nil {
+	if err := l2.append(ctx, append(got, &Entry{Path: "/x/150"}), 150); err != nil {
 		t.Fatal(err)
 	}
-	got, err = (&fileLog{dir: dir}).load()
+	got, err = (&fileLog{store: localStore(t, dir)}).load(ctx)
 	if err != nil || len(got) != 151 {
 		t.Fatalf("%d entries, %v", len(got), err)
 	}
+}
+
+// localStore is the local store over dir, as Source.Open makes it for a checkpoint on disk.
+func localStore(t *testing.T, dir string) storage.Store {
+	t.Helper()
+	st, err := storage.Local(dir, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // TestTimeZone sets time.Local, so it does not run in parallel.
