@@ -3,8 +3,9 @@ package e2e_test
 // The object-storage end-to-end tests of issue #19: the real streamkit binary against the real
 // S3-compatible server of scripts/s3.sh (S3Proxy, internal/s3test), through the fault proxy
 // (internal/faultproxy) where faults are wanted, checked by the real readers (delta-rs, DuckDB's
-// delta extension, Spark's s3a:// filesystem; scripts/e2e/s3tables.py) and by reading the
-// Delta log straight from the bucket.
+// delta extension, Spark's s3a:// filesystem: internal/s3test's ReadTable; DuckDB's read_json
+// over the input: scripts/e2e/s3input.py) and by reading the Delta log straight from the
+// bucket.
 //
 //   - TestS3ConcurrentWriters: 4 write-delta flows × 100 epochs into one s3:// table while
 //     `delta optimize` runs on it again and again.
@@ -47,9 +48,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/streamkit/streamkit/internal/arrowtest"
 	"github.com/streamkit/streamkit/internal/peertest"
 	"github.com/streamkit/streamkit/internal/s3test"
 	"github.com/streamkit/streamkit/storage"
@@ -69,37 +74,14 @@ type s3job struct {
 	script string
 	dir    string   // local: logs
 	env    []string // children's environment: the server (or a proxy) and the lease TTL
-	local  string   // with STREAMKIT_S3E2E_ROOT=local: the directory standing in for the bucket
 }
 
-// secret is the server's secret key ("" on a local directory).
-func (j *s3job) secret() string {
-	if j.srv == nil {
-		return ""
-	}
-	return j.srv.SecretKey
-}
-
-// needBucket skips t when the job runs on a local directory.
-func (j *s3job) needBucket() {
-	j.t.Helper()
-	if j.local != "" {
-		j.t.Skip("needs the S3 server (STREAMKIT_S3E2E_ROOT=local)")
-	}
-}
-
-// newS3Job gives t a fresh bucket. With STREAMKIT_S3E2E_ROOT=local the job runs on a local
-// temporary directory instead (tests that need a bucket skip then): the baseline that what
-// must hold on a bucket holds on a local disk, and a check of the tests themselves.
+// newS3Job gives t a fresh bucket on the server.
 func newS3Job(t *testing.T) *s3job {
 	t.Helper()
-	if os.Getenv("STREAMKIT_S3E2E_ROOT") == "local" {
-		return &s3job{t: t, bin: peertest.Binary(t), py: peertest.Python(t), local: t.TempDir(),
-			script: filepath.Join(peertest.Root(t), "scripts", "e2e", "s3tables.py"), dir: t.TempDir()}
-	}
 	srv := s3test.Server(t)
 	j := &s3job{t: t, srv: srv, bucket: s3test.Bucket(t), bin: peertest.Binary(t), py: peertest.Python(t),
-		script: filepath.Join(peertest.Root(t), "scripts", "e2e", "s3tables.py"), dir: t.TempDir()}
+		script: filepath.Join(peertest.Root(t), "scripts", "e2e", "s3input.py"), dir: t.TempDir()}
 	j.env = append(srv.Env(), "STREAMKIT_LEASE_TTL="+leaseTTL.String())
 	return j
 }
@@ -110,12 +92,7 @@ func (j *s3job) via(s *s3test.S3) {
 }
 
 // url is s3://BUCKET/name.
-func (j *s3job) url(name string) string {
-	if j.local != "" {
-		return filepath.Join(j.local, name)
-	}
-	return "s3://" + j.bucket + "/" + name
-}
+func (j *s3job) url(name string) string { return "s3://" + j.bucket + "/" + name }
 
 // start starts stages as one pipeline with $STREAMKIT_CHECKPOINT=ckpt (when set) and the job's
 // environment; each stage's stderr goes to <dir>/<log>-<stage>.log.
@@ -134,27 +111,20 @@ func (j *s3job) runOK(log, ckpt string, timeout time.Duration, stages ...stageSp
 	return p
 }
 
-// python runs s3tables.py with the job's environment and decodes its JSON into out. A death
-// by signal (delta-rs at interpreter exit, delta-io/delta-rs#2184) is retried twice.
+// python runs scripts/e2e/s3input.py with the job's environment and decodes its JSON into
+// out.
 func (j *s3job) python(out any, args ...string) {
 	j.t.Helper()
-	for attempt := 1; ; attempt++ {
-		cmd := exec.Command(j.py, append([]string{j.script}, args...)...)
-		cmd.Env = append(os.Environ(), j.env...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		b, err := cmd.Output()
-		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() && attempt < 3 {
-			j.t.Logf("s3tables.py %s died (%v), retrying; stderr:\n%s", args[0], err, stderr.String())
-			continue
-		}
-		if err != nil {
-			j.t.Fatalf("s3tables.py %s: %v\n%s", strings.Join(args, " "), err, tail(stderr.String(), 40))
-		}
-		if err := json.Unmarshal(b, out); err != nil {
-			j.t.Fatalf("s3tables.py %s: %v: %s", args[0], err, b)
-		}
-		return
+	cmd := exec.Command(j.py, append([]string{j.script}, args...)...)
+	cmd.Env = append(os.Environ(), j.srv.Env()...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		j.t.Fatalf("s3input.py %s: %v\n%s", strings.Join(args, " "), err, tail(stderr.String(), 40))
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		j.t.Fatalf("s3input.py %s: %v: %.300s", args[0], err, b)
 	}
 }
 
@@ -166,33 +136,54 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// tableIDs is the id column of a table's latest snapshot as delta-rs and DuckDB read it.
-type tableIDs struct {
-	Version int64   `json:"version"`
-	DeltaRS []int64 `json:"deltars"`
-	DuckDB  []int64 `json:"duckdb"`
+// tableIDs reads table (an s3:// URL) with each engine (internal/s3test's readers, one
+// process) and returns the int64 column id of its rows per engine, and the table version
+// delta-rs read (-1 when delta-rs is not among them).
+func (j *s3job) tableIDs(table string, engines ...s3test.Engine) (map[s3test.Engine][]int64, int64) {
+	j.t.Helper()
+	res := s3test.ReadTable(j.t, table, engines...)
+	out := map[s3test.Engine][]int64{}
+	for e, r := range res {
+		ids := make([]int64, 0, len(r.Rows))
+		for _, row := range r.Rows {
+			var v struct {
+				ID *int64 `json:"id"`
+			}
+			if err := json.Unmarshal([]byte(row), &v); err != nil || v.ID == nil {
+				j.t.Fatalf("%s read by %s: a row without an int64 id: %s (%v)", table, e, row, err)
+			}
+			ids = append(ids, *v.ID)
+		}
+		out[e] = ids
+	}
+	version := int64(-1)
+	if r, ok := res[s3test.DeltaRS]; ok {
+		version = r.Version
+	}
+	return out, version
 }
 
-// readersAgree reads table (an s3:// URL) with delta-rs and DuckDB and fails t unless both
-// return exactly want (sorted ids, as a multiset: a duplicate row is an error).
-func (j *s3job) readersAgree(what, table string, want []int64) tableIDs {
+// readersAgree reads table with delta-rs and DuckDB (and the other engines given) and fails t
+// unless each returns exactly want (ids as a multiset: a duplicated row is an error). It
+// returns the version delta-rs read.
+func (j *s3job) readersAgree(what, table string, want []int64, more ...s3test.Engine) int64 {
 	j.t.Helper()
-	var got tableIDs
-	j.python(&got, "ids", table)
-	sameIDs(j.t, what+": delta-rs", got.DeltaRS, want)
-	sameIDs(j.t, what+": DuckDB", got.DuckDB, want)
-	return got
+	engines := append([]s3test.Engine{s3test.DeltaRS, s3test.DuckDB}, more...)
+	got, version := j.tableIDs(table, engines...)
+	for _, e := range engines {
+		sameIDs(j.t, fmt.Sprintf("%s: %s", what, e), got[e], want)
+	}
+	return version
 }
 
 // rowCount is the number of rows delta-rs reads in table; outside lo…hi it fails t.
 func (j *s3job) rowCount(table string, lo, hi int64) int64 {
 	j.t.Helper()
-	var got tableIDs
-	j.python(&got, "ids", table)
-	if n := int64(len(got.DeltaRS)); n < lo || n > hi {
+	got, _ := j.tableIDs(table, s3test.DeltaRS)
+	if n := int64(len(got[s3test.DeltaRS])); n < lo || n > hi {
 		j.t.Fatalf("%s: delta-rs reads %d rows, want %d…%d", table, n, lo, hi)
 	}
-	return int64(len(got.DeltaRS))
+	return int64(len(got[s3test.DeltaRS]))
 }
 
 // sameIDs fails t unless got equals want as multisets, naming the missing, extra and duplicated
@@ -238,18 +229,6 @@ func seq64(from, n int64) []int64 {
 // keys lists the object keys under prefix (paginated), straight from the server.
 func (j *s3job) keys(prefix string) []string {
 	j.t.Helper()
-	if j.local != "" {
-		var out []string
-		filepath.WalkDir(j.local, func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				if k, _ := filepath.Rel(j.local, p); strings.HasPrefix(filepath.ToSlash(k), prefix) {
-					out = append(out, filepath.ToSlash(k))
-				}
-			}
-			return nil
-		})
-		return out
-	}
 	ctx := context.Background()
 	p := s3.NewListObjectsV2Paginator(j.srv.Client(), &s3.ListObjectsV2Input{Bucket: aws.String(j.bucket), Prefix: aws.String(prefix)})
 	var out []string
@@ -267,13 +246,6 @@ func (j *s3job) keys(prefix string) []string {
 
 func (j *s3job) get(key string) []byte {
 	j.t.Helper()
-	if j.local != "" {
-		b, err := os.ReadFile(filepath.Join(j.local, key))
-		if err != nil {
-			j.t.Fatal(err)
-		}
-		return b
-	}
 	out, err := j.srv.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(j.bucket), Key: aws.String(key)})
 	if err != nil {
 		j.t.Fatalf("get s3://%s/%s: %v", j.bucket, key, err)
@@ -288,16 +260,6 @@ func (j *s3job) get(key string) []byte {
 
 func (j *s3job) put(key string, data []byte) {
 	j.t.Helper()
-	if j.local != "" {
-		p := filepath.Join(j.local, key)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			j.t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			j.t.Fatal(err)
-		}
-		return
-	}
 	if _, err := j.srv.Client().PutObject(context.Background(), &s3.PutObjectInput{
 		Bucket: aws.String(j.bucket), Key: aws.String(key), Body: bytes.NewReader(data),
 	}); err != nil {
@@ -389,7 +351,7 @@ func (j *s3job) readLog(table string) []logFile {
 		}
 		out = append(out, lf)
 	}
-	if len(strays) > 0 && j.local == "" {
+	if len(strays) > 0 {
 		j.t.Fatalf("%s/_delta_log holds objects that are neither versions nor checkpoints: %v", table, strays)
 	}
 	slices.SortFunc(out, func(a, b logFile) int { return int(a.version - b.version) })
@@ -579,9 +541,8 @@ func TestS3ConcurrentWriters(t *testing.T) {
 	for _, lf := range log {
 		optCommits += lf.ops["OPTIMIZE"]
 	}
-	got := j.readersAgree(table, table, want)
-	if got.Version != log[len(log)-1].version {
-		t.Fatalf("%s: delta-rs reads version %d, the bucket's newest is %d", table, got.Version, log[len(log)-1].version)
+	if v := j.readersAgree(table, table, want); v != log[len(log)-1].version {
+		t.Fatalf("%s: delta-rs reads version %d, the bucket's newest is %d", table, v, log[len(log)-1].version)
 	}
 	t.Logf("%d writers × %d epochs × %d rows into %s in %s: %d versions (%d OPTIMIZE commits of %d optimize runs), %d live files, %d rows read back by delta-rs and DuckDB",
 		writers, epochs, perEpoch, table, wall.Round(time.Millisecond), len(log), optCommits, optRuns, len(live), len(want))
@@ -694,9 +655,9 @@ func TestS3Chaos(t *testing.T) {
 	if len(in.IDs) != written*rows {
 		t.Fatalf("DuckDB finds %d distinct ids in the %d input files, want %d", len(in.IDs), written, written*rows)
 	}
-	got := j.readersAgree("chaos table "+j.url("out"), j.url("out"), in.IDs)
+	version := j.readersAgree("chaos table "+j.url("out"), j.url("out"), in.IDs)
 	t.Logf("chaos: %d runs, %d kill -9s (%v; %d in runs that committed before it), %d runs caught up; %d input files, %d records (%d distinct); table version %d; %s",
-		runs+2, killed, byStage, killsAfterCommit, caughtUp, written, in.Rows, len(in.IDs), got.Version, time.Since(start).Round(time.Second))
+		runs+2, killed, byStage, killsAfterCommit, caughtUp, written, in.Rows, len(in.IDs), version, time.Since(start).Round(time.Second))
 }
 
 // generate | write-delta s3://… through the fault proxy: latency, random resets and lost
@@ -707,7 +668,6 @@ func TestS3Chaos(t *testing.T) {
 // completes the input exactly.
 func TestS3Faults(t *testing.T) {
 	j := newS3Job(t)
-	j.needBucket()
 	sd := seed(t)
 	via, px := s3test.Proxied(t, sd)
 	j.via(via)
@@ -769,7 +729,7 @@ func TestS3Faults(t *testing.T) {
 	if !strings.Contains(msg, "s3://"+j.bucket+"/") || !regexp.MustCompile(`\b(create|put|write|read|list|open|get|stat|delete)\b`).MatchString(msg) {
 		t.Fatalf("write-delta's error does not name the URL (s3://%s/…) and the operation:\n%s", j.bucket, msg)
 	}
-	noSecret(t, "write-delta under faults", msg, j.secret())
+	noSecret(t, "write-delta under faults", msg, j.srv.SecretKey)
 	t.Logf("write-delta after its retries: %s", tail(msg, 3))
 	after := j.readLog("t")
 	replay(t, table, after)
@@ -845,7 +805,7 @@ func TestS3TwoOwners(t *testing.T) {
 				ok = true
 			}
 			msgs = append(msgs, fmt.Sprintf("%s: %s: %s", pr.name, p.status(i), tail(string(b), 2)))
-			noSecret(t, what, string(b), j.secret())
+			noSecret(t, what, string(b), j.srv.SecretKey)
 		}
 		if !ok {
 			t.Fatalf("%s: no stage was refused with exit 1 or 2 and a message naming %s:\n%s", what, ckpt, p.logs())
@@ -859,9 +819,7 @@ func TestS3TwoOwners(t *testing.T) {
 	syscall.Kill(-first.pgid, syscall.SIGKILL)
 	first.wait(t, 10*time.Second)
 	killedAt := time.Now()
-	if j.local == "" { // a local flock dies with its holder; a lease outlives it by the TTL
-		refused("right-after-kill")
-	}
+	refused("right-after-kill") // a local flock dies with its holder, a lease outlives it
 	if time.Since(killedAt) > leaseTTL {
 		t.Logf("the refusal took %s, longer than the lease TTL %s: it proved nothing more than the first", time.Since(killedAt), leaseTTL)
 	}
@@ -953,7 +911,6 @@ func noConditionalWrites(t *testing.T, srv *s3test.S3) (*s3test.S3, *int) {
 // hold no secret, and leave no object behind; --unsafe-single-writer lets the last one write.
 func TestS3Refusals(t *testing.T) {
 	j := newS3Job(t)
-	j.needBucket()
 	srv := j.srv
 	noCond, overwrites := noConditionalWrites(t, srv)
 	missing := "st-missing-" + strconv.FormatUint(rand.Uint64(), 16)
@@ -1049,18 +1006,11 @@ func TestS3Readers(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("generate | write-delta %s: exit %d\n%s", own, code, stderr)
 	}
-	j.readersAgree("streamkit's table", own, seq64(0, 500))
-	sparkIDs := func(table string) []int64 {
-		var s struct {
-			Spark []int64 `json:"spark"`
-		}
-		j.python(&s, "spark-ids", table)
-		return s.Spark
-	}
-	sameIDs(t, "Spark (s3a://) on streamkit's table", sparkIDs(own), seq64(0, 500))
+	j.readersAgree("streamkit's table", own, seq64(0, 500), s3test.Spark)
 
-	j.python(&struct{}{}, "write-spark", j.url("spark"), "0", "100")
-	j.python(&struct{}{}, "write-deltars", j.url("deltars"), "100", "100")
+	s3test.RunTables(t,
+		s3test.Write(s3test.Spark, j.url("spark"), idRows(t, "spark.arrow", 0, 100), "append"),
+		s3test.Write(s3test.DeltaRS, j.url("deltars"), idRows(t, "deltars.arrow", 100, 100), "append"))
 	for _, tb := range []struct {
 		name, table string
 		from, add   int64
@@ -1077,9 +1027,29 @@ func TestS3Readers(t *testing.T) {
 			t.Fatalf("write-delta appending to %s's table %s: exit %d\n%s", tb.name, tb.table, code, stderr)
 		}
 		want := append(seq64(tb.from, 100), seq64(tb.add, 50)...)
-		j.readersAgree(tb.name+"'s table after write-delta appended", tb.table, want)
-		sameIDs(t, "Spark on "+tb.name+"'s table after write-delta appended", sparkIDs(tb.table), want)
+		j.readersAgree(tb.name+"'s table after write-delta appended", tb.table, want, s3test.Spark)
 	}
+}
+
+// idRows writes an Arrow IPC file of n rows (id int64 from, from+1, …; name string "r<id>")
+// for the peers' writers and returns its path.
+func idRows(t *testing.T, name string, from, n int64) string {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil))
+	defer b.Release()
+	for _, id := range seq64(from, n) {
+		b.Field(0).(*array.Int64Builder).Append(id)
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("r%d", id))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	path := filepath.Join(t.TempDir(), name)
+	arrowtest.WriteFile(t, path, rec)
+	return path
 }
 
 // csvIDs parses print --format csv output of one id column.
@@ -1105,7 +1075,6 @@ func csvIDs(t testing.TB, out string) []int64 {
 // and with the bucket store directly, without the CLI.
 func TestS3NoConditionalWritesStore(t *testing.T) {
 	j := newS3Job(t)
-	j.needBucket()
 	noCond, overwrites := noConditionalWrites(t, j.srv)
 	ctx := context.Background()
 	c := noCond.Client()
