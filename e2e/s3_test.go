@@ -83,7 +83,28 @@ func newS3Job(t *testing.T) *s3job {
 	j := &s3job{t: t, srv: srv, bucket: s3test.Bucket(t), bin: peertest.Binary(t), py: peertest.Python(t),
 		script: filepath.Join(peertest.Root(t), "scripts", "e2e", "s3input.py"), dir: t.TempDir()}
 	j.env = append(srv.Env(), "STREAMKIT_LEASE_TTL="+leaseTTL.String())
+	t.Cleanup(func() { noLocalURLDirs(t, t.Name(), ".") })
 	return j
+}
+
+// noLocalURLDirs fails t when dir (the stages' working directory) holds a directory named
+// after a URL scheme ("s3:", made from s3://bucket/… taken for a local path), and removes it.
+func noLocalURLDirs(t testing.TB, what, dir string) {
+	t.Helper()
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ":") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		var files []string
+		filepath.WalkDir(p, func(q string, _ os.DirEntry, _ error) error {
+			files = append(files, q)
+			return nil
+		})
+		os.RemoveAll(p)
+		t.Errorf("%s: a local directory was made from a URL in the stages' working directory: %v", what, files[:min(len(files), 8)])
+	}
 }
 
 // via makes the children reach the store through s (a proxy's view of the server).
@@ -915,7 +936,7 @@ func TestS3Refusals(t *testing.T) {
 	noCond, overwrites := noConditionalWrites(t, srv)
 	missing := "st-missing-" + strconv.FormatUint(rand.Uint64(), 16)
 	const wrongSecret = "wrong-secret-4f1d9a0c7e2b"
-	gen := `"$SK" generate --schema 'id bigint' --rows 10 --progress off`
+	gen := `"$SK" generate --schema 'id bigint' --gen 'id=sequence(0)' --rows 10 --progress off`
 	type tc struct {
 		name   string
 		env    []string
@@ -944,11 +965,14 @@ func TestS3Refusals(t *testing.T) {
 			gen + ` | "$SK" write-delta s3x://` + j.bucket + `/t --progress off`,
 			[]int{2}, [][]string{{"s3x"}}, "t"},
 		{"bad scheme read-delta", nil,
-			`"$SK" read-delta gopher://` + j.bucket + `/t --progress off | "$SK" print --progress off`,
+			`"$SK" read-delta gopher://` + j.bucket + `/t --progress off > /dev/null`,
 			[]int{2}, [][]string{{"gopher"}}, "t"},
 		{"bad scheme checkpoint", nil,
 			`"$SK" generate --schema 'id bigint' --rows 10 --checkpoint ftp://` + j.bucket + `/ckpt --progress off > /dev/null`,
 			[]int{2}, [][]string{{"ftp"}}, "ckpt"},
+		{"bad scheme STREAMKIT_CHECKPOINT", []string{"STREAMKIT_CHECKPOINT=gopher://" + j.bucket + "/ckpt"},
+			gen + ` > /dev/null`,
+			[]int{2}, [][]string{{"gopher"}}, "ckpt"},
 		{"no conditional writes", noCond.Env(),
 			gen + ` | "$SK" write-delta ` + j.url("nocond") + ` --progress off`,
 			[]int{1, 2}, [][]string{{j.url("nocond")}, {"conditional", "if-none-match", "put-if-absent"}, {"--unsafe-single-writer"}}, "nocond"},
@@ -956,6 +980,7 @@ func TestS3Refusals(t *testing.T) {
 	for _, c := range cases {
 		env := append(append(append([]string{}, j.env...), "STREAMKIT_CHECKPOINT="), c.env...)
 		_, stderr, code := peertest.Pipeline(t, j.dir, env, c.script)
+		noLocalURLDirs(t, c.name, j.dir) // the pipelines' working directory
 		if !slices.Contains(c.codes, code) {
 			t.Errorf("%s: exit %d, want one of %v\n%s", c.name, code, c.codes, stderr)
 			continue
@@ -1102,4 +1127,72 @@ func TestS3NoConditionalWritesStore(t *testing.T) {
 		t.Fatalf("put-if-absent on a store without conditional writes: %v, want storage.ErrNoConditionalWrite", err)
 	}
 	t.Logf("refused: %v", err)
+}
+
+// Two write-delta processes of one flow on one s3:// table, each with its own checkpoint and
+// working directory (two hosts, as far as the table can tell): while the first runs, the
+// second is refused (the flow's lease on the bucket, or its binding to the first checkpoint),
+// with exit 1 or 2 and a message naming the flow; the table keeps each epoch once.
+func TestS3SameFlowTwoWriters(t *testing.T) {
+	j := newS3Job(t)
+	table := j.url("t")
+	start := func(name string) (*exec.Cmd, string) {
+		dir := filepath.Join(j.dir, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		log := filepath.Join(j.dir, name+".log")
+		f, err := os.Create(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd := exec.Command("bash", "-o", "pipefail", "-c",
+			`"$SK" generate --schema 'id bigint' --gen 'id=sequence(0)' --rows 100000 --max-records-per-epoch 20 --epoch-interval 1h --rate 100 --progress off | "$SK" write-delta `+table+` --flow f --progress off`)
+		cmd.Dir = dir
+		cmd.Env = append(append(baseEnv(), "SK="+j.bin, "STREAMKIT_CHECKPOINT="+j.url("ckpt-"+name)), j.env...)
+		cmd.Stdout, cmd.Stderr = f, f
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait(); noLocalURLDirs(t, name, dir) })
+		return cmd, log
+	}
+	first, firstLog := start("first")
+	deadline := time.Now().Add(time.Minute)
+	for len(j.keys("t/_delta_log/00000000000000000001.json")) == 0 {
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(firstLog)
+			t.Fatalf("the first writer committed no version 1 within a minute:\n%s", tail(string(b), 20))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The flow's lease (and its holder's record) are on the bucket, not on the writer's disk.
+	if held := j.keys("t/_streamkit/flows/"); len(held) == 0 {
+		t.Errorf("the running writer of flow f holds nothing under %s/_streamkit/flows/ on the bucket (no lease: a writer elsewhere is not kept out)", table)
+	}
+	second, secondLog := start("second")
+	done := make(chan error, 1)
+	go func() { done <- second.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		syscall.Kill(-second.Process.Pid, syscall.SIGKILL)
+		<-done
+		b, _ := os.ReadFile(secondLog)
+		t.Fatalf("a second write-delta of flow f on %s (another checkpoint and working directory) still runs after 30 s beside the first: the flow is not held on the bucket\n%s", table, tail(string(b), 20))
+	}
+	b, _ := os.ReadFile(secondLog)
+	if code := second.ProcessState.ExitCode(); (code != 1 && code != 2) || !strings.Contains(string(b), `"f"`) && !strings.Contains(string(b), "flow f") {
+		t.Fatalf("second writer of flow f: exit %d, want 1 or 2 with a message naming the flow:\n%s", code, tail(string(b), 20))
+	}
+	noSecret(t, "second writer", string(b), j.srv.SecretKey)
+	t.Logf("second writer refused: %s", tail(string(b), 2))
+	syscall.Kill(-first.Process.Pid, syscall.SIGKILL)
+	first.Wait()
+	log := j.readLog("t")
+	replay(t, table, log)
+	eps := flowEpochs(log)["f"]
+	checkFlow(t, table, "f", eps, 1, eps[len(eps)-1])
 }
