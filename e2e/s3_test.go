@@ -165,23 +165,29 @@ func (j *s3job) tableIDs(table string, engines ...s3test.Engine) (map[s3test.Eng
 	res := s3test.ReadTable(j.t, table, engines...)
 	out := map[s3test.Engine][]int64{}
 	for e, r := range res {
-		ids := make([]int64, 0, len(r.Rows))
-		for _, row := range r.Rows {
-			var v struct {
-				ID *int64 `json:"id"`
-			}
-			if err := json.Unmarshal([]byte(row), &v); err != nil || v.ID == nil {
-				j.t.Fatalf("%s read by %s: a row without an int64 id: %s (%v)", table, e, row, err)
-			}
-			ids = append(ids, *v.ID)
-		}
-		out[e] = ids
+		out[e] = resultIDs(j.t, table, e, r)
 	}
 	version := int64(-1)
 	if r, ok := res[s3test.DeltaRS]; ok {
 		version = r.Version
 	}
 	return out, version
+}
+
+// resultIDs is the int64 column id of the rows e read from table.
+func resultIDs(t testing.TB, table string, e s3test.Engine, r s3test.Result) []int64 {
+	t.Helper()
+	ids := make([]int64, 0, len(r.Rows))
+	for _, row := range r.Rows {
+		var v struct {
+			ID *int64 `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(row), &v); err != nil || v.ID == nil {
+			t.Fatalf("%s read by %s: a row without an int64 id: %s (%v)", table, e, row, err)
+		}
+		ids = append(ids, *v.ID)
+	}
+	return ids
 }
 
 // readersAgree reads table with delta-rs and DuckDB (and the other engines given) and fails t
@@ -1031,15 +1037,29 @@ func TestS3Readers(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("generate | write-delta %s: exit %d\n%s", own, code, stderr)
 	}
-	j.readersAgree("streamkit's table", own, seq64(0, 500), s3test.Spark)
-
-	s3test.RunTables(t,
+	// Spark starts once per RunTables: the peers write their tables and read streamkit's in one
+	// process, and read all three after write-delta's appends in another.
+	all := []s3test.Engine{s3test.DeltaRS, s3test.DuckDB, s3test.Spark}
+	reads := func(table string) []s3test.Op {
+		var ops []s3test.Op
+		for _, e := range all {
+			ops = append(ops, s3test.Read(e, table))
+		}
+		return ops
+	}
+	res := s3test.RunTables(t, append([]s3test.Op{
 		s3test.Write(s3test.Spark, j.url("spark"), idRows(t, "spark.arrow", 0, 100), "append"),
-		s3test.Write(s3test.DeltaRS, j.url("deltars"), idRows(t, "deltars.arrow", 100, 100), "append"))
-	for _, tb := range []struct {
+		s3test.Write(s3test.DeltaRS, j.url("deltars"), idRows(t, "deltars.arrow", 100, 100), "append")},
+		reads(own)...)...)
+	for i, e := range all {
+		sameIDs(t, fmt.Sprintf("streamkit's table: %s", e), resultIDs(t, own, e, res[2+i]), seq64(0, 500))
+	}
+	tables := []struct {
 		name, table string
 		from, add   int64
-	}{{"Spark", j.url("spark"), 0, 1000}, {"delta-rs", j.url("deltars"), 100, 2000}} {
+	}{{"Spark", j.url("spark"), 0, 1000}, {"delta-rs", j.url("deltars"), 100, 2000}}
+	var ops []s3test.Op
+	for _, tb := range tables {
 		out, stderr, code := peertest.Pipeline(t, j.dir, append(append([]string{}, j.env...), "STREAMKIT_CHECKPOINT="),
 			`"$SK" read-delta `+tb.table+` --columns id --progress off | "$SK" print --format csv --progress off`)
 		if code != 0 {
@@ -1051,8 +1071,14 @@ func TestS3Readers(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("write-delta appending to %s's table %s: exit %d\n%s", tb.name, tb.table, code, stderr)
 		}
+		ops = append(ops, reads(tb.table)...)
+	}
+	res = s3test.RunTables(t, ops...)
+	for i, tb := range tables {
 		want := append(seq64(tb.from, 100), seq64(tb.add, 50)...)
-		j.readersAgree(tb.name+"'s table after write-delta appended", tb.table, want, s3test.Spark)
+		for k, e := range all {
+			sameIDs(t, fmt.Sprintf("%s's table after write-delta appended: %s", tb.name, e), resultIDs(t, tb.table, e, res[i*len(all)+k]), want)
+		}
 	}
 }
 
