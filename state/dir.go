@@ -124,6 +124,9 @@ func Open(path, tool, name string, options map[string]string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoint %s: %w", abs, err)
 	}
+	if isLocal(st) {
+		abs = st.LocalDir() // also for a file:// URL
+	}
 	d := &Dir{Path: abs, st: st, tool: tool, name: name}
 	if isLocal(st) {
 		err = d.flock()

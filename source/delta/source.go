@@ -24,7 +24,7 @@ type Config struct {
 	// (storage.Store.Location).
 	Table string
 	// Store is the opened table root (tools/cli.OpenStore: a local directory or a bucket
-	// prefix). Nil: the local directory Table.
+	// prefix). Nil or local: the local directory Table (named as given in messages).
 	Store storage.Store
 	// Columns, Where, Workers: see [ReadOptions] (projection, partition filter, decoders).
 	Columns []string
@@ -132,10 +132,10 @@ func NewSource(cfg Config) (*Source, error) {
 // configured start) and returns the output schema.
 func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Position) (*arrow.Schema, error) {
 	s.env = env
-	if s.cfg.Store != nil {
+	if s.cfg.Store != nil && s.cfg.Store.LocalDir() == "" {
 		s.tbl = dl.OpenTable(s.cfg.Store, env.Mem)
 	} else {
-		s.tbl = dl.NewTable(s.cfg.Table, env.Mem)
+		s.tbl = dl.NewTable(s.cfg.Table, env.Mem) // messages name a local table as given
 	}
 	var snap, latest *dl.Snapshot
 	var err error

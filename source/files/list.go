@@ -282,7 +282,9 @@ func (p *pattern) listStore(ctx context.Context, seen map[string]bool, out *[]li
 			return
 		}
 		seen[path] = true
-		*out = append(*out, listed{path: path, size: in.Size, mtime: in.ModTime.UnixNano(), etag: in.ETag, store: p.store, name: in.Name})
+		// A HEAD (Stat) quotes the ETag, a listing does not: record it unquoted.
+		etag := strings.Trim(in.ETag, `"`)
+		*out = append(*out, listed{path: path, size: in.Size, mtime: in.ModTime.UnixNano(), etag: etag, store: p.store, name: in.Name})
 	}
 	if p.file {
 		in, err := p.store.Stat(ctx, p.glob)
@@ -309,10 +311,15 @@ func (p *pattern) listStore(ctx context.Context, seen map[string]bool, out *[]li
 	})
 }
 
-// fingerprint hashes the first FingerprintBytes of a listed file or object.
+// fingerprint hashes the first FingerprintBytes of a listed file or object. A bucket object
+// whose listing gave an ETag (the MD5 of its content on S3 and GCS, for objects not uploaded
+// in parts) is fingerprinted by it instead, without a request: "etag:" + the ETag.
 func fingerprint(ctx context.Context, f listed) (string, error) {
 	if f.store == nil {
 		return fingerprintFile(f.path)
+	}
+	if f.etag != "" {
+		return "etag:" + f.etag, nil
 	}
 	o, err := f.store.Open(ctx, f.name)
 	if err != nil {

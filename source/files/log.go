@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -42,7 +39,9 @@ type Entry struct {
 	// Size in bytes and modification time (ns since the Unix epoch) when it was listed.
 	Size  int64 `json:"size"`
 	MTime int64 `json:"mtime_ns"`
-	// FP is the fingerprint: hex SHA-256 (first 16 bytes) of the file's first FingerprintBytes.
+	// FP is the fingerprint: hex SHA-256 (first 16 bytes) of the file's first FingerprintBytes;
+	// for a bucket object listed with an ETag, "etag:" + the ETag (a content hash that costs
+	// no read).
 	FP string `json:"fp"`
 	// ETag is a bucket object's version tag as its listing gave it ("" on a local disk, and
 	// where the store lists none): a rewrite with the same size and time still differs here.
@@ -74,6 +73,9 @@ type fileLog struct {
 	store   storage.Store
 	seq     uint64 // newest record
 	records int    // records on disk since the last compaction
+	// held is nil while this process holds the checkpoint (state.Dir.Held): a process that
+	// lost a bucket checkpoint's lease writes no more records.
+	held func() error
 }
 
 func recordName(seq uint64) string { return state.EpochName(seq) + ".json" }
@@ -94,57 +96,37 @@ func (l *fileLog) path(name string) string {
 	return l.store.Location() + "/" + name
 }
 
-// seqs lists the plan records (files named like epochs, <seq>.json), ascending.
-func (l *fileLog) seqs(ctx context.Context) ([]uint64, error) {
-	ents, err := l.store.ReadDir(ctx, "")
-	if err != nil {
-		return nil, err
+// writeRecord writes one file of the log in state's checksummed envelope: replacing it on a
+// local disk, whose flock allows one writer, as state writes its epoch files; with
+// put-if-absent on a bucket, so that a process that lost the checkpoint's lease cannot
+// overwrite a record of the new owner (every record has a new name, so ours is never there).
+func (l *fileLog) writeRecord(name string, v any) error {
+	if l.store.LocalDir() != "" {
+		return state.WriteJSONAt(l.store, name, v)
 	}
-	var out []uint64
-	for _, e := range ents {
-		stem, ok := strings.CutSuffix(e.Name, ".json")
-		if e.IsDir || !ok || len(stem) != 20 {
-			continue
-		}
-		if n, err := strconv.ParseUint(stem, 10, 64); err == nil {
-			out = append(out, n)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out, nil
-}
-
-// readJSON reads and verifies one checksummed file of the log (state's envelope).
-func (l *fileLog) readJSON(ctx context.Context, name string, v any) error {
-	b, err := l.store.ReadFile(ctx, name)
-	if err != nil {
-		return err
-	}
-	return state.DecodeJSON(l.path(name), b, v)
-}
-
-// writeJSON replaces one file of the log atomically with v in state's envelope.
-func (l *fileLog) writeJSON(ctx context.Context, name string, v any) error {
 	b, err := state.EncodeJSON(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", l.path(name), err)
 	}
-	return l.store.WriteFile(ctx, name, b)
+	if err := l.store.PutIfAbsent(context.Background(), name, b); err != nil {
+		return fmt.Errorf("write %s: %w (has another process taken over this checkpoint?)", l.path(name), err)
+	}
+	return nil
 }
 
 // load reads every plan record in order and returns the entries.
-func (l *fileLog) load(ctx context.Context) ([]*Entry, error) {
+func (l *fileLog) load() ([]*Entry, error) {
 	if l.store == nil {
 		return nil, nil
 	}
-	seqs, err := l.seqs(ctx)
+	seqs, err := state.EpochsAt(l.store, "") // records are named like epochs: <seq>.json
 	if err != nil {
 		return nil, fmt.Errorf("files log: %w", err)
 	}
 	var entries []*Entry
 	for _, n := range seqs {
 		var rec planRecord
-		if err := l.readJSON(ctx, recordName(n), &rec); err != nil {
+		if err := state.ReadJSONAt(l.store, recordName(n), &rec); err != nil {
 			return nil, fmt.Errorf("files log: %w", err)
 		}
 		if rec.First < 0 || rec.First > len(entries) {
@@ -162,9 +144,14 @@ func (l *fileLog) load(ctx context.Context) ([]*Entry, error) {
 
 // append writes a plan record for entries[first:] (atomically), compacting the log when it
 // has grown to compactAfter records.
-func (l *fileLog) append(ctx context.Context, entries []*Entry, first int) error {
+func (l *fileLog) append(entries []*Entry, first int) error {
 	if l.store == nil {
 		return nil
+	}
+	if l.held != nil {
+		if err := l.held(); err != nil {
+			return fmt.Errorf("files log: %w", err)
+		}
 	}
 	l.seq++
 	rec := planRecord{Seq: l.seq, First: first, Entries: entries[first:]}
@@ -172,17 +159,17 @@ func (l *fileLog) append(ctx context.Context, entries []*Entry, first int) error
 	if compact {
 		rec.First, rec.Entries = 0, entries
 	}
-	if err := l.writeJSON(ctx, recordName(l.seq), rec); err != nil {
+	if err := l.writeRecord(recordName(l.seq), rec); err != nil {
 		return fmt.Errorf("files log: %w", err)
 	}
 	l.records++
 	if compact {
 		// Older records are covered by this one; a crash before they are gone is harmless
 		// (load applies records in order and this one replaces everything before it).
-		seqs, _ := l.seqs(ctx)
+		seqs, _ := state.EpochsAt(l.store, "")
 		for _, n := range seqs {
 			if n < l.seq {
-				l.store.Remove(ctx, recordName(n))
+				l.store.Remove(context.Background(), recordName(n))
 			}
 		}
 		if d := l.store.LocalDir(); d != "" {
@@ -203,13 +190,13 @@ type storedSchema struct {
 	IPC string `json:"ipc"`
 }
 
-func (l *fileLog) loadSchema(ctx context.Context) (*arrow.Schema, error) {
+func (l *fileLog) loadSchema() (*arrow.Schema, error) {
 	if l.store == nil {
 		return nil, nil
 	}
 	var st storedSchema
 	p := l.path(SchemaFile)
-	if err := l.readJSON(ctx, SchemaFile, &st); err != nil {
+	if err := state.ReadJSONAt(l.store, SchemaFile, &st); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
@@ -227,7 +214,7 @@ func (l *fileLog) loadSchema(ctx context.Context) (*arrow.Schema, error) {
 	return r.Schema(), nil
 }
 
-func (l *fileLog) saveSchema(ctx context.Context, s *arrow.Schema) error {
+func (l *fileLog) saveSchema(s *arrow.Schema) error {
 	if l.store == nil {
 		return nil
 	}
@@ -236,5 +223,5 @@ func (l *fileLog) saveSchema(ctx context.Context, s *arrow.Schema) error {
 	if err := w.Close(); err != nil {
 		return err
 	}
-	return l.writeJSON(ctx, SchemaFile, storedSchema{DDL: schema.DDL(s), IPC: base64.StdEncoding.EncodeToString(buf.Bytes())})
+	return l.writeRecord(SchemaFile, storedSchema{DDL: schema.DDL(s), IPC: base64.StdEncoding.EncodeToString(buf.Bytes())})
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -21,7 +20,6 @@ import (
 	"github.com/streamkit/streamkit/codec/rescue"
 	"github.com/streamkit/streamkit/codec/schema"
 	"github.com/streamkit/streamkit/stage"
-	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/storage"
 )
 
@@ -253,11 +251,8 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 		if s.stdin {
 			return nil, stage.Usagef("read-files: - (stdin) cannot be replayed; run it without --checkpoint (and without $%s)", stage.EnvCheckpoint)
 		}
-		st, err := logStore(env.Dir)
-		if err != nil {
-			return nil, fmt.Errorf("read-files: files log: %w", err)
-		}
-		s.log.store = st
+		s.log.store = env.Dir.Store().Sub(LogDir) // a local directory or a bucket prefix
+		s.log.held = env.Dir.Held
 	}
 	for _, p := range s.patterns {
 		if p.bucket {
@@ -271,7 +266,7 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 		}
 	}
 	var err error
-	if s.entries, err = s.log.load(ctx); err != nil {
+	if s.entries, err = s.log.load(); err != nil {
 		return nil, err
 	}
 	for _, e := range s.entries {
@@ -318,7 +313,7 @@ func (s *Source) checkFiles(p position) error {
 
 // resolveSchema sets s.dec and s.out.
 func (s *Source) resolveSchema(ctx context.Context) error {
-	stored, err := s.log.loadSchema(ctx)
+	stored, err := s.log.loadSchema()
 	if err != nil {
 		return fmt.Errorf("read-files: %w", err)
 	}
@@ -352,7 +347,7 @@ func (s *Source) resolveSchema(ctx context.Context) error {
 		}
 	}
 	out := s.outputSchema(data)
-	if err := s.log.saveSchema(ctx, out); err != nil {
+	if err := s.log.saveSchema(out); err != nil {
 		return fmt.Errorf("read-files: save the stream schema: %w", err)
 	}
 	s.setSchema(out)
@@ -642,11 +637,6 @@ func (s *Source) object(ctx context.Context, path string) (storage.Store, string
 	return st, name, nil
 }
 
-// logStore is the files log's store: LogDir of the checkpoint directory d.
-func logStore(d *state.Dir) (storage.Store, error) {
-	return storage.Local(filepath.Join(d.Path, LogDir), 0o600)
-}
-
 type closingReader struct {
 	formats.Reader
 	f io.Closer
@@ -826,7 +816,7 @@ func (s *Source) plan(ctx context.Context, cands []candidate) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	if err := s.log.append(ctx, s.entries, first); err != nil {
+	if err := s.log.append(s.entries, first); err != nil {
 		return 0, fmt.Errorf("read-files: %w", err)
 	}
 	s.env.Log.Debug("planned new files", "files", n)
@@ -969,7 +959,7 @@ func (s *Source) openNext(ctx context.Context, replay bool) error {
 				first := len(s.entries)
 				s.entries = append(s.entries, &u)
 				s.known[u.Path] = &u
-				if err := s.log.append(ctx, s.entries, first); err != nil {
+				if err := s.log.append(s.entries, first); err != nil {
 					return fmt.Errorf("read-files: %w", err)
 				}
 				s.cur = cursor{Next: s.cur.Next + 1}

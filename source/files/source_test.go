@@ -1,7 +1,6 @@
 package files
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -394,13 +393,12 @@ func TestNothingToInferFrom(t *testing.T) {
 func TestFilesLogCompaction(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ctx := context.Background()
 	l := fileLog{store: localStore(t, dir)}
 	var entries []*Entry
 	for i := 0; i < 150; i++ {
 		first := len(entries)
 		entries = append(entries, &Entry{Path: fmt.Sprintf("/x/%d", i), Size: int64(i), MTime: int64(i), FP: "fp"})
-		if err := l.append(ctx, entries, first); err != nil {
+		if err := l.append(entries, first); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -409,7 +407,7 @@ func TestFilesLogCompaction(t *testing.T) {
 		t.Fatalf("%d records after 150 appends: not compacted", len(des))
 	}
 	l2 := fileLog{store: localStore(t, dir)}
-	got, err := l2.load(ctx)
+	got, err := l2.load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,10 +415,10 @@ func TestFilesLogCompaction(t *testing.T) {
 		t.Fatalf("reloaded %d entries", len(got))
 	}
 	// A crash between writing the compacted record and deleting the older ones is harmless.
-	if err := l2.append(ctx, append(got, &Entry{Path: "/x/150"}), 150); err != nil {
+	if err := l2.append(append(got, &Entry{Path: "/x/150"}), 150); err != nil {
 		t.Fatal(err)
 	}
-	got, err = (&fileLog{store: localStore(t, dir)}).load(ctx)
+	got, err = (&fileLog{store: localStore(t, dir)}).load()
 	if err != nil || len(got) != 151 {
 		t.Fatalf("%d entries, %v", len(got), err)
 	}

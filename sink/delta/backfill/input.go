@@ -49,6 +49,9 @@ type deltaInput struct {
 
 func openDelta(ctx context.Context, table string, store storage.Store, version int64, where string, mem memory.Allocator) (*deltaInput, error) {
 	t := dl.OpenTable(store, mem)
+	if store.LocalDir() != "" {
+		t = dl.NewTable(table, mem) // messages name a local table as given
+	}
 	snap, err := t.SnapshotAt(ctx, version)
 	if err != nil {
 		return nil, fmt.Errorf("backfill: source %s: %w", table, err)
