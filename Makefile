@@ -11,7 +11,19 @@ E2E_ROWS      ?= 3000000
 E2E_KILLS     ?= 30
 TEST_E2E_ROWS ?= 1000000
 
-.PHONY: build test unit e2e peers fuzz lint demo bench docs clean
+# make chaos: sizes of the object-storage end-to-end tests (e2e/s3_test.go; make test runs them
+# small: 4 writers × 100 epochs of 10 rows, 100 input files of 200 rows, 30 kills,
+# 2,000 rows through the fault proxy): epochs per writer and rows per epoch of the concurrent
+# writers, input files (of S3E2E_FILE_ROWS rows) and kill -9s of the chaos run, rows of the
+# fault run.
+S3E2E_EPOCHS     ?= 100
+S3E2E_EPOCH_ROWS ?= 1000
+S3E2E_FILES      ?= 1000
+S3E2E_FILE_ROWS  ?= 1000
+S3E2E_KILLS      ?= 100
+S3E2E_FAULT_ROWS ?= 50000
+
+.PHONY: build test unit e2e chaos peers fuzz lint demo bench docs clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/streamkit
@@ -50,6 +62,21 @@ e2e:
 	  STREAMKIT_E2E_REPORT=$(CURDIR)/bin/e2e-report.json STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python \
 	  $(GO) test -count=1 -timeout 45m -v -run '^(TestFlights|TestBigWindowState)$$' ./e2e; \
 	  rc=$$?; [ -z "$$started" ] || scripts/kafka.sh stop; exit $$rc
+
+# The object-storage end-to-end tests of issue #19 (e2e/s3_test.go) at the S3E2E_* sizes above:
+# concurrent writers with delta optimize, the kill -9 chaos run with checkpoints on s3://, the
+# fault-proxy run, two owners, refusals and the Spark/delta-rs/DuckDB readers, against the
+# S3-compatible server of scripts/s3.sh (started when it is not running, and stopped again).
+chaos:
+	scripts/peers.sh python spark s3
+	@started=; scripts/s3.sh status >/dev/null 2>&1 || { scripts/s3.sh start >/dev/null && started=1; }; \
+	eval "$$(scripts/s3.sh env)" && \
+	STREAMKIT_S3E2E_EPOCHS=$(S3E2E_EPOCHS) STREAMKIT_S3E2E_EPOCH_ROWS=$(S3E2E_EPOCH_ROWS) \
+	  STREAMKIT_S3E2E_FILES=$(S3E2E_FILES) STREAMKIT_S3E2E_FILE_ROWS=$(S3E2E_FILE_ROWS) \
+	  STREAMKIT_S3E2E_KILLS=$(S3E2E_KILLS) STREAMKIT_S3E2E_FAULT_ROWS=$(S3E2E_FAULT_ROWS) \
+	  STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python \
+	  $(GO) test -count=1 -timeout 60m -v -run '^TestS3' ./e2e; \
+	  rc=$$?; [ -z "$$started" ] || scripts/s3.sh stop; exit $$rc
 
 # Side-by-side benchmarks (issue #11): streamkit vs Spark Structured Streaming, kcat | delta-rs
 # and Flink on the same data and cores, written to docs/benchmarks.md; installs its peers, starts

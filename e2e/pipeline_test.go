@@ -82,8 +82,15 @@ func baseEnv() []string {
 // ckpt, when set, is $STREAMKIT_CHECKPOINT of every stage.
 func startPipeline(t testing.TB, bin, ckpt, logPrefix string, stages []stageSpec) *pipeline {
 	t.Helper()
+	return startPipelineEnv(t, bin, nil, ckpt, logPrefix, stages)
+}
+
+// startPipelineEnv is startPipeline with extra KEY=VALUE variables for every stage (after the
+// test's own, so they win): e.g. the object store's endpoint and credentials.
+func startPipelineEnv(t testing.TB, bin string, extraEnv []string, ckpt, logPrefix string, stages []stageSpec) *pipeline {
+	t.Helper()
 	p := &pipeline{done: make(chan struct{}), start: time.Now()}
-	env := baseEnv()
+	env := append(baseEnv(), extraEnv...)
 	if ckpt != "" {
 		env = append(env, "STREAMKIT_CHECKPOINT="+ckpt)
 	}
