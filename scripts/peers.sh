@@ -4,9 +4,11 @@
 #   scripts/peers.sh [--force] [python|spark|spark-kafka|kafka|kcat|registry|s3|all]...   (default: all)
 #
 #   python  .venv with scripts/requirements-peers.txt (pyarrow, deltalake, duckdb +
-#           duckdb-extension-delta, fastavro); checked by scripts/py/peers_smoke.py
+#           duckdb-extension-delta and -httpfs, fastavro); checked by scripts/py/peers_smoke.py
 #   spark   pyspark + delta-spark (scripts/requirements-spark.txt) into the same .venv,
-#           Delta jars via Maven (scripts/maven/delta-spark/pom.xml) into .it/spark-jars;
+#           Delta jars via Maven (scripts/maven/delta-spark/pom.xml) into .it/spark-jars,
+#           and S3A for s3a:// (hadoop-aws of pyspark's Hadoop + the AWS SDK bundle,
+#           scripts/maven/hadoop-aws/pom.xml) into .it/spark-s3-jars;
 #           checked by scripts/py/spark_smoke.py (starts a local Spark, ~15 s)
 #   spark-kafka  Spark's Kafka source (spark-sql-kafka-0-10 matching pyspark) via Maven
 #           (scripts/maven/spark-kafka/pom.xml) into .it/spark-kafka-jars, for make bench
@@ -151,7 +153,7 @@ install_spark() {
   install_python
   want="$(java -version 2>&1 | head -1)
 $(stamp_want "$SCRIPTS/requirements-spark.txt" "$SCRIPTS/maven/delta-spark/pom.xml" \
-              "$VENV/.streamkit-peers-python.stamp")"
+              "$SCRIPTS/maven/hadoop-aws/pom.xml" "$VENV/.streamkit-peers-python.stamp")"
   if up_to_date "$stamp" "$want"; then log "spark: up to date ($IT/spark-jars)"; return; fi
   t0="$(now)"
   need_java
@@ -159,12 +161,21 @@ $(stamp_want "$SCRIPTS/requirements-spark.txt" "$SCRIPTS/maven/delta-spark/pom.x
   pip_install -r "$SCRIPTS/requirements-spark.txt"
   log "spark: mvn copy-dependencies scripts/maven/delta-spark -> .it/spark-jars"
   mvn_copy "$SCRIPTS/maven/delta-spark/pom.xml" "$IT/spark-jars"
+  # S3A must be built for the Hadoop that pyspark ships (hadoop-client-api-<version>.jar).
+  local hadoop want_hadoop
+  hadoop="$(find "$("$VENV/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')/jars" \
+    -name 'hadoop-client-api-*.jar' | sed 's/.*hadoop-client-api-\(.*\)\.jar/\1/' | head -1)"
+  want_hadoop="$(sed -n 's:.*<hadoop.version>\(.*\)</hadoop.version>.*:\1:p' "$SCRIPTS/maven/hadoop-aws/pom.xml")"
+  [[ "$hadoop" == "$want_hadoop" ]] \
+    || die "spark: pyspark ships Hadoop '$hadoop' but scripts/maven/hadoop-aws/pom.xml pins $want_hadoop"
+  log "spark: mvn copy-dependencies scripts/maven/hadoop-aws -> .it/spark-s3-jars (S3A, AWS SDK bundle ~640 MB)"
+  mvn_copy "$SCRIPTS/maven/hadoop-aws/pom.xml" "$IT/spark-s3-jars"
   log "spark: smoke test (local Spark + Delta)"
   STREAMKIT_SPARK_JARS="$IT/spark-jars" "$VENV/bin/python" "$SCRIPTS/py/spark_smoke.py" \
     >"$IT/spark-smoke.log" 2>&1 || { tail -40 "$IT/spark-smoke.log" >&2; die "spark smoke test failed"; }
   grep -E '^(ok|spark peers)' "$IT/spark-smoke.log" >&2 || true
   printf '%s' "$want" >"$stamp"
-  log "spark: installed in $(elapsed "$t0") (jars $(du -sh "$IT/spark-jars" | cut -f1), venv now $(du -sh "$VENV" | cut -f1))"
+  log "spark: installed in $(elapsed "$t0") (jars $(du -sh "$IT/spark-jars" | cut -f1), S3A jars $(du -sh "$IT/spark-s3-jars" | cut -f1), venv now $(du -sh "$VENV" | cut -f1))"
 }
 
 install_spark-kafka() {

@@ -15,7 +15,8 @@
 # another do not meet; `start` wipes it.
 #
 # Environment: STREAMKIT_S3_PORT, STREAMKIT_S3_START_TIMEOUT (s, 60), JAVA (default java),
-# STREAMKIT_S3_PROVIDER (jclouds provider, default filesystem; e.g. filesystem-nio2, transient-nio2).
+# STREAMKIT_S3_PROVIDER (blob store, default filesystem: in S3Proxy 4.x its nio2 store, which
+# answers If-None-Match: * atomically; transient keeps everything in memory).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

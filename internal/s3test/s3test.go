@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/streamkit/streamkit/internal/faultproxy"
 	"github.com/streamkit/streamkit/internal/peertest"
 )
 
@@ -110,7 +111,8 @@ func Env(t testing.TB) []string {
 	return Server(t).Env()
 }
 
-// Env is the package-level Env for a known server.
+// Env returns the variables that reach s, as the package-level Env describes (through the
+// proxy for an S3 from Proxied).
 func (s *S3) Env() []string {
 	return []string{
 		"STREAMKIT_S3_ENDPOINT=" + s.Endpoint,
@@ -120,6 +122,23 @@ func (s *S3) Env() []string {
 		"AWS_REGION=" + s.Region,
 		"AWS_ALLOW_HTTP=true",
 	}
+}
+
+// Proxied returns the server as seen through a new fault proxy (internal/faultproxy, seeded
+// with seed, no faults set yet) and the proxy, closed at cleanup. The returned S3's Endpoint,
+// Client and Env go through the proxy; buckets are the server's. Skips or fails t like Server.
+func Proxied(t testing.TB, seed uint64) (*S3, *faultproxy.Proxy) {
+	t.Helper()
+	s := Server(t)
+	p, err := faultproxy.New(s.HostPort, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	via := *s
+	via.HostPort = p.Addr()
+	via.Endpoint = "http://" + p.Addr()
+	return &via, p
 }
 
 var notBucketChar = regexp.MustCompile(`[^a-z0-9]+`)

@@ -62,11 +62,11 @@ def check_duckdb(path):
 
     import duckdb_delta
 
-    con = duckdb_delta.connect()
+    con = duckdb_delta.connect(httpfs=True)
     uri = duckdb_delta.table_uri(path)
     n, s = con.execute(f"SELECT count(*), sum(id) FROM delta_scan('{uri}')").fetchone()
     assert (n, s) == (4, 7), (n, s)
-    print(f"ok duckdb {duckdb.__version__}: delta extension loaded from {duckdb_delta.extension_path()}, "
+    print(f"ok duckdb {duckdb.__version__}: delta and httpfs extensions loaded from {duckdb_delta.extension_path()}, "
           f"delta_scan read {n} rows")
 
 
