@@ -2,10 +2,9 @@ package delta
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -34,7 +33,11 @@ type LastCheckpoint struct {
 // ReadLastCheckpoint reads `_delta_log/_last_checkpoint` of the table (an error wrapping
 // fs.ErrNotExist when there is none). Snapshot loading does not need it: it lists the log.
 func (t *Table) ReadLastCheckpoint() (*LastCheckpoint, error) {
-	b, err := os.ReadFile(filepath.Join(t.root, LogDir, LastCheckpointName))
+	return t.readLastCheckpoint(context.Background())
+}
+
+func (t *Table) readLastCheckpoint(ctx context.Context) (*LastCheckpoint, error) {
+	b, err := t.store.ReadFile(ctx, logName(LastCheckpointName))
 	if err != nil {
 		return nil, fmt.Errorf("read last checkpoint %s: %w", t.root, err)
 	}
@@ -156,25 +159,26 @@ func (s *Snapshot) checkpointRows(nowMs int64) []Action {
 	return out
 }
 
-// writeCheckpoint writes the classic checkpoint of s (`<version>.checkpoint.parquet`, temp
-// file + rename: racing checkpointers write the same content) and then `_last_checkpoint`,
-// unless that already points at a newer version.
-func (t *Table) writeCheckpoint(s *Snapshot) error {
+// writeCheckpoint writes the classic checkpoint of s (`<version>.checkpoint.parquet`) and then
+// `_last_checkpoint`, unless that already points at a newer version. Both are atomic replaces
+// ([storage.Store.WriteFile]: temporary file + fsync + rename on a local disk, one PUT on a
+// bucket): racing checkpointers write the same content, and a reader sees a whole file or
+// none.
+func (t *Table) writeCheckpoint(ctx context.Context, s *Snapshot) error {
 	rows := s.checkpointRows(t.now().UnixMilli())
 	data, numAdds, err := encodeCheckpoint(rows, t.mem)
 	if err != nil {
 		return fmt.Errorf("write checkpoint %d: %w", s.version, err)
 	}
-	dir := filepath.Join(t.root, LogDir)
-	if err := replaceTemp.Replace(dir, CheckpointFileName(s.version), data); err != nil {
+	if err := t.store.WriteFile(ctx, logName(CheckpointFileName(s.version)), data); err != nil {
 		return fmt.Errorf("write checkpoint %d: %w", s.version, err)
 	}
-	if lc, err := t.ReadLastCheckpoint(); err == nil && lc.Version >= s.version {
+	if lc, err := t.readLastCheckpoint(ctx); err == nil && lc.Version >= s.version {
 		return nil
 	}
 	lc := LastCheckpoint{Version: s.version, Size: int64(len(rows)), SizeInBytes: int64(len(data)), NumOfAddFiles: &numAdds}
 	b, _ := json.Marshal(lc)
-	if err := replaceTemp.Replace(dir, LastCheckpointName, b); err != nil {
+	if err := t.store.WriteFile(ctx, logName(LastCheckpointName), b); err != nil {
 		return fmt.Errorf("write last checkpoint %d: %w", s.version, err)
 	}
 	return nil

@@ -3,37 +3,44 @@ package delta
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// readCheckpoint reads the checkpoint file(s) names in dir and applies their actions to s.
-func readCheckpoint(dir string, names []string, s *Snapshot, mem memory.Allocator) error {
+// readCheckpoint reads the checkpoint file(s) names of `_delta_log` and applies their actions
+// to s.
+func (s *Snapshot) readCheckpoint(ctx context.Context, names []string) error {
 	for _, name := range names {
-		if err := readCheckpointFile(filepath.Join(dir, name), s, mem); err != nil {
+		if err := s.readCheckpointFile(ctx, logName(name)); err != nil {
 			return fmt.Errorf("read checkpoint %s: %w", name, err)
 		}
 	}
 	return nil
 }
 
-func readCheckpointFile(path string, s *Snapshot, mem memory.Allocator) error {
-	pf, err := file.OpenParquetFile(path, false, file.WithReadProps(parquet.NewReaderProperties(mem)))
+// readCheckpointFile reads one checkpoint Parquet file through the store: ranged reads of
+// its footer and column chunks (io.ReaderAt), as from a local file.
+func (s *Snapshot) readCheckpointFile(ctx context.Context, name string) error {
+	f, err := s.store.Open(ctx, name)
 	if err != nil {
 		return err
 	}
-	defer pf.Close()
+	mem := s.mem
+	pf, err := file.NewParquetReader(f, file.WithReadProps(parquet.NewReaderProperties(mem)))
+	if err != nil {
+		f.Close()
+		return err
+	}
+	defer pf.Close() // closes f
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 8192}, mem)
 	if err != nil {
 		return err
 	}
-	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		return err
 	}

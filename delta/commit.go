@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/streamkit/streamkit/storage/atomicfile"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // Mode is the write mode of a commit.
@@ -117,14 +116,9 @@ func (t *Table) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", t.root, err)
 	}
-	dir := filepath.Join(t.root, LogDir)
-	if req.Read == nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("commit %s: %w", t.root, err)
-		}
-		_ = atomicfile.SyncDir(t.root)
-	}
-	return t.publish(ctx, dir, req, actions, data, removes, txnID)
+	// The store creates _delta_log (and the root) with the first commit, fsyncing the
+	// directories on a local disk.
+	return t.publish(ctx, req, actions, data, removes, txnID)
 }
 
 // readVersion is the version of the read snapshot, -1 when the commit creates the table.
@@ -246,12 +240,24 @@ func (t *Table) commitActions(req CommitRequest, meta *Metadata, removes []Remov
 	return actions
 }
 
-// publish makes data (the encoded actions) the next version in dir (_delta_log) with put-if-absent, starting at
-// the read version + 1. When another writer won a version it checks every newer commit with
-// checkConflict and retries at the next free version, with jittered exponential backoff and
-// at most t.MaxAttempts attempts. An ambiguous failure counts as success when the version
-// holds our commitInfo.txnId.
-func (t *Table) publish(ctx context.Context, dir string, req CommitRequest, actions []Action, data []byte, removes []Remove, txnID string) (*CommitResult, error) {
+// maxUnknownOutcomes bounds how often one commit retries a version whose put-if-absent
+// failed with an unknown outcome that reading the log could not settle (see publish).
+const maxUnknownOutcomes = 3
+
+// publish makes data (the encoded actions) the next version of the log with put-if-absent,
+// starting at the read version + 1. When another writer won a version it checks every newer
+// commit with checkConflict and retries at the next free version, with jittered exponential
+// backoff and at most t.MaxAttempts attempts.
+//
+// A commit whose outcome is unknown is never written again blindly. Every commit of the log
+// that carries our commitInfo.txnId is ours: the version it holds is the result, whether we
+// learn it from the read-back after a failed put, or while checking the commits that won the
+// versions we tried (a put whose response was lost may land before its retry). After a failed
+// put (not ErrExist) the version is read back: ours → done; another writer's → a lost race;
+// absent or unreadable → for a store error after its own retries ([storage.OpError]) the same
+// bytes are put at the same version again, which put-if-absent can create only once, at most
+// maxUnknownOutcomes times; a local error ends the commit as before.
+func (t *Table) publish(ctx context.Context, req CommitRequest, actions []Action, data []byte, removes []Remove, txnID string) (*CommitResult, error) {
 	readVersion := req.readVersion()
 	removed := map[string]bool{}
 	for _, r := range removes {
@@ -264,29 +270,50 @@ func (t *Table) publish(ctx context.Context, dir string, req CommitRequest, acti
 	var newer [][]Action // commits by others between readVersion and ours
 	version := readVersion + 1
 	backoff := time.Millisecond
+	unknown := 0 // unsettled unknown outcomes so far
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
+			if unknown > 0 {
+				return nil, t.unknownOutcome(version, err)
+			}
 			return nil, fmt.Errorf("commit %s: %w", t.root, err)
 		}
-		err := commitTemp.PutIfAbsent(dir, CommitFileName(version), data)
+		err := t.store.PutIfAbsent(ctx, logName(CommitFileName(version)), data)
 		if err == nil {
 			return t.finishCommit(req, actions, newer, version, attempt), nil
 		}
-		if !errors.Is(err, atomicfile.ErrExist) {
-			// Ambiguous failure: the link may have happened. Read the version back.
-			if got, rerr := readCommit(dir, version); rerr == nil && len(got) > 0 && got[0].CommitInfo != nil && got[0].CommitInfo.TxnID == txnID {
+		if !errors.Is(err, storage.ErrExist) {
+			// The put may have taken effect: read the version back.
+			got, rerr := readCommit(ctx, t.store, version)
+			switch {
+			case rerr == nil && ownCommit(got, txnID):
 				return t.finishCommit(req, actions, newer, version, attempt), nil
+			case rerr == nil:
+				// Another writer's commit holds the version: a lost race, checked below.
+			default:
+				var oe *storage.OpError
+				if !errors.As(err, &oe) {
+					return nil, fmt.Errorf("commit %s version %d: %w", t.root, version, err)
+				}
+				if unknown++; unknown > maxUnknownOutcomes || attempt >= maxAttempts {
+					return nil, t.unknownOutcome(version, err)
+				}
+				backoff = t.pause(backoff)
+				continue // the same bytes at the same version
 			}
-			return nil, fmt.Errorf("commit %s version %d: %w", t.root, version, err)
 		}
 		// Lost the race: check every commit from version on.
 		for ; ; version++ {
-			other, err := readCommit(dir, version)
-			if errors.Is(err, os.ErrNotExist) {
+			other, err := readCommit(ctx, t.store, version)
+			if errors.Is(err, fs.ErrNotExist) {
 				break
 			}
 			if err != nil {
 				return nil, fmt.Errorf("commit %s: read concurrent commit: %w", t.root, err)
+			}
+			if ownCommit(other, txnID) {
+				// An earlier put of ours landed after all (its answer was lost).
+				return t.finishCommit(req, actions, newer, version, attempt), nil
 			}
 			if err := checkConflict(version, other, req, removed); err != nil {
 				return nil, err
@@ -296,10 +323,34 @@ func (t *Table) publish(ctx context.Context, dir string, req CommitRequest, acti
 		if attempt >= maxAttempts {
 			return nil, fmt.Errorf("commit %s: gave up after %d attempts (last tried version %d)", t.root, attempt, version)
 		}
-		jitter := time.Duration(rand.Int64N(int64(backoff) + 1))
-		t.sleep(backoff/2 + jitter/2)
-		backoff = min(2*backoff, 500*time.Millisecond)
+		backoff = t.pause(backoff)
 	}
+}
+
+// pause sleeps a jittered backoff (between half and all of backoff) and returns the next one,
+// doubling up to 500 ms.
+func (t *Table) pause(backoff time.Duration) time.Duration {
+	jitter := time.Duration(rand.Int64N(int64(backoff) + 1))
+	t.sleep(backoff/2 + jitter/2)
+	return min(2*backoff, 500*time.Millisecond)
+}
+
+// ownCommit reports whether the commit's commitInfo carries txnID (written by this Commit).
+func ownCommit(actions []Action, txnID string) bool {
+	for _, a := range actions {
+		if a.CommitInfo != nil {
+			return a.CommitInfo.TxnID == txnID
+		}
+	}
+	return false
+}
+
+// unknownOutcome is the error of a commit whose put of version may or may not have taken
+// effect: nothing more is written; the log decides (a restarted writer finds its txn version
+// in it, or not).
+func (t *Table) unknownOutcome(version int64, err error) error {
+	return fmt.Errorf("commit %s version %d: outcome unknown, not retried (the log tells whether it was committed: a restarted writer reads it): %w",
+		t.root, version, err)
 }
 
 // finishCommit builds the post-commit snapshot and writes the checkpoint when due.
@@ -309,7 +360,7 @@ func (t *Table) finishCommit(req CommitRequest, ours []Action, newer [][]Action,
 	if req.Read != nil {
 		s = req.Read.clone()
 	} else {
-		s = newSnapshot(t.root, t.mem)
+		s = t.newSnapshot()
 	}
 	ok := true
 	for _, c := range newer {
@@ -332,7 +383,7 @@ func (t *Table) finishCommit(req CommitRequest, ours []Action, newer [][]Action,
 	}
 	res.Snapshot = s
 	if !req.NoCheckpoint && version > 0 && version%configOf(s.metadata).checkpointInterval == 0 {
-		res.CheckpointErr = t.writeCheckpoint(s)
+		res.CheckpointErr = t.writeCheckpoint(context.Background(), s)
 		res.Checkpointed = res.CheckpointErr == nil
 		if cfg := configOf(s.metadata); res.Checkpointed && cfg.expiredLogCleanup {
 			res.LogCleanup, res.LogCleanupErr = t.CleanupLog(context.Background(), cfg.logRetention, false)
@@ -343,7 +394,7 @@ func (t *Table) finishCommit(req CommitRequest, ours []Action, newer [][]Action,
 
 // Checkpoint writes a classic checkpoint of snapshot s and points `_last_checkpoint` at it
 // (unless that already names a newer version).
-func (t *Table) Checkpoint(s *Snapshot) error { return t.writeCheckpoint(s) }
+func (t *Table) Checkpoint(s *Snapshot) error { return t.writeCheckpoint(context.Background(), s) }
 
 // NumRecords returns numRecords from the file's stats JSON; 0 when the stats are absent or do
 // not parse.

@@ -30,10 +30,17 @@
 //     classic and multi-part checkpoints.
 //   - Log cleanup. logclean.go: [Table.CleanupLog] deletes log files older than
 //     delta.logRetentionDuration that no retained version needs, after a checkpoint.
-//   - flowlock.go: [LockFlow] takes the per-flow lock file `_streamkit/flows/<flow>.lock` in
+//   - flowlock.go: [Table.LockFlow] takes the per-flow lock `_streamkit/flows/<flow>.lock` in
 //     the table (not part of the Delta protocol) that keeps two writers from committing one
-//     txn appId.
+//     txn appId: flock(2) on a local disk, a lease ([storage.AcquireLease]) on a bucket.
 //
-// Only local POSIX file systems are supported: put-if-absent is a hard link of an fsynced
-// temporary file, which is atomic and never replaces an existing commit (storage/atomicfile).
+// A table lives in a [storage.Store] ([OpenTable]; [NewTable] for a local directory): a local
+// directory or a bucket prefix (s3://, gs://, az://). Every file of the log goes through it.
+// A commit is a put-if-absent of `_delta_log/<version>.json` ([storage.Store.PutIfAbsent]): on
+// a local POSIX file system a hard link of an fsynced temporary file, which is atomic and never
+// replaces an existing commit (storage/atomicfile); on a bucket the store's conditional write
+// (S3 If-None-Match: *, GCS ifGenerationMatch=0, Azure If-None-Match: *), with no lock service
+// and no rename. Checkpoints and `_last_checkpoint` are atomic replaces, checkpoint Parquet is
+// read by ranged reads, and version times (time travel, log cleanup) are the files'
+// modification times from one listing of `_delta_log`.
 package delta

@@ -1,10 +1,10 @@
 package delta
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"sort"
 )
 
@@ -12,7 +12,7 @@ import (
 // first. Older commits may have been cleaned up (log retention): the list then starts after
 // a checkpoint. A directory without a log yields [ErrNotATable].
 func (t *Table) CommitVersions() ([]int64, error) {
-	l, err := listLog(filepath.Join(t.root, LogDir))
+	l, err := listLog(context.Background(), t.store)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("list log %s: %w", t.root, ErrNotATable)
 	}
@@ -33,7 +33,7 @@ func (t *Table) ReadCommit(v int64) ([]Action, error) {
 	if v < 0 {
 		return nil, fmt.Errorf("read commit %s: negative version %d", t.root, v)
 	}
-	a, err := readCommit(filepath.Join(t.root, LogDir), v)
+	a, err := readCommit(context.Background(), t.store, v)
 	if err != nil {
 		return nil, fmt.Errorf("read commit %s: %w", t.root, err)
 	}

@@ -3,16 +3,16 @@ package delta
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
-	"github.com/streamkit/streamkit/storage/atomicfile"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // LogDir is the name of the transaction log directory inside a table root.
@@ -31,28 +31,50 @@ func CommitFileName(v int64) string { return fmt.Sprintf("%020d.json", v) }
 // version v: v zero-padded to 20 digits + ".checkpoint.parquet".
 func CheckpointFileName(v int64) string { return fmt.Sprintf("%020d.checkpoint.parquet", v) }
 
+// logName is the store name of file name inside `_delta_log`.
+func logName(name string) string { return LogDir + "/" + name }
+
 // logListing is what a directory listing of _delta_log tells about the table.
 type logListing struct {
 	commits     map[int64]bool
 	checkpoints map[int64][]string // version → checkpoint file names (classic: 1; multi-part: all parts)
 	maxCommit   int64              // -1 when there is none
+	// entries are the listed objects (files) of _delta_log, sorted by name: log cleanup reads
+	// the .crc and compaction files from them, and version times come from their ModTime, so
+	// that a bucket is listed once rather than asked for every object.
+	entries []storage.Info
+	mod     map[string]time.Time // file name → modification time
 }
 
-// listLog lists dir (a _delta_log directory). Only names made of the expected digits and
-// suffixes count; temp files, .crc files and anything unknown are skipped.
-func listLog(dir string) (*logListing, error) {
-	entries, err := os.ReadDir(dir)
+// listLog lists the `_delta_log` of the table in s. Only names made of the expected digits and
+// suffixes count; temp files (the store's `.tmp-*` and the `_commit_*`/`_tmp_*` ones older
+// streamkit versions left), .crc files and anything unknown are skipped. A log that does not
+// exist gives an error matching fs.ErrNotExist (on a bucket: one without any object).
+func listLog(ctx context.Context, s storage.Store) (*logListing, error) {
+	entries, err := s.ReadDir(ctx, LogDir)
 	if err != nil {
 		return nil, err
 	}
-	l := &logListing{commits: map[int64]bool{}, checkpoints: map[int64][]string{}, maxCommit: -1}
+	if len(entries) == 0 {
+		// ReadDir lists a missing directory as empty; tell an empty _delta_log (a table
+		// being created) from none, as a directory listing did.
+		if _, err := s.Stat(ctx, LogDir); err != nil {
+			return nil, err
+		}
+	}
+	l := &logListing{commits: map[int64]bool{}, checkpoints: map[int64][]string{}, maxCommit: -1, mod: map[string]time.Time{}}
 	type multi struct {
 		total int
 		parts map[int]string
 	}
 	multis := map[int64]map[int]*multi{} // version → total parts → parts seen
 	for _, e := range entries {
-		name := e.Name()
+		if e.IsDir {
+			continue
+		}
+		l.entries = append(l.entries, e)
+		name := e.Name
+		l.mod[name] = e.ModTime
 		if len(name) < 21 || !allDigits(name[:20]) || name[20] != '.' {
 			continue
 		}
@@ -132,14 +154,14 @@ func (l *logListing) checkpointVersions(max int64) []int64 {
 	return vs
 }
 
-// readCommit reads and parses commit file v of the log in dir.
-func readCommit(dir string, v int64) ([]Action, error) {
-	f, err := os.Open(filepath.Join(dir, CommitFileName(v)))
+// readCommit reads and parses commit file v of the table in s; a missing one gives an error
+// matching fs.ErrNotExist. The file is read whole: one request on a bucket.
+func readCommit(ctx context.Context, s storage.Store, v int64) ([]Action, error) {
+	b, err := s.ReadFile(ctx, logName(CommitFileName(v)))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	actions, err := parseActions(f)
+	actions, err := parseActions(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("read commit %d: %w", v, err)
 	}
@@ -173,15 +195,3 @@ func parseActions(r io.Reader) ([]Action, error) {
 	}
 	return out, nil
 }
-
-// Temporary files in _delta_log start with '_', so that neither this package's listLog nor
-// delta-rs or Spark (which list names starting with a version number) read them; a crash may
-// leave one behind, which nothing reads.
-var (
-	// commitTemp is the temporary file of a commit, hard-linked to its version's name
-	// (put-if-absent: an existing commit is never replaced).
-	commitTemp = atomicfile.Temp{Pattern: func(string) string { return "_commit_*.json.tmp" }, Perm: 0o644}
-	// replaceTemp is the temporary file of a checkpoint or _last_checkpoint, renamed over the
-	// final name (both may be rewritten).
-	replaceTemp = atomicfile.Temp{Pattern: func(name string) string { return "_tmp_*." + name + ".tmp" }, Perm: 0o644}
-)

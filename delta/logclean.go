@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,7 +47,6 @@ type logFile struct {
 // deleted when there is no such checkpoint, or when the log has a gap after it. With dryRun
 // the files are only listed. Files that vanish meanwhile (a concurrent cleanup) are ignored.
 func (t *Table) CleanupLog(ctx context.Context, retention time.Duration, dryRun bool) (*LogCleanup, error) {
-	dir := filepath.Join(t.root, LogDir)
 	if retention < 0 {
 		s, err := t.Snapshot(ctx)
 		if err != nil {
@@ -57,7 +54,7 @@ func (t *Table) CleanupLog(ctx context.Context, retention time.Duration, dryRun 
 		}
 		retention = configOf(s.metadata).logRetention
 	}
-	l, err := listLog(dir)
+	l, err := listLog(ctx, t.store)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("clean up log %s: %w", t.root, ErrNotATable)
 	}
@@ -87,14 +84,7 @@ func (t *Table) CleanupLog(ctx context.Context, retention time.Duration, dryRun 
 		if !l.commits[v] {
 			name = l.checkpoints[v][0]
 		}
-		fi, err := os.Stat(filepath.Join(dir, name))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed by a concurrent cleanup
-		}
-		if err != nil {
-			return nil, fmt.Errorf("clean up log %s: %w", t.root, err)
-		}
-		ms := max(fi.ModTime().UnixMilli(), prev+1)
+		ms := max(l.mod[name].UnixMilli(), prev+1)
 		prev = ms
 		if ms > cutoff.UnixMilli() {
 			break
@@ -111,13 +101,9 @@ func (t *Table) CleanupLog(ctx context.Context, retention time.Duration, dryRun 
 			return res, nil // a gap after the checkpoint: leave the log as it is
 		}
 	}
-	files, err := expiredLogFiles(dir, res.Checkpoint)
-	if err != nil {
-		return nil, fmt.Errorf("clean up log %s: %w", t.root, err)
-	}
-	for _, f := range files {
+	for _, f := range l.expiredLogFiles(res.Checkpoint) {
 		if !dryRun {
-			if err := os.Remove(filepath.Join(dir, f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := t.store.Remove(ctx, logName(f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return res, fmt.Errorf("clean up log %s: %w", t.root, err)
 			}
 		}
@@ -126,19 +112,16 @@ func (t *Table) CleanupLog(ctx context.Context, retention time.Duration, dryRun 
 	return res, nil
 }
 
-// expiredLogFiles lists the files of `_delta_log` (dir) that belong only to versions before
-// keep: commits, checkpoints (any kind), .crc files and compaction files ending before keep,
-// oldest version first (commit before checkpoint of the same version, so a reader never sees a
-// version's checkpoint vanish while its commit is still listed).
-func expiredLogFiles(dir string, keep int64) ([]logFile, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
+// expiredLogFiles lists the files of `_delta_log` that belong only to versions before keep:
+// commits, checkpoints (any kind), .crc files and compaction files ending before keep, oldest
+// version first (commit before checkpoint of the same version, so a reader never sees a
+// version's checkpoint vanish while its commit is still listed). Temporary files are never
+// among them: their names do not start with a version.
+func (l *logListing) expiredLogFiles(keep int64) []logFile {
 	var out []logFile
-	for _, e := range entries {
-		name := e.Name()
-		if !e.Type().IsRegular() || len(name) < 21 || !allDigits(name[:20]) || name[20] != '.' {
+	for _, e := range l.entries {
+		name := e.Name
+		if len(name) < 21 || !allDigits(name[:20]) || name[20] != '.' {
 			continue
 		}
 		v, err := strconv.ParseInt(name[:20], 10, 64)
@@ -173,5 +156,5 @@ func expiredLogFiles(dir string, keep int64) ([]logFile, error) {
 		}
 		return a.name < b.name
 	})
-	return out, nil
+	return out
 }

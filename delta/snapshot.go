@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/storage"
 )
 
 // ErrNotATable is returned when a directory holds no Delta log (no commit and no checkpoint).
@@ -25,6 +26,7 @@ var ErrLogIncomplete = errors.New("delta log incomplete")
 // [Table.Commit] return new ones.
 type Snapshot struct {
 	root       string
+	store      storage.Store
 	mem        memory.Allocator
 	version    int64
 	protocol   *Protocol
@@ -36,19 +38,22 @@ type Snapshot struct {
 	domains    map[string]DomainMetadata
 }
 
-func newSnapshot(root string, mem memory.Allocator) *Snapshot {
-	if mem == nil {
-		mem = memory.DefaultAllocator
-	}
-	return &Snapshot{root: root, mem: mem, version: -1, files: map[string]*Add{}, tombstones: map[string]*Remove{},
+// newSnapshot is the empty state (version -1) of table t, before any action.
+func (t *Table) newSnapshot() *Snapshot {
+	return &Snapshot{root: t.root, store: t.store, mem: t.mem, version: -1, files: map[string]*Add{}, tombstones: map[string]*Remove{},
 		txns: map[string]Txn{}, domains: map[string]DomainMetadata{}}
 }
 
 // Version is the table version this snapshot reflects.
 func (s *Snapshot) Version() int64 { return s.version }
 
-// Root is the table root directory.
+// Root is the table root: its local directory, or the redacted URL of a bucket table (see
+// [Table.Root]).
 func (s *Snapshot) Root() string { return s.root }
+
+// Store is the storage the table lives in, rooted at the table root: data files are read
+// through it, by the paths of [Snapshot.Files] (decoded with [DecodePath]).
+func (s *Snapshot) Store() storage.Store { return s.store }
 
 // Protocol returns the table's protocol action (a copy).
 func (s *Snapshot) Protocol() Protocol { return *s.protocol }
@@ -217,8 +222,7 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 // then applies the JSON commits after it in order; a missing commit is an error wrapping
 // [ErrLogIncomplete] (PROTOCOL.md "Checkpoints", "Action Reconciliation").
 func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error) {
-	dir := filepath.Join(t.root, LogDir)
-	l, err := listLog(dir)
+	l, err := listLog(ctx, t.store)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("load snapshot %s: %w", t.root, ErrNotATable)
 	}
@@ -246,11 +250,11 @@ func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error
 			return nil, fmt.Errorf("load snapshot %s version %d: version does not exist (latest %d)", t.root, version, l.maxCommit)
 		}
 	}
-	s := newSnapshot(t.root, t.mem)
+	s := t.newSnapshot()
 	var cpErr error
 	for _, cv := range l.checkpointVersions(target) {
-		cs := newSnapshot(t.root, t.mem)
-		if err := readCheckpoint(dir, l.checkpoints[cv], cs, t.mem); err != nil {
+		cs := t.newSnapshot()
+		if err := cs.readCheckpoint(ctx, l.checkpoints[cv]); err != nil {
 			cpErr = err
 			continue
 		}
@@ -268,7 +272,7 @@ func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error
 		if !l.commits[v] {
 			return nil, fmt.Errorf("load snapshot %s: %w: commit %s is missing", t.root, ErrLogIncomplete, CommitFileName(v))
 		}
-		actions, err := readCommit(dir, v)
+		actions, err := readCommit(ctx, t.store, v)
 		if err != nil {
 			return nil, fmt.Errorf("load snapshot %s: %w", t.root, err)
 		}
@@ -290,8 +294,7 @@ func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error
 // reloading from the newest checkpoint when some of them were cleaned up. It returns s itself
 // when nothing changed.
 func (s *Snapshot) Update(ctx context.Context) (*Snapshot, error) {
-	dir := filepath.Join(s.root, LogDir)
-	l, err := listLog(dir)
+	l, err := listLog(ctx, s.store)
 	if err != nil {
 		return nil, fmt.Errorf("update snapshot %s: %w", s.root, err)
 	}
@@ -300,7 +303,7 @@ func (s *Snapshot) Update(ctx context.Context) (*Snapshot, error) {
 	}
 	for v := s.version + 1; v <= l.maxCommit; v++ {
 		if !l.commits[v] {
-			return (&Table{root: s.root, mem: s.mem}).SnapshotAt(ctx, -1)
+			return (&Table{root: s.root, store: s.store, mem: s.mem}).SnapshotAt(ctx, -1)
 		}
 	}
 	ns := s.clone()
@@ -308,7 +311,7 @@ func (s *Snapshot) Update(ctx context.Context) (*Snapshot, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		actions, err := readCommit(dir, v)
+		actions, err := readCommit(ctx, s.store, v)
 		if err != nil {
 			return nil, fmt.Errorf("update snapshot %s: %w", s.root, err)
 		}

@@ -1,9 +1,9 @@
 package delta
 
 import (
+	"context"
 	"errors"
 	"io/fs"
-	"path/filepath"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -60,9 +60,9 @@ func (t *Table) Root() string { return t.root }
 // Store is the storage the table lives in, rooted at the table root.
 func (t *Table) Store() storage.Store { return t.store }
 
-// Exists reports whether dir holds a Delta log with at least one commit or checkpoint.
+// Exists reports whether the root holds a Delta log with at least one commit or checkpoint.
 func (t *Table) Exists() (bool, error) {
-	l, err := listLog(filepath.Join(t.root, LogDir))
+	l, err := listLog(context.Background(), t.store)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}

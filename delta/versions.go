@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"time"
 )
@@ -26,7 +24,7 @@ type LogVersions struct {
 // Versions lists `_delta_log` and returns the range of loadable versions. It fails with
 // [ErrNotATable] when the directory has no Delta log.
 func (t *Table) Versions() (LogVersions, error) {
-	l, err := listLog(filepath.Join(t.root, LogDir))
+	l, err := listLog(context.Background(), t.store)
 	if errors.Is(err, fs.ErrNotExist) {
 		return LogVersions{}, fmt.Errorf("list log %s: %w", t.root, ErrNotATable)
 	}
@@ -65,7 +63,7 @@ func (t *Table) CommitExists(v int64) (bool, error) {
 	if v < 0 {
 		return false, nil
 	}
-	_, err := os.Stat(filepath.Join(t.root, LogDir, CommitFileName(v)))
+	_, err := t.store.Stat(context.Background(), logName(CommitFileName(v)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -77,10 +75,10 @@ func (t *Table) CommitExists(v int64) (bool, error) {
 // strictly increasing over versions as Spark's DeltaHistoryManager does (a commit whose file
 // time is not after its predecessor's counts as predecessor + 1 ms). A ts before the earliest
 // loadable version is an error naming that version's time; a ts after the latest returns the
-// latest version.
+// latest version. The file times come from one listing of `_delta_log` (on a bucket: the
+// store's write times).
 func (t *Table) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
-	dir := filepath.Join(t.root, LogDir)
-	l, err := listLog(dir)
+	l, err := listLog(ctx, t.store)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("find version at %s: %w", ts.Format(time.RFC3339), ErrNotATable)
 	}
@@ -106,11 +104,7 @@ func (t *Table) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		fi, err := os.Stat(filepath.Join(dir, CommitFileName(v)))
-		if err != nil {
-			return 0, fmt.Errorf("find version at %s: %w", ts.Format(time.RFC3339), err)
-		}
-		ms := fi.ModTime().UnixMilli()
+		ms := l.mod[CommitFileName(v)].UnixMilli()
 		if ms <= prev {
 			ms = prev + 1
 		}

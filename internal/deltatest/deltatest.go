@@ -26,7 +26,7 @@ func IDRows(t testing.TB, mem memory.Allocator, dir string) ([]string, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := rd.NewReader(dir, snap.Metadata(), rd.ReadOptions{Allocator: mem})
+	r, err := rd.NewReader(delta.NewTable(dir, mem).Store(), snap.Metadata(), rd.ReadOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func BenchmarkWriteFlights(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
-			w, err := NewDataWriter(tbl.Root(), m, WriterOptions{Allocator: mem, Compression: codec})
+			w, err := NewDataWriter(tbl.Store(), m, WriterOptions{Allocator: mem, Compression: codec})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func BenchmarkWriteFlights3M(b *testing.B) {
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		w, err := NewDataWriter(b.TempDir(), m, WriterOptions{Allocator: mem})
+		w, err := NewDataWriter(delta.NewTable(b.TempDir(), nil).Store(), m, WriterOptions{Allocator: mem})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -245,7 +245,7 @@ func BenchmarkCommitEpoch(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				var adds []delta.Add
 				if rows > 0 {
-					w, err := NewDataWriter(tbl.Root(), s.Metadata(), WriterOptions{Allocator: mem})
+					w, err := NewDataWriter(tbl.Store(), s.Metadata(), WriterOptions{Allocator: mem})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -340,7 +340,7 @@ func TestWriterRarePartitionHoldsLittle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewDataWriter(t.TempDir(), meta, WriterOptions{Allocator: mem, RowGroupSize: 256 << 10})
+	w, err := NewDataWriter(delta.NewTable(t.TempDir(), nil).Store(), meta, WriterOptions{Allocator: mem, RowGroupSize: 256 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func appendBatches(t testing.TB, tbl *delta.Table, read *delta.Snapshot, create 
 	} else {
 		meta = read.Metadata()
 	}
-	w, err := NewDataWriter(tbl.Root(), meta, opts)
+	w, err := NewDataWriter(tbl.Store(), meta, opts)
 	if err != nil {
 		t.Fatalf("new data writer: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // StreamTool is the tool a StreamWriter writes for: the `by` of its commit markers, the
@@ -34,8 +35,12 @@ type Constant struct{ Name, Value string }
 
 // StreamConfig are the options of a StreamWriter: write-delta's flags.
 type StreamConfig struct {
-	// delta.Table is the table root: a local directory (made absolute by the caller).
+	// Table names the table root in messages and in the checkpoint's FlowFile: its local
+	// directory (made absolute by the caller) or its redacted URL (storage.Store.Location).
 	Table string
+	// Store is the opened table root (tools/cli.OpenStore: a local directory or a bucket
+	// prefix). Nil: the local directory Table.
+	Store storage.Store
 	// Flow is the txn appId (--flow). Empty: generated once and kept in the checkpoint
 	// directory's FlowFile; without a checkpoint directory a new one per run.
 	Flow string
@@ -116,7 +121,8 @@ type StreamWriter struct {
 	flowBinding
 	tableView
 	aug         Augmenter
-	partitionBy []string // --partition-by as top-level column names
+	partitionBy []string        // --partition-by as top-level column names
+	ctx         context.Context // Open's: bounds the data files' store calls
 	epochState
 	asyncCommits
 	streamTotals
@@ -259,9 +265,13 @@ func (w *StreamWriter) Flow() string { return w.flow }
 // otherwise it prepares the metadata of the table to create at the first commit.
 func (w *StreamWriter) Open(ctx context.Context, env *stage.Env, in *arrow.Schema) (_ *arrow.Schema, err error) {
 	env.MarkSink()
-	w.env, w.in = env, in
+	w.env, w.in, w.ctx = env, in, ctx
 	root := w.cfg.Table
-	w.table = delta.NewTable(root, env.Mem)
+	if w.cfg.Store != nil {
+		w.table = delta.OpenTable(w.cfg.Store, env.Mem)
+	} else {
+		w.table = delta.NewTable(root, env.Mem)
+	}
 	w.table.EngineInfo = "streamkit write-delta"
 	w.table.Now = env.Now
 	if err := w.resolveFlow(env); err != nil {

@@ -46,7 +46,8 @@ func (w *StreamWriter) write(rec arrow.RecordBatch) error {
 		meta := w.meta
 		// Each lane collects DefaultRowGroupSize (8 MiB) of Arrow data per row group.
 		opts := WriterOptions{TargetFileSize: target, Compression: w.cfg.Compression,
-			TruncateTimestamps: w.cfg.TruncateTimestamps, Allocator: w.env.Mem, Now: w.env.Now}
+			TruncateTimestamps: w.cfg.TruncateTimestamps, Allocator: w.env.Mem, Now: w.env.Now,
+			Context: w.ctx}
 		// After an epoch large enough to be spread, the next one is spread from its first
 		// batch: waiting for the threshold again would leave the other lanes idle for the
 		// first threshold's worth of every epoch.
@@ -55,7 +56,7 @@ func (w *StreamWriter) write(rec arrow.RecordBatch) error {
 			threshold = 0
 		}
 		w.ew = NewWriterPool(w.cfg.Writers, threshold, func() (*DataWriter, error) {
-			return NewDataWriter(w.cfg.Table, meta, opts)
+			return NewDataWriter(w.table.Store(), meta, opts)
 		})
 	}
 	if err := w.flushHeld(); err != nil {

@@ -225,12 +225,12 @@ func TestTimestampPrecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	w, _ := NewDataWriter(dir, meta, WriterOptions{Allocator: mem})
+	w, _ := NewDataWriter(delta.NewTable(dir, nil).Store(), meta, WriterOptions{Allocator: mem})
 	if err := w.Write(rec); err == nil || !strings.Contains(err.Error(), "column ts") {
 		t.Errorf("nanosecond digits accepted: %v", err)
 	}
 	w.Abort()
-	w, _ = NewDataWriter(dir, meta, WriterOptions{Allocator: mem, TruncateTimestamps: true})
+	w, _ = NewDataWriter(delta.NewTable(dir, nil).Store(), meta, WriterOptions{Allocator: mem, TruncateTimestamps: true})
 	if err := w.Write(rec); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestConcurrentBlindAppends(t *testing.T) {
 			for i := 0; i < each; i++ {
 				id := 1 + w*each + i
 				rec := simpleRec(t, mem, id)
-				dw, err := NewDataWriter(tbl.Root(), read.Metadata(), WriterOptions{Allocator: mem})
+				dw, err := NewDataWriter(tbl.Store(), read.Metadata(), WriterOptions{Allocator: mem})
 				if err == nil {
 					err = dw.Write(rec)
 				}
@@ -377,7 +377,7 @@ func TestConflicts(t *testing.T) {
 	s2, _ := tbl.Snapshot(context.Background())
 	r3 := simpleRec(t, mem, 9)
 	defer r3.Release()
-	w, _ := NewDataWriter(tbl.Root(), s2.Metadata(), WriterOptions{Allocator: mem})
+	w, _ := NewDataWriter(tbl.Store(), s2.Metadata(), WriterOptions{Allocator: mem})
 	_ = w.Write(r3)
 	adds, _ := w.Close()
 	res, err = tbl.Commit(context.Background(), delta.CommitRequest{Read: s2, Mode: delta.Overwrite, Adds: adds})
@@ -406,7 +406,7 @@ func TestCheckpointReplay(t *testing.T) {
 	for i := 1; i <= 24; i++ {
 		rec := simpleRec(t, mem, 10*i)
 		if i == 15 { // an overwrite leaves tombstones for the checkpoint
-			w, _ := NewDataWriter(tbl.Root(), s.Metadata(), WriterOptions{Allocator: mem})
+			w, _ := NewDataWriter(tbl.Store(), s.Metadata(), WriterOptions{Allocator: mem})
 			_ = w.Write(rec)
 			adds, _ := w.Close()
 			res, err := tbl.Commit(context.Background(), delta.CommitRequest{Read: s, Mode: delta.Overwrite, Adds: adds, Txn: &delta.Txn{AppID: "a", Version: int64(i)}})

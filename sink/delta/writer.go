@@ -5,9 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -24,7 +21,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/delta"
-	"github.com/streamkit/streamkit/storage/atomicfile"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // Default sizes of the data writer.
@@ -58,6 +55,9 @@ type WriterOptions struct {
 	Allocator memory.Allocator
 	// Now stamps add.modificationTime; default time.Now.
 	Now func() time.Time
+	// Context bounds the store calls (creating, uploading and removing data files); default
+	// context.Background().
+	Context context.Context
 }
 
 // DataWriter streams Arrow record batches into the Parquet data files of one table (one
@@ -71,7 +71,8 @@ type WriterOptions struct {
 // binary columns dictionary-encoded by the writer itself, see dictEncode). Statistics are
 // exact and computed from the written values.
 type DataWriter struct {
-	root      string
+	store     storage.Store
+	root      string // the store's location, for messages
 	partCols  []string
 	partIdx   []int // partition column indices in the table schema
 	dataIdx   []int // data column indices in the table schema
@@ -94,8 +95,7 @@ type DataWriter struct {
 	open      map[string]*openFile
 	order     []string // open keys in opening order
 	adds      []delta.Add
-	written   []string // absolute paths of files written (for Abort)
-	dirs      map[string]bool
+	written   []string // names of the files closed so far (for Abort)
 	closed    bool
 }
 
@@ -103,8 +103,8 @@ type openFile struct {
 	relDir  string // on-disk relative directory ("" for the root)
 	relPath string // on-disk relative path
 	values  map[string]*string
-	f       *os.File
-	bw      *bufio.Writer
+	f       countingWriter      // the store's streamed write of the file
+	bw      *bufio.Writer       // buffers the Parquet writer's small writes into f
 	fw      *pqarrow.FileWriter // nested data columns: pqarrow writes the file
 	pw      *file.Writer        // flat data columns: column chunks are written by flushFlat
 	stats   *statsCollector
@@ -115,9 +115,12 @@ type openFile struct {
 }
 
 // NewDataWriter prepares a writer of data files for a table with metadata meta (from a
-// Snapshot or NewTableMetadata) rooted at root. Files are created lazily on the first row of
-// each partition.
-func NewDataWriter(root string, meta *delta.Metadata, opts WriterOptions) (*DataWriter, error) {
+// Snapshot or NewTableMetadata) whose root is store s (delta.Table.Store: a local directory or
+// a bucket prefix). Files are created lazily on the first row of each partition, as streamed
+// writes of the store (storage.Store.Create): on a local disk the final name is created
+// O_EXCL and fsynced with its directory at close; on a bucket the object is uploaded at close.
+func NewDataWriter(s storage.Store, meta *delta.Metadata, opts WriterOptions) (*DataWriter, error) {
+	root := s.Location()
 	schema, err := meta.Schema()
 	if err != nil {
 		return nil, fmt.Errorf("new data writer %s: %w", root, err)
@@ -138,6 +141,9 @@ func NewDataWriter(root string, meta *delta.Metadata, opts WriterOptions) (*Data
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Context == nil {
+		opts.Context = context.Background()
+	}
 	var codec compress.Compression
 	name := strings.ToLower(opts.Compression)
 	switch name {
@@ -152,9 +158,9 @@ func NewDataWriter(root string, meta *delta.Metadata, opts WriterOptions) (*Data
 	default:
 		return nil, fmt.Errorf("new data writer %s: compression %q: want snappy, zstd, gzip or uncompressed", root, opts.Compression)
 	}
-	w := &DataWriter{root: root, partCols: meta.PartitionColumns, mem: opts.Allocator, opts: opts,
+	w := &DataWriter{store: s, root: root, partCols: meta.PartitionColumns, mem: opts.Allocator, opts: opts,
 		codecName: name, numIdx: meta.NumIndexedCols(), prefix: uuid.NewString(),
-		open: map[string]*openFile{}, dirs: map[string]bool{}}
+		open: map[string]*openFile{}}
 	w.conf = conformer{mem: opts.Allocator, target: target, truncate: opts.TruncateTimestamps}
 	isPart := map[string]int{}
 	for i, c := range meta.PartitionColumns {
@@ -542,34 +548,23 @@ func (w *DataWriter) openFile(relDir string, values map[string]*string) (*openFi
 	}
 	name += ".parquet"
 	rel := name
-	if !w.dirs[""] {
-		if err := os.MkdirAll(w.root, 0o755); err != nil {
-			return nil, err
-		}
-		w.dirs[""] = true
-	}
 	if relDir != "" {
 		rel = relDir + "/" + name
-		if err := w.mkdirs(relDir); err != nil {
-			return nil, err
-		}
 	}
-	abs := filepath.Join(w.root, filepath.FromSlash(rel))
-	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := w.store.Create(w.opts.Context, rel)
 	if err != nil {
 		return nil, err
 	}
-	w.written = append(w.written, abs)
-	bw := bufio.NewWriterSize(f, 1<<20)
-	of := &openFile{relDir: relDir, relPath: rel, values: values, f: f, bw: bw,
+	of := &openFile{relDir: relDir, relPath: rel, values: values, f: countingWriter{w: f},
 		stats: newStatsCollector(w.dataSch, w.numIdx)}
+	of.bw = bufio.NewWriterSize(&of.f, 1<<20)
 	if w.flat != nil {
-		of.pw, err = file.NewParquetWriterWithError(bw, w.flat.Root(), file.WithWriterProps(w.props))
+		of.pw, err = file.NewParquetWriterWithError(of.bw, w.flat.Root(), file.WithWriterProps(w.props))
 	} else {
-		of.fw, err = pqarrow.NewFileWriter(w.dataSch, bw, w.props, w.arrProps)
+		of.fw, err = pqarrow.NewFileWriter(w.dataSch, of.bw, w.props, w.arrProps)
 	}
 	if err != nil {
-		f.Close()
+		f.Abort()
 		return nil, err
 	}
 	w.open[relDir] = of
@@ -577,26 +572,16 @@ func (w *DataWriter) openFile(relDir string, values map[string]*string) (*openFi
 	return of, nil
 }
 
-// mkdirs creates root/relDir, remembering new directories so their parents are fsynced.
-func (w *DataWriter) mkdirs(relDir string) error {
-	parts := strings.Split(relDir, "/")
-	cur := ""
-	for _, p := range parts {
-		if cur == "" {
-			cur = p
-		} else {
-			cur += "/" + p
-		}
-		if w.dirs[cur] {
-			continue
-		}
-		err := os.Mkdir(filepath.Join(w.root, filepath.FromSlash(cur)), 0o755)
-		if err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
-		w.dirs[cur] = true
-	}
-	return nil
+// countingWriter is a store Writer that counts the bytes written (add.size).
+type countingWriter struct {
+	w storage.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (w *DataWriter) closeFile(relDir string) error {
@@ -616,21 +601,14 @@ func (w *DataWriter) closeFile(relDir string) error {
 		err = of.bw.Flush()
 	}
 	if err == nil {
-		err = of.f.Sync()
-	}
-	var size int64
-	if err == nil {
-		var st os.FileInfo
-		if st, err = of.f.Stat(); err == nil {
-			size = st.Size()
-		}
-	}
-	if cerr := of.f.Close(); err == nil {
-		err = cerr
+		err = of.f.w.Close()
 	}
 	if err != nil {
+		of.f.w.Abort()
 		return fmt.Errorf("write data %s: %w", of.relPath, err)
 	}
+	w.written = append(w.written, of.relPath)
+	size := of.f.n
 	pv := of.values
 	if pv == nil {
 		pv = map[string]*string{}
@@ -646,9 +624,10 @@ func (w *DataWriter) closeFile(relDir string) error {
 	return nil
 }
 
-// Close flushes and closes every open file, fsyncs the files and the directories that gained
-// entries, and returns one add action per data file (dataChange true, exact stats). No file
-// is visible in the table until the adds are committed.
+// Close flushes and closes every open file and returns one add action per data file
+// (dataChange true, exact stats). Each file is durable when Close returns (on a local disk the
+// file and the directories that gained entries are fsynced), but no file is visible in the
+// table until the adds are committed.
 func (w *DataWriter) Close() ([]delta.Add, error) {
 	if w.closed {
 		return w.adds, nil
@@ -657,25 +636,6 @@ func (w *DataWriter) Close() ([]delta.Add, error) {
 	for len(w.order) > 0 {
 		if err := w.closeFile(w.order[0]); err != nil {
 			return nil, err
-		}
-	}
-	dirs := map[string]bool{"": true}
-	for _, a := range w.adds {
-		p, _ := delta.DecodePath(a.Path)
-		d := filepath.Dir(filepath.FromSlash(p))
-		for d != "." {
-			dirs[d] = true
-			d = filepath.Dir(d)
-		}
-	}
-	keys := make([]string, 0, len(dirs))
-	for d := range dirs {
-		keys = append(keys, d)
-	}
-	sort.Strings(keys)
-	for _, d := range keys {
-		if err := atomicfile.SyncDir(filepath.Join(w.root, d)); err != nil {
-			return nil, fmt.Errorf("close data writer %s: %w", w.root, err)
 		}
 	}
 	return w.adds, nil
@@ -691,13 +651,13 @@ func (w *DataWriter) Abort() error {
 		}
 		of.pending = nil
 		of.closeParquet()
-		of.f.Close()
+		of.f.w.Abort()
 	}
 	w.open = map[string]*openFile{}
 	w.order = nil
 	var first error
 	for _, p := range w.written {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
+		if err := w.store.Remove(w.opts.Context, p); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -27,8 +27,10 @@
 // snapshot loads (unknown reader features, column mapping, v2 checkpoints, type widening …
 // are refused naming the feature); files with deletion vectors are refused; every logged path
 // is validated before anything is read ([resolvePath]: percent-decoding, no "..", ".", empty
-// segments, backslashes, NUL or _delta_log, absolute paths only inside the table root), and
-// files are opened through an [os.Root] of the table directory so a symlink cannot escape it.
+// segments, backslashes, NUL or _delta_log, absolute paths and URLs only inside the table
+// root); local files are opened through an [os.Root] of the table directory so a symlink
+// cannot escape it, bucket objects through the table's storage.Store, with the column chunks
+// of each work unit fetched in coalesced ranged reads (prefetch.go).
 //
 // # The stream ([Source])
 //

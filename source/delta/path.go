@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	dl "github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // resolvePath turns the path of an add action into a '/'-separated path relative to the table
@@ -15,7 +16,9 @@ import (
 // backslashes, NUL or _delta_log). An absolute path — "/abs/…", "file:/abs/…" or
 // "file:///abs/…", as Spark writes for shallow clones — is accepted only when it lies inside
 // the table root (root must be absolute and clean), and is then checked like a relative one.
-// Files are opened through an [os.Root] as well, so a symlink cannot lead outside the table.
+// On a bucket table (root a bucket URL) a URL path is accepted only inside the root
+// (s3a:// and s3n:// are s3://), and a local absolute path never. Local files are opened
+// through an [os.Root] as well, so a symlink cannot lead outside the table.
 func resolvePath(root, logged string) (string, error) {
 	if !isAbsoluteURI(logged) {
 		return dl.DecodePath(logged)
@@ -31,7 +34,14 @@ func resolvePath(root, logged string) (string, error) {
 		}
 		p = u.EscapedPath()
 	} else if strings.Contains(p, "://") {
-		return "", fmt.Errorf("decode path %q: %w: only local paths are supported", logged, dl.ErrUnsafePath)
+		if !storage.IsURL(root) {
+			return "", fmt.Errorf("decode path %q: %w: only local paths are supported", logged, dl.ErrUnsafePath)
+		}
+		rel, ok := underURL(root, p)
+		if !ok {
+			return "", fmt.Errorf("decode path %q: %w: URL outside the table root %s", logged, dl.ErrUnsafePath, root)
+		}
+		return dl.DecodePath(rel)
 	}
 	dec, err := url.PathUnescape(p)
 	if err != nil {
@@ -59,4 +69,24 @@ func resolvePath(root, logged string) (string, error) {
 
 func isAbsoluteURI(p string) bool {
 	return strings.HasPrefix(p, "/") || strings.HasPrefix(p, "file:") || strings.Contains(p, "://")
+}
+
+// underURL returns the (still escaped) remainder of URL u below bucket URL root, and whether u
+// lies under it. Schemes compare ignoring case, with Hadoop's s3a and s3n as s3.
+func underURL(root, u string) (string, bool) {
+	norm := func(s string) (string, string) {
+		scheme, rest, _ := strings.Cut(s, "://")
+		scheme = strings.ToLower(scheme)
+		if scheme == "s3a" || scheme == "s3n" {
+			scheme = "s3"
+		}
+		return scheme, rest
+	}
+	rs, rr := norm(root)
+	us, ur := norm(u)
+	prefix := strings.TrimSuffix(rr, "/") + "/"
+	if rs != us || !strings.HasPrefix(ur, prefix) {
+		return "", false
+	}
+	return strings.TrimPrefix(ur, prefix), true
 }

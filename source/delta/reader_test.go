@@ -44,7 +44,7 @@ func TestReaderPartitionsProjectionWhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := NewReader(dir, snap.Metadata(), ReadOptions{Allocator: mem, BatchRows: 2})
+	rd, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, BatchRows: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestReaderPartitionsProjectionWhere(t *testing.T) {
 	}
 
 	// Projection (reordered, partition column included) and a partition filter.
-	rd2, err := NewReader(dir, snap.Metadata(), ReadOptions{Allocator: mem, Columns: []string{"region", "ID"},
+	rd2, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, Columns: []string{"region", "ID"},
 		WhereText: "day >= 2024-01-02 and (region = 'eu' or region is null)"})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestReaderPartitionsProjectionWhere(t *testing.T) {
 		t.Fatalf("projected rows %q, want %q", got, want)
 	}
 	// Only partition columns: rows come from the file metadata.
-	rd3, err := NewReader(dir, snap.Metadata(), ReadOptions{Allocator: mem, Columns: []string{"day"}, WhereText: "region in ('us', 'eu')"})
+	rd3, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, Columns: []string{"day"}, WhereText: "region in ('us', 'eu')"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestReaderPartitionsProjectionWhere(t *testing.T) {
 		{ReadOptions{WhereText: "day >="}, `expected a value for day`},
 		{ReadOptions{WhereText: "region = 'eu' region"}, `unexpected "region"`},
 	} {
-		_, err := NewReader(dir, snap.Metadata(), c.opts)
+		_, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("NewReader(%+v) = %v, want %q", c.opts, err, c.want)
 		}
@@ -353,7 +353,7 @@ func TestForeignTimestampsAndTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := NewReader(dir, snap.Metadata(), ReadOptions{Allocator: mem})
+	rd, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

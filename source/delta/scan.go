@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	dl "github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // ReadOptions configure a [Reader]. Zero values give the defaults.
@@ -42,18 +42,23 @@ type ReadOptions struct {
 	Workers int
 	// Allocator allocates every Arrow buffer; default memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// Name names the table in errors; default the store's location.
+	Name string
 }
 
 // Reader reads the data files of one Delta table into Arrow record batches with the table's
 // canonical Arrow schema ([dl.StructType.ToArrow]), projected to the selected columns:
 // partition columns are restored from each file's partitionValues (never from directory
 // names), columns a file lacks (older files after schema evolution) are null, and types are
-// conformed as [conformData] describes. Paths from the log are validated ([resolvePath]) and
-// files are opened through an [os.Root] of the table directory. A Reader is safe for
-// concurrent Scans.
+// conformed as [conformData] describes. Paths from the log are validated ([resolvePath]);
+// files of a local table are opened through an [os.Root] of the table directory (so a
+// symlink cannot escape it), files of a bucket table through [storage.Store.Open], whose
+// ranged reads are coalesced per work unit (see prefetch.go). A Reader is safe for concurrent
+// Scans.
 type Reader struct {
-	root      string // absolute, clean
-	rt        *os.Root
+	root      string // absolute and clean, or the bucket table's URL
+	store     storage.Store
+	rt        *os.Root // local tables only
 	mem       memory.Allocator
 	schema    *arrow.Schema // output schema
 	fields    []outField
@@ -71,13 +76,19 @@ type outField struct {
 	part bool
 }
 
-// NewReader prepares a reader of the table rooted at root whose schema and partitioning are
-// meta's. Errors: a projected column the table lacks, a --where that does not parse or names a
-// column that is not a partition column, a schema this package cannot map to Arrow.
-func NewReader(root string, meta *dl.Metadata, opts ReadOptions) (*Reader, error) {
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return nil, fmt.Errorf("read table %s: %w", root, err)
+// NewReader prepares a reader of the table rooted at store s (delta.Table.Store: a local
+// directory or a bucket prefix) whose schema and partitioning are meta's. Errors: a projected
+// column the table lacks, a --where that does not parse or names a column that is not a
+// partition column, a schema this package cannot map to Arrow, a local root that cannot be
+// opened.
+func NewReader(s storage.Store, meta *dl.Metadata, opts ReadOptions) (*Reader, error) {
+	root := opts.Name
+	if root == "" {
+		root = s.Location()
+	}
+	abs := s.LocalDir()
+	if abs == "" {
+		abs = s.Location()
 	}
 	st, err := meta.Schema()
 	if err != nil {
@@ -87,7 +98,7 @@ func NewReader(root string, meta *dl.Metadata, opts ReadOptions) (*Reader, error
 	if err != nil {
 		return nil, fmt.Errorf("read table %s: %w", root, err)
 	}
-	r := &Reader{root: abs, mem: opts.Allocator, partCols: meta.PartitionColumns, partTypes: map[string]arrow.DataType{},
+	r := &Reader{root: abs, store: s, mem: opts.Allocator, partCols: meta.PartitionColumns, partTypes: map[string]arrow.DataType{},
 		batchRows: opts.BatchRows, workers: opts.Workers}
 	if r.mem == nil {
 		r.mem = memory.DefaultAllocator
@@ -151,14 +162,21 @@ func NewReader(root string, meta *dl.Metadata, opts ReadOptions) (*Reader, error
 			return nil, err
 		}
 	}
-	if r.rt, err = os.OpenRoot(abs); err != nil {
-		return nil, fmt.Errorf("read table %s: %w", root, err)
+	if s.LocalDir() != "" {
+		if r.rt, err = os.OpenRoot(abs); err != nil {
+			return nil, fmt.Errorf("read table %s: %w", root, err)
+		}
 	}
 	return r, nil
 }
 
 // Close releases the table directory handle.
-func (r *Reader) Close() error { return r.rt.Close() }
+func (r *Reader) Close() error {
+	if r.rt == nil {
+		return nil
+	}
+	return r.rt.Close()
+}
 
 // Schema is the output schema.
 func (r *Reader) Schema() *arrow.Schema { return r.schema }
@@ -265,7 +283,8 @@ type rowBatch struct {
 // fileCtx is an open data file shared by the units that read it.
 type fileCtx struct {
 	add    *dl.Add
-	f      *os.File
+	f      io.Closer
+	pre    *prefetcher // bucket files: the coalesced ranges of the units being decoded
 	pf     *file.Reader
 	fr     *pqarrow.FileReader
 	leaves []int   // leaf columns to read
@@ -325,7 +344,7 @@ func (s *Scan) plan(refs []FileRef) {
 		}
 	}
 	for i, ref := range refs {
-		fc, rgRows, err := s.r.openFile(ref.Add)
+		fc, rgRows, err := s.r.openFile(s.ctx, ref.Add)
 		if err != nil {
 			send(&unit{file: i, err: err, out: make(chan rowBatch)})
 			return
@@ -389,7 +408,7 @@ func (u *unit) sizeRows(rgRows []int64) int64 {
 
 // openFile opens a data file and resolves the columns to read; it returns the rows of each
 // row group.
-func (r *Reader) openFile(add *dl.Add) (*fileCtx, []int64, error) {
+func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, error) {
 	rel, err := resolvePath(r.root, add.Path)
 	if err != nil {
 		return nil, nil, err
@@ -412,17 +431,16 @@ func (r *Reader) openFile(add *dl.Add) (*fileCtx, []int64, error) {
 			break
 		}
 	}
-	f, err := r.rt.Open(filepath.FromSlash(rel))
+	src, err := r.open(ctx, fc, rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("data file %s listed in the log is missing (removed by VACUUM or by hand?): %w", add.Path, err)
 		}
 		return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
 	}
-	fc.f = f
-	pf, err := file.NewParquetReader(f, file.WithReadProps(parquet.NewReaderProperties(r.mem)))
+	pf, err := file.NewParquetReader(src, file.WithReadProps(parquet.NewReaderProperties(r.mem)))
 	if err != nil {
-		f.Close()
+		fc.f.Close()
 		return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
 	}
 	fc.pf = pf
@@ -432,6 +450,9 @@ func (r *Reader) openFile(add *dl.Add) (*fileCtx, []int64, error) {
 		return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
 	}
 	fc.fr = fr
+	if fc.pre != nil {
+		fc.pre.md = pf.MetaData()
+	}
 	// Map each data column to a top-level field of the file, exactly or ignoring case.
 	mf := fr.Manifest.Fields
 	used := make([]bool, len(mf))
@@ -554,6 +575,13 @@ func (r *Reader) decode(ctx context.Context, u *unit) error {
 			}
 		}
 		return nil
+	}
+	if fc.pre != nil {
+		done, err := fc.pre.fetch(fc.leaves, u.rowGroups)
+		if err != nil {
+			return fmt.Errorf("data file %s: %w", fc.add.Path, err)
+		}
+		defer done()
 	}
 	rr, err := fc.fr.GetRecordReader(ctx, fc.leaves, u.rowGroups)
 	if err != nil {

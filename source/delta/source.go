@@ -15,12 +15,17 @@ import (
 
 	dl "github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // Config configures a [Source].
 type Config struct {
-	// Table is the table root directory.
+	// Table names the table root in messages: its local directory, or its redacted URL
+	// (storage.Store.Location).
 	Table string
+	// Store is the opened table root (tools/cli.OpenStore: a local directory or a bucket
+	// prefix). Nil: the local directory Table.
+	Store storage.Store
 	// Columns, Where, Workers: see [ReadOptions] (projection, partition filter, decoders).
 	Columns []string
 	Where   string
@@ -127,7 +132,11 @@ func NewSource(cfg Config) (*Source, error) {
 // configured start) and returns the output schema.
 func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Position) (*arrow.Schema, error) {
 	s.env = env
-	s.tbl = dl.NewTable(s.cfg.Table, env.Mem)
+	if s.cfg.Store != nil {
+		s.tbl = dl.OpenTable(s.cfg.Store, env.Mem)
+	} else {
+		s.tbl = dl.NewTable(s.cfg.Table, env.Mem)
+	}
 	var snap, latest *dl.Snapshot
 	var err error
 	switch {
@@ -161,7 +170,7 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 		schemaSnap = latest
 	}
 	s.meta = schemaSnap.Metadata()
-	s.rd, err = NewReader(s.cfg.Table, s.meta, ReadOptions{Columns: s.cfg.Columns, WhereText: s.cfg.Where,
+	s.rd, err = NewReader(s.tbl.Store(), s.meta, ReadOptions{Name: s.cfg.Table, Columns: s.cfg.Columns, WhereText: s.cfg.Where,
 		BatchRows: env.BatchRows, Workers: s.cfg.Workers, Allocator: env.Mem})
 	if err != nil {
 		var ue *stage.UsageError

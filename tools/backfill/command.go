@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamkit/streamkit/sink/delta/backfill"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/storage"
 	"github.com/streamkit/streamkit/tools/cli"
 )
 
@@ -52,6 +53,7 @@ func CommandSpec() cli.Spec {
 	var dedupCols, partitionBy, targetSize string
 	var from []string
 	var fl *filesFlags
+	var unsafeSingleWriter bool
 	return cli.Spec{
 		Use:   "backfill (--from PATTERN | --from-delta TABLE) --to TABLE --flow NAME",
 		Short: "Copy files or a Delta table into a Delta table once, with MERGE dedup and an overlap check",
@@ -112,14 +114,32 @@ the same flow from overlapping. Exit codes: 0 done (or nothing to do), 1 error, 
 			}
 			cfg.Progress = cli.G.Progress
 			cfg.Stdout, cfg.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if err := cfg.Validate(); err != nil {
+				return err // before any store is opened
+			}
+			if cfg.ToStore, err = cli.OpenStore(cmd.Context(), cfg.To, unsafeSingleWriter); err != nil {
+				return cli.TableError("backfill: --to", err)
+			}
+			if storage.IsURL(cfg.To) {
+				cfg.To = cfg.ToStore.Location()
+			}
+			if cfg.FromDelta != "" {
+				if cfg.FromStore, err = cli.OpenStore(cmd.Context(), cfg.FromDelta, false); err != nil {
+					return cli.TableError("backfill: --from-delta", err)
+				}
+				if storage.IsURL(cfg.FromDelta) {
+					cfg.FromDelta = cfg.FromStore.Location()
+				}
+			}
 			return backfill.Run(cmd.Context(), cfg)
 		},
 		Flags: func(f *pflag.FlagSet) {
 			f.StringArrayVar(&from, "from", nil, "read these files (glob patterns, as read-files; repeatable)")
-			f.StringVar(&cfg.FromDelta, "from-delta", "", "read this Delta table (its latest version, or --from-version)")
+			f.StringVar(&cfg.FromDelta, "from-delta", "", "read this Delta table, a path or bucket URL (its latest version, or --from-version)")
 			f.Int64Var(&cfg.FromVersion, "from-version", -1, "with --from-delta: read this version of the source table")
 			f.StringVar(&cfg.FromWhere, "from-where", "", "with --from-delta: partition filter on the source (read-delta --where syntax)")
-			f.StringVar(&cfg.To, "to", "", "target Delta table (created when missing)")
+			f.StringVar(&cfg.To, "to", "", "target Delta table: a path, file:// URI or bucket URL (created when missing)")
+			cli.UnsafeSingleWriterFlag(f, &unsafeSingleWriter)
 			f.StringVar(&cfg.Flow, "flow", "", "flow name: recorded as the txn appId in the target, so the backfill runs once")
 			f.BoolVar(&cfg.Rerun, "rerun", false, "run again although the flow already ran")
 			f.BoolVar(&cfg.Dedup, "dedup", false, "insert-only MERGE: skip rows whose key is already in the target or earlier in the backfill (key: --dedup-cols, default every source column)")

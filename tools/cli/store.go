@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+
+	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/storage"
@@ -24,4 +27,20 @@ func OpenStore(ctx context.Context, loc string, unsafeSingleWriter bool) (storag
 		return nil, stage.Usagef("%s", ue.Error())
 	}
 	return s, err
+}
+
+// TableError is an [OpenStore] error about the table argument of tool, prefixed with the
+// tool's name ("write-delta: …"); a usage error stays one (exit 2), anything else is a
+// runtime error (exit 1). Both already name the redacted URL.
+func TableError(tool string, err error) error {
+	var ue *stage.UsageError
+	if errors.As(err, &ue) {
+		return stage.Usagef("%s: %s", tool, ue.Msg)
+	}
+	return fmt.Errorf("%s: %w", tool, err)
+}
+
+// UnsafeSingleWriterFlag registers --unsafe-single-writer into v (see [OpenStore]).
+func UnsafeSingleWriterFlag(f *pflag.FlagSet, v *bool) {
+	f.BoolVar(v, "unsafe-single-writer", false, "let a store without conditional writes (put-if-absent) be used by exactly one writer; two writers could then overwrite each other's commits")
 }

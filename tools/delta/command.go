@@ -5,6 +5,7 @@
 package deltacmd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/storage"
 	"github.com/streamkit/streamkit/tools/cli"
 )
 
@@ -140,6 +142,7 @@ func printHistory(w io.Writer, h *History) error {
 func optimizeSpec() cli.Spec {
 	var opts OptimizeOptions
 	var target string
+	var unsafeSingleWriter bool
 	return cli.Spec{
 		Use:   "optimize TABLE",
 		Short: "Compact small data files of a Delta table (bin-packing)",
@@ -149,7 +152,8 @@ smallest first, into bins of up to that size, and each bin of two or more files 
 file. Rows, partition values and the table's contents are unchanged; statistics are
 recomputed. The commit removes and adds files with dataChange=false, so streaming readers
 ignore it and concurrent appends (write-delta flows) never conflict with it. The old files
-stay on disk for readers of older versions until 'streamkit delta vacuum'.
+stay on disk for readers of older versions until 'streamkit delta vacuum'. TABLE is a
+directory, a file:// URI or a bucket URL (s3://, gs://, az://, abfss://).
 
 --where restricts the work to partitions matching a predicate over partition columns, e.g.
 "day >= 2024-01-01 AND region IN ('eu', 'us')" (=, !=, <, <=, >, >=, IN, IS [NOT] NULL,
@@ -160,10 +164,7 @@ AND, OR, NOT), with read-delta --where's syntax and SQL null semantics.`,
 		},
 		Args: cli.ExactArgs(1),
 		Run: func(cmd *cobra.Command, args []string) error {
-			root, err := cli.TableRoot(args[0])
-			if err != nil {
-				return err
-			}
+			var err error
 			if target != "" {
 				if opts.TargetFileSize, err = cli.ParsePositiveSize(target); err != nil {
 					return usagef("delta optimize: --target-file-size: %v", err)
@@ -174,7 +175,11 @@ AND, OR, NOT), with read-delta --where's syntax and SQL null semantics.`,
 			default:
 				return usagef("delta optimize: --compression must be snappy or zstd, got %q", opts.Compression)
 			}
-			res, err := Optimize(cmd.Context(), root, opts)
+			st, err := openTable(cmd.Context(), "optimize", args[0], unsafeSingleWriter)
+			if err != nil {
+				return err
+			}
+			res, err := Optimize(cmd.Context(), st, opts)
 			if err != nil {
 				return err
 			}
@@ -191,6 +196,7 @@ AND, OR, NOT), with read-delta --where's syntax and SQL null semantics.`,
 			f.StringVar(&opts.Where, "where", "", "partition predicate selecting the partitions to compact (default: all)")
 			f.StringVar(&target, "target-file-size", "", "size to pack files up to, e.g. 256MiB (default: delta.targetFileSize, else 128MiB)")
 			f.StringVar(&opts.Compression, "compression", "snappy", "Parquet compression of the new files: snappy or zstd")
+			cli.UnsafeSingleWriterFlag(f, &unsafeSingleWriter)
 		},
 	}
 }
@@ -208,6 +214,8 @@ ones). The retention keeps what readers of older versions (time travel) and conc
 (files written but not committed yet) still need. It defaults to the table's
 delta.deletedFileRetentionDuration (168h unless set); a shorter --retain is refused without
 --force. _delta_log, hidden files and directories and deletion vector files are never touched.
+TABLE is a directory, a file:// URI or a bucket URL (s3://, gs://, az://, abfss://); on a
+bucket the table's prefix is listed page by page.
 --dry-run lists the files without deleting them.`,
 		Examples: []string{
 			"# What would be deleted?\nstreamkit delta vacuum ./lake/orders --dry-run",
@@ -216,11 +224,14 @@ delta.deletedFileRetentionDuration (168h unless set); a shorter --retain is refu
 		},
 		Args: cli.ExactArgs(1),
 		Run: func(cmd *cobra.Command, args []string) error {
-			root, err := tableAndRetention("vacuum", args[0], retain, &opts.Retain)
+			if err := retention("vacuum", retain, &opts.Retain); err != nil {
+				return err
+			}
+			st, err := openTable(cmd.Context(), "vacuum", args[0], false)
 			if err != nil {
 				return err
 			}
-			res, err := Vacuum(cmd.Context(), root, opts)
+			res, err := Vacuum(cmd.Context(), st, opts)
 			if err != nil {
 				return err
 			}
@@ -244,20 +255,37 @@ delta.deletedFileRetentionDuration (168h unless set); a shorter --retain is refu
 }
 
 // tableAndRetention resolves the TABLE argument of delta SUB (a path or file:// URI) to its root
-// directory and parses --retain into *retain: -1 when the flag is absent (the table's setting
-// applies), else the duration; a bad value is a usage error naming the subcommand.
+// directory and parses --retain into *retain (see [retention]).
 func tableAndRetention(sub, table, flag string, retain *time.Duration) (string, error) {
 	root, err := cli.TableRoot(table)
 	if err != nil {
 		return "", err
 	}
+	return root, retention(sub, flag, retain)
+}
+
+// retention parses --retain of delta SUB into *retain: -1 when the flag is absent (the
+// table's setting applies), else the duration; a bad value is a usage error naming the
+// subcommand.
+func retention(sub, flag string, retain *time.Duration) error {
 	*retain = -1
 	if flag != "" {
+		var err error
 		if *retain, err = parseRetention(flag); err != nil {
-			return "", usagef("delta %s: --retain: %v", sub, err)
+			return usagef("delta %s: --retain: %v", sub, err)
 		}
 	}
-	return root, nil
+	return nil
+}
+
+// openTable opens the TABLE argument of delta SUB: a local path, file:// URI or bucket URL
+// (tools/cli.OpenStore; unsafeSingleWriter is --unsafe-single-writer).
+func openTable(ctx context.Context, sub, table string, unsafeSingleWriter bool) (storage.Store, error) {
+	s, err := cli.OpenStore(ctx, table, unsafeSingleWriter)
+	if err != nil {
+		return nil, cli.TableError("delta "+sub, err)
+	}
+	return s, nil
 }
 
 // parseRetention parses a Go duration ("168h", "30m") or a number of days ("7d"); a negative

@@ -63,7 +63,7 @@ func makeTable(t *testing.T, root string, commits, n int) {
 		if s != nil {
 			meta = s.Metadata()
 		}
-		w, err := deltasink.NewDataWriter(root, meta, deltasink.WriterOptions{})
+		w, err := deltasink.NewDataWriter(delta.NewTable(root, nil).Store(), meta, deltasink.WriterOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func TestOptimizeCompactsAndKeepsRows(t *testing.T) {
 	if n := snap(t, root).NumFiles(); n != 144 {
 		t.Fatalf("%d files before", n)
 	}
-	res, err := Optimize(context.Background(), root, OptimizeOptions{Where: "region IN ('eu', 'a/b') AND day >= '2024-01-02'"})
+	res, err := Optimize(context.Background(), delta.NewTable(root, nil).Store(), OptimizeOptions{Where: "region IN ('eu', 'a/b') AND day >= '2024-01-02'"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestOptimizeCompactsAndKeepsRows(t *testing.T) {
 		}
 	}
 	// The rest, including the null-region partitions.
-	res, err = Optimize(context.Background(), root, OptimizeOptions{})
+	res, err = Optimize(context.Background(), delta.NewTable(root, nil).Store(), OptimizeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestOptimizeCompactsAndKeepsRows(t *testing.T) {
 		t.Fatal("rows changed")
 	}
 	// Nothing left to do.
-	if res, err := Optimize(context.Background(), root, OptimizeOptions{}); err != nil || res.Version != -1 {
+	if res, err := Optimize(context.Background(), delta.NewTable(root, nil).Store(), OptimizeOptions{}); err != nil || res.Version != -1 {
 		t.Fatalf("second optimize: %+v %v", res, err)
 	}
 }
@@ -191,7 +191,7 @@ func TestOptimizeNeverConflictsWithAppends(t *testing.T) {
 	before := contents(t, root)
 	appendMore := func() {
 		s := snap(t, root)
-		w, _ := deltasink.NewDataWriter(root, s.Metadata(), deltasink.WriterOptions{})
+		w, _ := deltasink.NewDataWriter(delta.NewTable(root, nil).Store(), s.Metadata(), deltasink.WriterOptions{})
 		rec := rows(memory.DefaultAllocator, 1000, 1010)
 		w.Write(rec)
 		rec.Release()
@@ -201,7 +201,7 @@ func TestOptimizeNeverConflictsWithAppends(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := Optimize(context.Background(), root, OptimizeOptions{beforeCommit: appendMore})
+	res, err := Optimize(context.Background(), delta.NewTable(root, nil).Store(), OptimizeOptions{beforeCommit: appendMore})
 	if err != nil {
 		t.Fatalf("optimize after a concurrent append: %v", err)
 	}
@@ -215,13 +215,13 @@ func TestOptimizeNeverConflictsWithAppends(t *testing.T) {
 	}
 	// A concurrent optimize that removed our input files first is a conflict.
 	other := func() {
-		if _, err := Optimize(context.Background(), root, OptimizeOptions{}); err != nil {
+		if _, err := Optimize(context.Background(), delta.NewTable(root, nil).Store(), OptimizeOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	appendMore() // new small files to compact
 	appendMore()
-	_, err = Optimize(context.Background(), root, OptimizeOptions{beforeCommit: other})
+	_, err = Optimize(context.Background(), delta.NewTable(root, nil).Store(), OptimizeOptions{beforeCommit: other})
 	var ce *delta.ConflictError
 	if !errors.As(err, &ce) || ce.Kind != delta.ConflictDelete {
 		t.Fatalf("racing optimizes: %v", err)
@@ -312,7 +312,7 @@ func TestWherePredicates(t *testing.T) {
 	}
 	// Optimize reports a bad --where as a usage error, before touching the table.
 	var ue *stage.UsageError
-	if _, err := Optimize(context.Background(), root, OptimizeOptions{Where: "id = 1"}); !errors.As(err, &ue) ||
+	if _, err := Optimize(context.Background(), delta.NewTable(root, nil).Store(), OptimizeOptions{Where: "id = 1"}); !errors.As(err, &ue) ||
 		!strings.Contains(err.Error(), "optimize: --where") {
 		t.Errorf("optimize --where 'id = 1': %v", err)
 	}
@@ -321,7 +321,7 @@ func TestWherePredicates(t *testing.T) {
 func TestVacuum(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "t")
 	makeTable(t, root, 4, 8)
-	opt, err := Optimize(context.Background(), root, OptimizeOptions{})
+	opt, err := Optimize(context.Background(), delta.NewTable(root, nil).Store(), OptimizeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,25 +334,25 @@ func TestVacuum(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "_hidden.txt"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(root, "day=2024-01-01", ".part.crc"), []byte("x"), 0o644)
 
-	_, err = Vacuum(context.Background(), root, VacuumOptions{Retain: 0})
+	_, err = Vacuum(context.Background(), delta.NewTable(root, nil).Store(), VacuumOptions{Retain: 0})
 	var ue *stage.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "below the table's delta.deletedFileRetentionDuration (168h0m0s)") {
 		t.Fatalf("retention check: %v", err)
 	}
 	// The default retention keeps everything (all files are new).
-	res, err := Vacuum(context.Background(), root, VacuumOptions{Retain: -1})
+	res, err := Vacuum(context.Background(), delta.NewTable(root, nil).Store(), VacuumOptions{Retain: -1})
 	if err != nil || len(res.Files) != 0 {
 		t.Fatalf("default retention: %+v %v", res, err)
 	}
 	later := func() time.Time { return time.Now().Add(time.Hour) }
-	res, err = Vacuum(context.Background(), root, VacuumOptions{Retain: 30 * time.Minute, Force: true, DryRun: true, Now: later})
+	res, err = Vacuum(context.Background(), delta.NewTable(root, nil).Store(), VacuumOptions{Retain: 30 * time.Minute, Force: true, DryRun: true, Now: later})
 	if err != nil || len(res.Files) != removed+1 || res.Deleted {
 		t.Fatalf("dry run: %d files %v", len(res.Files), err)
 	}
 	if snap(t, root).Version() != s.Version() {
 		t.Fatal("a dry run committed")
 	}
-	res, err = Vacuum(context.Background(), root, VacuumOptions{Retain: 30 * time.Minute, Force: true, Now: later})
+	res, err = Vacuum(context.Background(), delta.NewTable(root, nil).Store(), VacuumOptions{Retain: 30 * time.Minute, Force: true, Now: later})
 	if err != nil || len(res.Files) != removed+1 || !res.Deleted {
 		t.Fatalf("vacuum: %+v %v", res, err)
 	}

@@ -1,6 +1,7 @@
 package deltacmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"github.com/streamkit/streamkit/delta"
 	deltasink "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
+	"github.com/streamkit/streamkit/storage"
 	"github.com/streamkit/streamkit/tools/cli"
 )
 
@@ -58,11 +60,14 @@ type OptimizeResult struct {
 // conflicts with concurrent blind appends (DELTA.md "Concurrency"); it fails only when another
 // writer removed a file being compacted or changed the metadata. Removed files stay on disk
 // until `delta vacuum`. Files carrying deletion vectors are left alone.
-func Optimize(ctx context.Context, root string, opts OptimizeOptions) (*OptimizeResult, error) {
+//
+// The table is rooted at store st (a local directory or a bucket prefix); the new files are
+// written through it and the old ones read from it.
+func Optimize(ctx context.Context, st storage.Store, opts OptimizeOptions) (*OptimizeResult, error) {
 	if opts.Mem == nil {
 		opts.Mem = memory.DefaultAllocator
 	}
-	tbl := delta.NewTable(root, opts.Mem)
+	tbl := delta.OpenTable(st, opts.Mem)
 	tbl.EngineInfo = "streamkit delta optimize"
 	s, err := tbl.Snapshot(ctx)
 	if err != nil {
@@ -140,14 +145,14 @@ func Optimize(ctx context.Context, root string, opts OptimizeOptions) (*Optimize
 	now := time.Now().UnixMilli()
 	ext := true
 	for _, bin := range bins {
-		w, err := deltasink.NewDataWriter(root, meta, deltasink.WriterOptions{TargetFileSize: 2 * target, Compression: opts.Compression, Allocator: opts.Mem})
+		w, err := deltasink.NewDataWriter(st, meta, deltasink.WriterOptions{TargetFileSize: 2 * target, Compression: opts.Compression, Allocator: opts.Mem, Context: ctx})
 		if err != nil {
 			abort()
 			return nil, fmt.Errorf("optimize: %w", err)
 		}
 		writers = append(writers, w)
 		for _, f := range bin {
-			n, err := copyFile(ctx, w, root, f, meta.PartitionColumns, opts.Mem)
+			n, err := copyFile(ctx, w, st, f, meta.PartitionColumns, opts.Mem)
 			if err != nil {
 				abort()
 				return nil, fmt.Errorf("optimize: %s: %w", f.Path, err)
@@ -218,14 +223,24 @@ func partitionKey(cols []string, values map[string]*string) string {
 	return b.String()
 }
 
-// copyFile streams the rows of data file f into w, in the partition f belongs to, and
-// returns the number of rows.
-func copyFile(ctx context.Context, w *deltasink.DataWriter, root string, f *delta.Add, partCols []string, mem memory.Allocator) (int64, error) {
+// copyFile streams the rows of data file f of the table in st into w, in the partition f
+// belongs to, and returns the number of rows.
+func copyFile(ctx context.Context, w *deltasink.DataWriter, st storage.Store, f *delta.Add, partCols []string, mem memory.Allocator) (int64, error) {
 	rel, err := delta.DecodePath(f.Path)
 	if err != nil {
 		return 0, err
 	}
-	pf, err := file.OpenParquetFile(filepath.Join(root, filepath.FromSlash(rel)), false)
+	var pf *file.Reader
+	if root := st.LocalDir(); root != "" {
+		pf, err = file.OpenParquetFile(filepath.Join(root, filepath.FromSlash(rel)), false)
+	} else {
+		// A file being compacted is small (below the target size): one GET of the whole
+		// object rather than a ranged GET per column chunk.
+		var b []byte
+		if b, err = st.ReadFile(ctx, rel); err == nil {
+			pf, err = file.NewParquetReader(bytes.NewReader(b))
+		}
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -2,9 +2,7 @@ package deltacmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/streamkit/streamkit/delta"
 	deltasink "github.com/streamkit/streamkit/sink/delta"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // VacuumOptions configure Vacuum.
@@ -47,11 +46,16 @@ type VacuumResult struct {
 // table's delta.deletedFileRetentionDuration is refused unless Force is set. Around the
 // deletion, two commitInfo-only commits (operations VACUUM START and VACUUM END) record it, as
 // Spark does, without changing the table's data.
-func Vacuum(ctx context.Context, root string, opts VacuumOptions) (*VacuumResult, error) {
+//
+// The table is rooted at store st (a local directory or a bucket prefix), listed with
+// [storage.Store.Walk] below each top-level directory that may hold data files, and files are
+// deleted with [storage.Store.Remove].
+func Vacuum(ctx context.Context, st storage.Store, opts VacuumOptions) (*VacuumResult, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	tbl := delta.NewTable(root, nil)
+	root := st.Location()
+	tbl := delta.OpenTable(st, nil)
 	tbl.EngineInfo = "streamkit delta vacuum"
 	s, err := tbl.Snapshot(ctx)
 	if err != nil {
@@ -96,50 +100,52 @@ func Vacuum(ctx context.Context, root string, opts VacuumOptions) (*VacuumResult
 		}
 		return false
 	}
+	// skip reports whether the object at rel may never be vacuumed: inside _delta_log or a
+	// hidden directory (other than a partition directory), or itself hidden or a deletion
+	// vector file.
+	skip := func(rel string) bool {
+		segs := strings.Split(rel, "/")
+		for _, d := range segs[:len(segs)-1] {
+			if d == delta.LogDir || ((strings.HasPrefix(d, ".") || strings.HasPrefix(d, "_")) && !isPartitionDir(d)) {
+				return true
+			}
+		}
+		name := segs[len(segs)-1]
+		return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || strings.HasPrefix(name, "deletion_vector_")
+	}
 	res := &VacuumResult{Retention: retain}
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed concurrently
-			}
-			return err
-		}
-		if p == root {
+	consider := func(in storage.Info) error {
+		if skip(in.Name) || keep[in.Name] || !in.ModTime.Before(cutoff) {
 			return nil
 		}
-		name := d.Name()
-		hidden := strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
-		if d.IsDir() {
-			if name == delta.LogDir || (hidden && !isPartitionDir(name)) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if hidden || !d.Type().IsRegular() || strings.HasPrefix(name, "deletion_vector_") {
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if keep[rel] {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+		if dir := st.LocalDir(); dir != "" {
+			// Symbolic links (and other non-regular files) on a local disk are left alone.
+			fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(in.Name)))
+			if err != nil || !fi.Mode().IsRegular() {
 				return nil
 			}
-			return err
 		}
-		if !info.ModTime().Before(cutoff) {
-			return nil
-		}
-		res.Files = append(res.Files, rel)
-		res.Bytes += info.Size()
+		res.Files = append(res.Files, in.Name)
+		res.Bytes += in.Size
 		return nil
-	})
+	}
+	// List only the top-level entries that may hold data files, so _delta_log and hidden
+	// directories (e.g. _streamkit) are never listed object by object.
+	top, err := st.ReadDir(ctx, "")
+	for _, e := range top {
+		if err != nil {
+			break
+		}
+		switch {
+		case !e.IsDir:
+			err = consider(e)
+		case !skip(e.Name + "/x"):
+			err = st.Walk(ctx, e.Name, func(in storage.Info) error {
+				in.Name = e.Name + "/" + in.Name
+				return consider(in)
+			})
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("vacuum: list %s: %w", root, err)
 	}
@@ -160,7 +166,7 @@ func Vacuum(ctx context.Context, root string, opts VacuumOptions) (*VacuumResult
 	deleted := 0
 	var firstErr error
 	for _, f := range res.Files {
-		if err := os.Remove(filepath.Join(root, filepath.FromSlash(f))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := st.Remove(ctx, f); err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}

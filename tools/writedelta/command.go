@@ -18,13 +18,18 @@ func CommandSpec() cli.Spec {
 	var cfg delta.StreamConfig
 	var props, with []string
 	var target string
+	var unsafeSingleWriter bool
 	o := stage.Options{Tool: Tool}
 	return cli.Spec{
 		Use:   "write-delta TABLE",
 		Short: "Write an Arrow IPC stream into a Delta Lake table, exactly once",
 		Long: `write-delta appends the Arrow IPC stream on stdin to the Delta Lake table TABLE (a local
-directory or a file:// URI), which Spark (delta-spark), delta-rs and DuckDB read. The table is
-created from the stream's schema at the first commit, even when no rows arrive.
+directory, a file:// URI, or a bucket URL: s3://BUCKET/PATH, gs://BUCKET/PATH,
+az://CONTAINER/PATH or abfss://CONTAINER@ACCOUNT.dfs.core.windows.net/PATH, with the cloud
+SDKs' usual credentials and AWS_ENDPOINT_URL for an S3-compatible server), which Spark
+(delta-spark), delta-rs and DuckDB read. The table is created from the stream's schema at the
+first commit, even when no rows arrive. On a bucket, commits are put-if-absent writes; a store
+that cannot do them is refused unless --unsafe-single-writer.
 
 Exactly-once: every epoch of the stream with rows becomes one Delta commit with its Parquet
 data files and a txn action {appId = flow id, version = epoch}; epochs without rows (an idle
@@ -77,11 +82,12 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 		Args: cli.ExactArgs(1),
 		Run: func(cmd *cobra.Command, args []string) error {
 			cli.Fill(&o, cmd)
-			root, err := cli.TableRoot(args[0])
+			store, err := cli.OpenStore(cmd.Context(), args[0], unsafeSingleWriter)
 			if err != nil {
-				return err
+				return cli.TableError(Tool, err)
 			}
-			cfg.Table = root
+			root := store.Location()
+			cfg.Table, cfg.Store = root, store
 			if len(props) > 0 {
 				cfg.Properties = map[string]string{}
 				for _, p := range props {
@@ -125,6 +131,7 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 			f.BoolVar(&cfg.AllowArbitraryProperties, "allow-arbitrary-properties", false, "accept delta.* table properties Delta does not define (default: refused, as Spark does)")
 			f.BoolVar(&cfg.FlowTakeover, "flow-takeover", false, "let this checkpoint take over a flow bound to another checkpoint (its epochs must continue past the table's txn version for the flow; an epoch at or below it is refused)")
 			f.BoolVar(&cfg.TruncateTimestamps, "truncate-timestamps", false, "drop sub-microsecond digits of timestamps instead of failing")
+			cli.UnsafeSingleWriterFlag(f, &unsafeSingleWriter)
 			cli.StageFlags(f, &o)
 		},
 	}

@@ -30,7 +30,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -47,6 +46,7 @@ import (
 	deltasink "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // testHookBeforeCommit, when set by a test, runs before every commit attempt.
@@ -66,6 +66,9 @@ type Config struct {
 	FromDelta   string
 	FromVersion int64
 	FromWhere   string
+	// FromStore is the opened source table root (tools/cli.OpenStore); nil: the local
+	// directory FromDelta.
+	FromStore storage.Store
 	// Files, when set, is the file source (--from PATTERN with read-files options), opened
 	// without a checkpoint directory: every matching file is read once.
 	Files func(ctx context.Context, env *stage.Env) (stage.Source, error)
@@ -73,6 +76,9 @@ type Config struct {
 	FilesDesc []string
 	// To is the target table; Flow the flow name (the txn appId).
 	To, Flow string
+	// ToStore is the opened target table root (tools/cli.OpenStore: a local directory or a
+	// bucket prefix); nil: the local directory To.
+	ToStore storage.Store
 	// Rerun runs a flow that already ran again (txn version + 1).
 	Rerun bool
 	// Dedup turns on MERGE-style insert-only dedup on DedupCols (dot paths; empty: every
@@ -219,7 +225,8 @@ type planDedup struct {
 // run is the state of one backfill.
 type run struct {
 	cfg    Config
-	root   string
+	root   string        // the target's location, for messages
+	store  storage.Store // the target's root
 	tbl    *dl.Table
 	snap   *dl.Snapshot // nil when the target does not exist
 	txnVer int64        // txn version to commit
@@ -254,11 +261,14 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	root, err := filepath.Abs(cfg.To)
-	if err != nil {
-		return err
+	store := cfg.ToStore
+	if store == nil {
+		if store, err = storage.Local(cfg.To, 0); err != nil {
+			return err
+		}
 	}
-	r := &run{cfg: cfg, root: root, tbl: dl.NewTable(root, cfg.Mem)}
+	root := store.Location()
+	r := &run{cfg: cfg, root: root, store: store, tbl: dl.OpenTable(store, cfg.Mem)}
 	r.plan = plan{Flow: cfg.Flow, Target: root, Rerun: cfg.Rerun}
 	if !cfg.Plan {
 		lock, err := lockFlow(ctx, root, cfg.Flow, cfg.LockWait)
@@ -361,7 +371,7 @@ func (r *run) abort() {
 func (r *run) removeFiles(adds []dl.Add) {
 	for _, a := range adds {
 		if p, err := dl.DecodePath(a.Path); err == nil {
-			os.Remove(filepath.Join(r.root, filepath.FromSlash(p)))
+			r.store.Remove(context.Background(), p) // best effort: an uncommitted file is invisible anyway
 		}
 	}
 }
@@ -395,11 +405,18 @@ func (r *run) loadTarget(ctx context.Context) error {
 
 func (r *run) openInput(ctx context.Context) error {
 	if r.cfg.FromDelta != "" {
-		in, err := openDelta(ctx, r.cfg.FromDelta, r.cfg.FromVersion, r.cfg.FromWhere, r.cfg.Mem)
+		src := r.cfg.FromStore
+		if src == nil {
+			var err error
+			if src, err = storage.Local(r.cfg.FromDelta, 0); err != nil {
+				return err
+			}
+		}
+		in, err := openDelta(ctx, r.cfg.FromDelta, src, r.cfg.FromVersion, r.cfg.FromWhere, r.cfg.Mem)
 		if err != nil {
 			return err
 		}
-		if abs, _ := filepath.Abs(r.cfg.FromDelta); abs == r.root {
+		if src.Location() == r.root {
 			in.Close()
 			return stage.Usagef("backfill: --from-delta and --to are the same table")
 		}
@@ -614,7 +631,7 @@ func (r *run) loadKeys(ctx context.Context) error {
 	var err error
 	go func() {
 		defer close(blocks)
-		serr := scanTable(ctx, r.root, r.snap.Metadata(), files, r.keyColumns(), r.cfg.Mem, func(_ *dl.Add, rec arrow.RecordBatch) error {
+		serr := scanTable(ctx, r.store, r.snap.Metadata(), files, r.keyColumns(), r.cfg.Mem, func(_ *dl.Add, rec arrow.RecordBatch) error {
 			it := &passItem{rec: rec}
 			if err := r.encodeKeys(ctx, it); err != nil {
 				return err
@@ -726,7 +743,7 @@ func (r *run) mainPass(ctx context.Context) error {
 	defer cancel()
 	var pool *deltasink.WriterPool // nil with --plan, and once closed: its files are in r.adds
 	if !r.cfg.Plan {
-		pool = r.newWriterPool()
+		pool = r.newWriterPool(ctx)
 		defer func() {
 			if pool != nil {
 				pool.Abort()
@@ -898,14 +915,14 @@ func (r *run) dedupItem(ctx context.Context, it *passItem, mask *array.BooleanBu
 // newWriterPool returns the data writers of the main pass: Writers lanes (default
 // deltasink.DefaultWriters), each encoding Parquet on its own goroutine with its own files, spread
 // from the first batch on.
-func (r *run) newWriterPool() *deltasink.WriterPool {
+func (r *run) newWriterPool(ctx context.Context) *deltasink.WriterPool {
 	n := r.cfg.Writers
 	if n <= 0 {
 		n = deltasink.DefaultWriters()
 	}
-	root, meta := r.root, r.meta
-	opts := deltasink.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize}
-	return deltasink.NewWriterPool(n, 0, func() (*deltasink.DataWriter, error) { return deltasink.NewDataWriter(root, meta, opts) })
+	store, meta := r.store, r.meta
+	opts := deltasink.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize, Context: ctx}
+	return deltasink.NewWriterPool(n, 0, func() (*deltasink.DataWriter, error) { return deltasink.NewDataWriter(store, meta, opts) })
 }
 
 // foldMax updates the backfill max of the overlap column with rec's rows.
@@ -973,7 +990,7 @@ func (r *run) checkOverlap(ctx context.Context) error {
 				cols = append(cols, name)
 			}
 		}
-		err := scanTable(ctx, r.root, r.snap.Metadata(), r.snap.Files(), cols, r.cfg.Mem, func(add *dl.Add, rec arrow.RecordBatch) error {
+		err := scanTable(ctx, r.store, r.snap.Metadata(), r.snap.Files(), cols, r.cfg.Mem, func(add *dl.Add, rec arrow.RecordBatch) error {
 			keep := make([]bool, rec.NumRows())
 			any := false
 			for i := range keep {
@@ -1215,7 +1232,7 @@ func (r *run) resolveRaceFrom(ctx context.Context, old, newer *dl.Snapshot) (boo
 		}
 	}
 	collide := newKeySet(0, 1)
-	err := scanTable(ctx, r.root, newer.Metadata(), added, r.keyColumns(), r.cfg.Mem, func(_ *dl.Add, rec arrow.RecordBatch) error {
+	err := scanTable(ctx, r.store, newer.Metadata(), added, r.keyColumns(), r.cfg.Mem, func(_ *dl.Add, rec arrow.RecordBatch) error {
 		kr, enc, err := r.keyRecord(ctx, rec)
 		if err != nil {
 			return err
@@ -1254,14 +1271,14 @@ func (r *run) rewriteWithout(ctx context.Context, drop *keySet) error {
 	for i := range old {
 		ptrs[i] = &old[i]
 	}
-	dw, err := deltasink.NewDataWriter(r.root, r.meta, deltasink.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize})
+	dw, err := deltasink.NewDataWriter(r.store, r.meta, deltasink.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize, Context: ctx})
 	if err != nil {
 		return err
 	}
 	mask := array.NewBooleanBuilder(r.cfg.Mem)
 	defer mask.Release()
 	var removed int64
-	err = scanTable(ctx, r.root, r.meta, ptrs, nil, r.cfg.Mem, func(_ *dl.Add, rec arrow.RecordBatch) error {
+	err = scanTable(ctx, r.store, r.meta, ptrs, nil, r.cfg.Mem, func(_ *dl.Add, rec arrow.RecordBatch) error {
 		kr, enc, err := r.keyRecord(ctx, rec)
 		if err != nil {
 			return err

@@ -80,7 +80,7 @@ func commitRows(t testing.TB, mem memory.Allocator, dir string, sc *arrow.Schema
 		}
 		req.Protocol, req.Metadata, meta = p, m, m
 	}
-	w, err := deltasink.NewDataWriter(dir, meta, deltasink.WriterOptions{Allocator: mem})
+	w, err := deltasink.NewDataWriter(dl.NewTable(dir, nil).Store(), meta, deltasink.WriterOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func flightsDelta(b *testing.B) string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		w, err := deltasink.NewDataWriter(dir, m, deltasink.WriterOptions{})
+		w, err := deltasink.NewDataWriter(dl.NewTable(dir, nil).Store(), m, deltasink.WriterOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

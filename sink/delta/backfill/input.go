@@ -11,6 +11,7 @@ import (
 
 	dl "github.com/streamkit/streamkit/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // input is what a backfill reads: a bounded sequence of record batches with one schema.
@@ -36,7 +37,8 @@ type columnScanner interface {
 
 // deltaInput reads one snapshot of a Delta table.
 type deltaInput struct {
-	table string
+	table string // the source's location, for messages
+	store storage.Store
 	mem   memory.Allocator
 	snap  *dl.Snapshot
 	rd    *rd.Reader
@@ -45,13 +47,13 @@ type deltaInput struct {
 	scan  *rd.Scan
 }
 
-func openDelta(ctx context.Context, table string, version int64, where string, mem memory.Allocator) (*deltaInput, error) {
-	t := dl.NewTable(table, mem)
+func openDelta(ctx context.Context, table string, store storage.Store, version int64, where string, mem memory.Allocator) (*deltaInput, error) {
+	t := dl.OpenTable(store, mem)
 	snap, err := t.SnapshotAt(ctx, version)
 	if err != nil {
 		return nil, fmt.Errorf("backfill: source %s: %w", table, err)
 	}
-	r, err := rd.NewReader(table, snap.Metadata(), rd.ReadOptions{WhereText: where, Allocator: mem})
+	r, err := rd.NewReader(store, snap.Metadata(), rd.ReadOptions{Name: table, WhereText: where, Allocator: mem})
 	if err != nil {
 		return nil, fmt.Errorf("backfill: source %s: %w", table, err)
 	}
@@ -66,7 +68,7 @@ func openDelta(ctx context.Context, table string, version int64, where string, m
 			return nil, fmt.Errorf("backfill: source %s: %w: reader feature deletionVectors: file %s has a deletion vector", table, dl.ErrUnsupportedProtocol, f.Path)
 		}
 	}
-	return &deltaInput{table: table, mem: mem, snap: snap, rd: r, files: files, where: where}, nil
+	return &deltaInput{table: table, store: store, mem: mem, snap: snap, rd: r, files: files, where: where}, nil
 }
 
 func (d *deltaInput) Schema() *arrow.Schema { return d.rd.Schema() }
@@ -99,7 +101,7 @@ func (d *deltaInput) Next(ctx context.Context) (arrow.RecordBatch, error) {
 
 // ScanColumns reads only cols (top-level) of every file.
 func (d *deltaInput) ScanColumns(ctx context.Context, cols []string, fn func(arrow.RecordBatch) error) error {
-	return scanTable(ctx, d.table, d.snap.Metadata(), d.files, cols, d.mem, func(_ *dl.Add, rec arrow.RecordBatch) error { return fn(rec) })
+	return scanTable(ctx, d.store, d.snap.Metadata(), d.files, cols, d.mem, func(_ *dl.Add, rec arrow.RecordBatch) error { return fn(rec) })
 }
 
 func (d *deltaInput) TotalRows() int64 {
@@ -147,7 +149,7 @@ func numRecords(a *dl.Add) int64 {
 
 // scanTable reads the top-level columns cols of files (of a table with metadata meta),
 // calling fn with each batch and the file it came from.
-func scanTable(ctx context.Context, root string, meta *dl.Metadata, files []*dl.Add, cols []string, mem memory.Allocator,
+func scanTable(ctx context.Context, root storage.Store, meta *dl.Metadata, files []*dl.Add, cols []string, mem memory.Allocator,
 	fn func(*dl.Add, arrow.RecordBatch) error) error {
 	r, err := rd.NewReader(root, meta, rd.ReadOptions{Columns: cols, Allocator: mem})
 	if err != nil {
