@@ -437,6 +437,7 @@ def main():
     L.append("BENCH_SCALE=0.01 make bench                  # smoke test on 1% of the rows")
     L.append("BENCH_WORKLOADS='w1' BENCH_ENGINES='streamkit spark' make bench   # a subset")
     L.append("STREAMKIT_KAFKA_PORT=29092 make bench        # another broker port")
+    L.append("BENCH_WORKLOADS=w1 BENCH_ENGINES='streamkit streamkit-s3 spark-s3 kcat-deltalake-s3' make bench   # W1 local vs S3")
     L.append("```")
     L.append("")
     L.append(f"Raw measurements, logs and profiles of this run: `{meta['results']}/` (not committed).")
