@@ -167,7 +167,7 @@ def object_storage(res, meta, by):
     L = ["## Object storage (issue #19)", ""]
     L.append(f"The same W1 with the table on the local S3 server ({meta.get('s3_endpoint') or '?'}, S3Proxy of "
              "scripts/s3.sh over its filesystem store, on this machine) instead of a local directory; checkpoints "
-             "stay on the local disk. streamkit `write-delta s3://…` (commits by put-if-absent), Spark through "
+             "stay on the local disk. The S3 server is a separate process, not counted, as the broker. streamkit `write-delta s3://…` (commits by put-if-absent), Spark through "
              "s3a:// (hadoop-aws), delta-rs with `storage_options` from the AWS_* environment. Each table is read "
              "back from the bucket by DuckDB (httpfs with an S3 secret) for the output check. The ratio on S3 is "
              "the engine's CPU-s divided by streamkit's with the table on S3.")
