@@ -95,6 +95,11 @@ type CommitResult struct {
 // exponential backoff (1 ms doubling to 500 ms) and at most MaxAttempts attempts. For
 // Overwrite, concurrent data adds and removals of our removed files also conflict.
 //
+// A put whose outcome is unknown (a bucket's answer lost after the store's own retries) is
+// settled by reading the log: a version holding our commitInfo.txnId is our commit. What
+// reading cannot settle is retried with the same bytes at the same version, never at the next
+// one; failing that, the error says the outcome is unknown and nothing more is written.
+//
 // The table's write protocol is checked first (errors wrap ErrUnsupportedProtocol), and
 // delta.appendOnly tables refuse removes with dataChange. After the commit a classic
 // checkpoint is written when version % delta.checkpointInterval == 0 (default 10), followed

@@ -132,8 +132,8 @@ func flowLockName(flow string) string {
 // returns a *FlowBusyError. Callers use the lock alike on both: Prev, Bind, Finish, Release;
 // a bucket writer also watches [FlowLock.Lost].
 func (t *Table) LockFlow(ctx context.Context, flow string, wait time.Duration, holder FlowHolder) (*FlowLock, error) {
-	if dir := t.store.LocalDir(); dir != "" {
-		return LockFlow(ctx, dir, flow, wait, holder)
+	if t.store.LocalDir() != "" {
+		return LockFlow(ctx, t.root, flow, wait, holder) // the root as given, as in messages
 	}
 	return lockFlowLease(ctx, t.store, t.root, flow, wait, holder)
 }

@@ -547,3 +547,56 @@ func TestS3FlowLockExpiry(t *testing.T) {
 	}
 	t.Logf("taken over %s after the kill (TTL 3s)", took.Round(10*time.Millisecond))
 }
+
+// A table delta-rs writes to the bucket — twelve appends and its own checkpoint — is read by
+// this package from the bucket, also from delta-rs' checkpoint alone once the commits before
+// it are deleted.
+func TestS3ReadsDeltaRSTable(t *testing.T) {
+	mem := newMem(t)
+	ctx := context.Background()
+	tbl, bucket := s3Table(t, mem)
+	py := peertest.Python(t)
+	peertest.RunPython(t, py, deltaRSWriteScript, "s3://"+bucket+"/lake/t")
+	s, err := tbl.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Version() != 11 || s.NumFiles() != 12 || s.Schema().Fields[0].Name != "id" {
+		t.Fatalf("delta-rs table: version %d, %d files", s.Version(), s.NumFiles())
+	}
+	if s5, err := tbl.SnapshotAt(ctx, 5); err != nil || s5.NumFiles() != 6 {
+		t.Fatalf("version 5: %v", err)
+	}
+	if _, err := tbl.Store().Stat(ctx, LogDir+"/"+CheckpointFileName(11)); err != nil {
+		t.Fatalf("delta-rs wrote no checkpoint at 11: %v", err)
+	}
+	for v := int64(0); v < 11; v++ {
+		if err := tbl.Store().Remove(ctx, LogDir+"/"+CommitFileName(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err = OpenTable(s3Store(t, bucket, "t"), mem).Snapshot(ctx)
+	if err != nil || s.Version() != 11 || s.NumFiles() != 12 {
+		t.Fatalf("from delta-rs' checkpoint: %v", err)
+	}
+	for _, f := range s.Files() {
+		if f.Size <= 0 || f.NumRecords() != 10 {
+			t.Fatalf("file from the checkpoint: %+v", f)
+		}
+	}
+}
+
+// deltaRSWriteScript appends twelve batches of ten rows to the table at argv[1] with delta-rs
+// and checkpoints it (the server's endpoint and keys from the environment).
+const deltaRSWriteScript = `
+import os, sys
+import pyarrow as pa
+import deltalake
+opts = {k: os.environ[k] for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION")}
+opts["AWS_ALLOW_HTTP"] = "true"
+opts["AWS_S3_ALLOW_UNSAFE_RENAME"] = "true"
+for i in range(12):
+    t = pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64()), "v": pa.array([float(i)] * 10)})
+    deltalake.write_deltalake(sys.argv[1], t, mode="append", storage_options=opts)
+deltalake.DeltaTable(sys.argv[1], storage_options=opts).create_checkpoint()
+`

@@ -29,7 +29,8 @@ type Table struct {
 	Sleep func(d time.Duration)
 }
 
-// NewTable binds the table rooted at dir (which need not exist yet). mem allocates Arrow
+// NewTable binds the table rooted at local directory dir (which need not exist yet); its
+// [Table.Root], and so its messages, keep dir as given (relative or not). mem allocates Arrow
 // memory for checkpoints (nil: memory.DefaultAllocator).
 func NewTable(dir string, mem memory.Allocator) *Table {
 	s, err := storage.Local(dir, 0o644)
@@ -38,7 +39,9 @@ func NewTable(dir string, mem memory.Allocator) *Table {
 		s, _ = storage.Local("/", 0o644)
 		s = s.Sub(dir)
 	}
-	return OpenTable(s, mem)
+	t := OpenTable(s, mem)
+	t.root = dir
+	return t
 }
 
 // OpenTable binds the table rooted at store s (see package storage; the root need not hold a
@@ -54,7 +57,8 @@ func OpenTable(s storage.Store, mem memory.Allocator) *Table {
 	return &Table{root: root, store: s, mem: mem}
 }
 
-// Root is the table root: its local directory, or the redacted URL of a bucket table.
+// Root is the table root for messages: the directory given to [NewTable], the local directory
+// of a local store, or the redacted URL of a bucket table.
 func (t *Table) Root() string { return t.root }
 
 // Store is the storage the table lives in, rooted at the table root.

@@ -6,12 +6,12 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/state"
 )
 
 // Options are the flags every stage shares.
@@ -125,10 +125,10 @@ func (o *Options) CheckpointDir() string {
 	sh := o.shard()
 	dir := o.Checkpoint
 	if dir == "" && sh.CheckpointRoot != "" {
-		dir = filepath.Join(sh.CheckpointRoot, o.StageName())
+		dir = state.Join(sh.CheckpointRoot, o.StageName())
 	}
 	if name := sh.Name(); dir != "" && name != "" {
-		dir = filepath.Clean(dir) + ".shard-" + name
+		dir = state.WithSuffix(dir, ".shard-"+name)
 	}
 	return dir
 }

@@ -101,7 +101,13 @@ func shardPartition(p, sh string) string { return p + "@" + sh }
 // source without a checkpoint run twice) and a gap after its restored epoch (the stage missed
 // epochs: its checkpoint is new or was removed while the upstream kept theirs). Stateless
 // stages accept any numbering (print is at-least-once anyway).
+//
+// Any stage whose checkpoint lease on a bucket is lost fails here, before it writes or
+// commits the epoch (state.Dir.Held).
 func checkEpoch(env *Env, n uint64) error {
+	if err := env.Dir.Held(); err != nil {
+		return err
+	}
 	if !env.stateful || env.Dir == nil {
 		return nil
 	}
@@ -126,6 +132,10 @@ func checkEpoch(env *Env, n uint64) error {
 // upstream stage's directory (DESIGN.md §3 step 3). A sink shard of keyby --shards records the
 // epoch in its shard commit directory instead of upstream (EnvShardCommits).
 func commitEpoch(o *Options, env *Env, upstream []string, n uint64) error {
+	// A sink that lost its checkpoint's lease must not commit: another process owns it now.
+	if err := env.Dir.Held(); err != nil {
+		return fmt.Errorf("%s: commit epoch %d: %w", o.Tool, n, err)
+	}
 	// Downstream first: the sink's own directory, then upstream stages in reverse pipeline
 	// order (see restoreEpoch for why).
 	var dirs []string

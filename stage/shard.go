@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/streamkit/streamkit/state"
 )
 
 // The environment variables below are the wire between `keyby --shards` and its children:
@@ -201,7 +202,7 @@ func (s ShardEnv) commitDir() string {
 	if s.Index == "" || s.Commits == "" {
 		return ""
 	}
-	return filepath.Join(s.Commits, s.Index)
+	return state.Join(s.Commits, s.Index)
 }
 
 // closeSinkShardStdout closes the stdout of a sink running as a shard of keyby --shards (when

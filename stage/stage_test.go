@@ -142,9 +142,9 @@ func pipeline(t *testing.T, root string, src *countSource, sink Operator, interr
 		t.Fatal(err)
 	}
 	mem := withChecked(t)
-	so := SourceOptions{Options: Options{Tool: "count", Checkpoint: filepath.Join(root, "count"), Stdout: pw, Stderr: io.Discard,
+	so := SourceOptions{Options: Options{Tool: "count", Checkpoint: state.Join(root, "count"), Stdout: pw, Stderr: io.Discard,
 		Progress: ProgressOff, NoSignals: true, Now: clk.now, Interrupt: interrupt, Mem: mem}, EpochInterval: 2 * time.Second, BatchRows: 10}
-	oo := Options{Tool: "rec", Checkpoint: filepath.Join(root, "rec"), Stdin: pr, Stdout: io.Discard, Stderr: io.Discard,
+	oo := Options{Tool: "rec", Checkpoint: state.Join(root, "rec"), Stdin: pr, Stdout: io.Discard, Stderr: io.Discard,
 		Progress: ProgressOff, NoSignals: true, Mem: mem}
 	var serr error
 	done := make(chan struct{})

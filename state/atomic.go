@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/streamkit/streamkit/storage"
 	"github.com/streamkit/streamkit/storage/atomicfile"
 )
 
@@ -37,34 +38,50 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("corrupt checkpoint file %s: %s", e.Path, e.Reason)
 }
 
-// tempFiles are the temporary files of checkpoint files: `.tmp-<name>-<random>`, private to
-// the stage's user (docs/protocol.md §7.2).
-var tempFiles = atomicfile.Temp{Pattern: func(name string) string { return tmpPrefix + name + "-*" }, Perm: 0o600}
-
-// WriteFileAtomic makes data the content of dir/name atomically: temp file in dir, write,
-// fsync, rename over name, fsync dir. A crash at any point leaves either the old file or the
-// new one, never a mix. Errors name the path.
+// WriteFileAtomic makes data the content of dir/name atomically (dir is a checkpoint
+// location): on a local disk temp file in dir, write, fsync, rename over name, fsync dir; on a
+// bucket one object write, which replaces the object whole. A crash at any point leaves
+// either the old file or the new one, never a mix. Errors name the path.
 func WriteFileAtomic(dir, name string, data []byte) error {
-	return tempFiles.Replace(dir, name, data)
+	st, err := openLoc("write", dir)
+	if err != nil {
+		return err
+	}
+	return st.WriteFile(bg, name, data)
 }
 
-// PutIfAbsent creates dir/name with data only if it does not exist, atomically (hard link of
-// an fsynced temp file). created is false when the name already existed; nothing is replaced.
+// PutIfAbsent creates dir/name with data only if it does not exist, atomically (a hard link
+// of an fsynced temp file on a local disk, a conditional write on a bucket). created is false
+// when the name already existed; nothing is replaced.
 func PutIfAbsent(dir, name string, data []byte) (created bool, err error) {
-	err = tempFiles.PutIfAbsent(dir, name, data)
-	if errors.Is(err, atomicfile.ErrExist) {
+	st, err := openLoc("write", dir)
+	if err != nil {
+		return false, err
+	}
+	err = st.PutIfAbsent(bg, name, data)
+	if errors.Is(err, storage.ErrExist) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-// SyncDir fsyncs a directory so that renames and links in it are durable
-// ([atomicfile.SyncDir]).
-func SyncDir(dir string) error { return atomicfile.SyncDir(dir) }
+// SyncDir fsyncs a local directory so that renames and links in it are durable
+// ([atomicfile.SyncDir]); on a bucket it does nothing (an object is durable once written).
+func SyncDir(dir string) error {
+	if storage.IsURL(dir) {
+		return nil
+	}
+	return atomicfile.SyncDir(dir)
+}
 
-// sweepTemps removes temporary files left by a crash in dir and its direct subdirectories.
-func sweepTemps(dir string) {
-	for _, d := range []string{dir, filepath.Join(dir, "offsets"), filepath.Join(dir, "state"), filepath.Join(dir, "commits")} {
+// sweepTemps removes temporary files left by a crash in a local checkpoint directory and its
+// direct subdirectories. A bucket has none: an object write is never half-visible.
+func sweepTemps(st storage.Store) {
+	dir := st.LocalDir()
+	if dir == "" {
+		return
+	}
+	for _, d := range []string{dir, filepath.Join(dir, OffsetsDir), filepath.Join(dir, StateDir), filepath.Join(dir, CommitsDir)} {
 		ents, _ := os.ReadDir(d)
 		for _, e := range ents {
 			if strings.HasPrefix(e.Name(), tmpPrefix) {
@@ -94,23 +111,44 @@ func EncodeJSON(v any) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// WriteJSON writes v atomically as a checksummed JSON envelope to dir/name.
+// WriteJSON writes v atomically as a checksummed JSON envelope to dir/name (dir is a
+// checkpoint location).
 func WriteJSON(dir, name string, v any) error {
-	b, err := EncodeJSON(v)
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", filepath.Join(dir, name), err)
-	}
-	return WriteFileAtomic(dir, name, b)
-}
-
-// ReadJSON reads a checksummed JSON envelope from path into v. A torn, truncated or altered
-// file yields *CorruptError naming path; a missing file an error matching os.ErrNotExist.
-func ReadJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+	st, err := openLoc("write", dir)
 	if err != nil {
 		return err
 	}
-	return DecodeJSON(path, b, v)
+	return WriteJSONAt(st, name, v)
+}
+
+// WriteJSONAt writes v atomically as a checksummed JSON envelope to object name of st.
+func WriteJSONAt(st storage.Store, name string, v any) error {
+	b, err := EncodeJSON(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", where(st, name), err)
+	}
+	return st.WriteFile(bg, name, b)
+}
+
+// ReadJSON reads a checksummed JSON envelope from the file location path into v. A torn,
+// truncated or altered file yields *CorruptError naming path; a missing file an error
+// matching os.ErrNotExist.
+func ReadJSON(path string, v any) error {
+	dir, name := splitLoc(path)
+	st, err := openLoc("read", dir)
+	if err != nil {
+		return err
+	}
+	return ReadJSONAt(st, name, v)
+}
+
+// ReadJSONAt is ReadJSON for object name of st.
+func ReadJSONAt(st storage.Store, name string, v any) error {
+	b, err := st.ReadFile(bg, name)
+	if err != nil {
+		return err
+	}
+	return DecodeJSON(where(st, name), b, v)
 }
 
 // DecodeJSON verifies and decodes an envelope read from path (used in error messages).

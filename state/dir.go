@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/streamkit/streamkit/storage"
 )
 
 // Subdirectories and files of a stage checkpoint directory (DESIGN.md §3, docs/protocol.md).
@@ -63,10 +65,19 @@ func (e *IncompatibleError) Error() string {
 		e.Path, strings.Join(e.Diffs, "; "))
 }
 
-// LockedError is returned by Open when another live process holds the directory.
+// LeaseFile is the lease of a checkpoint directory on a bucket: a directory of put-if-absent
+// generation objects (storage.AcquireLease) that replaces the flock of LockFile.
+const LeaseFile = "_lease"
+
+// LockedError is returned by Open when another live process holds the directory: the flock
+// of a local directory, the lease of one on a bucket.
 type LockedError struct {
 	Path string
-	PID  string // as recorded in LOCK by the holder; "" when unreadable
+	PID  string // as recorded in LOCK (or the lease) by the holder; "" when unreadable
+	// Host and Expires are set for a bucket lease: the holder's host, and how long its lease
+	// stays valid if it stops renewing (a killed holder's lease is free after that).
+	Host    string
+	Expires time.Duration
 }
 
 func (e *LockedError) Error() string {
@@ -74,47 +85,58 @@ func (e *LockedError) Error() string {
 	if e.PID != "" {
 		holder = "process " + e.PID
 	}
+	if e.Host != "" {
+		holder += " on " + e.Host
+		return fmt.Sprintf("checkpoint %s is locked by %s (its lease expires %s after that process stops): each stage needs its own directory (use --name or --checkpoint)",
+			e.Path, holder, e.Expires.Round(time.Second))
+	}
 	return fmt.Sprintf("checkpoint %s is locked by %s: each stage needs its own directory (use --name or --checkpoint)", e.Path, holder)
 }
 
-// Dir is an open, exclusively locked stage checkpoint directory.
+// Dir is an open, exclusively held stage checkpoint directory: flock'ed on a local disk,
+// leased on a bucket.
 type Dir struct {
+	// Path is the directory's location: an absolute local path, or the bucket URL (redacted).
 	Path       string
 	Meta       Metadata
-	lock       *os.File
+	st         storage.Store
+	lock       *os.File       // local: the flock'ed LOCK file
+	lease      *storage.Lease // bucket: the held lease
 	tool, name string
 }
 
-// Open creates (if needed) and locks the checkpoint directory path for tool/name with the given
-// state-shaping options (nil: bind them later with CheckOptions). It fails at once with *LockedError if another process holds it, with
+// Open creates (if needed) and takes the checkpoint directory at location path (a local path
+// or a bucket URL) for tool/name with the given state-shaping options (nil: bind them later
+// with CheckOptions). It fails at once with *LockedError if another process holds it, with
 // *IncompatibleError if the directory was created with other options, and with *CorruptError
-// if metadata.json is damaged. Leftover temporary files of a crashed writer are removed.
+// if metadata.json is damaged. Leftover temporary files of a crashed writer are removed (a
+// bucket has none).
+//
+// A local directory is held by flock(2) on LOCK. A bucket prefix is held by the lease
+// LeaseFile for storage.LeaseTTL(), renewed in the background; once it is lost (Lost), every
+// write through the Dir fails (Held).
 func Open(path, tool, name string, options map[string]string) (*Dir, error) {
-	abs, err := filepath.Abs(path)
+	abs, err := Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoint %s: %w", path, err)
 	}
-	for _, sub := range []string{OffsetsDir, StateDir, CommitsDir} {
-		if err := os.MkdirAll(filepath.Join(abs, sub), 0o755); err != nil {
-			return nil, fmt.Errorf("open checkpoint %s: %w", abs, err)
-		}
-	}
-	lf, err := os.OpenFile(filepath.Join(abs, LockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	st, err := StoreAt(path)
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoint %s: %w", abs, err)
 	}
-	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		pid, _ := os.ReadFile(filepath.Join(abs, LockFile))
-		lf.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, &LockedError{Path: abs, PID: strings.TrimSpace(string(pid))}
-		}
-		return nil, fmt.Errorf("lock checkpoint %s: %w", abs, err)
+	if isLocal(st) {
+		abs = st.LocalDir() // also for a file:// URL
 	}
-	lf.Truncate(0)
-	lf.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	d := &Dir{Path: abs, lock: lf, tool: tool, name: name}
-	sweepTemps(abs)
+	d := &Dir{Path: abs, st: st, tool: tool, name: name}
+	if isLocal(st) {
+		err = d.flock()
+	} else {
+		err = d.acquire()
+	}
+	if err != nil {
+		return nil, err
+	}
+	sweepTemps(st)
 	if options == nil {
 		return d, nil // the caller binds options later with CheckOptions
 	}
@@ -123,6 +145,75 @@ func Open(path, tool, name string, options map[string]string) (*Dir, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// flock creates the subdirectories of a local directory and takes the flock on LOCK.
+func (d *Dir) flock() error {
+	abs := d.Path
+	for _, sub := range []string{OffsetsDir, StateDir, CommitsDir} {
+		if err := os.MkdirAll(filepath.Join(abs, sub), 0o755); err != nil {
+			return fmt.Errorf("open checkpoint %s: %w", abs, err)
+		}
+	}
+	lf, err := os.OpenFile(filepath.Join(abs, LockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("open checkpoint %s: %w", abs, err)
+	}
+	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		pid, _ := os.ReadFile(filepath.Join(abs, LockFile))
+		lf.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return &LockedError{Path: abs, PID: strings.TrimSpace(string(pid))}
+		}
+		return fmt.Errorf("lock checkpoint %s: %w", abs, err)
+	}
+	lf.Truncate(0)
+	lf.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	d.lock = lf
+	return nil
+}
+
+// acquire takes the lease of a directory on a bucket (there are no directories to create).
+func (d *Dir) acquire() error {
+	l, err := storage.AcquireLease(bg, d.st, LeaseFile, "checkpoint "+d.Path, storage.LeaseTTL())
+	var busy *storage.LeaseBusyError
+	if errors.As(err, &busy) {
+		return &LockedError{Path: d.Path, PID: strconv.Itoa(busy.Holder.PID), Host: busy.Holder.Host, Expires: busy.Left}
+	}
+	if err != nil {
+		return fmt.Errorf("lease checkpoint %s: %w", d.Path, err)
+	}
+	d.lease = l
+	return nil
+}
+
+// Store is the store rooted at the checkpoint directory: names such as "offsets/<n>.json"
+// are relative to it. Files a stage keeps beside the standard ones (the seen-files log of
+// read-files, write-delta's flow record) go through it, so they live wherever the directory
+// does.
+func (d *Dir) Store() storage.Store { return d.st }
+
+// Lost is closed when the directory's lease on a bucket is lost (taken over after this
+// process failed to renew it for a TTL); nil, which never closes, for a local directory.
+func (d *Dir) Lost() <-chan struct{} {
+	if d == nil || d.lease == nil {
+		return nil
+	}
+	return d.lease.Lost()
+}
+
+// Held is nil while this process holds the directory, and the reason once its lease is lost:
+// a stage must then stop without writing (another process may own the directory now).
+func (d *Dir) Held() error {
+	if d == nil || d.lease == nil {
+		return nil
+	}
+	select {
+	case <-d.lease.Lost():
+		return fmt.Errorf("checkpoint %s: this process lost its lease and stops without committing: %w", d.Path, d.lease.Err())
+	default:
+		return nil
+	}
 }
 
 // CheckOptions binds the state-shaping options of this run to the directory: on first use it
@@ -135,10 +226,13 @@ func (d *Dir) CheckOptions(options map[string]string) error {
 	}
 	want := Metadata{Tool: d.tool, Name: d.name, Options: options, Fingerprint: Fingerprint(options), Created: time.Now().UTC()}
 	var have Metadata
-	err := ReadJSON(filepath.Join(d.Path, MetadataFile), &have)
+	err := ReadJSONAt(d.st, MetadataFile, &have)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := WriteJSON(d.Path, MetadataFile, want); err != nil {
+		if err := d.Held(); err != nil {
+			return err
+		}
+		if err := WriteJSONAt(d.st, MetadataFile, want); err != nil {
 			return err
 		}
 		d.Meta = want
@@ -190,32 +284,51 @@ func diffMeta(have, want Metadata) []string {
 	return diffs
 }
 
-// Close releases the lock.
+// Close releases the lock, or the lease (writing a released generation, so the next owner
+// need not wait out the TTL).
 func (d *Dir) Close() error {
-	if d == nil || d.lock == nil {
+	if d == nil {
 		return nil
 	}
-	err := d.lock.Close() // closing the descriptor releases the flock
-	d.lock = nil
+	var err error
+	if d.lock != nil {
+		err = d.lock.Close() // closing the descriptor releases the flock
+		d.lock = nil
+	}
+	if d.lease != nil {
+		err = d.lease.Release()
+		d.lease = nil
+	}
 	return err
 }
 
 // Epochs lists the epochs that have a valid-looking file "<epoch>.json" (EpochName) in sub
 // (OffsetsDir, StateDir, CommitsDir, or any directory of such files, such as the files log of
-// source/files) of the checkpoint directory at path, ascending; a missing directory has none.
-// It does not verify checksums; readers do that on load.
+// source/files) of the checkpoint directory at location path, ascending; a missing directory
+// has none. It does not verify checksums; readers do that on load.
 func Epochs(path, sub string) ([]uint64, error) {
-	ents, err := os.ReadDir(filepath.Join(path, sub))
+	st, err := openLoc("list", path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
 		return nil, err
 	}
+	return EpochsAt(st, sub)
+}
+
+// EpochsAt is Epochs for directory sub of st.
+func EpochsAt(st storage.Store, sub string) ([]uint64, error) {
+	ents, err := st.ReadDir(bg, sub)
+	if err != nil {
+		return nil, err
+	}
+	return epochsOf(ents)
+}
+
+// epochsOf picks the epoch files out of a listing, ascending.
+func epochsOf(ents []storage.Info) ([]uint64, error) {
 	var out []uint64
 	for _, e := range ents {
-		stem, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || len(stem) != 20 {
+		stem, ok := strings.CutSuffix(e.Name, ".json")
+		if !ok || len(stem) != 20 || e.IsDir {
 			continue
 		}
 		n, err := strconv.ParseUint(stem, 10, 64)
@@ -235,34 +348,74 @@ type CommitRecord struct {
 	Time  time.Time `json:"time"`
 }
 
-// WriteCommit records that epoch is durable downstream, in the checkpoint directory at path
-// (the sink's own or an upstream stage's; no lock is needed: the file is written atomically).
+// commitName is the name of epoch n's commit marker, relative to the directory.
+func commitName(n uint64) string { return CommitsDir + "/" + EpochName(n) + ".json" }
+
+// WriteCommit records that epoch is durable downstream, in the checkpoint directory at
+// location path (the sink's own or an upstream stage's; no lock is needed: the file is written
+// atomically). On a local disk the marker replaces any old one (rename); on a bucket it is
+// written put-if-absent, and a marker already there counts as written (the epoch is committed
+// either way).
 func WriteCommit(path string, epoch uint64, by string) error {
-	return WriteJSON(filepath.Join(path, CommitsDir), EpochName(epoch)+".json",
-		CommitRecord{Epoch: epoch, By: by, Time: time.Now().UTC()})
+	st, err := openLoc("commit", path)
+	if err != nil {
+		return err
+	}
+	b, err := EncodeJSON(CommitRecord{Epoch: epoch, By: by, Time: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	err = putEpochFile(st, commitName(epoch), b)
+	if errors.Is(err, storage.ErrExist) {
+		return nil
+	}
+	return err
 }
 
-// TrimCommits removes the commit markers of the directory at path but its keep newest ones
-// (at least one is kept). It is for directories holding only commit markers (keyby's shard
-// commit records); a checkpoint directory is trimmed by Dir.GC.
+// putEpochFile writes an epoch file (offsets, state manifest, commit marker): a rename over
+// the name on a local disk, whose flock guarantees one writer, as before; a put-if-absent on a
+// bucket, so that of a zombie and the directory's new owner writing the same epoch, the first
+// write wins and the other gets storage.ErrExist instead of replacing it.
+func putEpochFile(st storage.Store, name string, data []byte) error {
+	if isLocal(st) {
+		return st.WriteFile(bg, name, data)
+	}
+	return st.PutIfAbsent(bg, name, data)
+}
+
+// TrimCommits removes the commit markers of the directory at location path but its keep
+// newest ones (at least one is kept). It is for directories holding only commit markers
+// (keyby's shard commit records); a checkpoint directory is trimmed by Dir.GC.
 func TrimCommits(path string, keep int) error {
-	eps, err := Epochs(path, CommitsDir)
+	st, err := openLoc("trim commit markers", path)
+	if err != nil {
+		return err
+	}
+	eps, err := EpochsAt(st, CommitsDir)
 	if err != nil {
 		return err
 	}
 	keep = max(keep, 1)
 	for i := 0; i+keep < len(eps); i++ {
-		if err := os.Remove(filepath.Join(path, CommitsDir, EpochName(eps[i])+".json")); err != nil && !os.IsNotExist(err) {
+		if err := st.Remove(bg, commitName(eps[i])); err != nil {
 			return fmt.Errorf("trim commit markers: %w", err)
 		}
 	}
 	return nil
 }
 
-// Committed returns the newest committed epoch of the directory at path whose commit marker
-// verifies, 0 when none. A corrupt marker is reported (it is never silently skipped).
+// Committed returns the newest committed epoch of the directory at location path whose commit
+// marker verifies, 0 when none. A corrupt marker is reported (it is never silently skipped).
 func Committed(path string) (uint64, error) {
-	eps, err := Epochs(path, CommitsDir)
+	st, err := openLoc("read commits of", path)
+	if err != nil {
+		return 0, err
+	}
+	return committedAt(st)
+}
+
+func committedAt(st storage.Store) (uint64, error) {
+	eps, err := EpochsAt(st, CommitsDir)
 	if err != nil {
 		return 0, err
 	}
@@ -271,29 +424,53 @@ func Committed(path string) (uint64, error) {
 	}
 	n := eps[len(eps)-1]
 	var rec CommitRecord
-	p := filepath.Join(path, CommitsDir, EpochName(n)+".json")
-	if err := ReadJSON(p, &rec); err != nil {
+	if err := ReadJSONAt(st, commitName(n), &rec); err != nil {
 		return 0, err
 	}
 	if rec.Epoch != n {
-		return 0, &CorruptError{Path: p, Reason: fmt.Sprintf("records epoch %d", rec.Epoch)}
+		return 0, &CorruptError{Path: where(st, commitName(n)), Reason: fmt.Sprintf("records epoch %d", rec.Epoch)}
 	}
 	return n, nil
 }
 
 // Committed returns the newest committed epoch of d (see the function Committed).
-func (d *Dir) Committed() (uint64, error) { return Committed(d.Path) }
+func (d *Dir) Committed() (uint64, error) { return committedAt(d.st) }
+
+// offsetsName is the name of epoch n's offsets WAL entry, relative to the directory.
+func offsetsName(n uint64) string { return OffsetsDir + "/" + EpochName(n) + ".json" }
 
 // WriteOffsets writes the end position of epoch n to the offsets WAL (offsets/<n>.json).
-// Sources call it before emitting barrier n.
+// Sources call it before emitting barrier n. On a bucket the entry is put-if-absent: an
+// existing one (a zombie's, or a lost lease's) is an error, never replaced.
 func (d *Dir) WriteOffsets(n uint64, pos []byte) error {
-	return WriteJSON(filepath.Join(d.Path, OffsetsDir), EpochName(n)+".json", rawJSON(pos))
+	if err := d.Held(); err != nil {
+		return err
+	}
+	b, err := EncodeJSON(rawJSON(pos))
+	if err != nil {
+		return err
+	}
+	if err := putEpochFile(d.st, offsetsName(n), b); err != nil {
+		return fmt.Errorf("write offsets of epoch %d: %w", n, err)
+	}
+	return nil
 }
 
-// ReadOffsets returns the end position of epoch n from the directory at path.
+// ReadOffsets returns the end position of epoch n from the directory at location path.
 func ReadOffsets(path string, n uint64) ([]byte, error) {
+	st, err := openLoc("read offsets of", path)
+	if err != nil {
+		return nil, err
+	}
+	return readOffsetsAt(st, n)
+}
+
+// ReadOffsets returns the end position of epoch n from d's offsets WAL.
+func (d *Dir) ReadOffsets(n uint64) ([]byte, error) { return readOffsetsAt(d.st, n) }
+
+func readOffsetsAt(st storage.Store, n uint64) ([]byte, error) {
 	var raw rawJSON
-	if err := ReadJSON(filepath.Join(path, OffsetsDir, EpochName(n)+".json"), &raw); err != nil {
+	if err := ReadJSONAt(st, offsetsName(n), &raw); err != nil {
 		return nil, err
 	}
 	return raw, nil
@@ -316,8 +493,12 @@ func (r *rawJSON) UnmarshalJSON(b []byte) error {
 
 // GC deletes offsets, commit markers and state files of epochs no longer needed: it keeps the
 // newest retain committed epochs (at least 1) and whatever snapshot and changelogs restoring
-// the oldest kept epoch needs. Epochs after the committed one are never touched.
+// the oldest kept epoch needs. Epochs after the committed one are never touched. A Dir whose
+// lease is lost deletes nothing.
 func (d *Dir) GC(retain int) error {
+	if err := d.Held(); err != nil {
+		return err
+	}
 	committed, err := d.Committed()
 	if err != nil || committed == 0 {
 		return err
@@ -331,7 +512,7 @@ func (d *Dir) GC(retain int) error {
 	}
 	// State must keep the newest snapshot at or before keepFrom and everything after it.
 	stateFrom := keepFrom
-	if snaps, err := snapshotEpochs(d.Path); err == nil {
+	if snaps, err := snapshotEpochs(d.st); err == nil {
 		stateFrom = 0
 		for _, s := range snaps {
 			if s <= keepFrom {
@@ -340,18 +521,18 @@ func (d *Dir) GC(retain int) error {
 		}
 	}
 	for _, sub := range []string{OffsetsDir, CommitsDir} {
-		eps, _ := Epochs(d.Path, sub)
+		eps, _ := EpochsAt(d.st, sub)
 		for _, n := range eps {
 			// The offsets of keepFrom-1 hold the start of the oldest kept epoch.
 			if n+1 < keepFrom {
-				os.Remove(filepath.Join(d.Path, sub, EpochName(n)+".json"))
+				d.st.Remove(bg, sub+"/"+EpochName(n)+".json")
 			}
 		}
 	}
-	eps, _ := Epochs(d.Path, StateDir)
+	eps, _ := EpochsAt(d.st, StateDir)
 	for _, n := range eps {
 		if n < stateFrom {
-			removeStateEpoch(d.Path, n)
+			removeStateEpoch(d.st, n)
 		}
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
@@ -15,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/storage"
 )
 
 // EpochInfo describes one retained epoch of a stage directory, for state-dump.
@@ -40,30 +41,44 @@ type Summary struct {
 	Errors    []string    `json:"errors,omitempty"`
 }
 
-// IsStageDir reports whether path looks like a stage checkpoint directory.
+// IsStageDir reports whether the location path looks like a stage checkpoint directory.
 func IsStageDir(path string) bool {
-	_, err := os.Stat(filepath.Join(path, MetadataFile))
+	st, err := StoreAt(path)
+	return err == nil && isStageDir(st)
+}
+
+func isStageDir(st storage.Store) bool {
+	_, err := st.Stat(bg, MetadataFile)
 	return err == nil
 }
 
-// Stages lists the stage directories directly under a $STREAMKIT_CHECKPOINT root.
+// Stages lists the stage directories directly under a $STREAMKIT_CHECKPOINT root (a location).
 func Stages(root string) ([]string, error) {
-	ents, err := os.ReadDir(root)
+	st, err := StoreAt(root)
+	if err != nil {
+		return nil, err
+	}
+	if isLocal(st) {
+		if _, err := os.Stat(st.LocalDir()); err != nil {
+			return nil, err
+		}
+	}
+	ents, err := st.ReadDir(bg, "")
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, e := range ents {
-		if e.IsDir() && IsStageDir(filepath.Join(root, e.Name())) {
-			out = append(out, e.Name())
+		if e.IsDir && isStageDir(st.Sub(e.Name)) {
+			out = append(out, e.Name)
 		}
 	}
 	sort.Strings(out)
 	return out, nil
 }
 
-// Inspect summarizes the stage directory at path. A corrupt file is reported in the epoch's
-// Error (and Summary.Errors) with its path; the other epochs are still summarized.
+// Inspect summarizes the stage directory at location path. A corrupt file is reported in the
+// epoch's Error (and Summary.Errors) with its path; the other epochs are still summarized.
 //
 // Inspect is safe on a live directory: it takes no lock and writes nothing; it lists each
 // subdirectory once and reads only files that exist whole (every checkpoint file is written
@@ -72,12 +87,20 @@ func Stages(root string) ([]string, error) {
 // epoch (or that part of it) is left out, not reported as an error. Committed is the newest
 // commit marker of the same listing that marks the epochs Committed, so the two agree.
 func Inspect(path string) (*Summary, error) {
-	if _, err := os.Stat(path); err != nil {
+	st, err := StoreAt(path)
+	if err != nil {
 		return nil, err
+	}
+	if isLocal(st) {
+		if _, err := os.Stat(st.LocalDir()); err != nil {
+			return nil, err
+		}
+	} else if !isStageDir(st) {
+		return nil, fmt.Errorf("%s: %w (no %s)", st.Location(), os.ErrNotExist, MetadataFile)
 	}
 	s := &Summary{Path: path}
 	var meta Metadata
-	if err := ReadJSON(filepath.Join(path, MetadataFile), &meta); err == nil {
+	if err := ReadJSONAt(st, MetadataFile, &meta); err == nil {
 		s.Meta = &meta
 	} else if !errors.Is(err, os.ErrNotExist) {
 		s.Errors = append(s.Errors, err.Error())
@@ -93,20 +116,35 @@ func Inspect(path string) (*Summary, error) {
 		e.Error = err.Error()
 		s.Errors = append(s.Errors, err.Error())
 	}
-	commits, err := Epochs(path, CommitsDir)
-	if err != nil {
-		s.Errors = append(s.Errors, err.Error())
+	// One listing per subdirectory gives the epochs and each file's size and time.
+	list := func(sub string) ([]uint64, map[string]storage.Info) {
+		ents, err := st.ReadDir(bg, sub)
+		if err != nil {
+			s.Errors = append(s.Errors, err.Error())
+			return nil, nil
+		}
+		infos := make(map[string]storage.Info, len(ents))
+		for _, e := range ents {
+			infos[e.Name] = e
+		}
+		eps, _ := epochsOf(ents)
+		return eps, infos
 	}
+	newer := func(e *EpochInfo, fi storage.Info) {
+		if fi.ModTime.After(e.Time) {
+			e.Time = fi.ModTime.UTC()
+		}
+	}
+	commits, cinfo := list(CommitsDir)
 	if len(commits) > 0 {
 		// The newest marker must verify (docs/protocol.md §7.5); older ones are not read.
 		c := commits[len(commits)-1]
-		p := filepath.Join(path, CommitsDir, EpochName(c)+".json")
 		var rec CommitRecord
-		switch err := ReadJSON(p, &rec); {
+		switch err := ReadJSONAt(st, commitName(c), &rec); {
 		case err != nil:
 			fail(get(c), err)
 		case rec.Epoch != c:
-			fail(get(c), &CorruptError{Path: p, Reason: fmt.Sprintf("records epoch %d", rec.Epoch)})
+			fail(get(c), &CorruptError{Path: where(st, commitName(c)), Reason: fmt.Sprintf("records epoch %d", rec.Epoch)})
 		default:
 			s.Committed = c
 		}
@@ -114,42 +152,31 @@ func Inspect(path string) (*Summary, error) {
 	for _, n := range commits {
 		e := get(n)
 		e.Committed = true
-		if fi, err := os.Stat(filepath.Join(path, CommitsDir, EpochName(n)+".json")); err == nil && fi.ModTime().After(e.Time) {
-			e.Time = fi.ModTime().UTC()
-		}
+		newer(e, cinfo[EpochName(n)+".json"])
 	}
-	offs, err := Epochs(path, OffsetsDir)
-	if err != nil {
-		s.Errors = append(s.Errors, err.Error())
-	}
+	offs, oinfo := list(OffsetsDir)
 	for _, n := range offs {
-		p := filepath.Join(path, OffsetsDir, EpochName(n)+".json")
+		name := offsetsName(n)
 		var raw rawJSON
-		b, err := os.ReadFile(p)
+		b, err := st.ReadFile(bg, name)
 		if err == nil {
-			err = DecodeJSON(p, b, &raw)
+			err = DecodeJSON(where(st, name), b, &raw)
 		}
 		if errors.Is(err, os.ErrNotExist) {
 			continue // collected since the listing
 		}
 		e := get(n)
 		e.Bytes += int64(len(b))
-		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(e.Time) {
-			e.Time = fi.ModTime().UTC()
-		}
+		newer(e, oinfo[EpochName(n)+".json"])
 		if err != nil {
 			fail(e, err)
 			continue
 		}
 		e.Offsets = json.RawMessage(raw)
 	}
-	sts, err := Epochs(path, StateDir)
-	if err != nil {
-		s.Errors = append(s.Errors, err.Error())
-	}
+	sts, sinfo := list(StateDir)
 	for _, n := range sts {
-		mp := filepath.Join(path, StateDir, EpochName(n)+".json")
-		m, err := ReadManifest(path, n)
+		m, err := ReadManifestAt(st, n)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // collected since the listing
 		}
@@ -164,23 +191,26 @@ func Inspect(path string) (*Summary, error) {
 		// manifest is still there is damage, reported with its path.
 		var bytes int64
 		t, missing := e.Time, ""
-		for _, f := range []string{mp, stateFile(path, m.Changelog), stateFile(path, m.Snapshot)} {
+		for _, f := range []string{EpochName(n) + ".json", stateFile(m.Changelog), stateFile(m.Snapshot)} {
 			if f == "" {
 				continue
 			}
-			fi, err := os.Stat(f)
-			if err != nil {
-				missing = f
-				break
+			fi, ok := sinfo[f]
+			if !ok {
+				// Written after the listing? Ask once more before calling it missing.
+				if fi, err = st.Stat(bg, StateDir+"/"+f); err != nil {
+					missing = f
+					break
+				}
 			}
-			bytes += fi.Size()
-			if fi.ModTime().After(t) {
-				t = fi.ModTime().UTC()
+			bytes += fi.Size
+			if fi.ModTime.After(t) {
+				t = fi.ModTime.UTC()
 			}
 		}
 		if missing != "" {
-			if _, err := os.Stat(mp); err == nil {
-				fail(e, &CorruptError{Path: missing, Reason: fmt.Sprintf("missing (listed by the manifest of epoch %d)", n)})
+			if _, err := st.Stat(bg, manifestName(n)); err == nil {
+				fail(e, &CorruptError{Path: where(st, StateDir+"/"+missing), Reason: fmt.Sprintf("missing (listed by the manifest of epoch %d)", n)})
 			}
 			continue
 		}
@@ -199,11 +229,12 @@ func Inspect(path string) (*Summary, error) {
 	return s, nil
 }
 
-func stateFile(path string, fi *FileInfo) string {
+// stateFile is the name of a manifest's file inside state/, "" for none.
+func stateFile(fi *FileInfo) string {
 	if fi == nil {
 		return ""
 	}
-	return filepath.Join(path, StateDir, fi.File)
+	return fi.File
 }
 
 // Table is keyed state reconstructed from state files: one row per live key, sorted by key.
@@ -225,7 +256,11 @@ func (t *Table) Release() {
 // upserts replace earlier rows of the same _key, deletes remove them. Every file is verified;
 // errors name the corrupt or missing file. Read-only: it takes no lock.
 func Reconstruct(mem memory.Allocator, path string, n uint64) (*Table, error) {
-	chain, eps, err := manifestChain(path, n)
+	st, err := openLoc("read state of", path)
+	if err != nil {
+		return nil, err
+	}
+	chain, eps, err := manifestChain(st, n)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +290,7 @@ func Reconstruct(mem memory.Allocator, path string, n uint64) (*Table, error) {
 	var schema *arrow.Schema
 	var fileOf []int // file index of each batch in recs
 	for fno, fi := range files {
-		r, err := OpenStateFile(mem, path, fi)
+		r, err := OpenStateFileAt(mem, st, fi)
 		if err != nil {
 			return nil, err
 		}
@@ -263,13 +298,13 @@ func Reconstruct(mem memory.Allocator, path string, n uint64) (*Table, error) {
 			schema = r.Schema()
 		} else if !schema.Equal(r.Schema()) {
 			r.Close()
-			return nil, &CorruptError{Path: filepath.Join(path, StateDir, fi.File), Reason: "schema differs from the snapshot's"}
+			return nil, &CorruptError{Path: where(st, StateDir+"/"+fi.File), Reason: "schema differs from the snapshot's"}
 		}
 		for i := 0; i < r.NumRecords(); i++ {
 			rec, err := r.RecordBatchAt(i)
 			if err != nil {
 				r.Close()
-				return nil, &CorruptError{Path: filepath.Join(path, StateDir, fi.File), Reason: err.Error()}
+				return nil, &CorruptError{Path: where(st, StateDir+"/"+fi.File), Reason: err.Error()}
 			}
 			recs = append(recs, rec) // RecordBatchAt returns a retained batch
 			fileOf = append(fileOf, fno)

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // Columns every state file starts with; the value columns of the Codec follow.
@@ -175,7 +176,9 @@ func (s *Store[V]) Discard() { s.t.settle() }
 // SnapshotEvery epochs (and at the first checkpoint), then the manifest state/<n>.json
 // carrying extra (any JSON-marshalable operator scalars, may be nil).
 func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any) error {
-	dir := filepath.Join(d.Path, StateDir)
+	if err := d.Held(); err != nil {
+		return err
+	}
 	man := Manifest{Epoch: n, Entries: int64(s.t.live)}
 	if extra != nil {
 		b, err := json.Marshal(extra)
@@ -193,7 +196,7 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 			keys = append(keys, i)
 		}
 	})
-	fi, err := s.writeFile(mem, dir, EpochName(n)+".changelog.arrow", s.t.sorted(keys))
+	fi, err := s.writeFile(mem, d, EpochName(n)+".changelog.arrow", s.t.sorted(keys))
 	freeSlice(s.t.mem, keys)
 	if err != nil {
 		return err
@@ -206,7 +209,7 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 	if !s.haveSnapshot || n%every == 0 {
 		all := s.t.indexBuf(s.t.live)
 		s.t.rangeLive(func(i uint32, _ *entry[V]) bool { all = append(all, i); return true })
-		fi, err := s.writeFile(mem, dir, EpochName(n)+".snapshot.arrow", s.t.sorted(all))
+		fi, err := s.writeFile(mem, d, EpochName(n)+".snapshot.arrow", s.t.sorted(all))
 		freeSlice(s.t.mem, all)
 		if err != nil {
 			return err
@@ -224,28 +227,31 @@ func (s *Store[V]) Checkpoint(mem memory.Allocator, d *Dir, n uint64, extra any)
 // stringOf returns b as a string without copying; b must outlive the string unmodified.
 func stringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-func (s *Store[V]) writeFile(mem memory.Allocator, dir, name string, keys []uint32) (FileInfo, error) {
-	fi, err := WriteStateFile(mem, dir, name, s.schema, func(write func(arrow.RecordBatch) error) error {
+func (s *Store[V]) writeFile(mem memory.Allocator, d *Dir, name string, keys []uint32) (FileInfo, error) {
+	fi, err := WriteStateFile(mem, d, name, s.schema, func(write func(arrow.RecordBatch) error) error {
 		return s.encode(mem, write, keys)
 	})
 	fi.Rows = int64(len(keys))
 	return fi, err
 }
 
-// WriteStateFile writes an Arrow IPC file dir/name of schema atomically (temp file, fsync,
-// rename) with the batches that produce passes to write, and returns its FileInfo (size, CRC32C
-// and row count) for a manifest. Operators that keep their own in-memory state (window) use it
-// with WriteManifest; Store uses it for its changelogs and snapshots. Rows in a state file
-// must be sorted by the _key column and unique per file (Reconstruct merges sorted files).
-func WriteStateFile(mem memory.Allocator, dir, name string, schema *arrow.Schema, produce func(write func(arrow.RecordBatch) error) error) (FileInfo, error) {
+// WriteStateFile writes the Arrow IPC file state/<name> of d of schema atomically with the
+// batches that produce passes to write, and returns its FileInfo (size, CRC32C and row count)
+// for a manifest: on a local disk a temp file, fsync, rename (the directory fsync comes with
+// the manifest); on a bucket one streamed object, visible only once complete. Operators that
+// keep their own in-memory state (window) use it with WriteManifest; Store uses it for its
+// changelogs and snapshots. Rows in a state file must be sorted by the _key column and unique
+// per file (Reconstruct merges sorted files).
+func WriteStateFile(mem memory.Allocator, d *Dir, name string, schema *arrow.Schema, produce func(write func(arrow.RecordBatch) error) error) (FileInfo, error) {
 	fi := FileInfo{File: name}
-	f, err := os.CreateTemp(dir, tmpPrefix+name+"-*")
+	at := where(d.st, StateDir+"/"+name)
+	w, err := createStateFile(d.st, name)
 	if err != nil {
-		return fi, fmt.Errorf("write state %s: %w", filepath.Join(dir, name), err)
+		return fi, fmt.Errorf("write state %s: %w", at, err)
 	}
-	defer os.Remove(f.Name())
+	defer w.Abort()
 	crc := crc32.New(castagnoli)
-	cw := &countWriter{w: io.MultiWriter(f, crc)}
+	cw := &countWriter{w: io.MultiWriter(w, crc)}
 	fw, err := ipc.NewFileWriter(cw, ipc.WithSchema(schema), ipc.WithAllocator(mem))
 	if err == nil {
 		err = produce(func(rec arrow.RecordBatch) error {
@@ -257,26 +263,81 @@ func WriteStateFile(mem memory.Allocator, dir, name string, schema *arrow.Schema
 		}
 	}
 	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(dir, name))
+		err = w.Close()
 	}
 	if err != nil {
-		return fi, fmt.Errorf("write state %s: %w", filepath.Join(dir, name), err)
+		return fi, fmt.Errorf("write state %s: %w", at, err)
 	}
 	fi.Size, fi.CRC32C = cw.n, fmt.Sprintf("%08x", crc.Sum32())
 	return fi, nil
 }
 
-// WriteManifest writes state/<epoch>.json of d last, making the epoch's state files visible
-// (an epoch's state exists only when its manifest does).
-func WriteManifest(d *Dir, m Manifest) error {
-	return WriteJSON(filepath.Join(d.Path, StateDir), EpochName(m.Epoch)+".json", m)
+// createStateFile starts the write of state/<name>: a temporary file renamed over the name by
+// Close on a local disk (fsynced, the directory fsync left to the manifest), the store's
+// streamed object write on a bucket (an upload replaces the object whole).
+func createStateFile(st storage.Store, name string) (storage.Writer, error) {
+	if !isLocal(st) {
+		return st.Create(bg, StateDir+"/"+name)
+	}
+	dir := filepath.Join(st.LocalDir(), StateDir)
+	f, err := os.CreateTemp(dir, tmpPrefix+name+"-*")
+	if err != nil {
+		return nil, err
+	}
+	return &renameWriter{f: f, final: filepath.Join(dir, name)}, nil
 }
+
+// renameWriter is a local temporary file that Close fsyncs and renames to final.
+type renameWriter struct {
+	f     *os.File
+	final string
+	done  bool
+}
+
+func (w *renameWriter) Write(p []byte) (int, error) { return w.f.Write(p) }
+
+func (w *renameWriter) Close() error {
+	w.done = true
+	err := w.f.Sync()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(w.f.Name(), w.final)
+	}
+	if err != nil {
+		os.Remove(w.f.Name())
+	}
+	return err
+}
+
+func (w *renameWriter) Abort() {
+	if !w.done {
+		w.f.Close()
+		os.Remove(w.f.Name())
+	}
+	w.done = true
+}
+
+// WriteManifest writes state/<epoch>.json of d last, making the epoch's state files visible
+// (an epoch's state exists only when its manifest does). On a bucket it is put-if-absent: a
+// manifest of the epoch already there (a zombie's) is an error, never replaced.
+func WriteManifest(d *Dir, m Manifest) error {
+	if err := d.Held(); err != nil {
+		return err
+	}
+	b, err := EncodeJSON(m)
+	if err != nil {
+		return fmt.Errorf("encode manifest of epoch %d: %w", m.Epoch, err)
+	}
+	if err := putEpochFile(d.st, manifestName(m.Epoch), b); err != nil {
+		return fmt.Errorf("write state of epoch %d: %w", m.Epoch, err)
+	}
+	return nil
+}
+
+// manifestName is the name of epoch n's state manifest, relative to the directory.
+func manifestName(n uint64) string { return StateDir + "/" + EpochName(n) + ".json" }
 
 // encode writes the entries keys (sorted by key) as state rows: tombstones as deletes (only
 // pending entries, so only in changelogs), live entries as upserts, in batches of at most
@@ -385,20 +446,29 @@ func (c *countWriter) Write(p []byte) (int, error) {
 
 var _ hash.Hash32 = crc32.New(castagnoli)
 
-// ReadManifest loads and verifies state/<n>.json of the checkpoint directory at path.
+// ReadManifest loads and verifies state/<n>.json of the checkpoint directory at location path.
 func ReadManifest(path string, n uint64) (Manifest, error) {
+	st, err := openLoc("read state of", path)
+	if err != nil {
+		return Manifest{}, err
+	}
+	return ReadManifestAt(st, n)
+}
+
+// ReadManifestAt is ReadManifest for the checkpoint directory st.
+func ReadManifestAt(st storage.Store, n uint64) (Manifest, error) {
 	var m Manifest
-	err := ReadJSON(filepath.Join(path, StateDir, EpochName(n)+".json"), &m)
+	err := ReadJSONAt(st, manifestName(n), &m)
 	return m, err
 }
 
 // StateFile is an open state file that verified against its manifest entry: an Arrow IPC
-// file reader over the file on disk, which reads each record batch when it is asked for (so
-// restoring state of any size holds one batch of the file at a time, not the whole file).
-// Close releases the reader and the file.
+// file reader over the file, which reads each record batch when it is asked for (so restoring
+// state of any size holds one batch of the file at a time, not the whole file). Close
+// releases the reader and the file.
 type StateFile struct {
 	*ipc.FileReader
-	f *os.File
+	f storage.File
 }
 
 // Close closes the reader and the file.
@@ -411,18 +481,29 @@ func (s *StateFile) Close() error {
 }
 
 // wholeFileMax is the size up to which OpenStateFile reads a state file into memory at once
-// (fewer system calls for the many small files of a busy checkpoint); larger files are read a
-// batch at a time.
+// (fewer system calls for the many small files of a busy checkpoint, one request on a bucket);
+// larger files are read a batch at a time.
 const wholeFileMax = 4 << 20
 
-// OpenStateFile opens a state file listed in a manifest, verifies size and checksum, and
-// returns an Arrow IPC file reader over it; the caller closes it. A file larger than 4 MiB is
-// verified in a pass of 1 MiB reads and then read a record batch at a time, so restoring
-// state of any size holds one batch of it in memory, not the whole file. A mismatch yields
-// *CorruptError naming the file.
+// OpenStateFile opens a state file listed in a manifest of the checkpoint directory at
+// location path; see OpenStateFileAt.
 func OpenStateFile(mem memory.Allocator, path string, fi FileInfo) (*StateFile, error) {
-	p := filepath.Join(path, StateDir, fi.File)
-	f, err := os.Open(p)
+	st, err := openLoc("read state of", path)
+	if err != nil {
+		return nil, err
+	}
+	return OpenStateFileAt(mem, st, fi)
+}
+
+// OpenStateFileAt opens a state file listed in a manifest of the checkpoint directory st,
+// verifies size and checksum, and returns an Arrow IPC file reader over it; the caller closes
+// it. A file larger than 4 MiB is verified in a pass of 1 MiB reads and then read a record
+// batch at a time (ranged reads on a bucket), so restoring state of any size holds one batch
+// of it in memory, not the whole file. A mismatch yields *CorruptError naming the file.
+func OpenStateFileAt(mem memory.Allocator, st storage.Store, fi FileInfo) (*StateFile, error) {
+	name := StateDir + "/" + fi.File
+	p := where(st, name)
+	f, err := st.Open(bg, name)
 	if err != nil {
 		return nil, fmt.Errorf("read state %s: %w", p, err)
 	}
@@ -439,6 +520,9 @@ func OpenStateFile(mem memory.Allocator, path string, fi FileInfo) (*StateFile, 
 		crc.Write(b)
 	} else {
 		n, err = io.CopyBuffer(crc, f, make([]byte, 1<<20))
+		if err == nil {
+			_, err = f.Seek(0, io.SeekStart)
+		}
 	}
 	if err != nil {
 		f.Close()
@@ -464,9 +548,10 @@ func OpenStateFile(mem memory.Allocator, path string, fi FileInfo) (*StateFile, 
 var ErrNoState = errors.New("no state")
 
 // Restore replaces the store's content with the state as of epoch n read from the checkpoint
-// directory at path (the newest snapshot ≤ n plus the changelogs after it), and returns the
-// manifest of epoch n (its Extra holds the operator scalars). n == 0 restores the empty state.
-// Every file is verified; a missing epoch in the chain or a corrupt file is an error naming it.
+// directory at location path (the newest snapshot ≤ n plus the changelogs after it), and
+// returns the manifest of epoch n (its Extra holds the operator scalars). n == 0 restores the
+// empty state. Every file is verified; a missing epoch in the chain or a corrupt file is an
+// error naming it.
 func (s *Store[V]) Restore(mem memory.Allocator, path string, n uint64) (Manifest, error) {
 	s.t.release()
 	s.t = newTable[V](s.t.mem)
@@ -474,7 +559,11 @@ func (s *Store[V]) Restore(mem memory.Allocator, path string, n uint64) (Manifes
 	if n == 0 {
 		return Manifest{}, nil
 	}
-	chain, _, err := manifestChain(path, n)
+	st, err := openLoc("restore", path)
+	if err != nil {
+		return Manifest{}, err
+	}
+	chain, _, err := manifestChain(st, n)
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -485,7 +574,7 @@ func (s *Store[V]) Restore(mem memory.Allocator, path string, n uint64) (Manifes
 	if base.Snapshot == nil {
 		return Manifest{}, fmt.Errorf("restore %s epoch %d: %w: no snapshot at or before it", path, n, ErrNoState)
 	}
-	if err := s.apply(mem, path, *base.Snapshot); err != nil {
+	if err := s.apply(mem, st, *base.Snapshot); err != nil {
 		return Manifest{}, err
 	}
 	for i := len(chain) - 2; i >= 0; i-- {
@@ -493,7 +582,7 @@ func (s *Store[V]) Restore(mem memory.Allocator, path string, n uint64) (Manifes
 			return Manifest{}, fmt.Errorf("restore %s: %w for epoch %d", path, ErrNoState, chain[i+1].Epoch+1)
 		}
 		if chain[i].Changelog != nil {
-			if err := s.apply(mem, path, *chain[i].Changelog); err != nil {
+			if err := s.apply(mem, st, *chain[i].Changelog); err != nil {
 				return Manifest{}, err
 			}
 		}
@@ -503,13 +592,13 @@ func (s *Store[V]) Restore(mem memory.Allocator, path string, n uint64) (Manifes
 	return chain[0], nil
 }
 
-// manifestChain reads the state manifests of the directory at path from the newest epoch ≤ n
+// manifestChain reads the state manifests of the directory st from the newest epoch ≤ n
 // back to the newest snapshot at or before it, newest first: the files that rebuild the state
 // of epoch n are the snapshot of the last one and the changelogs of the others. It also
-// returns every state epoch on disk. The caller checks that the chain starts at n and ends at
+// returns every state epoch stored. The caller checks that the chain starts at n and ends at
 // a snapshot.
-func manifestChain(path string, n uint64) (chain []Manifest, eps []uint64, err error) {
-	eps, err = Epochs(path, StateDir)
+func manifestChain(st storage.Store, n uint64) (chain []Manifest, eps []uint64, err error) {
+	eps, err = EpochsAt(st, StateDir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -517,7 +606,7 @@ func manifestChain(path string, n uint64) (chain []Manifest, eps []uint64, err e
 		if eps[i] > n {
 			continue
 		}
-		m, err := ReadManifest(path, eps[i])
+		m, err := ReadManifestAt(st, eps[i])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -529,13 +618,13 @@ func manifestChain(path string, n uint64) (chain []Manifest, eps []uint64, err e
 	return chain, eps, nil
 }
 
-func (s *Store[V]) apply(mem memory.Allocator, path string, fi FileInfo) error {
-	r, err := OpenStateFile(mem, path, fi)
+func (s *Store[V]) apply(mem memory.Allocator, st storage.Store, fi FileInfo) error {
+	r, err := OpenStateFileAt(mem, st, fi)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	p := filepath.Join(path, StateDir, fi.File)
+	p := where(st, StateDir+"/"+fi.File)
 	if !r.Schema().Equal(s.schema) {
 		return &CorruptError{Path: p, Reason: "schema differs from this operator's state schema"}
 	}
@@ -565,16 +654,20 @@ func (s *Store[V]) apply(mem memory.Allocator, path string, fi FileInfo) error {
 	return nil
 }
 
-// DiscardAfter removes state epochs after n (written by a run that crashed before the sink
-// committed them); recovery rewrites them.
+// DiscardAfter removes state epochs after n from the checkpoint directory at location path
+// (written by a run that crashed before the sink committed them); recovery rewrites them.
 func DiscardAfter(path string, n uint64) error {
-	eps, err := Epochs(path, StateDir)
+	st, err := openLoc("discard state of", path)
+	if err != nil {
+		return err
+	}
+	eps, err := EpochsAt(st, StateDir)
 	if err != nil {
 		return err
 	}
 	for _, e := range eps {
 		if e > n {
-			removeStateEpoch(path, e)
+			removeStateEpoch(st, e)
 		}
 	}
 	return nil
@@ -582,21 +675,26 @@ func DiscardAfter(path string, n uint64) error {
 
 // removeStateEpoch removes the manifest first, so a crash mid-way leaves no manifest pointing
 // at missing files.
-func removeStateEpoch(path string, n uint64) {
-	dir := filepath.Join(path, StateDir)
-	os.Remove(filepath.Join(dir, EpochName(n)+".json"))
-	os.Remove(filepath.Join(dir, EpochName(n)+".changelog.arrow"))
-	os.Remove(filepath.Join(dir, EpochName(n)+".snapshot.arrow"))
+func removeStateEpoch(st storage.Store, n uint64) {
+	st.Remove(bg, manifestName(n))
+	st.Remove(bg, StateDir+"/"+EpochName(n)+".changelog.arrow")
+	st.Remove(bg, StateDir+"/"+EpochName(n)+".snapshot.arrow")
 }
 
-func snapshotEpochs(path string) ([]uint64, error) {
-	eps, err := Epochs(path, StateDir)
+// snapshotEpochs lists the state epochs of st that have a snapshot file.
+func snapshotEpochs(st storage.Store) ([]uint64, error) {
+	ents, err := st.ReadDir(bg, StateDir)
 	if err != nil {
 		return nil, err
 	}
+	have := map[string]bool{}
+	for _, e := range ents {
+		have[e.Name] = true
+	}
+	eps, _ := epochsOf(ents)
 	var out []uint64
 	for _, e := range eps {
-		if _, err := os.Stat(filepath.Join(path, StateDir, EpochName(e)+".snapshot.arrow")); err == nil {
+		if have[EpochName(e)+".snapshot.arrow"] {
 			out = append(out, e)
 		}
 	}

@@ -88,7 +88,7 @@ func (s *bucketStore) Stat(ctx context.Context, name string) (Info, error) {
 		if err != nil {
 			return err
 		}
-		in = Info{Name: name, Size: a.Size, ModTime: a.ModTime, ETag: a.ETag}
+		in = Info{Name: name, Size: a.Size, ModTime: a.ModTime, ETag: strings.Trim(a.ETag, `"`)}
 		return nil
 	})
 	return in, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -99,7 +98,7 @@ func (b *binaryReader) Close() error {
 // newParquetReader streams a Parquet file row group by row group (pqarrow record reader with
 // BatchRows-row batches, columns read serially to bound memory), reading only the projected
 // columns' chunks.
-func newParquetReader(f *os.File, name string, opts Options) (Reader, error) {
+func newParquetReader(f File, name string, opts Options) (Reader, error) {
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
 		return nil, err
@@ -177,7 +176,7 @@ func newParquetReader(f *os.File, name string, opts Options) (Reader, error) {
 }
 
 // newArrowFileReader reads an Arrow IPC file batch by batch.
-func newArrowFileReader(f *os.File, name string, opts Options) (Reader, error) {
+func newArrowFileReader(f File, name string, opts Options) (Reader, error) {
 	fr, err := ipc.NewFileReader(f, ipc.WithAllocator(opts.Allocator))
 	if err != nil {
 		return nil, err

@@ -171,18 +171,56 @@ func (o *Options) fill() {
 // file's magic bytes. Parquet and Arrow IPC files
 // need random access, so they cannot be compressed.
 func Open(path string, opts Options) (Reader, error) {
-	opts.fill()
-	format, comp := DetectFormat(path)
-	if opts.Format != "" {
-		format = opts.Format
-	}
-	if format == "" {
-		return nil, fmt.Errorf("open %s: unknown format; name it with --format (csv, tsv, json, parquet, avro, arrow, arrows)", path)
+	format, err := openFormat(path, opts)
+	if err != nil {
+		return nil, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	return openFile(f, path, format, opts)
+}
+
+// File is a random-access file as [OpenFile] reads it: an *os.File, or an object of a bucket
+// (a storage.File, whose ReadAt is a ranged GET).
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Seeker
+	io.Closer
+}
+
+// OpenFile is [Open] for a file already opened: f, named name (a path or URL: its extension
+// gives the format and compression as in Open, and it names the file in errors and batches).
+// The Reader's Close closes f; so does an error. For a bucket object, Parquet and Arrow IPC
+// files are read by ranges (the footer, then the column chunks or batches read); a sequential
+// format is better read with [NewReader] over f, one streamed range.
+func OpenFile(f File, name string, opts Options) (Reader, error) {
+	format, err := openFormat(name, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return openFile(f, name, format, opts)
+}
+
+// openFormat is the format Open and OpenFile read name in.
+func openFormat(name string, opts Options) (Format, error) {
+	format, _ := DetectFormat(name)
+	if opts.Format != "" {
+		format = opts.Format
+	}
+	if format == "" {
+		return "", fmt.Errorf("open %s: unknown format; name it with --format (csv, tsv, json, parquet, avro, arrow, arrows)", name)
+	}
+	return format, nil
+}
+
+func openFile(f File, path string, format Format, opts Options) (Reader, error) {
+	opts.fill()
+	_, comp := DetectFormat(path)
+	var err error
 	if format == ArrowFile && !arrowFileMagic(f) {
 		// .arrow names both Arrow IPC formats (streamkit's side outputs and `> x.arrow` write
 		// the stream format): the file format starts with its magic ARROW1, else it is a stream.
@@ -250,22 +288,23 @@ func compressionMismatch(name string, comp Compression) error {
 	return fmt.Errorf("read %s: named as %s but it does not start like %s (damaged, or not compressed: rename it)", name, comp, comp)
 }
 
-// sniff reports the compression of f from its magic bytes and rewinds it.
 // arrowFileMagic reports whether f starts with the Arrow IPC file format's magic "ARROW1"
 // (an Arrow IPC stream starts with a message length or continuation marker instead).
-func arrowFileMagic(f *os.File) bool {
+func arrowFileMagic(f io.ReaderAt) bool {
 	var magic [6]byte
 	n, _ := f.ReadAt(magic[:], 0)
 	return string(magic[:n]) == "ARROW1"
 }
 
-func sniff(f *os.File) (Compression, error) {
+// sniff reports the compression of f from its magic bytes (read at offset 0, so f's read
+// offset does not move).
+func sniff(f io.ReaderAt) (Compression, error) {
 	var magic [4]byte
-	n, _ := io.ReadFull(f, magic[:])
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return NoCompression, err
+	n, err := f.ReadAt(magic[:], 0)
+	if err == io.EOF {
+		err = nil
 	}
-	return magicCompression(magic[:n]), nil
+	return magicCompression(magic[:n]), err
 }
 
 func magicCompression(b []byte) Compression {

@@ -281,7 +281,7 @@ func (w *StreamWriter) Open(ctx context.Context, env *stage.Env, in *arrow.Schem
 	if env.Dir != nil {
 		holder.Checkpoint = env.Dir.Path
 	}
-	if w.lock, err = delta.LockFlow(ctx, root, w.flow, 0, holder); err != nil {
+	if w.lock, err = w.table.LockFlow(ctx, w.flow, 0, holder); err != nil {
 		return nil, fmt.Errorf("write-delta: %w", err)
 	}
 	defer func() {

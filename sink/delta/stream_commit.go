@@ -119,6 +119,9 @@ func (w *StreamWriter) commitAsync(ctx context.Context, n uint64) {
 			return
 		}
 		setAdds(&req, p.adds, p.rows, 0)
+		if p.err = w.lockLost(); p.err != nil {
+			return
+		}
 		if p.res, p.cause = w.table.Commit(ctx, req); p.cause != nil {
 			p.err = w.commitError(p.cause, n)
 		}
@@ -142,6 +145,9 @@ func (w *StreamWriter) commit(ctx context.Context, n uint64, adds []delta.Add, r
 		}
 		setAdds(&req, adds, rows, removed)
 		creating := w.snap == nil
+		if err := w.lockLost(); err != nil {
+			return err
+		}
 		res, err := w.table.Commit(ctx, req)
 		if err == nil {
 			res.Attempts += attempt - 1
@@ -254,3 +260,15 @@ func (w *StreamWriter) committedEpoch(ctx context.Context, n uint64, res *delta.
 // errSkipAfterJoin is returned by commit when the table another writer created already holds
 // the epoch for our flow; endEpoch treats it as a skip (the data files are deleted).
 var errSkipAfterJoin = errors.New("epoch already committed")
+
+// lockLost is the error that stops the writer once its flow lock is lost (on a bucket: its
+// lease could not be renewed in time or was taken over), so that two writers never commit
+// one flow; nil while the lock is held (always on a local disk, where it is a flock).
+func (w *StreamWriter) lockLost() error {
+	select {
+	case <-w.lock.Lost():
+		return fmt.Errorf("write-delta: table %s: the lock of flow %q was lost (%v); not committing (restart write-delta: the epoch is replayed)", w.cfg.Table, w.flow, w.lock.Err())
+	default:
+		return nil
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,9 +53,8 @@ func (w *StreamWriter) resolveFlow(env *stage.Env) error {
 		}
 		return nil
 	}
-	path := filepath.Join(env.Dir.Path, FlowFile)
 	var rec FlowFileRecord
-	err := state.ReadJSON(path, &rec)
+	err := state.ReadJSONAt(env.Dir.Store(), FlowFile, &rec)
 	switch {
 	case err == nil:
 		if w.cfg.Flow != "" && w.cfg.Flow != rec.Flow {
@@ -70,7 +68,7 @@ func (w *StreamWriter) resolveFlow(env *stage.Env) error {
 		w.flow, w.rec = rec.Flow, rec
 		if rec.ID == "" { // written by an earlier streamkit: give the checkpoint its identity
 			w.rec.ID = uuid.NewString()
-			return state.WriteJSON(env.Dir.Path, FlowFile, w.rec)
+			return state.WriteJSONAt(env.Dir.Store(), FlowFile, w.rec)
 		}
 		return nil
 	case errors.Is(err, os.ErrNotExist):
@@ -87,7 +85,7 @@ func (w *StreamWriter) resolveFlow(env *stage.Env) error {
 		}
 		w.rec = FlowFileRecord{Flow: w.flow, Table: w.cfg.Table, Created: time.Now().UTC(), ID: uuid.NewString()}
 		w.fresh = true
-		return state.WriteJSON(env.Dir.Path, FlowFile, w.rec)
+		return state.WriteJSONAt(env.Dir.Store(), FlowFile, w.rec)
 	default:
 		return err
 	}
@@ -109,7 +107,7 @@ func (w *StreamWriter) noteEmptyEpoch() error {
 
 // writeFlowFile rewrites FlowFile from w.rec.
 func (w *StreamWriter) writeFlowFile() error {
-	if err := state.WriteJSON(w.env.Dir.Path, FlowFile, w.rec); err != nil {
+	if err := state.WriteJSONAt(w.env.Dir.Store(), FlowFile, w.rec); err != nil {
 		return fmt.Errorf("write-delta: record the flow in %s: %w", w.env.Dir.Path, err)
 	}
 	return nil

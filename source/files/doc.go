@@ -8,7 +8,21 @@
 //
 // A listing walks every pattern (doublestar, with "**"; a directory means everything below
 // it) and skips hidden and temporary names anywhere below the pattern's base (".x", "_x",
-// TempSuffixes) unless the pattern spells them out. A file is read only once it is stable:
+// TempSuffixes) unless the pattern spells them out.
+//
+// A bucket URL (s3://, s3a://, gs://, az://, abfss://; package storage opens it, with the SDKs'
+// credentials and endpoints) is a glob over object names: s3://b/landing/**/*.json lists the
+// longest literal directory prefix before the first glob character (landing/) with
+// storage.Store.Walk, page by page, and matches the rest (**/*.json) against each name below
+// it with doublestar, with the same hidden-name rules. A literal URL is one object, or, if no
+// object has that name, every object below it. Names are used as they are (spaces, "#", "%",
+// "[", "*" need no escaping); a name with an empty segment ("a//b"), which no store can open,
+// is skipped with a warning. Objects are read through Store.Open: text and Avro as one
+// streamed range up to the listed size, Parquet and Arrow IPC files by ranged reads
+// (formats.OpenFile). An object is identified like a file, by its URL (Entry.Path), size and
+// modification time, plus the listing's ETag (Entry.ETag); its fingerprint is "etag:" + the
+// ETag when the listing gives one (a content hash, with no request), else the hash of its
+// first bytes (one ranged read, up to 16 at a time). A file is read only once it is stable:
 // nothing has changed it for StableAfter — its modification time is that old, or an earlier
 // listing at least StableAfter ago saw the same size and time; a file whose size or time
 // changes between listings is left until it stops changing. An "available now" run lists
@@ -28,7 +42,11 @@
 //
 // New stable files are *planned* before any of them is read: appended, oldest modification
 // time first (ties by path), to the files log, a sequence of atomically written, checksummed
-// records <checkpoint>/files/<seq>.json {"seq","first","entries":[{path,size,mtime_ns,fp}]}.
+// records <checkpoint>/files/<seq>.json {"seq","first","entries":[{path,size,mtime_ns,fp}]}
+// (plus "etag" for objects). The log is written through the checkpoint's storage.Store, so it
+// lives wherever the checkpoint does: replaced atomically on a local disk, put-if-absent on a
+// bucket (every record has a new name; a process that lost the checkpoint's lease cannot
+// overwrite the new owner's record, and writes none once it knows).
 // Entry i of the log is the i-th file the checkpoint ever read, so the log is the set of files
 // already read (or about to be), across runs. Every 64 records the log is compacted into one
 // record holding all entries (first = 0; older records are then deleted; loading applies

@@ -219,8 +219,8 @@ func (e *env) run(cfg Config, o runOpts) (*sink, error, error) {
 	oo := stage.Options{Tool: "sink", Stdin: pr, Stdout: io.Discard, Stderr: io.Discard, Progress: stage.ProgressOff, NoSignals: true, Log: logger,
 		Mem: e.mem}
 	if !o.noCheckpoint {
-		so.Checkpoint = filepath.Join(e.ckpt, "files")
-		oo.Checkpoint = filepath.Join(e.ckpt, "sink")
+		so.Checkpoint = state.Join(e.ckpt, "files") // a local path or a bucket URL
+		oo.Checkpoint = state.Join(e.ckpt, "sink")
 	}
 	snk := &sink{fail: o.fail, keepMeta: o.keepMeta, drop: map[string]bool{}}
 	for _, d := range o.drop {
@@ -263,7 +263,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 // wal returns the positions of the offsets WAL of the source's checkpoint, by epoch.
 func (e *env) wal() map[uint64]position {
 	e.t.Helper()
-	dir := filepath.Join(e.ckpt, "files")
+	dir := state.Join(e.ckpt, "files")
 	eps, err := state.Epochs(dir, state.OffsetsDir)
 	if err != nil {
 		e.t.Fatal(err)

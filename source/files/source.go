@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/streamkit/streamkit/codec/rescue"
 	"github.com/streamkit/streamkit/codec/schema"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // Rewrite is what happens to a file that changes after it was read (--on-rewrite).
@@ -53,8 +53,14 @@ func ParseRewrite(s string) (Rewrite, error) {
 // Config are the options of the files source (read-files flags).
 type Config struct {
 	// Patterns are doublestar globs ("landing/**/*.csv"), literal files, directories (all
-	// files below) or "-" for stdin (read first, once; needs Format; no checkpoint).
+	// files below) or "-" for stdin (read first, once; needs Format; no checkpoint). A bucket
+	// URL (s3://, s3a://, gs://, az://, abfss://) is a glob over object names
+	// ("s3://bucket/landing/**/*.json"), listed by its literal prefix; see compileURL.
 	Patterns []string
+	// OpenStore opens the store of a bucket pattern, rooted at the pattern's literal prefix
+	// (a URL); nil: storage.Open with default options. Tools pass cli.OpenStore, which makes
+	// a malformed URL a usage error.
+	OpenStore func(ctx context.Context, url string) (storage.Store, error)
 	// Format forces one format for every file; "" detects it from each file's extension.
 	Format formats.Format
 	// Schema is the stream's data schema (--schema); nil infers it from the first InferRows
@@ -134,8 +140,10 @@ type Source struct {
 	entries []*Entry
 	known   map[string]*Entry // path -> newest planned version
 	stab    *stability
-	listed  bool      // available-now: the run's listing was done
-	next    time.Time // follow: next listing
+	stores  map[string]storage.Store // bucket prefix URL -> store, for entries of no pattern
+	odd     map[string]bool          // objects no store can open, warned about once
+	listed  bool                     // available-now: the run's listing was done
+	next    time.Time                // follow: next listing
 
 	cur, epochStart cursor
 	epochFiles      int
@@ -182,10 +190,16 @@ func New(cfg Config) (*Source, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
 	}
+	if cfg.OpenStore == nil {
+		cfg.OpenStore = func(ctx context.Context, loc string) (storage.Store, error) {
+			return storage.Open(ctx, loc, storage.Options{})
+		}
+	}
 	if cfg.StableAfter < 0 || cfg.MaxFilesPerEpoch < 0 || cfg.MaxBytesPerEpoch < 0 {
 		return nil, stage.Usagef("read-files: --stable-after, --max-files-per-epoch and --max-bytes-per-epoch must be ≥ 0")
 	}
-	s := &Source{cfg: cfg, known: map[string]*Entry{}, stab: newStability(cfg.StableAfter)}
+	s := &Source{cfg: cfg, known: map[string]*Entry{}, stab: newStability(cfg.StableAfter),
+		stores: map[string]storage.Store{}, odd: map[string]bool{}}
 	for _, p := range cfg.Patterns {
 		if p == "-" {
 			if s.stdin {
@@ -237,7 +251,19 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 		if s.stdin {
 			return nil, stage.Usagef("read-files: - (stdin) cannot be replayed; run it without --checkpoint (and without $%s)", stage.EnvCheckpoint)
 		}
-		s.log.dir = filepath.Join(env.Dir.Path, LogDir)
+		s.log.store = env.Dir.Store().Sub(LogDir) // a local directory or a bucket prefix
+		s.log.held = env.Dir.Held
+	}
+	for _, p := range s.patterns {
+		if p.bucket {
+			if err := p.open(ctx, s.cfg.OpenStore); err != nil {
+				return nil, fmt.Errorf("read-files: %w", err)
+			}
+			s.stores[p.base] = p.store
+			if f, _ := formats.DetectFormat(p.glob); p.file && f == "" && s.cfg.Format == "" {
+				return nil, stage.Usagef("read-files: %s: unknown file format (by extension); name it with --format csv|tsv|json|parquet|avro|arrow|arrows", p.arg)
+			}
+		}
 	}
 	var err error
 	if s.entries, err = s.log.load(); err != nil {
@@ -252,7 +278,7 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 			return nil, fmt.Errorf("read-files: committed position %s: %w", committed, err)
 		}
 		if p.Next > len(s.entries) || p.Next < 0 || p.Row < 0 {
-			return nil, fmt.Errorf("read-files: the committed epoch ends at file %d of the files log in %s, which has %d: the checkpoint is inconsistent", p.Next, s.log.dir, len(s.entries))
+			return nil, fmt.Errorf("read-files: the committed epoch ends at file %d of the files log in %s, which has %d: the checkpoint is inconsistent", p.Next, s.log.where(), len(s.entries))
 		}
 		if err := s.checkFiles(p); err != nil {
 			return nil, err
@@ -279,7 +305,7 @@ func (s *Source) checkFiles(p position) error {
 				have = fmt.Sprintf("%s (size %d, fingerprint %s)", e.Path, e.Size, e.FP)
 			}
 			return fmt.Errorf("read-files: the offsets WAL lists file %d as %s (size %d, fingerprint %s) but the files log in %s has %s: the checkpoint is inconsistent",
-				f.Index, f.Path, f.Size, f.FP, s.log.dir, have)
+				f.Index, f.Path, f.Size, f.FP, s.log.where(), have)
 		}
 	}
 	return nil
@@ -302,7 +328,7 @@ func (s *Source) resolveSchema(ctx context.Context) error {
 		if data != nil {
 			if want := s.outputSchema(data); !want.Equal(stored) {
 				return fmt.Errorf("read-files: --schema resolves to\n  %s\nbut the checkpoint in %s was created with\n  %s\nuse a new checkpoint directory to change the schema",
-					schema.DDL(want), s.log.dir, schema.DDL(stored))
+					schema.DDL(want), s.log.where(), schema.DDL(stored))
 			}
 		}
 		s.setSchema(stored)
@@ -382,16 +408,16 @@ func (s *Source) infer(ctx context.Context) (*arrow.Schema, error) {
 			break
 		}
 		if !s.cfg.Follow {
-			return nil, fmt.Errorf("read-files: no input file matches %s yet, so there is nothing to infer the schema from; give --schema", strings.Join(s.cfg.Patterns, " "))
+			return nil, fmt.Errorf("read-files: no input file matches %s yet, so there is nothing to infer the schema from; give --schema", storage.Redact(strings.Join(s.cfg.Patterns, " ")))
 		}
-		s.env.Log.Info("waiting for a first file to infer the schema from", "patterns", s.cfg.Patterns)
+		s.env.Log.Info("waiting for a first file to infer the schema from", "patterns", storage.Redact(strings.Join(s.cfg.Patterns, " ")))
 		if err := s.cfg.Sleep(ctx, time.Until(s.next)); err != nil {
 			return nil, stage.ErrInterrupted
 		}
 	}
 	if s.entries[s.cur.Next].Path == "-" {
 		// stdin can be read once: its reader infers and then keeps decoding.
-		r, text, err := s.openReader(s.entries[s.cur.Next], nil)
+		r, text, err := s.openReader(ctx, s.entries[s.cur.Next], nil)
 		if err != nil {
 			return nil, err
 		}
@@ -412,7 +438,7 @@ func (s *Source) infer(ctx context.Context) (*arrow.Schema, error) {
 		if e.Skip != "" {
 			continue
 		}
-		r, text, err := s.openReaderInfer(e, remaining)
+		r, text, err := s.openReaderInfer(ctx, e, remaining)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -485,7 +511,7 @@ func (s *Source) readerOptions(format formats.Format, sch *arrow.Schema) formats
 
 // openReaderInfer opens e for schema inference: no schema, the first rows sampled, bad
 // records ignored (they are reported when the file is read).
-func (s *Source) openReaderInfer(e *Entry, rows int) (formats.Reader, bool, error) {
+func (s *Source) openReaderInfer(ctx context.Context, e *Entry, rows int) (formats.Reader, bool, error) {
 	format, err := s.formatOf(e)
 	if err != nil {
 		return nil, false, err
@@ -495,12 +521,12 @@ func (s *Source) openReaderInfer(e *Entry, rows int) (formats.Reader, bool, erro
 	o.OnBadRecord = func(rescue.BadRecord) error { return nil }
 	o.OnNotUTF8 = nil // counted when the file is read
 	o.CSV.Infer.Rows, o.JSON.Infer.Rows = rows, rows
-	r, err := s.openWith(e, format, o)
+	r, err := s.openWith(ctx, e, format, o)
 	return r, isText(format), err
 }
 
 // openReader opens e decoding into sch (nil: infer, stdin only).
-func (s *Source) openReader(e *Entry, sch *arrow.Schema) (formats.Reader, bool, error) {
+func (s *Source) openReader(ctx context.Context, e *Entry, sch *arrow.Schema) (formats.Reader, bool, error) {
 	format, err := s.formatOf(e)
 	if err != nil {
 		return nil, false, err
@@ -511,7 +537,7 @@ func (s *Source) openReader(e *Entry, sch *arrow.Schema) (formats.Reader, bool, 
 	}
 	if format == formats.Parquet && s.projecting && sch != nil {
 		// Read only the schema's columns (their column chunks).
-		probe, err := formats.Open(e.Path, formats.Options{Format: format, Allocator: s.env.Mem})
+		probe, err := s.openRandom(ctx, e, formats.Options{Format: format, Allocator: s.env.Mem})
 		if err != nil {
 			return nil, false, err
 		}
@@ -526,26 +552,40 @@ func (s *Source) openReader(e *Entry, sch *arrow.Schema) (formats.Reader, bool, 
 			return nil, false, fmt.Errorf("read-files: %s has none of the schema's columns (it has %s)", e.Path, schema.DDL(fsch))
 		}
 	}
-	r, err := s.openWith(e, format, o)
+	r, err := s.openWith(ctx, e, format, o)
 	return r, isText(format), err
 }
 
 // openWith opens e. Sequential formats read at most the listed size, so a file appended to
-// after it was listed is read as listed (replays stay exact).
-func (s *Source) openWith(e *Entry, format formats.Format, o formats.Options) (formats.Reader, error) {
+// after it was listed is read as listed (replays stay exact); a bucket object is read as one
+// streamed range. Parquet and Arrow IPC files are read in place (ranged reads on a bucket).
+func (s *Source) openWith(ctx context.Context, e *Entry, format formats.Format, o formats.Options) (formats.Reader, error) {
 	if e.Path == "-" {
 		return formats.NewReader(s.cfg.Stdin, "-", o)
 	}
 	switch format {
 	case formats.Parquet, formats.ArrowFile:
-		if _, err := os.Stat(e.Path); err != nil {
+		if !storage.IsURL(e.Path) {
+			if _, err := os.Stat(e.Path); err != nil {
+				return nil, err
+			}
+		}
+		return s.openRandom(ctx, e, o)
+	}
+	var f io.ReadCloser
+	if storage.IsURL(e.Path) {
+		st, name, err := s.object(ctx, e.Path)
+		if err != nil {
 			return nil, err
 		}
-		return formats.Open(e.Path, o)
-	}
-	f, err := os.Open(e.Path)
-	if err != nil {
-		return nil, err
+		if f, err = st.Open(ctx, name); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if f, err = os.Open(e.Path); err != nil {
+			return nil, err
+		}
 	}
 	r, err := formats.NewReader(io.LimitReader(f, e.Size), e.Path, o)
 	if err != nil {
@@ -555,9 +595,51 @@ func (s *Source) openWith(e *Entry, format formats.Format, o formats.Options) (f
 	return &closingReader{Reader: r, f: f}, nil
 }
 
+// openRandom opens e with formats.Open, or a bucket object with formats.OpenFile over the
+// store's ranged reads.
+func (s *Source) openRandom(ctx context.Context, e *Entry, o formats.Options) (formats.Reader, error) {
+	if !storage.IsURL(e.Path) {
+		return formats.Open(e.Path, o)
+	}
+	st, name, err := s.object(ctx, e.Path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := st.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return formats.OpenFile(f, e.Path, o)
+}
+
+// object is the store and name of the bucket object at path (an Entry.Path URL): the store
+// of the pattern whose prefix holds it, else (a file planned under an earlier run's patterns)
+// a store opened at its parent prefix and kept.
+func (s *Source) object(ctx context.Context, path string) (storage.Store, string, error) {
+	for _, p := range s.patterns {
+		if p.store == nil {
+			continue
+		}
+		if name, ok := strings.CutPrefix(path, p.base+"/"); ok && name != "" {
+			return p.store, name, nil
+		}
+	}
+	i := strings.LastIndexByte(path, '/')
+	dir, name := path[:i], path[i+1:]
+	st := s.stores[dir]
+	if st == nil {
+		var err error
+		if st, err = s.cfg.OpenStore(ctx, dir); err != nil {
+			return nil, "", err
+		}
+		s.stores[dir] = st
+	}
+	return st, name, nil
+}
+
 type closingReader struct {
 	formats.Reader
-	f *os.File
+	f io.Closer
 }
 
 func (c *closingReader) Close() error {
@@ -587,11 +669,11 @@ func (s *Source) discover(ctx context.Context) (int, error) {
 			return planned, nil
 		}
 		s.listed = true
-		files, err := list(s.patterns)
+		files, err := list(ctx, s.patterns, s.warnOdd)
 		if err != nil {
 			return 0, fmt.Errorf("read-files: %w", err)
 		}
-		cands, unstable, readyAt, err := s.classify(files, now)
+		cands, unstable, readyAt, err := s.classify(ctx, files, now)
 		if err != nil {
 			return 0, err
 		}
@@ -602,34 +684,42 @@ func (s *Source) discover(ctx context.Context) (int, error) {
 				return 0, stage.ErrInterrupted
 			}
 			now = s.env.Now()
-			if files, err = list(s.patterns); err != nil {
+			if files, err = list(ctx, s.patterns, s.warnOdd); err != nil {
 				return 0, fmt.Errorf("read-files: %w", err)
 			}
-			if cands, unstable, _, err = s.classify(files, now); err != nil {
+			if cands, unstable, _, err = s.classify(ctx, files, now); err != nil {
 				return 0, err
 			}
 			if unstable > 0 {
 				s.env.Log.Info("left files that are still being written for the next run", "files", unstable, "stable_after", s.cfg.StableAfter)
 			}
 		}
-		n, err := s.plan(cands)
+		n, err := s.plan(ctx, cands)
 		return planned + n, err
 	}
 	if now.Before(s.next) {
 		return planned, nil
 	}
 	s.next = now.Add(s.cfg.PollInterval)
-	files, err := list(s.patterns)
+	files, err := list(ctx, s.patterns, s.warnOdd)
 	if err != nil {
 		s.env.Log.Warn("listing failed; retrying at the next poll", "err", err)
 		return planned, nil
 	}
-	cands, _, _, err := s.classify(files, now)
+	cands, _, _, err := s.classify(ctx, files, now)
 	if err != nil {
 		return 0, err
 	}
-	n, err := s.plan(cands)
+	n, err := s.plan(ctx, cands)
 	return planned + n, err
+}
+
+// warnOdd warns once about an object that matches a pattern but that no store can open.
+func (s *Source) warnOdd(path string) {
+	if !s.odd[path] {
+		s.odd[path] = true
+		s.env.Log.Warn("object name has an empty path segment, which no store can open; skipped", "file", path)
+	}
 }
 
 // candidate is a listed file to plan.
@@ -642,7 +732,7 @@ type candidate struct {
 // classify sorts a listing into files to plan (new or, with --on-rewrite reprocess,
 // rewritten, and stable), counts the unstable ones and the time by which all of them may be
 // stable (the latest; an available-now run waits that long, at most StableAfter, once).
-func (s *Source) classify(files []listed, now time.Time) ([]candidate, int, time.Time, error) {
+func (s *Source) classify(ctx context.Context, files []listed, now time.Time) ([]candidate, int, time.Time, error) {
 	var cands []candidate
 	unstable := 0
 	var readyAt time.Time
@@ -650,7 +740,7 @@ func (s *Source) classify(files []listed, now time.Time) ([]candidate, int, time
 	for _, f := range files {
 		present[f.path] = true
 		k := s.known[f.path]
-		if k != nil && k.Size == f.size && k.MTime == f.mtime {
+		if k != nil && k.Size == f.size && k.MTime == f.mtime && k.ETag == f.etag {
 			continue
 		}
 		stable, _ := s.stab.observe(f, now)
@@ -663,7 +753,7 @@ func (s *Source) classify(files []listed, now time.Time) ([]candidate, int, time
 		}
 		c := candidate{f: f}
 		if k != nil && k.Skip != "format" && k.Skip != "unread" {
-			fp, err := fingerprint(f.path)
+			fp, err := fingerprint(ctx, f)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
@@ -699,23 +789,25 @@ func fmtNS(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339N
 
 // plan appends the candidates to the files log, oldest first (modification time, then path),
 // and writes the log record before any of them is read.
-func (s *Source) plan(cands []candidate) (int, error) {
+func (s *Source) plan(ctx context.Context, cands []candidate) (int, error) {
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i].f, cands[j].f
 		return a.mtime < b.mtime || a.mtime == b.mtime && a.path < b.path
 	})
+	files, fps := make([]listed, len(cands)), make([]string, len(cands))
+	for i, c := range cands {
+		files[i], fps[i] = c.f, c.fp
+	}
+	gone, err := fingerprintAll(ctx, files, fps)
+	if err != nil {
+		return 0, fmt.Errorf("read-files: %w", err)
+	}
 	first := len(s.entries)
-	for _, c := range cands {
-		fp := c.fp
-		if fp == "" {
-			var err error
-			if fp, err = fingerprint(c.f.path); errors.Is(err, fs.ErrNotExist) {
-				continue
-			} else if err != nil {
-				return 0, fmt.Errorf("read-files: %w", err)
-			}
+	for i, c := range cands {
+		if gone[i] {
+			continue
 		}
-		e := &Entry{Path: c.f.path, Size: c.f.size, MTime: c.f.mtime, FP: fp, Skip: c.skip}
+		e := &Entry{Path: c.f.path, Size: c.f.size, MTime: c.f.mtime, FP: fps[i], ETag: c.f.etag, Skip: c.skip}
 		s.entries = append(s.entries, e)
 		s.known[e.Path] = e
 		s.stab.forget(e.Path)
@@ -776,7 +868,7 @@ func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 		if s.open == nil {
 			if s.cur.Next >= len(s.entries) {
 				if lim != nil {
-					return nil, fmt.Errorf("read-files: the offsets WAL ends at file %d but the files log in %s has %d: the checkpoint is inconsistent", lim.Next, s.log.dir, len(s.entries))
+					return nil, fmt.Errorf("read-files: the offsets WAL ends at file %d but the files log in %s has %d: the checkpoint is inconsistent", lim.Next, s.log.where(), len(s.entries))
 				}
 				if s.full() {
 					return nil, nil
@@ -803,7 +895,7 @@ func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 			if lim == nil && s.full() {
 				return nil, nil
 			}
-			if err := s.openNext(lim != nil); err != nil {
+			if err := s.openNext(ctx, lim != nil); err != nil {
 				return nil, err
 			}
 			continue
@@ -851,17 +943,17 @@ func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 // a later listing plans its new version once it is stable. When rows of it were emitted
 // already (a replay, or resuming inside it) it is read as listed instead — sequential formats
 // up to the listed size — so the replay stays as close to the original as the file allows.
-func (s *Source) openNext(replay bool) error {
+func (s *Source) openNext(ctx context.Context, replay bool) error {
 	e := s.entries[s.cur.Next]
 	if e.Skip != "" {
 		s.cur = cursor{Next: s.cur.Next + 1}
 		return nil
 	}
 	if e.Path != "-" {
-		if fi, err := os.Stat(e.Path); err == nil && (fi.Size() != e.Size || fi.ModTime().UnixNano() != e.MTime) {
+		if size, changed := s.changed(ctx, e); changed {
 			if !replay && s.cur.Row == 0 {
 				s.env.Log.Warn("file changed between its listing and its reading; it will be read once it is stable again",
-					"file", e.Path, "listed_size", e.Size, "size", fi.Size())
+					"file", e.Path, "listed_size", e.Size, "size", size)
 				u := *e
 				u.Skip = "unread"
 				first := len(s.entries)
@@ -874,12 +966,12 @@ func (s *Source) openNext(replay bool) error {
 				return nil
 			}
 			s.env.Log.Warn("file changed since it was read; replaying it as listed (its first bytes up to the listed size)",
-				"file", e.Path, "listed_size", e.Size, "size", fi.Size())
+				"file", e.Path, "listed_size", e.Size, "size", size)
 		}
 	}
 	s.epochFiles++
 	s.epochBytes += max(e.Size, 0)
-	r, text, err := s.openReader(e, s.dec)
+	r, text, err := s.openReader(ctx, e, s.dec)
 	if errors.Is(err, fs.ErrNotExist) {
 		s.env.Log.Warn("file vanished before it was read; skipped", "file", e.Path)
 		s.missing++
@@ -902,6 +994,32 @@ func (s *Source) openNext(replay bool) error {
 	}
 	s.open = &openFile{e: e, r: r, conv: conv, skip: s.cur.Row}
 	return nil
+}
+
+// changed reports whether the file of e is there with another version than e records, and its
+// size now. A missing or unreadable file is not "changed": opening it says what it is. A
+// bucket object is compared by size, ETag (where both are known; quotes aside, as a HEAD
+// quotes it and a listing does not) and modification time to the second (what object stores'
+// HTTP dates hold).
+func (s *Source) changed(ctx context.Context, e *Entry) (int64, bool) {
+	if !storage.IsURL(e.Path) {
+		fi, err := os.Stat(e.Path)
+		if err != nil {
+			return 0, false
+		}
+		return fi.Size(), fi.Size() != e.Size || fi.ModTime().UnixNano() != e.MTime
+	}
+	st, name, err := s.object(ctx, e.Path)
+	if err != nil {
+		return 0, false
+	}
+	in, err := st.Stat(ctx, name)
+	if err != nil {
+		return 0, false
+	}
+	etag := strings.Trim(in.ETag, `"`)
+	return in.Size, in.Size != e.Size || etag != "" && e.ETag != "" && etag != e.ETag ||
+		in.ModTime.Unix() != time.Unix(0, e.MTime).Unix()
 }
 
 // fetch reads ahead the next non-empty batch of f (after skipping rows), or sets f.eof.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/streamkit/streamkit/codec/csvrow"
 	"github.com/streamkit/streamkit/codec/schema"
+	"github.com/streamkit/streamkit/storage"
 )
 
 func ddl(t *testing.T, s string) Config {
@@ -392,7 +393,7 @@ func TestNothingToInferFrom(t *testing.T) {
 func TestFilesLogCompaction(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	l := fileLog{dir: dir}
+	l := fileLog{store: localStore(t, dir)}
 	var entries []*Entry
 	for i := 0; i < 150; i++ {
 		first := len(entries)
@@ -405,7 +406,7 @@ func TestFilesLogCompaction(t *testing.T) {
 	if len(des) >= compactAfter {
 		t.Fatalf("%d records after 150 appends: not compacted", len(des))
 	}
-	l2 := fileLog{dir: dir}
+	l2 := fileLog{store: localStore(t, dir)}
 	got, err := l2.load()
 	if err != nil {
 		t.Fatal(err)
@@ -417,10 +418,20 @@ func TestFilesLogCompaction(t *testing.T) {
 	if err := l2.append(append(got, &Entry{Path: "/x/150"}), 150); err != nil {
 		t.Fatal(err)
 	}
-	got, err = (&fileLog{dir: dir}).load()
+	got, err = (&fileLog{store: localStore(t, dir)}).load()
 	if err != nil || len(got) != 151 {
 		t.Fatalf("%d entries, %v", len(got), err)
 	}
+}
+
+// localStore is the local store over dir, as Source.Open makes it for a checkpoint on disk.
+func localStore(t *testing.T, dir string) storage.Store {
+	t.Helper()
+	st, err := storage.Local(dir, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // TestTimeZone sets time.Local, so it does not run in parallel.

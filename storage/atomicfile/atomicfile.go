@@ -12,8 +12,9 @@
 //
 // Temporary files stay in the target's directory (a rename or link across directories could
 // cross file systems). Their names come from the caller's [Temp], so that every reader of
-// that directory skips them: `.tmp-<name>-<random>` in a state directory, names starting with
-// `_` in `_delta_log` (delta-rs and Spark list only names that start with a version number).
+// that directory skips them: `.tmp-<name>-<random>` for package storage's local store, in a
+// state directory and in `_delta_log` alike (delta-rs and Spark list only names that start
+// with a version number; older streamkit versions used `_commit_*` and `_tmp_*` there).
 package atomicfile
 
 import (

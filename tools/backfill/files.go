@@ -37,6 +37,7 @@ func filesSource(cfg *backfill.Config, patterns []string, fl *filesFlags) error 
 			return stage.Usagef("backfill: --from - (stdin) is not supported; pipe into write-delta instead")
 		}
 	}
+	fl.cfg.OpenStore = cli.PatternStore
 	cfg.SetFiles(fl.cfg, patterns)
 	return nil
 }

@@ -44,3 +44,10 @@ func TableError(tool string, err error) error {
 func UnsafeSingleWriterFlag(f *pflag.FlagSet, v *bool) {
 	f.BoolVar(v, "unsafe-single-writer", false, "let a store without conditional writes (put-if-absent) be used by exactly one writer; two writers could then overwrite each other's commits")
 }
+
+// PatternStore opens the store of a read-files bucket pattern (its bucket and literal
+// prefix, source/files Config.OpenStore) with OpenStore: a source only reads, so it needs no
+// conditional writes.
+func PatternStore(ctx context.Context, url string) (storage.Store, error) {
+	return OpenStore(ctx, url, false)
+}

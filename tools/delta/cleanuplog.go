@@ -21,15 +21,22 @@ type CleanupLogOptions struct {
 	DryRun bool
 	// Force allows a retention below the table's setting.
 	Force bool
+	// Now is the clock the retention's cut-off is measured from; default time.Now.
+	Now func() time.Time
 }
 
-// CleanupLog deletes the expired files of the transaction log of the table at root
-// ([delta.Table.CleanupLog]) — what every writer does after a checkpoint — for tables whose
-// retention was shortened or whose writers do not clean up. A retention below the table's
-// delta.logRetentionDuration is refused unless Force is set: time travel to versions within
-// the table's retention would break.
-func CleanupLog(ctx context.Context, root string, opts CleanupLogOptions) (*delta.LogCleanup, error) {
-	tbl := delta.NewTable(root, nil)
+// CleanupLog deletes the expired files of the transaction log of the table at loc (a local
+// path, a file:// URI or a bucket URL, see [cli.OpenStore]) ([delta.Table.CleanupLog]) — what
+// every writer does after a checkpoint — for tables whose retention was shortened or whose
+// writers do not clean up. A retention below the table's delta.logRetentionDuration is refused
+// unless Force is set: time travel to versions within the table's retention would break.
+func CleanupLog(ctx context.Context, loc string, opts CleanupLogOptions) (*delta.LogCleanup, error) {
+	st, err := cli.OpenStore(ctx, loc, false)
+	if err != nil {
+		return nil, err
+	}
+	tbl := delta.OpenTable(st, nil)
+	tbl.Now = opts.Now
 	s, err := tbl.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cleanup-log: %w", err)
@@ -62,18 +69,22 @@ every checkpoint unless delta.enableExpiredLogCleanup is false. Every version co
 the retention stays loadable (time travel), and so does the version current at the cut-off.
 The cut-off is now minus the retention, truncated to the previous midnight UTC, as in Spark;
 the retention defaults to the table's delta.logRetentionDuration (30 days unless set), and a
-shorter --retain needs --force. Data files are not touched (that is vacuum).`,
+shorter --retain needs --force. Data files are not touched (that is vacuum).
+
+TABLE is a local path, a file:// URI or a bucket URL (s3://, gs://, az://, abfss://; credentials
+and endpoint from the cloud SDK's environment, never from the URL). On a bucket a version's
+time is its commit object's modification time, as on a local disk the file's.`,
 		Examples: []string{
 			"# Which log files have expired?\nstreamkit delta cleanup-log ./lake/orders --dry-run",
+			"# The same on S3\nstreamkit delta cleanup-log s3://bucket/lake/orders --dry-run",
 			"# Keep one week of history only (shorter than the table's setting)\nstreamkit delta cleanup-log ./lake/orders --retain 7d --force",
 		},
 		Args: cli.ExactArgs(1),
 		Run: func(cmd *cobra.Command, args []string) error {
-			root, err := tableAndRetention("cleanup-log", args[0], retain, &opts.Retain)
-			if err != nil {
+			if err := retentionFlag("cleanup-log", retain, &opts.Retain); err != nil {
 				return err
 			}
-			res, err := CleanupLog(cmd.Context(), root, opts)
+			res, err := CleanupLog(cmd.Context(), args[0], opts)
 			if err != nil {
 				return err
 			}

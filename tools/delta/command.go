@@ -34,8 +34,9 @@ func CommandSpec() cli.Spec {
 	return cli.Spec{
 		Use:   "delta",
 		Short: "Maintain Delta tables: history, optimize, vacuum, cleanup-log",
-		Long: `The delta commands inspect and maintain Delta Lake tables (local directories or file://
-URIs), such as the ones write-delta produces. They commit like any other writer, so they are
+		Long: `The delta commands inspect and maintain Delta Lake tables (local directories, file://
+URIs or bucket URLs: s3://, gs://, az://, abfss://), such as the ones write-delta produces.
+They commit like any other writer, so they are
 safe to run while write-delta processes append to the table.`,
 		Args:     cli.NoArgs,
 		Commands: []cli.Spec{historySpec(), optimizeSpec(), vacuumSpec(), cleanupLogSpec()},
@@ -51,9 +52,13 @@ func historySpec() cli.Spec {
 		Long: `history lists the commits of TABLE, newest first: version, time, operation, its parameters
 and metrics, and the txn (flow id and epoch) a streaming writer recorded, then the newest
 committed epoch of every flow (txn appId). Commits whose log files were cleaned up are not
-shown. --format json prints one JSON document for jq.`,
+shown. --format json prints one JSON document for jq.
+
+TABLE is a local path, a file:// URI or a bucket URL (s3://, gs://, az://, abfss://; credentials
+and endpoint from the cloud SDK's environment, never from the URL).`,
 		Examples: []string{
 			"# What happened to a table, newest first\nstreamkit delta history ./lake/orders --limit 20",
+			"# A table on S3 (AWS_* variables or profile give the credentials)\nstreamkit delta history s3://bucket/lake/orders --limit 5",
 			"# The newest committed epoch of each flow, with jq\nstreamkit delta history ./lake/orders --format json | jq '.flows'",
 		},
 		Args: cli.ExactArgs(1),
@@ -64,11 +69,7 @@ shown. --format json prints one JSON document for jq.`,
 			if limit < 0 {
 				return usagef("delta history: --limit must be ≥ 0")
 			}
-			root, err := cli.TableRoot(args[0])
-			if err != nil {
-				return err
-			}
-			h, err := ReadHistory(cmd.Context(), root, limit)
+			h, err := ReadHistory(cmd.Context(), args[0], limit)
 			if err != nil {
 				return err
 			}
@@ -224,7 +225,7 @@ bucket the table's prefix is listed page by page.
 		},
 		Args: cli.ExactArgs(1),
 		Run: func(cmd *cobra.Command, args []string) error {
-			if err := retention("vacuum", retain, &opts.Retain); err != nil {
+			if err := retentionFlag("vacuum", retain, &opts.Retain); err != nil {
 				return err
 			}
 			st, err := openTable(cmd.Context(), "vacuum", args[0], false)
@@ -254,30 +255,6 @@ bucket the table's prefix is listed page by page.
 	}
 }
 
-// tableAndRetention resolves the TABLE argument of delta SUB (a path or file:// URI) to its root
-// directory and parses --retain into *retain (see [retention]).
-func tableAndRetention(sub, table, flag string, retain *time.Duration) (string, error) {
-	root, err := cli.TableRoot(table)
-	if err != nil {
-		return "", err
-	}
-	return root, retention(sub, flag, retain)
-}
-
-// retention parses --retain of delta SUB into *retain: -1 when the flag is absent (the
-// table's setting applies), else the duration; a bad value is a usage error naming the
-// subcommand.
-func retention(sub, flag string, retain *time.Duration) error {
-	*retain = -1
-	if flag != "" {
-		var err error
-		if *retain, err = parseRetention(flag); err != nil {
-			return usagef("delta %s: --retain: %v", sub, err)
-		}
-	}
-	return nil
-}
-
 // openTable opens the TABLE argument of delta SUB: a local path, file:// URI or bucket URL
 // (tools/cli.OpenStore; unsafeSingleWriter is --unsafe-single-writer).
 func openTable(ctx context.Context, sub, table string, unsafeSingleWriter bool) (storage.Store, error) {
@@ -286,6 +263,20 @@ func openTable(ctx context.Context, sub, table string, unsafeSingleWriter bool) 
 		return nil, cli.TableError("delta "+sub, err)
 	}
 	return s, nil
+}
+
+// retentionFlag parses --retain of delta SUB into *retain: -1 when the flag is absent (the
+// table's setting applies), else the duration; a bad value is a usage error naming SUB.
+func retentionFlag(sub, flag string, retain *time.Duration) error {
+	*retain = -1
+	if flag == "" {
+		return nil
+	}
+	var err error
+	if *retain, err = parseRetention(flag); err != nil {
+		return usagef("delta %s: --retain: %v", sub, err)
+	}
+	return nil
 }
 
 // parseRetention parses a Go duration ("168h", "30m") or a number of days ("7d"); a negative

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/tools/cli"
 )
 
 // Commit is one entry of a table's history (one JSON commit file).
@@ -37,17 +38,22 @@ type Flow struct {
 
 // History is what `delta history` reports.
 type History struct {
-	Table   string   `json:"table"`
+	Table   string   `json:"table"` // the table root: local directory or redacted URL
 	Version int64    `json:"version"`
 	Oldest  int64    `json:"oldestCommit"` // older commit files were cleaned up
 	Commits []Commit `json:"commits"`      // newest first
 	Flows   []Flow   `json:"flows"`        // latest txn per appId, by appId
 }
 
-// ReadHistory reads the commit files of the table at root, newest first (at most limit; 0:
-// all), and the latest txn of every flow.
-func ReadHistory(ctx context.Context, root string, limit int) (*History, error) {
-	tbl := delta.NewTable(root, nil)
+// ReadHistory reads the commit files of the table at loc (a local path, a file:// URI or a
+// bucket URL, see [cli.OpenStore]), newest first (at most limit; 0: all), and the latest txn of
+// every flow.
+func ReadHistory(ctx context.Context, loc string, limit int) (*History, error) {
+	st, err := cli.OpenStore(ctx, loc, false)
+	if err != nil {
+		return nil, err
+	}
+	tbl := delta.OpenTable(st, nil)
 	s, err := tbl.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
@@ -56,7 +62,7 @@ func ReadHistory(ctx context.Context, root string, limit int) (*History, error) 
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	h := &History{Table: root, Version: s.Version(), Oldest: -1, Commits: []Commit{}, Flows: []Flow{}}
+	h := &History{Table: tbl.Root(), Version: s.Version(), Oldest: -1, Commits: []Commit{}, Flows: []Flow{}}
 	// Only the contiguous run of commits ending at the snapshot version is history.
 	var run []int64
 	for i := len(vs) - 1; i >= 0; i-- {

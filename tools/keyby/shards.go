@@ -300,7 +300,7 @@ func (r *shardRun) schemas(dir *state.Dir) (childSchema *arrow.Schema, upstream 
 // directory dir it is a new temporary directory, returned for the caller to remove.
 func (s *Sharded) setShardCommits(dir *state.Dir) (tmp string, err error) {
 	if dir != nil {
-		s.shardCommits = filepath.Join(dir.Path, "shards")
+		s.shardCommits = state.Join(dir.Path, "shards")
 		return "", nil
 	}
 	tmp, err = os.MkdirTemp("", "streamkit-keyby-")
@@ -1148,10 +1148,10 @@ type commitPropagator struct {
 // propagateEvery is how often keyby looks for epochs every sink shard committed.
 const propagateEvery = 100 * time.Millisecond
 
-// init creates the shards' commit directories and takes the epoch all shards had committed
-// before this run as marked already.
+// init creates the shards' commit directories (a bucket needs none) and takes the epoch all
+// shards had committed before this run as marked already.
 func (p *commitPropagator) init() error {
-	for i := 0; i < p.shards; i++ {
+	for i := 0; i < p.shards && !state.IsURL(p.dir); i++ {
 		if err := os.MkdirAll(filepath.Join(p.dir, strconv.Itoa(i), state.CommitsDir), 0o755); err != nil {
 			return fmt.Errorf("keyby: %w", err)
 		}
@@ -1165,7 +1165,7 @@ func (p *commitPropagator) init() error {
 func (p *commitPropagator) allCommitted() (uint64, error) {
 	var low uint64
 	for i := 0; i < p.shards; i++ {
-		n, err := state.Committed(filepath.Join(p.dir, strconv.Itoa(i)))
+		n, err := state.Committed(state.Join(p.dir, strconv.Itoa(i)))
 		if err != nil {
 			return 0, fmt.Errorf("keyby: shard %d commits: %w", i, err)
 		}

@@ -34,8 +34,13 @@ func CommandSpec() cli.Spec {
 		Use:   "read-files PATTERN...",
 		Short: "Read CSV, JSON, Parquet, Avro and Arrow files into a stream, each file once",
 		Long: `read-files reads the files matched by PATTERNs — doublestar globs ('landing/**/*.csv'),
-files, directories (everything below them) or - for stdin — into one Arrow IPC stream on
-stdout. The format comes from --format or each file's extension: .csv, .tsv, .json/.ndjson/
+files, directories (everything below them), bucket URLs or - for stdin — into one Arrow IPC
+stream on stdout. A bucket URL ('s3://bucket/landing/**/*.json'; also s3a://, gs://, az://,
+abfss://) lists the objects under its literal prefix (landing/ here), page by page, and
+matches the rest of the glob against their names; a literal URL is one object, or every
+object under it if no object has that name. "?" in a URL is the glob wildcard: endpoint,
+region and credentials come from the SDK's environment (AWS_ENDPOINT_URL, AWS_REGION,
+AWS_PROFILE ..., see package storage), never from the URL. The format comes from --format or each file's extension: .csv, .tsv, .json/.ndjson/
 .jsonl (lines or one array), .parquet, .avro, .arrow/.feather/.ipc (the IPC file format when
 the file starts with its magic ARROW1, else an IPC stream, as side outputs such as
 window --late-output x.arrow write), .arrows (IPC stream); .gz and .zst files are decompressed.
@@ -56,7 +61,8 @@ file's writer schema does not resolve to --schema) fails the run naming the file
 and both types, unless --on-schema-mismatch rescue (the column is null, its values rescued).
 
 With a checkpoint (--checkpoint or $STREAMKIT_CHECKPOINT) the files already read are
-remembered (path, size, modification time and a fingerprint of the first bytes), so a cron job
+remembered (path, size, modification time, a fingerprint of the first bytes and, for an
+object, its ETag), so a cron job
 running read-files reads each new file once, and a restart after a crash replays the
 uncommitted epochs exactly. Hidden and temporary names (.x, _x, *.tmp, *._COPYING_,
 *.crdownload …) are skipped; a file still being written is left until it has not changed for
@@ -67,6 +73,7 @@ Zone-less timestamps are read in --tz (default UTC), never in the machine's zone
 		Examples: []string{
 			"# Print a CSV file\nstreamkit read-files data.csv | streamkit print --limit 20",
 			"# Every new JSON file under landing/, once per file, from cron\nstreamkit read-files --checkpoint ./ckpt/landing 'landing/**/*.json' | streamkit print --checkpoint ./ckpt/print --format json",
+			"# Every new JSON object under s3://bucket/landing/, once per object\nstreamkit read-files --checkpoint ./ckpt/s3landing 's3://bucket/landing/**/*.json' | streamkit print --format json",
 			"# Follow a directory with an explicit schema and keep unparseable records\nstreamkit read-files --follow --schema 'id long, amount decimal(10,2), ts timestamp' --bad-records bad.ndjson --tz Europe/Paris 'in/*.csv.gz' | streamkit print",
 			"# Parquet files, two columns, with file metadata\nstreamkit read-files --schema 'origin string, delay int' --with-metadata 'flights/*.parquet' | streamkit print --format json",
 			"# Newline-delimited JSON from stdin\ncat events.ndjson | streamkit read-files --format json -",
@@ -80,6 +87,7 @@ Zone-less timestamps are read in --tz (default UTC), never in the machine's zone
 		Run: func(cmd *cobra.Command, args []string) error {
 			cli.Fill(&o.Options, cmd)
 			cfg.Patterns = args
+			cfg.OpenStore = cli.PatternStore
 			opts, err := resolve(&cfg, &fl)
 			if err != nil {
 				return err

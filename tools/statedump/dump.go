@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,7 +81,7 @@ const ColShard = "_shard"
 // paths, shard i at index i) as one table, each row with its shard in ColShard (first).
 func dumpShards(cfg Config, paths []string, out io.Writer) error {
 	if len(cfg.Diff) == 2 {
-		return stage.Usagef("state-dump: --diff compares the epochs of one stage; name a shard with --stage %s", filepath.Base(paths[0]))
+		return stage.Usagef("state-dump: --diff compares the epochs of one stage; name a shard with --stage %s", state.Base(paths[0]))
 	}
 	mem := cfg.Mem
 	// --key _shard=i picks a shard (the column exists only in this dump).
@@ -201,7 +200,7 @@ func keyedAt(mem memory.Allocator, path string, n uint64) (arrow.RecordBatch, st
 // stageMeta reads the metadata.json of the stage directory at path (zero when unreadable).
 func stageMeta(path string) state.Metadata {
 	var meta state.Metadata
-	state.ReadJSON(filepath.Join(path, state.MetadataFile), &meta)
+	state.ReadJSON(state.Join(path, state.MetadataFile), &meta)
 	return meta
 }
 

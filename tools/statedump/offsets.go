@@ -62,7 +62,7 @@ func sources(path string) ([]sourceStage, error) {
 			return nil, fmt.Errorf("state-dump: %w", err)
 		}
 		for _, n := range names {
-			dirs = append(dirs, filepath.Join(path, n))
+			dirs = append(dirs, state.Join(path, n))
 		}
 	}
 	var out []sourceStage
@@ -71,7 +71,7 @@ func sources(path string) ([]sourceStage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("state-dump: %w", err)
 		}
-		src := sourceStage{name: filepath.Base(filepath.Clean(d)), path: d, committed: s.Committed}
+		src := sourceStage{name: state.Base(d), path: d, committed: s.Committed}
 		if s.Meta != nil {
 			src.meta, src.tool = *s.Meta, s.Meta.Tool
 		}
@@ -505,7 +505,7 @@ type filesEntry struct {
 // files/<seq>.json applied in order (a record replaces the entries from its "first" on).
 // A record compacted away while it is listed makes it start over.
 func filesLog(path string) ([]filesEntry, error) {
-	dir := filepath.Join(path, "files")
+	dir := state.Join(path, "files")
 	for try := 0; ; try++ {
 		seqs, err := state.Epochs(path, "files")
 		if err != nil {
@@ -518,7 +518,7 @@ func filesLog(path string) ([]filesEntry, error) {
 				First   int          `json:"first"`
 				Entries []filesEntry `json:"entries"`
 			}
-			p := filepath.Join(dir, state.EpochName(n)+".json")
+			p := state.Join(dir, state.EpochName(n)+".json")
 			if err := state.ReadJSON(p, &rec); err != nil {
 				if errors.Is(err, os.ErrNotExist) && try < retries {
 					gone = true

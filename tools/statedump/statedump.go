@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,7 +95,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if cfg.Lag {
 		cfg.Offsets = true
 	}
-	if _, err := os.Stat(cfg.Dir); err != nil {
+	if state.IsURL(cfg.Dir) {
+		if _, err := state.StoreAt(cfg.Dir); err != nil {
+			return fmt.Errorf("state-dump: %w", err)
+		}
+	} else if _, err := os.Stat(cfg.Dir); err != nil {
 		return fmt.Errorf("state-dump: %w", err)
 	}
 	dump := cfg.Stage != "" && !cfg.Offsets || cfg.Epoch != 0 || cfg.Key != "" || len(cfg.Diff) > 0 || cfg.Expiring > 0
@@ -106,9 +109,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	path := cfg.Dir
 	if cfg.Stage != "" {
 		switch shards := shardDirs(cfg.Dir, cfg.Stage); {
-		case state.IsStageDir(filepath.Join(cfg.Dir, cfg.Stage)):
-			path = filepath.Join(cfg.Dir, cfg.Stage)
-		case state.IsStageDir(cfg.Dir) && filepath.Base(filepath.Clean(cfg.Dir)) == cfg.Stage:
+		case state.IsStageDir(state.Join(cfg.Dir, cfg.Stage)):
+			path = state.Join(cfg.Dir, cfg.Stage)
+		case state.IsStageDir(cfg.Dir) && state.Base(cfg.Dir) == cfg.Stage:
 		case len(shards) > 0 && dump && !cfg.Offsets:
 			return dumpShards(cfg, shards, out)
 		case len(shards) > 0:
@@ -241,7 +244,7 @@ epochs still show.`,
 func shardDirs(dir, name string) []string {
 	var out []string
 	for i := 0; ; i++ {
-		p := filepath.Join(dir, name+".shard-"+strconv.Itoa(i))
+		p := state.Join(dir, name+".shard-"+strconv.Itoa(i))
 		if !state.IsStageDir(p) {
 			return out
 		}

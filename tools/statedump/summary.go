@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -134,7 +133,7 @@ func listStages(cfg Config, root string, out io.Writer) error {
 	}
 	var lines []stageLine
 	for _, name := range stages {
-		s, err := state.Inspect(filepath.Join(root, name))
+		s, err := state.Inspect(state.Join(root, name))
 		if err != nil {
 			lines = append(lines, stageLine{Stage: name, Errors: []string{err.Error()}})
 			continue

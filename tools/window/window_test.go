@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/internal/s3test"
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
 )
@@ -177,12 +178,22 @@ func TestAllowedLatenessUpdates(t *testing.T) {
 // Kill after epoch 3 was written but only 1-2 committed: the replay of epochs 3-4 must give
 // exactly the uninterrupted output.
 func TestRestartReproduces(t *testing.T) {
+	restartReproduces(t, filepath.Join(t.TempDir(), "w"))
+}
+
+// TestRestartReproducesOnBucket is TestRestartReproduces with the checkpoint on an s3://
+// prefix of the real S3 test server.
+func TestRestartReproducesOnBucket(t *testing.T) {
+	s3test.Server(t)
+	restartReproduces(t, "s3://"+s3test.Bucket(t)+"/ckpt/w")
+}
+
+func restartReproduces(t *testing.T, dir string) {
 	items := []string{"a@1:1 b@2:1", "|1", "a@50:2 b@70:5", "|2", "a@130:1 c@135:7", "|3", "b@200:1 a@260:4", "|4"}
 	full, err := run(t, tumbling(nil), t.TempDir(), stream(items...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "w")
 	if _, err := run(t, tumbling(nil), dir, stream(items[:6]...)); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ package checkpoint
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -33,13 +32,12 @@ type Store struct {
 // then the manifest (written last, atomically: the epoch exists only once it does). Errors
 // name the file.
 func (s *Store) Checkpoint(mem memory.Allocator, d *state.Dir, n uint64) error {
-	dir := filepath.Join(d.Path, state.StateDir)
 	extra, err := s.M.MarshalExtra()
 	if err != nil {
 		return fmt.Errorf("checkpoint epoch %d: %w", n, err)
 	}
 	man := state.Manifest{Epoch: n, Extra: extra, Entries: int64(s.M.Stats().Windows)}
-	fi, err := writeFile(mem, dir, state.EpochName(n)+".changelog.arrow", s.M.StateSchema(), s.M.Changelog)
+	fi, err := writeFile(mem, d, state.EpochName(n)+".changelog.arrow", s.M.StateSchema(), s.M.Changelog)
 	if err != nil {
 		return err
 	}
@@ -49,7 +47,7 @@ func (s *Store) Checkpoint(mem memory.Allocator, d *state.Dir, n uint64) error {
 		every = state.DefaultSnapshotEvery
 	}
 	if !s.haveSnapshot || n%every == 0 {
-		fi, err := writeFile(mem, dir, state.EpochName(n)+".snapshot.arrow", s.M.StateSchema(), s.M.Snapshot)
+		fi, err := writeFile(mem, d, state.EpochName(n)+".snapshot.arrow", s.M.StateSchema(), s.M.Snapshot)
 		if err != nil {
 			return err
 		}
@@ -60,9 +58,9 @@ func (s *Store) Checkpoint(mem memory.Allocator, d *state.Dir, n uint64) error {
 }
 
 // writeFile writes the batches produced by gen (which hands over each batch) as the state
-// file dir/name.
-func writeFile(mem memory.Allocator, dir, name string, schema *arrow.Schema, gen func(func(arrow.RecordBatch) error) error) (state.FileInfo, error) {
-	return state.WriteStateFile(mem, dir, name, schema, func(write func(arrow.RecordBatch) error) error {
+// file state/<name> of d.
+func writeFile(mem memory.Allocator, d *state.Dir, name string, schema *arrow.Schema, gen func(func(arrow.RecordBatch) error) error) (state.FileInfo, error) {
+	return state.WriteStateFile(mem, d, name, schema, func(write func(arrow.RecordBatch) error) error {
 		return gen(func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			return write(rec)
@@ -70,7 +68,7 @@ func writeFile(mem memory.Allocator, dir, name string, schema *arrow.Schema, gen
 	})
 }
 
-// Restore loads the state as of epoch n from the checkpoint directory at path into a fresh
+// Restore loads the state as of epoch n from the checkpoint directory at location path into a fresh
 // Manager: the newest snapshot ≤ n, the changelogs after it, then the Extra of epoch n.
 // n == 0 restores nothing. Every file is verified (size, CRC32C); a gap in the chain, a
 // corrupt file or state of other options is an error naming it (state.ErrNoState,
@@ -106,7 +104,7 @@ func (s *Store) Restore(mem memory.Allocator, path string, n uint64) error {
 	}
 	var x window.Extra
 	if err := json.Unmarshal(chain[0].Extra, &x); err != nil {
-		return &state.CorruptError{Path: filepath.Join(path, state.StateDir, state.EpochName(n)+".json"), Reason: "extra: " + err.Error()}
+		return &state.CorruptError{Path: state.Join(path, state.StateDir, state.EpochName(n)+".json"), Reason: "extra: " + err.Error()}
 	}
 	if err := s.M.RestoreExtra(x); err != nil { // spec first: refuse before reading files
 		return err
@@ -134,7 +132,7 @@ func (s *Store) apply(mem memory.Allocator, path string, fi state.FileInfo) erro
 		return err
 	}
 	defer r.Close()
-	p := filepath.Join(path, state.StateDir, fi.File)
+	p := state.Join(path, state.StateDir, fi.File)
 	for i := 0; i < r.NumRecords(); i++ {
 		rec, err := r.RecordBatchAt(i)
 		if err != nil {

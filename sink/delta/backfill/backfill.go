@@ -228,6 +228,7 @@ type run struct {
 	root   string        // the target's location, for messages
 	store  storage.Store // the target's root
 	tbl    *dl.Table
+	lock   *dl.FlowLock // the flow's lock (nil with --plan)
 	snap   *dl.Snapshot // nil when the target does not exist
 	txnVer int64        // txn version to commit
 	in     input
@@ -271,10 +272,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	r := &run{cfg: cfg, root: root, store: store, tbl: dl.OpenTable(store, cfg.Mem)}
 	r.plan = plan{Flow: cfg.Flow, Target: root, Rerun: cfg.Rerun}
 	if !cfg.Plan {
-		lock, err := lockFlow(ctx, root, cfg.Flow, cfg.LockWait)
+		lock, err := lockFlow(ctx, r.tbl, cfg.Flow, cfg.LockWait)
 		if err != nil {
 			return err
 		}
+		r.lock = lock
 		defer lock.Finish() // a run that created no table leaves no lock file behind
 	}
 	if err := r.loadTarget(ctx); err != nil {
@@ -1109,6 +1111,11 @@ func (r *run) commit(ctx context.Context) error {
 		}
 		if testHookBeforeCommit != nil {
 			testHookBeforeCommit()
+		}
+		select {
+		case <-r.lock.Lost(): // on a bucket: the lease was not renewed in time or taken over
+			return fmt.Errorf("backfill: the lock of flow %q on %s was lost (%v); nothing was committed", r.cfg.Flow, r.root, r.lock.Err())
+		default:
 		}
 		res, err := r.tbl.Commit(ctx, req)
 		if err == nil {

@@ -433,7 +433,7 @@ func TestBackfillLockAndUsage(t *testing.T) {
 	base := t.TempDir()
 	src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
 	commitRows(t, mem, src, evSchema, nil, evRows(1, 2))
-	l, err := lockFlow(ctx, dst, "hist", 0)
+	l, err := lockFlow(ctx, dl.NewTable(dst, nil), "hist", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
