@@ -9,6 +9,7 @@
     prep.py create-bucket NAME                create bucket NAME on the S3 server of the AWS_*
                                               environment (scripts/s3.sh env); it may exist
     prep.py remove-prefix s3://BUCKET/PREFIX  delete every object under PREFIX
+    prep.py remove-bucket NAME                delete bucket NAME and everything in it
 
 W2: the first round(3,000,000 × SCALE) flights of vega-datasets flights-3m.parquet in file
 order (date taken as UTC), then one sentinel row (origin and destination "__END__", date
@@ -194,7 +195,12 @@ def remove_prefix(url):
     s3fs().delete_dir(url[len("s3://"):])
 
 
+def remove_bucket(name):
+    s3fs().delete_dir(name)
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"w2": w2, "w3": w3, "w1-expected": w1_expected, "topic": topic, "create-topic": create_topic,
-     "create-bucket": create_bucket, "remove-prefix": remove_prefix}[cmd](*args)
+     "create-bucket": create_bucket, "remove-prefix": remove_prefix,
+     "remove-bucket": remove_bucket}[cmd](*args)

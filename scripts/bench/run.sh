@@ -26,7 +26,8 @@
 #
 # Object storage (issue #19): an engine named <engine>-s3 (streamkit-s3, spark-s3,
 # kcat-deltalake-s3) runs scripts/bench/<engine>.sh with BENCH_TABLE_URL=$BASE/<w>-<engine>-s3/table
-# (BASE = BENCH_TABLE_URL_BASE, default s3://bench-<run time>, a bucket this script creates),
+# (BASE = BENCH_TABLE_URL_BASE, default s3://bench-<run time>, a bucket this script creates
+# and, unless BENCH_KEEP=1, removes at the end),
 # so it writes its table to the bucket while its checkpoints stay in OUTDIR; check.py reads the
 # table from the bucket. With any such engine the S3 server of scripts/s3.sh is started unless
 # it runs on STREAMKIT_S3_PORT (and stopped at the end if this script started it), its AWS_*
@@ -314,6 +315,11 @@ if want w1 && engine_on streamkit-s3; then
     rm -rf "$RES/w1-commit-latency.out"
     "$PY" "$HERE/prep.py" remove-prefix "$TABLE_BASE/w1-commit-latency" || true
   fi
+fi
+
+# The run's own bucket (the default BENCH_TABLE_URL_BASE) goes once its tables are checked.
+if [[ -n "$S3" && -z "${BENCH_TABLE_URL_BASE:-}" && "${BENCH_KEEP:-0}" != 1 ]]; then
+  "$PY" "$HERE/prep.py" remove-bucket "$bucket" || log "could not remove bucket $bucket"
 fi
 
 # --- report ----------------------------------------------------------------------------------
