@@ -79,9 +79,10 @@ chaos:
 	  rc=$$?; [ -z "$$started" ] || scripts/s3.sh stop; exit $$rc
 
 # Side-by-side benchmarks (issue #11): streamkit vs Spark Structured Streaming, kcat | delta-rs
-# and Flink on the same data and cores, written to docs/benchmarks.md; installs its peers, starts
-# the broker when it is not running (and stops it again). BENCH_SCALE=0.01 for a quick smoke
-# run; see scripts/bench/run.sh. Not part of make test (the full run takes an hour or more).
+# and Flink on the same data and cores, W1 also with the tables on the S3 test server, written to
+# docs/benchmarks.md; installs its peers, starts the broker and the S3 test server when they are
+# not running (and stops them again). BENCH_SCALE=0.01 for a quick smoke run; see
+# scripts/bench/run.sh. Not part of make test (the full run takes an hour or more).
 bench:
 	scripts/bench/run.sh
 

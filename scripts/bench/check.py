@@ -11,6 +11,8 @@
 OUTDIR holds a Delta table (OUTDIR/table or OUTDIR itself, read with delta_scan) or Parquet
 files (read_parquet; names starting with . or _ are skipped). Columns are found at the top
 level or inside a `value` struct (streamkit's read-kafka keeps the decoded JSON there).
+OUTDIR may instead be a bucket table's URL (s3://bucket/path): delta_scan reads it through
+DuckDB's httpfs with an S3 secret from the AWS_* environment (scripts/py/bucket_delta.py).
 Prints one JSON object: {"status": "ok"|"FAILED", "detail": text, "rows": n, ...}; exit 0
 either way (the report shows failures), 2 when the output cannot be read at all.
 """
@@ -25,6 +27,8 @@ import duckdb_delta  # noqa: E402
 
 def source(out):
     """The DuckDB table expression of an engine's output."""
+    if out.startswith("s3://"):
+        return "delta_scan('%s')" % out.replace("'", "''"), "delta (bucket)"
     for d in (os.path.join(out, "table"), out):
         if os.path.isdir(os.path.join(d, "_delta_log")):
             return f"delta_scan('{duckdb_delta.table_uri(d)}')", "delta"
@@ -113,7 +117,12 @@ def w3(con, src, col, inp):
 
 def main():
     w, out, ref = sys.argv[1:4]
-    con = duckdb_delta.connect()
+    if out.startswith("s3://"):
+        import bucket_delta
+
+        con = bucket_delta.duck()
+    else:
+        con = duckdb_delta.connect()
     src, kind = source(out)
     try:
         col = columns(con, src)

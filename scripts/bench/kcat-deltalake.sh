@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench engine: kcat -C -e -J | python deltalake (delta-rs write_deltalake in batches of
-# BENCH_KCAT_BATCH rows, default 1,000,000); W1 only. Interface: BENCH_SPEC in run.sh.
+# BENCH_KCAT_BATCH rows, default 1,000,000) into OUTDIR/table, or into the bucket table
+# BENCH_TABLE_URL when set; W1 only. Interface: BENCH_SPEC in run.sh.
 #   scripts/bench/kcat-deltalake.sh w1 OUTDIR
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -13,4 +14,4 @@ KCAT="${BENCH_KCAT:-$ROOT/.it/bin/kcat}"
 "$PY" -c 'import deltalake' 2>/dev/null || { echo "deltalake not in $PY (scripts/peers.sh python)" >&2; exit 3; }
 mkdir -p "$2"
 "$KCAT" -C -b "$BENCH_KAFKA" -t "$BENCH_TOPIC" -o beginning -e -J -q -X log_level=0 \
-  | "$PY" "$HERE/kcat_deltalake.py" "$2/table" "${BENCH_KCAT_BATCH:-1000000}"
+  | "$PY" "$HERE/kcat_deltalake.py" "${BENCH_TABLE_URL:-$2/table}" "${BENCH_KCAT_BATCH:-1000000}"

@@ -7,7 +7,10 @@ from stdin in batches of BATCH_ROWS lines (default 1,000,000), parses them with 
 reader (pyarrow.json: the envelopes, then the payload strings, explicit schema, timestamps
 ISO 8601 → timestamp[us, UTC]) and appends each batch to the Delta table TABLE with delta-rs
 (deltalake.write_deltalake, one commit per batch). Columns: the 7 bid fields, partition int32,
-offset int64 — the W1 output of BENCH_SPEC.
+offset int64 — the W1 output of BENCH_SPEC. TABLE may be a bucket URL (s3://bucket/path):
+delta-rs then gets storage_options from the AWS_* environment (endpoint, keys, region,
+AWS_ALLOW_HTTP), as scripts/py/bucket_delta.py, never from argv; its commits are conditional
+puts.
 """
 import io
 import itertools
@@ -18,6 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 from deltalake import write_deltalake
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "py"))
 
 ENVELOPE = pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("payload", pa.string())])
 BID = pa.schema([("auction", pa.int64()), ("bidder", pa.int64()), ("price", pa.int64()),
@@ -42,6 +47,11 @@ def lines_of(col):
 def main():
     table = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
+    so = None
+    if "://" in table and not table.startswith("file://"):
+        import bucket_delta
+
+        so = bucket_delta.storage_options()
     stdin = sys.stdin.buffer
     total = 0
     while True:
@@ -57,7 +67,7 @@ def main():
             sys.exit(f"kcat_deltalake.py: {env.num_rows} records but {bids.num_rows} parsed values near row {total}")
         out = pa.Table.from_arrays(bids.columns + [env.column("partition"), env.column("offset")],
                                    names=BID.names + ["partition", "offset"])
-        write_deltalake(table, out, mode="append")
+        write_deltalake(table, out, mode="append", storage_options=so)
         total += out.num_rows
     print(f"kcat_deltalake.py: {total} rows into {table}", file=sys.stderr)
     sys.stderr.flush()

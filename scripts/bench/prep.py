@@ -6,6 +6,10 @@
     prep.py w1-expected < IPC stream          JSON of the W1 equality figures on stdout
     prep.py topic BOOTSTRAP TOPIC             JSON {"cluster", "partitions", "records"}
     prep.py create-topic BOOTSTRAP TOPIC N    (re)create TOPIC with N partitions
+    prep.py create-bucket NAME                create bucket NAME on the S3 server of the AWS_*
+                                              environment (scripts/s3.sh env); it may exist
+    prep.py remove-prefix s3://BUCKET/PREFIX  delete every object under PREFIX
+    prep.py remove-bucket NAME                delete bucket NAME and everything in it
 
 W2: the first round(3,000,000 × SCALE) flights of vega-datasets flights-3m.parquet in file
 order (date taken as UTC), then one sentinel row (origin and destination "__END__", date
@@ -171,6 +175,32 @@ def create_topic(bootstrap, name, parts):
     sys.exit(f"prep.py: cannot create topic {name}")
 
 
+def s3fs():
+    """pyarrow's S3 file system on the server of the AWS_* environment (keys never in argv)."""
+    from pyarrow import fs
+    ep = os.environ["AWS_ENDPOINT_URL"]
+    scheme, host = ep.split("://", 1)
+    return fs.S3FileSystem(access_key=os.environ["AWS_ACCESS_KEY_ID"], secret_key=os.environ["AWS_SECRET_ACCESS_KEY"],
+                           region=os.environ.get("AWS_REGION") or "us-east-1", endpoint_override=host.rstrip("/"),
+                           scheme=scheme, force_virtual_addressing=False,
+                           allow_bucket_creation=True, allow_bucket_deletion=True)
+
+
+def create_bucket(name):
+    s3fs().create_dir(name)
+
+
+def remove_prefix(url):
+    assert url.startswith("s3://") and url.count("/") >= 3, url
+    s3fs().delete_dir(url[len("s3://"):])
+
+
+def remove_bucket(name):
+    s3fs().delete_dir(name)
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"w2": w2, "w3": w3, "w1-expected": w1_expected, "topic": topic, "create-topic": create_topic}[cmd](*args)
+    {"w2": w2, "w3": w3, "w1-expected": w1_expected, "topic": topic, "create-topic": create_topic,
+     "create-bucket": create_bucket, "remove-prefix": remove_prefix,
+     "remove-bucket": remove_bucket}[cmd](*args)

@@ -4,7 +4,8 @@
     report.py RESULTS_DIR REPORT.md
 
 RESULTS_DIR holds meta.json, <w>-<engine>.row.json (one per run), the W0 go test -bench
-outputs and the streamkit CPU profiles (<w>-streamkit*.prof/<stage>.prof).
+outputs, the streamkit CPU profiles (<w>-streamkit*.prof/<stage>.prof) and, with the bucket
+engines (<engine>-s3, tables on the S3 server), w1-commit-latency.json (commit_latency.py).
 """
 import datetime
 import glob
@@ -20,6 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 TARGETS = [  # (workload, engine, minimum CPU ratio engine / streamkit)
     ("w1", "spark", 5.0), ("w1", "kcat-deltalake", 1.5), ("w2", "spark", 5.0), ("w3", "spark", 5.0)]
 RSS_TARGET = 1 << 30
+BUCKET_TARGET = 1.25  # issue #19: W1 with the table on the bucket ≤ 1.25× the CPU-s per 1M on a local disk
 NAMES = {"w1": "W1 ingest", "w2": "W2 window", "w3": "W3 dedup"}
 ENGINE_NAMES = {
     "streamkit": "streamkit",
@@ -27,7 +29,16 @@ ENGINE_NAMES = {
     "spark": "Spark Structured Streaming",
     "kcat-deltalake": "kcat \\| python deltalake",
     "flink": "Flink (PyFlink)",
+    "streamkit-s3": "streamkit, table on S3",
+    "spark-s3": "Spark Structured Streaming, table on S3 (s3a)",
+    "kcat-deltalake-s3": "kcat \\| python deltalake, table on S3",
 }
+
+
+def base_engine(engine):
+    """The streamkit run an engine's ratios are taken against: streamkit-s3 for the bucket
+    engines (same table location), streamkit otherwise."""
+    return "streamkit-s3" if engine.endswith("-s3") else "streamkit"
 
 
 def out_err(*cmd):
@@ -66,6 +77,9 @@ def versions(meta):
         ("kcat \\| deltalake", f"kcat {kcat_version()}; "
                              f"deltalake {pyver(py, 'deltalake')[0]}, pyarrow {pyver(py, 'pyarrow')[0]}, "
                              f"{out_err(py, '--version')}"),
+        ("object store (tables on S3)", f"{jar('s3proxy', 's3proxy-')} (scripts/s3.sh, filesystem store); Spark's "
+                                        f"{jar('spark-s3-jars', 'hadoop-aws-')} with AWS SDK {jar('spark-s3-jars', 'bundle-')}; "
+                                        f"DuckDB httpfs {pyver(py, 'duckdb-extension-httpfs')[0]}"),
         ("checks", f"duckdb {pyver(py, 'duckdb')[0]} with duckdb-extension-delta {pyver(py, 'duckdb-extension-delta')[0]}"),
     ]
     fpy = os.path.join(ROOT, ".it", "flink-venv", "bin", "python")
@@ -112,6 +126,88 @@ def profile_summary(profdir):
     return sorted(out, key=lambda x: -x[1])
 
 
+def per_m(r):
+    return r["measure"]["cpu_s"] / (r["records"] / 1e6)
+
+
+def measured_ok(r):
+    return r and "measure" in r and r.get("check", {}).get("status") == "ok"
+
+
+def bucket_target(by):
+    """(the Targets row of W1 on the bucket vs on a local disk, the missed text or None), or
+    None when not both were run."""
+    loc, b = by.get(("w1", "streamkit")), by.get(("w1", "streamkit-s3"))
+    if not loc or not b or "measure" not in loc or "measure" not in b:
+        return None
+    label = f"{NAMES['w1']}: streamkit with the table on S3 ≤ {BUCKET_TARGET:g}× the CPU-s per 1M records on a local disk"
+    if not measured_ok(loc) or not measured_ok(b):
+        return f"| {label} | output check failed | — |", f"{label}: not comparable (failed output check)"
+    got = per_m(b) / per_m(loc)
+    ok = got <= BUCKET_TARGET
+    row = f"| {label} | {got:.2f}× ({per_m(b):.2f} vs {per_m(loc):.2f}) | {'yes' if ok else 'no'} |"
+    if ok:
+        return row, None
+    stages = []
+    for e in ("streamkit", "streamkit-s3"):
+        prof = profile_summary(by[("w1", e)]["profiles"]) if by[("w1", e)].get("profiles") else []
+        stages.append(", ".join(f"{st} {sec:.1f} s" for st, sec, _ in prof) or "no profiles")
+    return row, (f"{label}: measured {got:.2f}×, {got / BUCKET_TARGET:.2f}× over; CPU by stage (pprof) on a "
+                 f"local disk: {stages[0]}; on S3: {stages[1]}")
+
+
+def object_storage(res, meta, by):
+    """The report's section on tables on object storage (issue #19)."""
+    rows = [(e, by.get(("w1", e)), by.get(("w1", e + "-s3"))) for e in ("streamkit", "spark", "kcat-deltalake")]
+    rows = [x for x in rows if x[2]]
+    lat_path = os.path.join(res, "w1-commit-latency.json")
+    lat = json.load(open(lat_path)) if os.path.exists(lat_path) else None
+    if not rows and not lat:
+        return []
+    L = ["## Object storage (issue #19)", ""]
+    L.append(f"The same W1 with the table on the local S3 server ({meta.get('s3_endpoint') or '?'}, S3Proxy of "
+             "scripts/s3.sh over its filesystem store, on this machine) instead of a local directory; checkpoints "
+             "stay on the local disk. The S3 server is a separate process, not counted, as the broker. streamkit `write-delta s3://…` (commits by put-if-absent), Spark through "
+             "s3a:// (hadoop-aws), delta-rs with `storage_options` from the AWS_* environment. Each table is read "
+             "back from the bucket by DuckDB (httpfs with an S3 secret) for the output check. The ratio on S3 is "
+             "the engine's CPU-s divided by streamkit's with the table on S3.")
+    L.append("")
+    L.append("| engine | CPU-s per 1M, local disk | CPU-s per 1M, S3 | S3 / local | wall s, local | wall s, S3 | ratio to streamkit on S3 | output on S3 |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---|")
+    sk3 = by.get(("w1", "streamkit-s3"))
+    for e, loc, b in rows:
+        if "measure" not in b:
+            L.append(f"| {ENGINE_NAMES[e]} | | | | | | | not available: {b.get('detail', '')} |")
+            continue
+        lc = f"{per_m(loc):.2f}" if loc and "measure" in loc else ""
+        lw = f"{loc['measure']['wall_s']:.1f}" if loc and "measure" in loc else ""
+        q = f"{per_m(b) / per_m(loc):.2f}×" if measured_ok(loc) and measured_ok(b) else ""
+        rr = f"{b['measure']['cpu_s'] / sk3['measure']['cpu_s']:.2f}×" if measured_ok(sk3) and measured_ok(b) else ""
+        out = "ok" if b["check"]["status"] == "ok" else f"**FAILED**: {b['check']['detail']}"
+        L.append(f"| {ENGINE_NAMES[e]} | {lc} | {per_m(b):.2f} | {q} | {lw} | {b['measure']['wall_s']:.1f} | {rr} | {out} |")
+    L.append("")
+    if lat:
+        L.append(f"Commit overhead per epoch (scripts/bench/commit_latency.py): `generate --preset nexmark-bids "
+                 f"--max-records-per-epoch {lat['rows_per_epoch']:,} | write-delta TABLE`, {lat['local']['epochs'] + 1} "
+                 "epochs into a new table, checkpoints local; per epoch the time write-delta logs from the epoch's "
+                 "barrier to its commit (closing, on S3 uploading, the data file; the put-if-absent of the log "
+                 "entry; every 10th commit the Parquet checkpoint), in whole milliseconds; the first epoch, which "
+                 "creates the table, left out.")
+        L.append("")
+        L.append("| table | epochs | median ms | p99 ms | mean ms | max ms | wall s |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|")
+        for k, name in (("local", "local disk"), ("bucket", "S3")):
+            x = lat[k]
+            L.append(f"| {name} | {x['epochs']} | {x['median_ms']:g} | {x['p99_ms']:g} | {x['mean_ms']:g} | "
+                     f"{x['max_ms']:g} | {x['wall_s']:g} |")
+        L.append("")
+    elif by.get(("w1", "streamkit-s3")):
+        L.append("Commit overhead per epoch: **not measured** (commit_latency.py failed, see "
+                 f"`{meta['results']}/w1-commit-latency.log`).")
+        L.append("")
+    return L
+
+
 def main():
     res, report = sys.argv[1], sys.argv[2]
     meta = json.load(open(os.path.join(res, "meta.json")))
@@ -150,13 +246,13 @@ def main():
              "Python workers, kcat and python, every streamkit stage) per million input records. "
              "Peak RSS = the largest sum of resident memory over the run's process tree (sampled every "
              "0.25 s). Ratio = the engine's CPU-seconds (and wall time) divided by streamkit's on the "
-             "same workload: 5× means streamkit needs a fifth of the CPU. Output = the equality check "
+             "same workload (for the runs with the table on S3: streamkit's with the table on S3): 5× means "
+             "streamkit needs a fifth of the CPU. Output = the equality check "
              "against the expected result (DuckDB); a FAILED row does not count as a result.")
     L.append("")
     L.append("| workload | engine | wall s | CPU-s | CPU-s per 1M records | peak RSS | CPU ratio | wall ratio | output |")
     L.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
     for w in ("w1", "w2", "w3"):
-        base = by.get((w, "streamkit"))
         order = list(ENGINE_NAMES)
         for r in sorted([r for r in rows if r["w"] == w],
                         key=lambda r: order.index(r["engine"]) if r["engine"] in order else len(order)):
@@ -168,6 +264,7 @@ def main():
             c = r["check"]
             out = "ok" if c["status"] == "ok" else f"**FAILED**: {c['detail']}"
             ratio = wratio = ""
+            base = by.get((w, base_engine(r["engine"])))
             if base and "measure" in base and base["check"]["status"] == "ok":
                 ratio = f"{m['cpu_s'] / base['measure']['cpu_s']:.2f}×"
                 wratio = f"{m['wall_s'] / base['measure']['wall_s']:.2f}×"
@@ -226,6 +323,11 @@ def main():
                     f"`{p['name']}` {mib(p['peak_rss_bytes'])}" for p in procs[:5])) if procs else \
                     f"; the largest process peaked at {mib(s['measure']['max_single_rss_bytes'])}"
                 missed.append((w, f"{label}: {mib(rss)}, {rss / RSS_TARGET:.2f}× the target{where}"))
+    bt = bucket_target(by)
+    if bt:
+        L.append(bt[0])
+        if bt[1]:
+            missed.append(("w1", bt[1]))
     L.append("")
     if missed:
         L.append("### Missed targets: by how much and where the time goes")
@@ -267,6 +369,8 @@ def main():
                              "key, topic, timestamp, timestampType and headers columns, which the other engines do "
                              "not write.")
         L.append("")
+
+    L.extend(object_storage(res, meta, by))
 
     # W0
     L.append("## W0 calibration")
@@ -333,6 +437,7 @@ def main():
     L.append("BENCH_SCALE=0.01 make bench                  # smoke test on 1% of the rows")
     L.append("BENCH_WORKLOADS='w1' BENCH_ENGINES='streamkit spark' make bench   # a subset")
     L.append("STREAMKIT_KAFKA_PORT=29092 make bench        # another broker port")
+    L.append("BENCH_WORKLOADS=w1 BENCH_ENGINES='streamkit streamkit-s3 spark-s3 kcat-deltalake-s3' make bench   # W1 local vs S3")
     L.append("```")
     L.append("")
     L.append(f"Raw measurements, logs and profiles of this run: `{meta['results']}/` (not committed).")

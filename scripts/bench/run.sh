@@ -24,6 +24,17 @@
 #   W3  bench-w3 (2 partitions): 20M events, 10% re-sends within 5 minutes (prep.py documents
 #       exactly how), deduplicated by id within a 10-minute watermark into Delta
 #
+# Object storage (issue #19): an engine named <engine>-s3 (streamkit-s3, spark-s3,
+# kcat-deltalake-s3) runs scripts/bench/<engine>.sh with BENCH_TABLE_URL=$BASE/<w>-<engine>-s3/table
+# (BASE = BENCH_TABLE_URL_BASE, default s3://bench-<run time>, a bucket this script creates
+# and, unless BENCH_KEEP=1, removes at the end),
+# so it writes its table to the bucket while its checkpoints stay in OUTDIR; check.py reads the
+# table from the bucket. With any such engine the S3 server of scripts/s3.sh is started unless
+# it runs on STREAMKIT_S3_PORT (and stopped at the end if this script started it), its AWS_*
+# environment exported to the engines, and W1 with streamkit-s3 also measures write-delta's
+# per-epoch commit latency, median and p99, into a local table and into a bucket table
+# (commit_latency.py).
+#
 # Engine interface: scripts/bench/<engine>.sh <w1|w2|w3> <OUTDIR> with BENCH_KAFKA,
 # BENCH_TOPIC, BENCH_W2_ARROW (Arrow IPC stream file of the W2 input, sentinel included),
 # BENCH_WATERMARK_DELAY (W2: whole seconds, e.g. "60s"), BENCH_PARTITIONS; output under
@@ -39,8 +50,10 @@
 # (STREAMKIT_CPUPROFILE) that the report uses to say where the time goes.
 #
 # Environment: BENCH_SCALE (1.0), BENCH_SEED (1), BENCH_WORKLOADS ("w0 w1 w2 w3"),
-# BENCH_ENGINES ("streamkit spark kcat-deltalake flink"), BENCH_REPORT (docs/benchmarks.md),
-# BENCH_KEEP=1 keeps the engines' output tables (default: removed once checked, they are large),
+# BENCH_ENGINES ("streamkit spark kcat-deltalake flink streamkit-s3 spark-s3 kcat-deltalake-s3"), BENCH_REPORT (docs/benchmarks.md),
+# BENCH_TABLE_URL_BASE (bucket URL of the -s3 engines' tables, see above), STREAMKIT_S3_PORT
+# (the S3 server's port, 9000 as scripts/s3.sh), BENCH_COMMIT_EPOCHS (epochs of each commit
+# latency run, 200), BENCH_KEEP=1 keeps the engines' output tables (default: removed once checked, they are large),
 # STREAMKIT_KAFKA_PORT (broker base port, 9092 as scripts/kafka.sh), BENCH_BASELINE_BIN (a
 # streamkit binary built from an earlier commit: each streamkit run is preceded by the same run
 # with it, as engine streamkit-baseline, so a change is compared with its base in one run, e.g.
@@ -55,7 +68,7 @@ HERE="$ROOT/scripts/bench"
 SCALE="${BENCH_SCALE:-1.0}"
 SEED="${BENCH_SEED:-1}"
 WORKLOADS="${BENCH_WORKLOADS:-w0 w1 w2 w3}"
-ENGINES="${BENCH_ENGINES:-streamkit spark kcat-deltalake flink}"
+ENGINES="${BENCH_ENGINES:-streamkit spark kcat-deltalake flink streamkit-s3 spark-s3 kcat-deltalake-s3}"
 REPORT="${BENCH_REPORT:-docs/benchmarks.md}"
 export STREAMKIT_KAFKA_PORT="${STREAMKIT_KAFKA_PORT:-9092}"
 PY="$ROOT/.venv/bin/python"
@@ -73,8 +86,11 @@ command -v taskset >/dev/null || die "taskset not found (util-linux)"
 [[ -x /usr/bin/time ]] || die "/usr/bin/time not found (Debian package time)"
 
 # --- peers, binary, broker -------------------------------------------------------------------
+engine_on() { [[ " $ENGINES " == *" $1 "* ]]; }
+S3=
+for e in $ENGINES; do [[ "$e" != *-s3 ]] || S3=1; done
 log "peers"
-scripts/peers.sh python spark spark-kafka kafka kcat
+scripts/peers.sh python spark spark-kafka kafka kcat ${S3:+s3}
 COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if [[ -n "$(git status --porcelain --untracked-files=no -- . ':!docs/benchmarks.md' 2>/dev/null)" ]]; then
   COMMIT="$COMMIT (uncommitted changes)"
@@ -83,8 +99,10 @@ log "go build -o bin/streamkit ./cmd/streamkit"
 go build -o "$SK" ./cmd/streamkit
 
 STARTED=
+STARTED_S3=
 cleanup() {
   if [[ -n "$STARTED" ]]; then log "stopping the broker this run started"; scripts/kafka.sh stop || true; fi
+  if [[ -n "$STARTED_S3" ]]; then log "stopping the S3 server this run started"; scripts/s3.sh stop || true; fi
 }
 trap cleanup EXIT
 if ! scripts/kafka.sh status >/dev/null 2>&1; then
@@ -93,6 +111,14 @@ if ! scripts/kafka.sh status >/dev/null 2>&1; then
 fi
 eval "$(scripts/kafka.sh env)"
 B="$STREAMKIT_KAFKA_PLAINTEXT"
+if [[ -n "$S3" ]]; then
+  export STREAMKIT_S3_PORT="${STREAMKIT_S3_PORT:-9000}"
+  if ! scripts/s3.sh status >/dev/null 2>&1; then
+    scripts/s3.sh start >/dev/null
+    STARTED_S3=1
+  fi
+  eval "$(scripts/s3.sh env)"
+fi
 
 # --- data ------------------------------------------------------------------------------------
 DATA="$ROOT/.it/bench/data-$SCALE-seed$SEED"
@@ -152,6 +178,15 @@ RES="$ROOT/.it/bench/results/$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$RES"
 log "results in $RES"
 LOAD_START="$(cat /proc/loadavg)"
+TABLE_BASE=
+if [[ -n "$S3" ]]; then
+  TABLE_BASE="${BENCH_TABLE_URL_BASE:-s3://bench-$(basename "$RES" | tr 'A-Z' 'a-z')}"
+  TABLE_BASE="${TABLE_BASE%/}"
+  [[ "$TABLE_BASE" == s3://?* ]] || die "BENCH_TABLE_URL_BASE=$TABLE_BASE is not an s3:// URL"
+  bucket="${TABLE_BASE#s3://}"; bucket="${bucket%%/*}"
+  "$PY" "$HERE/prep.py" create-bucket "$bucket" || die "cannot create bucket $bucket on $STREAMKIT_S3_ENDPOINT"
+  log "bucket tables under $TABLE_BASE ($STREAMKIT_S3_ENDPOINT)"
+fi
 
 # row JSON fields for report.py
 put_row() { # FILE key=value... (values are JSON)
@@ -181,8 +216,9 @@ measured() {
 # run_engine W ENGINE LABEL RECORDS [VAR=VALUE...]: one engine on one workload.
 run_engine() {
   local w="$1" engine="$2" label="$3" records="$4" script rc reason; shift 4
-  local id="$w-$label" out="$RES/$w-$label.out"
+  local id="$w-$label" out="$RES/$w-$label.out" table=""
   script="$HERE/$engine.sh"
+  [[ "$label" != *-s3 ]] || table="$TABLE_BASE/$id/table"
   if [[ ! -f "$script" ]]; then
     put_row "$RES/$id.row.json" w="$(js "$w")" engine="$(js "$label")" records="$records" \
       status='"n/a"' detail="$(js "scripts/bench/$engine.sh is not in this checkout")"
@@ -196,7 +232,7 @@ run_engine() {
   rc=0
   measured "$id" env BENCH_KAFKA="$B" BENCH_TOPIC="bench-$w" BENCH_W2_ARROW="$DATA/w2.arrows" \
     BENCH_WATERMARK_DELAY="$WM_DELAY" BENCH_PARTITIONS="$(case $w in w2) echo 1 ;; *) echo 2 ;; esac)" \
-    BENCH_BIN="$SK" BENCH_PYTHON="$PY" BENCH_KCAT="$KCAT" BENCH_PROFILE_DIR="$prof" "$@" \
+    BENCH_BIN="$SK" BENCH_PYTHON="$PY" BENCH_KCAT="$KCAT" BENCH_PROFILE_DIR="$prof" BENCH_TABLE_URL="$table" "$@" \
     bash "$script" "$w" "$out" || rc=$?
   reason="$(grep -v '^[[:space:]]*$' "$RES/$id.log" | tail -1 || true)"
   if [[ "$rc" == 3 ]]; then
@@ -211,7 +247,7 @@ run_engine() {
   else
     local ref
     case "$w" in w1) ref="$DATA/w1.expected.json" ;; w2) ref="$DATA/w2.parquet" ;; w3) ref="$DATA/w3.parquet" ;; esac
-    check="$("$PY" "$HERE/check.py" "$w" "$out" "$ref" 2>>"$RES/$id.log" | tail -1)" \
+    check="$("$PY" "$HERE/check.py" "$w" "${table:-$out}" "$ref" 2>>"$RES/$id.log" | tail -1)" \
       || check="{\"status\": \"FAILED\", \"detail\": \"check.py failed (see $id.log)\"}"
     [[ -n "$check" ]] || check='{"status": "FAILED", "detail": "check.py printed nothing"}'
   fi
@@ -219,10 +255,11 @@ run_engine() {
     measure="$(cat "$RES/$id.measure.json")" time="$(js "$(cat "$RES/$id.time" | tail -1)")" \
     check="$check" profiles="$(js "$prof")"
   log "$id: $(cat "$RES/$id.time" | tail -1) (wall user sys maxrss-KB) → $("$PY" -c 'import json,sys; c=json.loads(sys.argv[1]); print(c["status"], c.get("detail",""))' "$check")"
-  [[ "${BENCH_KEEP:-0}" == 1 ]] || rm -rf "$out"
+  if [[ "${BENCH_KEEP:-0}" != 1 ]]; then
+    rm -rf "$out"
+    [[ -z "$table" ]] || "$PY" "$HERE/prep.py" remove-prefix "$TABLE_BASE/$id" || log "$id: could not remove $table"
+  fi
 }
-
-engine_on() { [[ " $ENGINES " == *" $1 "* ]]; }
 
 if engine_on flink && [[ -f "$HERE/flink_setup.sh" ]]; then
   log "flink: installing before the timed runs (scripts/bench/flink_setup.sh)"
@@ -248,12 +285,16 @@ for w in w1 w2 w3; do
   case "$w" in w1) n="$N1" ;; w2) n="$N2" ;; w3) n="$N3" ;; esac
   for e in $ENGINES; do
     case "$e:$w" in
-      kcat-deltalake:w2|kcat-deltalake:w3) continue ;;
+      kcat-deltalake*:w2|kcat-deltalake*:w3) continue ;;
     esac
+    script="${e%-s3}"
     if [[ "$e" == streamkit && -n "$BASELINE" ]]; then
       run_engine "$w" streamkit streamkit-baseline "$n" BENCH_BIN="$BASELINE"
     fi
-    run_engine "$w" "$e" "$e" "$n"
+    if [[ "$e" == streamkit-s3 && -n "$BASELINE" ]]; then
+      run_engine "$w" streamkit streamkit-baseline-s3 "$n" BENCH_BIN="$BASELINE"
+    fi
+    run_engine "$w" "$script" "$e" "$n"
     if [[ "$e:$w" == streamkit:w3 ]]; then
       if [[ -n "$BASELINE" ]]; then
         run_engine w3 streamkit "streamkit-shards2-baseline" "$n" BENCH_STREAMKIT_SHARDS=2 BENCH_BIN="$BASELINE"
@@ -263,10 +304,29 @@ for w in w1 w2 w3; do
   done
 done
 
+# Per-epoch commit latency of write-delta, local disk vs bucket (commit_latency.py: small
+# epochs of 1,000 rows, write-delta's own per-epoch commit times).
+if want w1 && engine_on streamkit-s3; then
+  log "commit latency per epoch (commit_latency.py, ${BENCH_COMMIT_EPOCHS:-200} epochs each, local and bucket)"
+  "${PIN[@]}" "$PY" "$HERE/commit_latency.py" "$SK" "$RES/w1-commit-latency.json" "$RES/w1-commit-latency.out" \
+    "$RES/w1-commit-latency.out/table" "$TABLE_BASE/w1-commit-latency/table" "${BENCH_COMMIT_EPOCHS:-200}" \
+    >"$RES/w1-commit-latency.log" 2>&1 || log "commit latency run failed (see $RES/w1-commit-latency.log)"
+  if [[ "${BENCH_KEEP:-0}" != 1 ]]; then
+    rm -rf "$RES/w1-commit-latency.out"
+    "$PY" "$HERE/prep.py" remove-prefix "$TABLE_BASE/w1-commit-latency" || true
+  fi
+fi
+
+# The run's own bucket (the default BENCH_TABLE_URL_BASE) goes once its tables are checked.
+if [[ -n "$S3" && -z "${BENCH_TABLE_URL_BASE:-}" && "${BENCH_KEEP:-0}" != 1 ]]; then
+  "$PY" "$HERE/prep.py" remove-bucket "$bucket" || log "could not remove bucket $bucket"
+fi
+
 # --- report ----------------------------------------------------------------------------------
 LOAD_END="$(cat /proc/loadavg)"
 put_row "$RES/meta.json" commit="$(js "$COMMIT")" scale="$(js "$SCALE")" w1_records="$N1" seed="$SEED" load_start="$(js "$LOAD_START")" load_end="$(js "$LOAD_END")" \
   port="$STREAMKIT_KAFKA_PORT" watermark_delay="$(js "$WM_DELAY")" data="$(js "${DATA#"$ROOT"/}")" \
-  w2="$(cat "$DATA/w2.json")" w3="$(cat "$DATA/w3.json")" results="$(js "${RES#"$ROOT"/}")"
+  w2="$(cat "$DATA/w2.json")" w3="$(cat "$DATA/w3.json")" results="$(js "${RES#"$ROOT"/}")" \
+  table_base="$(js "$TABLE_BASE")" s3_endpoint="$(js "${STREAMKIT_S3_ENDPOINT:-}")"
 "$PY" "$HERE/report.py" "$RES" "$REPORT"
 log "wrote $REPORT"

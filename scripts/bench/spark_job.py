@@ -6,7 +6,9 @@
 pyspark local[2] (scripts/py/spark_delta.py: UI off, loopback, 2 shuffle partitions, session
 time zone UTC) with the Kafka source (spark-sql-kafka-0-10 from .it/spark-kafka-jars, see
 scripts/peers.sh spark-kafka) and the Delta sink, trigger(availableNow=True), the checkpoint in
-OUTDIR/checkpoint and the table in OUTDIR/table. Environment: BENCH_KAFKA, BENCH_TOPIC,
+OUTDIR/checkpoint and the table in OUTDIR/table, or in the bucket table BENCH_TABLE_URL
+(s3://bucket/path, written as s3a:// through hadoop-aws with spark_delta.session(s3=True)'s
+settings from the AWS_* environment; the checkpoint stays local). Environment: BENCH_KAFKA, BENCH_TOPIC,
 BENCH_WATERMARK_DELAY (W2, Go-style seconds such as "60s"), BENCH_SPARK_DRIVER_MEMORY (2g),
 BENCH_SPARK_MAX_OFFSETS (W3 maxOffsetsPerTrigger, default 1000000: with one micro-batch the
 watermark cannot expire dedup state inside it, so all ids would be held at once).
@@ -34,11 +36,17 @@ def kafka_jars():
     return [j for j in jars if spark_delta._artifact(j) not in shipped]
 
 
+def s3a(uri):
+    """s3a:// for s3:// (Hadoop's S3A file system)."""
+    return "s3a://" + uri[len("s3://"):] if uri.startswith("s3://") else uri
+
+
 def main():
     w, out = sys.argv[1], sys.argv[2]
     from pyspark.sql import functions as F
 
-    spark = spark_delta.session(app_name=f"streamkit-bench-{w}", extra_conf={
+    table_url = os.environ.get("BENCH_TABLE_URL", "")
+    spark = spark_delta.session(app_name=f"streamkit-bench-{w}", s3=bool(table_url), extra_conf={
         "spark.jars": ",".join(spark_delta.delta_jars() + kafka_jars()),
         "spark.driver.memory": os.environ.get("BENCH_SPARK_DRIVER_MEMORY", "2g"),
     })
@@ -78,7 +86,7 @@ def main():
     q = (df.writeStream.format("delta").outputMode("append")
          .option("checkpointLocation", os.path.join(out, "checkpoint"))
          .trigger(availableNow=True)
-         .start(os.path.join(out, "table")))
+         .start(s3a(table_url) if table_url else os.path.join(out, "table")))
     q.awaitTermination()
     batches = len(q.recentProgress)
     spark.stop()

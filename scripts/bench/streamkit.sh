@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench engine: streamkit pipelines with checkpoints (STREAMKIT_CHECKPOINT=OUTDIR/ckpt),
-# read-kafka --until now ("available now") into write-delta OUTDIR/table. Interface: BENCH_SPEC
-# in run.sh.
+# read-kafka --until now ("available now") into write-delta OUTDIR/table, or into the bucket
+# table BENCH_TABLE_URL (s3://…, credentials and endpoint from the AWS_* environment) when set;
+# the checkpoints stay local either way. Interface: BENCH_SPEC in run.sh.
 #   scripts/bench/streamkit.sh w1|w2|w3 OUTDIR
 # Environment besides the common BENCH_*: BENCH_BIN (streamkit binary, default bin/streamkit),
 # BENCH_STREAMKIT_SHARDS (W3: N > 1 runs keyby id --shards N -- dedup …),
@@ -17,6 +18,7 @@ case "$W" in w1|w2|w3) ;; *) echo "usage: streamkit.sh w1|w2|w3 OUTDIR" >&2; exi
 [[ -x "$SK" ]] || { echo "no streamkit binary at $SK (make build)" >&2; exit 3; }
 mkdir -p "$OUT"
 export STREAMKIT_CHECKPOINT="$OUT/ckpt"
+TABLE="${BENCH_TABLE_URL:-$OUT/table}"
 
 # sk STAGE ARGS...: one streamkit stage, profiled into $BENCH_PROFILE_DIR/STAGE.prof when set.
 sk() {
@@ -37,14 +39,14 @@ w1)
   # _rescued_data (null unless a value did not fit).
   read_kafka 'auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING, date_time TIMESTAMP, extra STRING' \
       --columns 'value.*,partition,offset' \
-    | sk write-delta write-delta "$OUT/table"
+    | sk write-delta write-delta "$TABLE"
   ;;
 w2)
   read_kafka 'date TIMESTAMP, delay INT, distance INT, origin STRING, destination STRING' \
     | sk window window tumbling --size 1h --time value.date --key value.origin \
         --watermark-delay "$BENCH_WATERMARK_DELAY" \
         --agg 'count as flights, sum(value.delay) as total_delay, max(value.distance) as max_distance' \
-    | sk write-delta write-delta "$OUT/table"
+    | sk write-delta write-delta "$TABLE"
   ;;
 w3)
   # The value's fields only (id, ts, payload, plus _rescued_data), the columns Spark's and
@@ -59,11 +61,11 @@ w3)
   if (( ${BENCH_STREAMKIT_SHARDS:-1} > 1 )); then
     read_kafka 'id STRING, ts TIMESTAMP, payload STRING' --columns 'value.*' --max-records-per-epoch 1000000 \
       | sk keyby keyby id --shards "$BENCH_STREAMKIT_SHARDS" -- "${dedup[@]}" \
-      | sk write-delta write-delta "$OUT/table"
+      | sk write-delta write-delta "$TABLE"
   else
     read_kafka 'id STRING, ts TIMESTAMP, payload STRING' --columns 'value.*' --max-records-per-epoch 1000000 \
       | sk dedup "${dedup[@]}" \
-      | sk write-delta write-delta "$OUT/table"
+      | sk write-delta write-delta "$TABLE"
   fi
   ;;
 esac
