@@ -341,6 +341,15 @@ func (l *FlowLock) Err() error {
 	return l.lease.Err()
 }
 
+// Check is nil while the lock is surely held ([storage.Lease.Check]: not lost, renewed
+// recently); always nil on a local table, whose flock cannot be lost.
+func (l *FlowLock) Check() error {
+	if l == nil || l.lease == nil {
+		return nil
+	}
+	return l.lease.Check()
+}
+
 // Record is what the lock file holds now.
 func (l *FlowLock) Record() FlowRecord { return l.rec }
 

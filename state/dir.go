@@ -211,12 +211,10 @@ func (d *Dir) Held() error {
 	if d == nil || d.lease == nil {
 		return nil
 	}
-	select {
-	case <-d.lease.Lost():
-		return fmt.Errorf("checkpoint %s: this process lost its lease and stops without committing: %w", d.Path, d.lease.Err())
-	default:
-		return nil
+	if err := d.lease.Check(); err != nil {
+		return fmt.Errorf("checkpoint %s: this process lost its lease and stops without committing: %w", d.Path, err)
 	}
+	return nil
 }
 
 // CheckOptions binds the state-shaping options of this run to the directory: on first use it
@@ -454,6 +452,10 @@ func (d *Dir) WriteOffsets(n uint64, pos []byte) error {
 		return err
 	}
 	if err := putEpochFile(d.st, offsetsName(n), b); err != nil {
+		if errors.Is(err, storage.ErrExist) {
+			// Only another owner writes this epoch's offsets: ours were never written.
+			return fmt.Errorf("checkpoint %s: epoch %d was already written by another process that took this checkpoint over; this process lost its lease and stops without committing (%w)", d.Path, n, err)
+		}
 		return fmt.Errorf("write offsets of epoch %d: %w", n, err)
 	}
 	return nil

@@ -510,14 +510,19 @@ func (s *bucketStore) checkAccess(ctx context.Context, bucket string) error {
 	if err == nil {
 		return nil
 	}
+	inner := err
+	var oe *OpError
+	if errors.As(err, &oe) {
+		inner = oe.Err // OpError would name "open URL" a second time
+	}
 	if code := httpStatus(err); code == 401 || code == 403 {
-		return fmt.Errorf("open %s: access denied (check the credentials in the %s SDK's environment or profile): %w", s.loc, s.shared.kind, err)
+		return fmt.Errorf("open %s: access denied (check the credentials in the %s SDK's environment or profile): %s", s.loc, s.shared.kind, Redact(inner.Error()))
 	}
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
 		return fmt.Errorf("open %s: bucket %q does not exist: %w", s.loc, bucket, errors.Unwrap(err))
 	case gcerrors.PermissionDenied:
-		return fmt.Errorf("open %s: access denied (check the credentials in the %s SDK's environment or profile): %w", s.loc, s.shared.kind, err)
+		return fmt.Errorf("open %s: access denied (check the credentials in the %s SDK's environment or profile): %s", s.loc, s.shared.kind, Redact(inner.Error()))
 	}
 	return err
 }
@@ -525,12 +530,24 @@ func (s *bucketStore) checkAccess(ctx context.Context, bucket string) error {
 // parseBucketURL splits a bucket URL into scheme, bucket, key prefix ("" or ending in "/") and
 // query.
 func parseBucketURL(loc string) (scheme, bucket, prefix string, q url.Values, err error) {
+	if at := userinfoEnd(loc); at >= 0 {
+		// Nothing between "://" and the last "@" is echoed: it may be a key, a secret or both,
+		// and a secret with "/" or "@" in it breaks URL parsing in unpredictable places.
+		sch, _, _ := strings.Cut(loc, "://")
+		return "", "", "", nil, &URLError{URL: sch + "://REDACTED@" + loc[at+1:],
+			Err: errors.New("credentials in the URL are not accepted; use the SDK's environment variables, profile or instance role")}
+	}
 	u, err := url.Parse(loc)
 	if err != nil {
-		return "", "", "", nil, &URLError{URL: loc, Err: err}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the whole URL; URLError names it, redacted
+		}
+		return "", "", "", nil, &URLError{URL: loc, Err: errors.New(Redact(err.Error()))}
 	}
 	if u.User != nil {
-		return "", "", "", nil, &URLError{URL: loc, Err: errors.New("credentials in the URL are not accepted; use the SDK's environment variables, profile or instance role")}
+		return "", "", "", nil, &URLError{URL: u.Scheme + "://REDACTED@" + u.Host + u.Path,
+			Err: errors.New("credentials in the URL are not accepted; use the SDK's environment variables, profile or instance role")}
 	}
 	scheme = strings.ToLower(u.Scheme)
 	bucket = u.Host
@@ -544,7 +561,38 @@ func parseBucketURL(loc string) (scheme, bucket, prefix string, q url.Values, er
 		}
 		prefix += "/"
 	}
-	return scheme, bucket, prefix, u.Query(), nil
+	q, err = url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return "", "", "", nil, &URLError{URL: strings.SplitN(loc, "?", 2)[0], Err: errors.New("malformed URL parameters")}
+	}
+	return scheme, bucket, prefix, q, nil
+}
+
+// userinfoEnd is the index of the "@" that ends a user-info part of a bucket URL, or -1. An
+// abfs(s) URL names CONTAINER@ACCOUNT in its host, which is not user info: one "@", no ":"
+// and no "/" before it.
+func userinfoEnd(loc string) int {
+	scheme, rest, ok := strings.Cut(loc, "://")
+	if !ok {
+		return -1
+	}
+	// The authority ends at the first "/" after the last "@" that precedes any "?"; a password
+	// may itself hold "/" and "@", so look for the last "@" before the query.
+	head, _, _ := strings.Cut(rest, "?")
+	at := strings.LastIndex(head, "@")
+	if at < 0 {
+		return -1
+	}
+	if strings.HasPrefix(strings.ToLower(scheme), "abfs") {
+		before := head[:at]
+		if !strings.ContainsAny(before, ":/@") {
+			return -1
+		}
+	} else if slash := strings.Index(head, "/"); slash >= 0 && slash < at && !strings.Contains(head[:slash], ":") {
+		// s3://bucket/path@x: the "@" is in the path, after a plain bucket name.
+		return -1
+	}
+	return len(scheme) + 3 + at
 }
 
 // timeNow is the clock of leases; tests replace it.

@@ -92,6 +92,8 @@ type Lease struct {
 	ttl  time.Duration
 	mu   sync.Mutex
 	gen  int64
+	// renewed is when the current generation was written (this process's clock).
+	renewed time.Time
 	lost chan struct{}
 	err  error
 	stop chan struct{}
@@ -127,6 +129,7 @@ func AcquireLease(ctx context.Context, s Store, name, what string, ttl time.Dura
 		return nil, err
 	}
 	l.gen = g + 1
+	l.renewed = timeNow()
 	l.prune(ctx)
 	go l.renew()
 	return l, nil
@@ -218,10 +221,11 @@ func (l *Lease) renew() {
 		cancel()
 		switch {
 		case err == nil:
+			lastOK = timeNow()
 			l.mu.Lock()
 			l.gen = g + 1
+			l.renewed = lastOK
 			l.mu.Unlock()
-			lastOK = timeNow()
 			l.prune(context.Background())
 		case errors.Is(err, ErrExist):
 			l.fail(fmt.Errorf("lease %s/%s was taken over by another process", l.s.Location(), l.dir))
@@ -248,6 +252,24 @@ func (l *Lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
+}
+
+// Check is nil while the lease is surely held: not lost, and renewed within the last two
+// thirds of its TTL. After a pause of this process (SIGSTOP, a suspended VM, a long stall) its
+// renewals are late and another process may be taking over, so Check fails before the renewer
+// has even run again; a holder calls it before each write it must not make as a loser.
+func (l *Lease) Check() error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	age := timeNow().Sub(l.renewed)
+	l.mu.Unlock()
+	if age > 2*l.ttl/3 {
+		return fmt.Errorf("lease %s/%s was last renewed %s ago, longer than two thirds of its TTL %s (was this process paused?); another process may hold it now",
+			l.s.Location(), l.dir, age.Round(time.Millisecond), l.ttl)
+	}
+	return nil
 }
 
 // Release stops renewing and writes a released generation, so the next process need not wait

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // registers azblob:// with application-default credentials
 	_ "gocloud.dev/blob/gcsblob"   // registers gs:// with application-default credentials
@@ -46,6 +47,16 @@ func openBucket(ctx context.Context, loc string, opts Options) (Store, error) {
 		return nil, err
 	}
 	kind := bucketSchemes[scheme]
+	for k := range q {
+		if kind != "s3" || (k != "region" && k != "endpoint" && k != "use_path_style") {
+			// A misspelt parameter would be ignored silently; a secret in one is never echoed.
+			allowed := "none"
+			if kind == "s3" {
+				allowed = "region=, endpoint=, use_path_style="
+			}
+			return nil, &URLError{URL: strings.SplitN(loc, "?", 2)[0], Err: fmt.Errorf("unknown URL parameter %q (%s URLs take %s; credentials come from the environment)", k, scheme, allowed)}
+		}
+	}
 	var b *blob.Bucket
 	var client *s3.Client
 	switch kind {
@@ -77,6 +88,9 @@ func openS3(ctx context.Context, bucket string, q url.Values) (*blob.Bucket, *s3
 	// Our own retry policy (see Retry) is the only one, so that its tries and backoff are what
 	// the messages say.
 	lopts = append(lopts, awsconfig.WithRetryMaxAttempts(1))
+	// The SDK's own log lines (IMDS fallbacks, checksum notes) would go to stderr unformatted;
+	// what matters reaches the user in the error.
+	lopts = append(lopts, awsconfig.WithLogger(logging.Nop{}))
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, lopts...)
 	if err != nil {
 		return nil, nil, err

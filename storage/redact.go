@@ -10,8 +10,9 @@ import (
 // SDKs' URL forms and error texts (AWS SigV4 presigned URLs, Azure SAS tokens, GCS signed URLs).
 var secretParams = regexp.MustCompile(`(?i)((?:x-amz-(?:signature|credential|security-token)|sig|signature|se?cret[a-z_]*|access_?key[a-z_]*|account_?key|password|token|sas|credential)=)[^&\s"']+`)
 
-// userinfo matches the user:password@ part of a URL in running text.
-var userinfo = regexp.MustCompile(`(://[^/@\s:]+:)[^/@\s]+@`)
+// userinfo matches the user:password@ part of a URL in running text, up to the last "@" of
+// the word: a password may hold "/", "+" and "@" (AWS secret keys hold "/" and "+").
+var userinfo = regexp.MustCompile(`(://[^/@\s:]+:)[^\s]*@`)
 
 // Redact returns s with credentials removed: the password of any user:password@ in a URL and
 // the values of credential-bearing query parameters (signatures, SAS tokens, keys, passwords)

@@ -136,6 +136,12 @@ func Open(ctx context.Context, loc string, opts Options) (Store, error) {
 // ("ftp://…", "s3x://…") with a *URLError naming the supported ones, so that it is never taken
 // for a relative local path. Local paths, file:// and bucket URLs pass.
 func CheckScheme(loc string) error {
+	if lead, _, ok := strings.Cut(loc, ":"); ok && !strings.HasPrefix(loc[len(lead):], "://") {
+		if _, known := bucketSchemes[strings.ToLower(lead)]; known {
+			// "s3:/b/t" or "s3:b/t" is a mistyped URL, not a local directory named "s3:".
+			return &URLError{URL: loc, Err: fmt.Errorf("%s URLs start with %s://BUCKET/", lead, lead)}
+		}
+	}
 	scheme, _, ok := strings.Cut(loc, "://")
 	if !ok || IsURL(loc) || strings.EqualFold(scheme, "file") || scheme == "" || strings.ContainsAny(scheme, "/.") {
 		return nil

@@ -263,3 +263,74 @@ func TestOpenRefusals(t *testing.T) {
 		t.Error("IsURL")
 	}
 }
+
+// TestURLSecretsNeverEchoed: whatever a URL's user-info holds — a secret with "/" and "+" as
+// AWS secrets have, a bad escape, a second "@", a user alone — no part of it reaches the error.
+func TestURLSecretsNeverEchoed(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct{ loc, secret string }{
+		{"s3://AKIAEXAMPLE:wJalrXUtnFEMI/K7MDENG+bPxRfiCYzEXAMPLEKEY@b/t", "wJalrXUtnFEMI"},
+		{"s3://AKIA:Sup%zzer@b/t", "Sup%zzer"},
+		{"s3://AK:pa@ssWORD@b/t", "ssWORD"},
+		{"s3://SuperSecretUser@b/t", "SuperSecretUser"},
+		{"gs://u:p4ss/word@b/t", "p4ss"},
+		{"abfss://c:k3y@acct.dfs.core.windows.net/t", "k3y"},
+		{"s3://b/t?secret_access_key=abc%zz", "abc%zz"},
+	} {
+		_, err := Open(ctx, c.loc, Options{})
+		var ue *URLError
+		if !errors.As(err, &ue) {
+			t.Errorf("Open(%q) = %v, want a URLError", c.loc, err)
+			continue
+		}
+		if strings.Contains(err.Error(), c.secret) {
+			t.Errorf("Open(%q) error shows the secret: %v", c.loc, err)
+		}
+	}
+	// An abfss URL's CONTAINER@ACCOUNT is not user info.
+	if at := userinfoEnd("abfss://container@acct.dfs.core.windows.net/t"); at != -1 {
+		t.Errorf("abfss host taken for user info at %d", at)
+	}
+	if at := userinfoEnd("s3://bucket/path@x"); at != -1 {
+		t.Errorf("an @ in the path taken for user info at %d", at)
+	}
+}
+
+func TestCheckScheme(t *testing.T) {
+	for loc, bad := range map[string]bool{
+		"s3:/b/t": true, "s3:b/t": true, "GS:/b": true, "ftp://h/x": true, "s3x://b/t": true,
+		"s3://b/t": false, "file:///tmp/x": false, "dir/x": false, "./a:b": false, "c:/x": false, "": false,
+	} {
+		if err := CheckScheme(loc); (err != nil) != bad {
+			t.Errorf("CheckScheme(%q) = %v, want refused=%v", loc, err, bad)
+		}
+	}
+}
+
+func TestUnknownURLParameter(t *testing.T) {
+	_, err := Open(context.Background(), "s3://b/t?regoin=eu-west-1", Options{})
+	if err == nil || !strings.Contains(err.Error(), `unknown URL parameter "regoin"`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestLeaseCheckAfterPause: a holder whose renewals are late (the process was paused) is told
+// at once by Check, before its renewer runs again.
+func TestLeaseCheckAfterPause(t *testing.T) {
+	s, _ := Local(t.TempDir(), 0)
+	ttl := 3 * time.Second
+	l, err := AcquireLease(context.Background(), s, "_lease", "x", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if err := l.Check(); err != nil {
+		t.Fatalf("fresh lease: %v", err)
+	}
+	l.mu.Lock()
+	l.renewed = time.Now().Add(-ttl) // as if this process had been stopped for a TTL
+	l.mu.Unlock()
+	if err := l.Check(); err == nil || !strings.Contains(err.Error(), "paused") {
+		t.Fatalf("Check after a pause = %v", err)
+	}
+}

@@ -265,10 +265,8 @@ var errSkipAfterJoin = errors.New("epoch already committed")
 // lease could not be renewed in time or was taken over), so that two writers never commit
 // one flow; nil while the lock is held (always on a local disk, where it is a flock).
 func (w *StreamWriter) lockLost() error {
-	select {
-	case <-w.lock.Lost():
-		return fmt.Errorf("write-delta: table %s: the lock of flow %q was lost (%v); not committing (restart write-delta: the epoch is replayed)", w.cfg.Table, w.flow, w.lock.Err())
-	default:
-		return nil
+	if err := w.lock.Check(); err != nil {
+		return fmt.Errorf("write-delta: table %s: the lock of flow %q was lost (%v); not committing (restart write-delta: the epoch is replayed)", w.cfg.Table, w.flow, err)
 	}
+	return nil
 }

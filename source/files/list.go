@@ -66,6 +66,9 @@ func compilePattern(arg string) (*pattern, error) {
 	if storage.IsURL(arg) {
 		return compileURL(arg)
 	}
+	if err := storage.CheckScheme(arg); err != nil && !strings.Contains(arg, "://") {
+		return nil, fmt.Errorf("pattern %q: %w", storage.Redact(arg), errors.Unwrap(err))
+	}
 	local := arg
 	if scheme, rest, ok := strings.Cut(arg, "://"); ok && isScheme(scheme) {
 		if !strings.EqualFold(scheme, "file") {

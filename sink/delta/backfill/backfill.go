@@ -1112,10 +1112,8 @@ func (r *run) commit(ctx context.Context) error {
 		if testHookBeforeCommit != nil {
 			testHookBeforeCommit()
 		}
-		select {
-		case <-r.lock.Lost(): // on a bucket: the lease was not renewed in time or taken over
-			return fmt.Errorf("backfill: the lock of flow %q on %s was lost (%v); nothing was committed", r.cfg.Flow, r.root, r.lock.Err())
-		default:
+		if err := r.lock.Check(); err != nil { // on a bucket: the lease was not renewed in time or taken over
+			return fmt.Errorf("backfill: the lock of flow %q on %s was lost (%v); nothing was committed", r.cfg.Flow, r.root, err)
 		}
 		res, err := r.tbl.Commit(ctx, req)
 		if err == nil {
