@@ -86,18 +86,18 @@ func (e *LeaseBusyError) Error() string {
 // taken has lost the lease. Two processes can therefore never both believe they hold it past
 // one TTL, on any store with put-if-absent, without a lock service.
 type Lease struct {
-	s    Store
-	dir  string
-	rec  LeaseRecord
-	ttl  time.Duration
-	mu   sync.Mutex
-	gen  int64
+	s   Store
+	dir string
+	rec LeaseRecord
+	ttl time.Duration
+	mu  sync.Mutex
+	gen int64
 	// renewed is when the current generation was written (this process's clock).
 	renewed time.Time
-	lost chan struct{}
-	err  error
-	stop chan struct{}
-	done chan struct{}
+	lost    chan struct{}
+	err     error
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // leaseName is the object name of generation g.
