@@ -38,8 +38,9 @@ type bucketShared struct {
 	s3   *s3.Client
 	name string
 
-	probeOnce sync.Once
-	probeErr  error
+	probeMu  sync.Mutex
+	probed   bool // the probe settled: probeErr is its verdict
+	probeErr error
 }
 
 func (s *bucketStore) Location() string { return s.loc }
@@ -235,7 +236,7 @@ func (s *bucketStore) PutIfAbsent(ctx context.Context, name string, data []byte)
 	unknown := false // an earlier try may have written the object
 	return s.shared.retry.do(ctx, "create", s.url(name), func(ctx context.Context, _ int) error {
 		err := s.put(ctx, k, data, true)
-		if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		if preconditionFailed(err) {
 			if unknown {
 				// Resolve the lost response by reading, never by writing again: the object
 				// holds our bytes exactly when our earlier try took effect.
@@ -283,26 +284,42 @@ func (s *bucketStore) probe(ctx context.Context) error {
 	if sh.unsafe {
 		return nil
 	}
-	sh.probeOnce.Do(func() {
-		k := s.prefix + "_streamkit_probe_" + uuid.NewString()
-		loc := s.loc + "/" + path.Base(k)
-		err := sh.retry.do(ctx, "create", loc, func(ctx context.Context, _ int) error { return s.put(ctx, k, []byte("1"), true) })
-		if err != nil {
-			sh.probeErr = err
-			return
+	sh.probeMu.Lock()
+	defer sh.probeMu.Unlock()
+	if sh.probed {
+		return sh.probeErr
+	}
+	k := s.prefix + "_streamkit_probe_" + uuid.NewString()
+	loc := s.loc + "/" + path.Base(k)
+	if err := sh.retry.do(ctx, "create", loc, func(ctx context.Context, _ int) error { return s.put(ctx, k, []byte("1"), true) }); err != nil {
+		return err // not settled: the next put-if-absent probes again
+	}
+	defer s.b.Delete(context.WithoutCancel(ctx), k)
+	err := sh.retry.do(ctx, "create", loc, func(ctx context.Context, _ int) error {
+		err := s.put(ctx, k, []byte("2"), true)
+		if preconditionFailed(err) {
+			return ErrExist
 		}
-		defer s.b.Delete(context.WithoutCancel(ctx), k)
-		err = s.put(ctx, k, []byte("2"), true)
-		switch {
-		case gcerrors.Code(err) == gcerrors.FailedPrecondition:
-		case err == nil:
-			sh.probeErr = fmt.Errorf("%s (%s): %w: a second create of the same object succeeded, so two writers could both commit one Delta version; use a store that honours If-None-Match, or pass --unsafe-single-writer if only one process ever writes here",
-				s.loc, sh.kind, ErrNoConditionalWrite)
-		default:
-			sh.probeErr = &OpError{Op: "create", URL: loc, Tries: 1, Err: err}
-		}
+		return err
 	})
+	switch {
+	case errors.Is(err, ErrExist):
+		sh.probed = true
+	case err == nil:
+		sh.probed = true
+		sh.probeErr = fmt.Errorf("%s (%s): %w: a second create of the same object succeeded, so two writers could both commit one Delta version; use a store that honours If-None-Match, or pass --unsafe-single-writer if only one process ever writes here",
+			s.loc, sh.kind, ErrNoConditionalWrite)
+	default:
+		return err // a transient failure after the retries: not settled either
+	}
 	return sh.probeErr
+}
+
+// preconditionFailed reports whether err is the store's refusal of a conditional write: gocloud
+// maps it to FailedPrecondition, but when the SDK could not read the refusal's body (the
+// upload's context ends with the failed write) only the HTTP status 412 says so.
+func preconditionFailed(err error) bool {
+	return err != nil && (gcerrors.Code(err) == gcerrors.FailedPrecondition || httpStatus(err) == 412)
 }
 
 func (s *bucketStore) Create(ctx context.Context, name string) (Writer, error) {
