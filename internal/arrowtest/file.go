@@ -12,12 +12,19 @@ import (
 // pyarrow.ipc.open_file reads), for Python peers that take rows from a file. Errors fail t.
 func WriteFile(t testing.TB, path string, recs ...arrow.RecordBatch) {
 	t.Helper()
+	WriteFileSchema(t, path, recs[0].Schema(), recs...)
+}
+
+// WriteFileSchema is [WriteFile] with the schema given, so that recs may be empty (a file of
+// no rows). Errors fail t.
+func WriteFileSchema(t testing.TB, path string, sc *arrow.Schema, recs ...arrow.RecordBatch) {
+	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(recs[0].Schema()))
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(sc))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"github.com/streamkit/streamkit/internal/arrowtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/delta"
@@ -83,25 +83,9 @@ func appendBatches(t testing.TB, tbl *delta.Table, read *delta.Snapshot, create 
 }
 
 // writeIPCFile writes recs (which must share a schema) to an Arrow IPC file.
-func writeIPCFile(t testing.TB, path string, mem memory.Allocator, recs ...arrow.RecordBatch) {
+func writeIPCFile(t testing.TB, path string, _ memory.Allocator, recs ...arrow.RecordBatch) {
 	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(recs[0].Schema()), ipc.WithAllocator(mem))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	arrowtest.WriteFile(t, path, recs...)
 }
 
 func logFiles(t testing.TB, root string) []string {

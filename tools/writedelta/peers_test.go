@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/streamkit/streamkit/internal/arrowtest"
 	"io"
 	"os"
 	"os/exec"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
@@ -120,23 +120,7 @@ func writeDelta(t testing.TB, mem memory.Allocator, sc *arrow.Schema, epochs [][
 // writeArrowFile writes recs to an Arrow IPC file (the expected rows for the readers).
 func writeArrowFile(t testing.TB, path string, sc *arrow.Schema, recs ...arrow.RecordBatch) string {
 	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(sc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	arrowtest.WriteFileSchema(t, path, sc, recs...)
 	return path
 }
 
