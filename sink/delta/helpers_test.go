@@ -2,7 +2,6 @@ package delta
 
 import (
 	"context"
-	"github.com/streamkit/streamkit/internal/arrowtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/internal/arrowtest"
 )
 
 func newMem(t testing.TB) *memory.CheckedAllocator {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/streamkit/streamkit/internal/arrowtest"
 	"io"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/internal/arrowtest"
 	"github.com/streamkit/streamkit/internal/peertest"
 )
 
