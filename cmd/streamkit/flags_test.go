@@ -2,7 +2,9 @@ package main
 
 import (
 	"testing"
+	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/source/files"
@@ -44,7 +46,36 @@ func TestFromFlagsAreReadFiles(t *testing.T) {
 	}
 	// --stable-after is a listing option, not a decoding one: backfill keeps its own default
 	// (read every file at once), read-files waits 2 s.
-	if d := bf.Lookup("stable-after").DefValue; d != "0s" {
+	if d, err := time.ParseDuration(bf.Lookup("stable-after").DefValue); err != nil || d != 0 {
 		t.Errorf("backfill --stable-after default %s", d)
+	}
+}
+
+// TestDurationFlagsTakeDays checks that every duration flag of every subcommand parses with
+// the one parser (internal/duration): days and weeks are accepted everywhere, as `delta
+// vacuum --retain 7d` always was (issue #23: `dedup --ttl 1d` and `window --size 1d` were
+// refused).
+func TestDurationFlagsTakeDays(t *testing.T) {
+	n := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() != "duration" {
+				return
+			}
+			n++
+			if err := f.Value.Set("1d"); err != nil {
+				t.Errorf("%s --%s 1d: %v", c.CommandPath(), f.Name, err)
+			} else if f.Value.String() != "24h0m0s" {
+				t.Errorf("%s --%s 1d: %s", c.CommandPath(), f.Name, f.Value.String())
+			}
+		})
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRoot())
+	if n < 20 {
+		t.Fatalf("found %d duration flags, want the 20 or more the tools declare", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/internal/duration"
 )
 
 // kind is how a leaf column's values are generated before they are stored: int64 (integers,
@@ -159,7 +160,7 @@ func newDomain(t arrow.DataType) (*domain, error) {
 			return conv(tm.UnixMicro()), nil
 		}
 		d.delta = func(s string) (int64, error) {
-			dur, err := parseDuration(s)
+			dur, err := duration.Parse(s)
 			if err != nil {
 				return 0, err
 			}
@@ -203,27 +204,6 @@ func parseTime(s string) (time.Time, error) {
 		return time.UnixMilli(ms).UTC(), nil
 	}
 	return time.Time{}, fmt.Errorf("%q is not a time (want RFC 3339, a date like 2024-01-01, or epoch milliseconds)", s)
-}
-
-// parseDuration is time.ParseDuration plus a days prefix ("7d", "1d12h"); units are required.
-func parseDuration(s string) (time.Duration, error) {
-	var days time.Duration
-	if i := strings.IndexByte(s, 'd'); i > 0 {
-		n, err := strconv.ParseFloat(s[:i], 64)
-		if err != nil {
-			return 0, fmt.Errorf("%q is not a duration (e.g. 1s, 250ms, 1h30m, 7d)", s)
-		}
-		days = time.Duration(n * float64(24*time.Hour))
-		s = s[i+1:]
-		if s == "" {
-			return days, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (e.g. 1s, 250ms, 1h30m, 7d)", s)
-	}
-	return days + d, nil
 }
 
 // ParseRate reads a rate: "1000" or "1000/s" rows per second, or per another unit: "5/ms",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/streamkit/streamkit/internal/duration"
 	"github.com/streamkit/streamkit/stage"
 )
 
@@ -953,7 +954,7 @@ func makeTimestampArgs(e *genEnv, startS, rateS, jitterS string) (*tsGen, error)
 		g.usPerRow = 1e6 / rate
 	}
 	if jitterS != "" {
-		dur, err := parseDuration(jitterS)
+		dur, err := duration.Parse(jitterS)
 		if err != nil || dur < 0 {
 			return nil, e.errf("jitter: want a duration ≥ 0 such as 500ms or 5s, got %q", jitterS)
 		}

@@ -147,14 +147,14 @@ the same flow from overlapping. Exit codes: 0 done (or nothing to do), 1 error, 
 			f.StringVar(&cfg.OverlapCol, "overlap-col", "", "overlap check column (timestamp, date or numeric)")
 			f.StringVar(&cfg.MinOverlap, "min-overlap", "", "required overlap between the backfill's max and the live rows' min of --overlap-col (e.g. 1h, 2d; a number for numeric columns)")
 			f.StringArrayVar(&streamFilter, "stream-filter", nil, "COL=VALUE selecting the live rows of the target for the overlap check (repeatable; default: all rows)")
-			f.DurationVar(&cfg.OverlapDeadline, "overlap-deadline", 0, "run anyway this long after the first live commit, even without the overlap (0: never)")
+			cli.DurationVar(f, &cfg.OverlapDeadline, "overlap-deadline", 0, "run anyway this long after the first live commit, even without the overlap (0: never)")
 			f.StringArrayVar(&with, "with", nil, "add a constant column COL=VALUE to every row (repeatable)")
 			f.BoolVar(&cfg.Plan, "plan", false, "print the plan as JSON (files, rows, overlap, dedup key hits) and write nothing")
 			f.StringVar(&partitionBy, "partition-by", "", "partition columns of a new target table, comma-separated")
 			f.BoolVar(&cfg.MergeSchema, "merge-schema", false, "add source columns the target lacks")
 			f.StringVar(&cfg.Compression, "compression", "snappy", "Parquet compression: snappy, zstd, gzip or uncompressed")
 			f.StringVar(&targetSize, "target-file-size", "", "roll data files at about this size (e.g. 128MiB; default 128 MiB)")
-			f.DurationVar(&cfg.LockWait, "lock-wait", 0, "wait this long for a running backfill of the same flow instead of failing at once")
+			cli.DurationVar(f, &cfg.LockWait, "lock-wait", 0, "wait this long for a running backfill of the same flow instead of failing at once")
 			// addFilesFlags registers on a command of its own (its tests build one); its flags
 			// join f as they are, bound to fl.
 			c := &cobra.Command{}

@@ -22,7 +22,7 @@ func addFilesFlags(cmd *cobra.Command) *filesFlags {
 	fl := &filesFlags{}
 	f := cmd.Flags()
 	fl.dec = cli.AddDecodeFlags(f, &fl.cfg, "--from: ")
-	f.DurationVar(&fl.cfg.StableAfter, "stable-after", 0, "--from: read a file only once it has not changed for this long (0: at once)")
+	cli.DurationVar(f, &fl.cfg.StableAfter, "stable-after", 0, "--from: read a file only once it has not changed for this long (0: at once)")
 	return fl
 }
 

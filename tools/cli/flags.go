@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/streamkit/streamkit/internal/duration"
 	"github.com/streamkit/streamkit/internal/kafkaconn"
 	"github.com/streamkit/streamkit/stage"
 )
@@ -21,9 +22,9 @@ func StageFlags(f *pflag.FlagSet, o *stage.Options) {
 // (default 5 s), --batch-rows (65536), --linger (100 ms) and --end (see stage.SourceOptions).
 func SourceFlags(f *pflag.FlagSet, o *stage.SourceOptions) {
 	StageFlags(f, &o.Options)
-	f.DurationVar(&o.EpochInterval, "epoch-interval", 5*time.Second, "cut a checkpoint epoch every interval, also while no rows arrive (an idle epoch is one barrier; sinks commit nothing for it)")
+	DurationVar(f, &o.EpochInterval, "epoch-interval", 5*time.Second, "cut a checkpoint epoch every interval, also while no rows arrive (an idle epoch is one barrier; sinks commit nothing for it)")
 	f.IntVar(&o.BatchRows, "batch-rows", 64*1024, "maximum rows per Arrow batch")
-	f.DurationVar(&o.Linger, "linger", 100*time.Millisecond, "longest wait to fill a batch before sending it")
+	DurationVar(f, &o.Linger, "linger", 100*time.Millisecond, "longest wait to fill a batch before sending it")
 	f.StringVar(&o.End, "end", "", "end of input sends end=final or end=pause (default: pause with a checkpoint, final without)")
 }
 
@@ -42,4 +43,17 @@ func KafkaFlags(f *pflag.FlagSet, c *kafkaconn.Config) {
 	f.StringVar(&c.SASLUser, "sasl-user", "", "SASL user name")
 	f.StringVar(&c.SASLPasswordFile, "sasl-password-file", "", "file holding the SASL password (default: the variable named by --sasl-password-env)")
 	f.StringVar(&c.SASLPasswordEnv, "sasl-password-env", kafkaconn.EnvPassword, "environment variable holding the SASL password when no --sasl-password-file is given")
+}
+
+// DurationVar defines the duration flag name on f, into p, with default value: it takes Go's
+// syntax plus the units d (24 h) and w (7 d), e.g. 250ms, 1h30m, 7d, 2w (internal/duration),
+// the same in every tool. Help shows it as pflag's duration flags ("duration", default "5s").
+func DurationVar(f *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	f.Var((*duration.Value)(p), name, usage)
+	if value == 0 {
+		// pflag leaves a zero default out of the help only for its own duration type; "0"
+		// is zero for every type, so the help reads as before.
+		f.Lookup(name).DefValue = "0"
+	}
 }

@@ -572,9 +572,9 @@ the committed epoch, and a restart with another key or TTL is refused.`,
 			f.StringVar(&cfg.EventTime, "event-time", "", "event-time column for --ttl (timestamp, epoch integer with --time-unit, or RFC 3339 text)")
 			f.StringVar(&cfg.TimeUnit, "time-unit", "", "unit of an integer event-time column: s, ms, us or ns")
 			f.StringVar(&tz, "tz", "", "time zone of zone-less event times (e.g. UTC, America/New_York); never the machine's zone")
-			f.DurationVar(&cfg.TTL, "ttl", 0, "forget a key once the watermark passes its first event time + TTL (0: never)")
-			f.DurationVar(&cfg.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
-			f.DurationVar(&cfg.TTLProcessing, "ttl-processing", 0, "forget a key this long after it was first seen, by the wall clock, at the next barrier (so up to one --epoch-interval later; 0: never)")
+			cli.DurationVar(f, &cfg.TTL, "ttl", 0, "forget a key once the watermark passes its first event time + TTL (0: never)")
+			cli.DurationVar(f, &cfg.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
+			cli.DurationVar(f, &cfg.TTLProcessing, "ttl-processing", 0, "forget a key this long after it was first seen, by the wall clock, at the next barrier (so up to one --epoch-interval later; 0: never)")
 			f.StringVar(&cfg.DroppedOutput, "dropped-output", "", "file for the dropped duplicates and late rows: .arrow (Arrow IPC stream) or .ndjson (JSON lines)")
 			cli.StageFlags(f, &o)
 		},

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/streamkit/streamkit/internal/duration"
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/storage"
 	"github.com/streamkit/streamkit/tools/cli"
@@ -279,21 +280,11 @@ func retentionFlag(sub, flag string, retain *time.Duration) error {
 	return nil
 }
 
-// parseRetention parses a Go duration ("168h", "30m") or a number of days ("7d"); a negative
+// parseRetention parses a duration (internal/duration: "168h", "30m", "7d", "1w"); a negative
 // one ("-1h", "-5d") is refused as such.
 func parseRetention(s string) (time.Duration, error) {
 	if strings.HasPrefix(strings.TrimSpace(s), "-") {
 		return 0, fmt.Errorf("%s: a negative retention is not allowed (give e.g. 168h or 7d; 0h keeps nothing)", s)
 	}
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		var n int
-		if _, err := fmt.Sscanf(d, "%d", &n); err == nil && n >= 0 && fmt.Sprint(n) == d {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, err
-	}
-	return d, nil
+	return duration.Parse(s)
 }

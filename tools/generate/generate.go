@@ -119,7 +119,7 @@ func CommandSpec() cli.Spec {
 			f.Int64Var(&cfg.DuplicatesWithin, "duplicates-within", gen.DefaultDuplicatesWithin, "a duplicate copies one of this many previous rows")
 			f.Int64Var(&cfg.MaxRecordsPerEpoch, "max-records-per-epoch", 0, "at most this many rows per epoch (0: no limit); Spark's maxOffsetsPerTrigger")
 			f.StringVar(&cfg.EventTime, "event-time", "", "declare this timestamp column as the event time (default: the preset's)")
-			f.DurationVar(&cfg.WatermarkDelay, "watermark-delay", 0, "emit watermarks: max event time so far − delay (needs --event-time)")
+			cli.DurationVar(f, &cfg.WatermarkDelay, "watermark-delay", 0, "emit watermarks: max event time so far − delay (needs --event-time)")
 			cli.SourceFlags(f, &o)
 		},
 	}

@@ -125,7 +125,7 @@ the log that point outside the table are refused.`,
 			f.StringVar(&starting, "starting-version", "", "with --follow: read the commits from this version on instead of a snapshot; latest = only new commits")
 			f.BoolVar(&cfg.IgnoreDeletes, "ignore-deletes", false, "skip commits that only remove data instead of failing")
 			f.BoolVar(&cfg.IgnoreChanges, "ignore-changes", false, "accept commits that rewrite files (update/merge): read their added files again")
-			f.DurationVar(&cfg.PollInterval, "poll-interval", 250*time.Millisecond, "with --follow: how often to look for a new commit")
+			cli.DurationVar(f, &cfg.PollInterval, "poll-interval", 250*time.Millisecond, "with --follow: how often to look for a new commit")
 			f.IntVar(&cfg.MaxFilesPerEpoch, "max-files-per-epoch", 1000, "cut an epoch after this many data files (Spark's maxFilesPerTrigger); -1: no limit")
 			f.IntVar(&cfg.Workers, "workers", 0, "goroutines decoding Parquet ahead of the output (default: number of CPUs, at most 8)")
 			cli.SourceFlags(f, &o)

@@ -102,8 +102,8 @@ Zone-less timestamps are read in --tz (default UTC), never in the machine's zone
 		Flags: func(f *pflag.FlagSet) {
 			fl.dec = cli.AddDecodeFlags(f, &cfg, "")
 			f.BoolVar(&cfg.Follow, "follow", false, "keep listing for new files every --poll-interval instead of ending")
-			f.DurationVar(&cfg.PollInterval, "poll-interval", 5*time.Second, "--follow: how often to list the patterns")
-			f.DurationVar(&cfg.StableAfter, "stable-after", 2*time.Second, "read a file only once it has not changed for this long (0: at once)")
+			cli.DurationVar(f, &cfg.PollInterval, "poll-interval", 5*time.Second, "--follow: how often to list the patterns")
+			cli.DurationVar(f, &cfg.StableAfter, "stable-after", 2*time.Second, "read a file only once it has not changed for this long (0: at once)")
 			f.StringVar(&fl.onRewrite, "on-rewrite", "skip", "a file that changes after it was read: skip (warn), reprocess (read it again) or fail")
 			f.IntVar(&cfg.MaxFilesPerEpoch, "max-files-per-epoch", 1000, "cut an epoch after this many files (0: no limit)")
 			f.StringVar(&fl.maxBytes, "max-bytes-per-epoch", "0", "cut an epoch once files of this total size were started (e.g. 512MiB; 0: no limit)")

@@ -140,7 +140,7 @@ from the command line and never logged.`,
 			f.StringVar(&cfg.Isolation, "isolation", kafka.ReadCommitted, "read_committed (skip aborted and open transactions) or read_uncommitted")
 			f.StringVar(&cfg.OnDataLoss, "on-data-loss", kafka.DataLossFail, "a position outside the log or a re-created topic (new topic ID): fail, or continue at the earliest or latest offset")
 			f.StringVar(&cfg.Group, "group", "", "commit each committed epoch's offsets to this consumer group (monitoring only)")
-			f.DurationVar(&cfg.GroupCommitWait, "group-commit-wait", 0, "at the end of a run, wait this long for the sink's last commit before committing --group (default 10s)")
+			cli.DurationVar(f, &cfg.GroupCommitWait, "group-commit-wait", 0, "at the end of a run, wait this long for the sink's last commit before committing --group (default 10s)")
 			f.Int64Var(&cfg.MaxRecordsPerEpoch, "max-records-per-epoch", 0, "at most this many records per epoch (0: no limit), spread over the partitions in proportion to their lag (Spark's maxOffsetsPerTrigger)")
 			f.StringVar(&cfg.KeyFormat, "key-format", kafka.FormatBinary, "decode keys as binary, string, json (with --key-schema) or avro (--key-schema and/or --schema-registry)")
 			f.StringVar(&cfg.ValueFormat, "value-format", kafka.FormatBinary, "decode values as binary, string, json (with --value-schema) or avro (--value-schema and/or --schema-registry)")
@@ -150,7 +150,7 @@ from the command line and never logged.`,
 			f.StringVar(&cfg.OnSchemaMismatch, "on-schema-mismatch", kafka.SchemaMismatchFail, "an avro writer schema the reader schema cannot resolve: fail (naming both schema ids and the field) or rescue (column null, record in _rescued_data)")
 			f.StringVar(&cfg.BadRecords, "bad-records", "", "also write records whose key or value did not decode to this JSON-lines file (topic, partition, offset, reason, raw bytes)")
 			f.StringSliceVar(&cfg.Columns, "columns", nil, "output only these columns, in order (e.g. value.*,partition,offset: value.* flattens a json or avro value, value.seq picks one member); _rescued_data is always kept")
-			f.DurationVar(&cfg.DiscoveryInterval, "discovery-interval", 0, "how often live reading looks for new partitions and topics (default 10s)")
+			cli.DurationVar(f, &cfg.DiscoveryInterval, "discovery-interval", 0, "how often live reading looks for new partitions and topics (default 10s)")
 			cli.SourceFlags(f, &so)
 		},
 	}

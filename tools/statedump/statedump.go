@@ -230,10 +230,10 @@ epochs still show.`,
 			f.StringVar(&cfg.Format, "format", FormatTable, "output: table, json (JSON lines; an indented document for a stage summary), csv, or arrow (an IPC stream)")
 			f.StringVar(&cfg.Key, "key", "", "keep only rows whose column equals a value, e.g. value.user_id=42")
 			f.UintSliceVar(&diffSpec, "diff", nil, "two epochs A,B: list keys added, removed and changed from A to B")
-			f.DurationVar(&cfg.Expiring, "expiring", 0, "keep keys a TTL (dedup) or allowed lateness (window) expires within this long of the watermark")
+			cli.DurationVar(f, &cfg.Expiring, "expiring", 0, "keep keys a TTL (dedup) or allowed lateness (window) expires within this long of the watermark")
 			f.BoolVar(&cfg.Offsets, "offsets", false, "show the source positions: Kafka offsets per partition, files read and pending, Delta versions, other sources as recorded")
 			f.BoolVar(&cfg.Lag, "lag", false, "with --offsets: compare Kafka positions with the brokers' end offsets (needs -b)")
-			f.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "with --lag: bound on the broker requests")
+			cli.DurationVar(f, &cfg.Timeout, "timeout", 30*time.Second, "with --lag: bound on the broker requests")
 			cli.KafkaFlags(f, &cfg.Conn)
 		},
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/internal/duration"
 	"github.com/streamkit/streamkit/sink/sideoutput"
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/tools/cli"
@@ -102,7 +103,7 @@ func New(s Spec) (*Op, error) {
 			o.asg, err = window.NewGlobalEvery(n)
 		} else if s.Trigger != "" {
 			d, ok := strings.CutPrefix(s.Trigger, "interval:")
-			every, perr := time.ParseDuration(d)
+			every, perr := duration.Parse(d)
 			if !ok || perr != nil || every <= 0 {
 				return nil, stage.Usagef("window global: --trigger must be every:N or interval:DURATION (e.g. interval:1m), got %q", s.Trigger)
 			}
@@ -462,14 +463,14 @@ func kindSpec(kind string) cli.Spec {
 		Flags: func(f *pflag.FlagSet) {
 			switch kind {
 			case "tumbling":
-				f.DurationVar(&s.Size, "size", 0, "window length (required)")
-				f.DurationVar(&s.Offset, "offset", 0, "shift window boundaries by this much")
+				cli.DurationVar(f, &s.Size, "size", 0, "window length (required)")
+				cli.DurationVar(f, &s.Offset, "offset", 0, "shift window boundaries by this much")
 			case "sliding":
-				f.DurationVar(&s.Size, "size", 0, "window length (required)")
-				f.DurationVar(&s.Slide, "slide", 0, "distance between window starts (required)")
-				f.DurationVar(&s.Offset, "offset", 0, "shift window boundaries by this much")
+				cli.DurationVar(f, &s.Size, "size", 0, "window length (required)")
+				cli.DurationVar(f, &s.Slide, "slide", 0, "distance between window starts (required)")
+				cli.DurationVar(f, &s.Offset, "offset", 0, "shift window boundaries by this much")
 			case "session":
-				f.DurationVar(&s.Gap, "gap", 0, "a session closes after this much inactivity (required)")
+				cli.DurationVar(f, &s.Gap, "gap", 0, "a session closes after this much inactivity (required)")
 			case "count":
 				f.Int64Var(&s.CountSize, "size", 0, "rows per window (required)")
 				f.Int64Var(&s.CountSlide, "slide", 0, "rows between window starts (default: --size, tumbling)")
@@ -481,14 +482,14 @@ func kindSpec(kind string) cli.Spec {
 			f.StringVar(&s.TimeUnit, "time-unit", "", "unit of an integer event-time column: s, ms, us or ns")
 			f.StringVar(&s.TZ, "tz", "", "time zone for calendar alignment and zone-less times (e.g. America/Los_Angeles); never the machine's")
 			f.BoolVar(&s.ProcessingTime, "processing-time", false, "window on the wall clock instead of an event-time column")
-			f.DurationVar(&s.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
-			f.DurationVar(&s.IdleTimeout, "idle-timeout", 0, "a source partition silent this long stops holding the watermark back (0: never)")
+			cli.DurationVar(f, &s.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
+			cli.DurationVar(f, &s.IdleTimeout, "idle-timeout", 0, "a source partition silent this long stops holding the watermark back (0: never)")
 			f.StringVar(&s.PartitionCol, "partition-col", "auto", "per-partition watermarks (min over source partitions of max event time − delay) come from the partition read-kafka names on every batch, whatever --columns keeps; this names the partition columns of other input: auto (topic,partition when present), none (one watermark for all rows), or dot paths")
 			f.StringVar(&s.Agg, "agg", "count", "aggregates: count, count(x), sum(x) (fails on bigint overflow), try_sum(x) (null on overflow), min(x), max(x), avg(x), first(x), last(x), count_distinct(x) [as name]")
-			f.DurationVar(&s.Lateness, "allowed-lateness", 0, "keep fired windows this long past their end; late rows emit late_update rows")
+			cli.DurationVar(f, &s.Lateness, "allowed-lateness", 0, "keep fired windows this long past their end; late rows emit late_update rows")
 			f.StringVar(&s.LateOutput, "late-output", "", "file for rows later than the allowed lateness (.arrow or .ndjson)")
 			f.StringVar(&s.Emit, "emit", "final", "final, or update: also emit early partial results every --every")
-			f.DurationVar(&s.Every, "every", 0, "early-firing period (processing time) with --emit update")
+			cli.DurationVar(f, &s.Every, "every", 0, "early-firing period (processing time) with --emit update")
 			cli.StageFlags(f, &o)
 		},
 	}

@@ -91,7 +91,7 @@ numbers its epochs from 1 on every run, is refused at its first barrier (exit 2)
 			f.StringVar(&cfg.Timestamp, "timestamp", "", "timestamp column (default: \"timestamp\" when present; none: the producer's clock)")
 			f.StringVar(&cfg.PreEpochTimestamp, "pre-epoch-timestamp", kafka.PreEpochFail, "a timestamp before 1970, which Kafka cannot store: fail (stop, naming the row) or now (no timestamp: the producer's clock)")
 			f.StringVar(&cfg.TransactionalID, "transactional-id", "", "one Kafka transaction per epoch under this id (exactly-once to read_committed consumers)")
-			f.DurationVar(&cfg.TransactionTimeout, "transaction-timeout", 0, "broker-side transaction timeout; an epoch must finish within it (default 60s)")
+			cli.DurationVar(f, &cfg.TransactionTimeout, "transaction-timeout", 0, "broker-side transaction timeout; an epoch must finish within it (default 60s)")
 			cli.StageFlags(f, &o)
 		},
 	}

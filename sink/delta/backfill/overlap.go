@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/internal/duration"
 )
 
 // extremum tracks the minimum or maximum of a column across batches. Timestamps are kept in
@@ -131,28 +132,11 @@ type overlapSpec struct {
 	source string
 }
 
-// parseDuration accepts Go durations plus a "d" (day) suffix: 90m, 1h30m, 2d.
-func parseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if strings.HasSuffix(s, "d") {
-		n, err := strconv.ParseFloat(strings.TrimSuffix(s, "d"), 64)
-		if err != nil {
-			return 0, fmt.Errorf("%q is not a duration (e.g. 90m, 1h, 2d)", s)
-		}
-		return time.Duration(n * float64(24*time.Hour)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (e.g. 90m, 1h, 2d)", s)
-	}
-	return d, nil
-}
-
 func parseOverlap(kind colKind, s string) (overlapSpec, error) {
 	o := overlapSpec{kind: kind, source: s}
 	switch kind {
 	case kindTimestamp, kindDate:
-		d, err := parseDuration(s)
+		d, err := duration.Parse(s)
 		if err != nil {
 			return o, err
 		}
