@@ -26,7 +26,7 @@ S3E2E_FAULT_ROWS ?= 50000
 .PHONY: build test unit e2e chaos peers fuzz lint demo bench docs clean
 
 build:
-	$(GO) build -o $(BIN) ./cmd/streamkit
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/streamkit
 
 # The main job on bundled real flights, run twice (needs only Go): see scripts/demo.sh.
 demo: build

@@ -29,7 +29,7 @@ func TestExamples(t *testing.T) {
 				continue
 			}
 			t.Run(strings.ReplaceAll(sub.CommandPath(), " ", "_"), func(t *testing.T) {
-				if sub.Runnable() && strings.TrimSpace(sub.Example) == "" {
+				if sub.Runnable() && !sub.HasSubCommands() && strings.TrimSpace(sub.Example) == "" {
 					t.Fatalf("%s has no Example", sub.CommandPath())
 				}
 				self := false
@@ -42,7 +42,7 @@ func TestExamples(t *testing.T) {
 						self = self || p == sub.CommandPath()
 					}
 				}
-				if sub.Runnable() && !self {
+				if sub.Runnable() && !sub.HasSubCommands() && !self {
 					t.Errorf("no example of %s runs %s itself", sub.CommandPath(), sub.CommandPath())
 				}
 			})

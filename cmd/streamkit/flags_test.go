@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/source/files"
+	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/tools/backfill"
 	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/tools/readfiles"
@@ -77,5 +81,43 @@ func TestDurationFlagsTakeDays(t *testing.T) {
 	walk(newRoot())
 	if n < 20 {
 		t.Fatalf("found %d duration flags, want the 20 or more the tools declare", n)
+	}
+}
+
+// TestVersion checks `streamkit --version`: the version, the commit and the Go version, one per
+// line, from the binary's build information.
+func TestVersion(t *testing.T) {
+	root := newRoot()
+	var out strings.Builder
+	root.SetOut(&out)
+	root.SetArgs([]string{"--version"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "streamkit ") || !strings.HasPrefix(lines[1], "commit ") || !strings.HasPrefix(lines[2], runtime.Version()+" ") {
+		t.Fatalf("--version printed %q", out.String())
+	}
+}
+
+// TestUnknownCommand checks that an unknown subcommand, of the root or of a group, is a usage
+// error on one line that suggests the command meant (cobra printed the root's suggestion over
+// four lines, and a group's help with exit 0).
+func TestUnknownCommand(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"windw", `unknown command "windw" for "streamkit" (did you mean window?)`},
+		{"nosuchtool", `unknown command "nosuchtool" for "streamkit"; see`},
+		{"delta vacum t", `unknown command "vacum" for "streamkit delta" (did you mean vacuum?)`},
+		{"window tumblin --size 5m", `unknown command "tumblin" for "streamkit window" (did you mean tumbling?)`},
+	} {
+		root := newRoot()
+		var out strings.Builder
+		root.SetOut(&out)
+		root.SetArgs(strings.Fields(tc.args))
+		err := root.Execute()
+		var usage *stage.UsageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || out.Len() > 0 {
+			t.Errorf("%s: error %v, stdout %q; want a one-line usage error with %q", tc.args, err, out.String(), tc.want)
+		}
 	}
 }

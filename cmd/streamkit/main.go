@@ -90,6 +90,15 @@ Environment:
 		},
 	}
 	root.SetFlagErrorFunc(cli.FlagError)
+	root.Version = version()
+	root.SetVersionTemplate("{{.Version}}")
+	// As every group's (cli.Command): an unknown subcommand is a usage error on one line,
+	// and the help is shown only without arguments.
+	root.Args = cli.GroupArgs
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	// A group runs (to check its arguments) but its usage stays "streamkit delta [command]",
+	// without a "[flags]" line of its own: cobra's template, with that one condition added.
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
 	cli.AddGlobalFlags(root)
 	for _, s := range specs() {
 		root.AddCommand(cli.Command(s))

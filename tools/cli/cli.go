@@ -99,9 +99,34 @@ func NoArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// FlagError wraps cobra's flag parsing errors as usage errors.
+// FlagError wraps cobra's flag parsing errors as usage errors. On a group of subcommands
+// (window, delta), a word before the bad flag is the subcommand that was meant: `window
+// tumblin --size 5m` names "tumblin" (GroupArgs), not --size.
 func FlagError(cmd *cobra.Command, err error) error {
+	if cmd.HasSubCommands() {
+		if args := cmd.Flags().Args(); len(args) > 0 {
+			return GroupArgs(cmd, args)
+		}
+	}
 	return stage.Usagef("%v; see '%s --help'", err, cmd.CommandPath())
+}
+
+// GroupArgs is the Args of a group of subcommands (the root, window, delta): any positional
+// argument is an unknown subcommand, a usage error that names it and, on the same line, the
+// subcommands it may be a misspelling of (cobra's SuggestionsFor: Levenshtein distance ≤ 2 or
+// a prefix).
+func GroupArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default, which it sets on the root only
+	}
+	hint := ""
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		hint = " (did you mean " + strings.Join(s, " or ") + "?)"
+	}
+	return stage.Usagef("unknown command %q for %q%s; see '%s --help'", args[0], cmd.CommandPath(), hint, cmd.CommandPath())
 }
 
 // KeyList splits a comma-separated list of column paths (a --key flag, keyby's KEY), with

@@ -69,5 +69,12 @@ func Command(s Spec) *cobra.Command {
 	for _, sub := range s.Commands {
 		cmd.AddCommand(Command(sub))
 	}
+	if s.Run == nil && len(s.Commands) > 0 {
+		// cobra shows the help of a group that cannot run and exits 0, whatever the
+		// arguments: `delta histroy t` printed help on stdout. A group runs its arguments'
+		// check (an unknown subcommand is a usage error) and shows its help only without any.
+		cmd.Args = GroupArgs
+		cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
 	return cmd
 }
