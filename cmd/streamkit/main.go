@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -28,6 +29,9 @@ func main() {
 	root := newRoot()
 	cmd, err := root.ExecuteContextC(context.Background())
 	stopProfile()
+	if stdoutClosed(err) {
+		err = nil // `streamkit delta history t | head -2`: the reader had what it wanted
+	}
 	var usage *stage.UsageError
 	if err != nil && !errors.As(err, &usage) && isCobraUsage(err) { // flag errors come wrapped already (cli.FlagError)
 		err = stage.Usagef("%v; see 'streamkit --help'", err)
@@ -37,6 +41,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "streamkit: %s\n", withTool(cmd, root, err))
 	}
 	os.Exit(code)
+}
+
+// stdoutClosed reports whether err is a write to our stdout that failed because its reader
+// went away (EPIPE), which is success, as for any Unix filter: the stages' run loops stop
+// quietly on it already, and this covers the commands that print text (delta history,
+// state-dump …). A broken pipe of anything else (a broker connection, a keyby child) stays
+// an error.
+func stdoutClosed(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Path == os.Stdout.Name() && errors.Is(pe.Err, syscall.EPIPE)
 }
 
 // withTool prefixes err with the tool that failed (in a pipeline several stages share stderr),
