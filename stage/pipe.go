@@ -18,6 +18,15 @@ import (
 // errQuiet ends a stage without an error: the downstream reader went away (EPIPE).
 var errQuiet = errors.New("downstream closed")
 
+// refuseTerminal is the usage error of a stage whose stdout, where it would write its binary
+// Arrow IPC stream, is a terminal (as gzip refuses to write compressed data there).
+func refuseTerminal(o *Options) error {
+	if !isTerminal(o.Stdout) {
+		return nil
+	}
+	return Usagef("%s writes a binary Arrow IPC stream, and stdout is a terminal: pipe it into a reader, e.g. streamkit %s … | streamkit print", o.Tool, o.Tool)
+}
+
 // isBrokenPipe reports whether err says the reader of our stdout went away.
 func isBrokenPipe(err error) bool {
 	return errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe)

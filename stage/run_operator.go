@@ -30,6 +30,9 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 	}
 	defer l.env.Dir.Close()
 
+	if isTerminal(o.Stdin) {
+		o.Log.Warn("waiting for an Arrow IPC stream on stdin, which is a terminal: pipe a streamkit source into this stage, e.g. streamkit read-files data.csv | streamkit " + o.Tool)
+	}
 	rd, err := l.restore(resolver)
 	if err != nil {
 		return err
@@ -44,6 +47,10 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 	l.upstream = codec.Info(in).Checkpoints
 
 	if out != nil {
+		if err := refuseTerminal(&o); err != nil {
+			rd.Release()
+			return err
+		}
 		l.startOutput(in, out)
 		defer func() {
 			if cerr := l.w.close(sig.aborted); err == nil && cerr != nil && cerr != errQuiet {

@@ -29,6 +29,9 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	if err := refuseTerminal(&o.Options); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sig := watchSignals(&o.Options, cancel)
