@@ -42,8 +42,16 @@ import (
 	"github.com/streamkit/streamkit/codec"
 )
 
-// AppendJSON appends the JSON of row i of a to dst (see the package doc).
-func AppendJSON(dst []byte, a arrow.Array, i int) []byte {
+// AppendJSON appends the JSON of row i of a to dst (see the package doc). A struct's null
+// fields are written as null.
+func AppendJSON(dst []byte, a arrow.Array, i int) []byte { return appendJSON(dst, a, i, false) }
+
+// AppendJSONOmitNull is AppendJSON leaving a struct's null fields out, as Spark's to_json and
+// JSON writer do by default (spark.sql.jsonGenerator.ignoreNullFields = true); nulls in arrays
+// and map values are kept, as there.
+func AppendJSONOmitNull(dst []byte, a arrow.Array, i int) []byte { return appendJSON(dst, a, i, true) }
+
+func appendJSON(dst []byte, a arrow.Array, i int, omitNull bool) []byte {
 	if a.IsNull(i) {
 		return append(dst, "null"...)
 	}
@@ -75,13 +83,18 @@ func AppendJSON(dst []byte, a arrow.Array, i int) []byte {
 	case *array.Struct:
 		st := a.DataType().(*arrow.StructType)
 		dst = append(dst, '{')
+		first := true
 		for f := 0; f < a.NumField(); f++ {
-			if f > 0 {
+			if omitNull && a.Field(f).IsNull(i) {
+				continue
+			}
+			if !first {
 				dst = append(dst, ',')
 			}
+			first = false
 			dst = rescue.AppendQuoted(dst, st.Field(f).Name)
 			dst = append(dst, ':')
-			dst = AppendJSON(dst, a.Field(f), i)
+			dst = appendJSON(dst, a.Field(f), i, omitNull)
 		}
 		return append(dst, '}')
 	case *array.Map:
@@ -100,7 +113,7 @@ func AppendJSON(dst []byte, a arrow.Array, i int) []byte {
 				dst = rescue.AppendQuoted(dst, string(k))
 			}
 			dst = append(dst, ':')
-			dst = AppendJSON(dst, items, j)
+			dst = appendJSON(dst, items, j, omitNull)
 		}
 		return append(dst, '}')
 	case array.ListLike:
@@ -111,13 +124,13 @@ func AppendJSON(dst []byte, a arrow.Array, i int) []byte {
 			if j > int(start) {
 				dst = append(dst, ',')
 			}
-			dst = AppendJSON(dst, vals, j)
+			dst = appendJSON(dst, vals, j, omitNull)
 		}
 		return append(dst, ']')
 	case *array.Dictionary:
-		return AppendJSON(dst, a.Dictionary(), a.GetValueIndex(i))
+		return appendJSON(dst, a.Dictionary(), a.GetValueIndex(i), omitNull)
 	case array.ExtensionArray:
-		return AppendJSON(dst, a.Storage(), i)
+		return appendJSON(dst, a.Storage(), i, omitNull)
 	}
 	if out, ok := appendScalar(dst, a, i); ok {
 		return out

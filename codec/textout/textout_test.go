@@ -2,6 +2,7 @@ package textout_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -200,5 +201,31 @@ func TestText(t *testing.T) {
 	}
 	if got := string(textout.AppendCSVField(nil, []byte("NULL"), false, "NULL")); got != `"NULL"` {
 		t.Errorf("the string NULL with --null-value NULL: %s, want \"NULL\"", got)
+	}
+}
+
+// TestAppendJSONOmitNull checks that AppendJSONOmitNull leaves a struct's null fields out at
+// every depth, as Spark's to_json does, and keeps nulls in arrays and map values.
+func TestAppendJSONOmitNull(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	inner := arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true})
+	typ := arrow.StructOf(
+		arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		arrow.Field{Name: "s", Type: inner, Nullable: true},
+		arrow.Field{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
+	)
+	arr, _, err := array.FromJSON(mem, typ, strings.NewReader(`[{"a": null, "s": {"x": null}, "l": [1, null]}, {"a": 1, "s": null, "l": null}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer arr.Release()
+	for i, want := range []string{`{"s":{},"l":[1,null]}`, `{"a":1}`} {
+		if got := string(textout.AppendJSONOmitNull(nil, arr, i)); got != want {
+			t.Errorf("row %d: %s, want %s", i, got, want)
+		}
+	}
+	if got, want := string(textout.AppendJSON(nil, arr, 1)), `{"a":1,"s":null,"l":null}`; got != want {
+		t.Errorf("AppendJSON row 1: %s, want %s", got, want)
 	}
 }

@@ -688,17 +688,24 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// rowJSON encodes row i as a JSON object of all columns (codec/textout, as Spark's to_json).
+// rowJSON encodes row i as a JSON object of its columns (codec/textout) as Spark's to_json
+// does: null fields, at the top and inside structs, are left out (ignoreNullFields), so a
+// row without rescued data carries no "_rescued_data":null.
 func (s *Sink) rowJSON(rec arrow.RecordBatch, i int) []byte {
 	b := make([]byte, 0, 64)
 	b = append(b, '{')
+	first := true
 	for c, col := range rec.Columns() {
-		if c > 0 {
+		if col.IsNull(i) {
+			continue
+		}
+		if !first {
 			b = append(b, ',')
 		}
+		first = false
 		b = append(b, s.cols.names[c]...)
 		b = append(b, ':')
-		b = textout.AppendJSON(b, col, i)
+		b = textout.AppendJSONOmitNull(b, col, i)
 	}
 	return append(b, '}')
 }

@@ -238,7 +238,7 @@ func eosCopy(t *testing.T, c *kafkatest.Cluster, out string) {
 func testValueJSON(t *testing.T, c *kafkatest.Cluster) {
 	in := c.Topic(t, "json-in", 1, nil)
 	out := c.Topic(t, "json-out", 1, nil)
-	c.Produce(t, rec(in, 0, []byte("k"), []byte("hello")))
+	c.Produce(t, rec(in, 0, []byte("k"), []byte("hello")), rec(in, 0, nil, []byte("no key")))
 	root := kafkatest.TempDir(t)
 	serr, oerr := pipe(t, source.Config{Conn: c.Conn, Topics: []string{in}, Until: "now", ValueFormat: "string"},
 		sink.Config{Conn: c.Conn, Topic: out, ValueFormat: sink.FormatJSON, Key: sink.None}, root, 0)
@@ -246,8 +246,12 @@ func testValueJSON(t *testing.T, c *kafkatest.Cluster) {
 		t.Fatal(serr, oerr)
 	}
 	got := c.Consume(t, out, false)
-	if len(got) != 1 || got[0].Key != nil {
+	if len(got) != 2 || got[0].Key != nil {
 		t.Fatalf("got %v", got)
+	}
+	// A null column is left out, as Spark's to_json does (ignoreNullFields).
+	if v := string(got[1].Value); strings.Contains(v, `"key"`) || strings.Contains(v, "null") || !strings.Contains(v, `"value":"no key"`) {
+		t.Errorf("row with a null key: %s, want no key field", v)
 	}
 	var m map[string]any
 	if err := json.Unmarshal(got[0].Value, &m); err != nil {

@@ -29,7 +29,8 @@ and string columns are written as their bytes, other types as JSON; --value-form
 the whole row as a JSON object, spelled as Spark's to_json writes it, so read-kafka
 --value-format json reads it back unchanged: NaN and infinities as "NaN", "Infinity" and
 "-Infinity" at every depth, timestamps as ISO 8601 with the fraction digits they need (nine
-for nanoseconds), timestamp_ntz without a zone, maps as objects.
+for nanoseconds), timestamp_ntz without a zone, maps as objects, and null fields left out
+(Spark's ignoreNullFields), so a row without rescued data has no "_rescued_data" member.
 
 Kafka timestamps are milliseconds since 1970 and cannot be negative (-1 means "none"): a
 timestamp before 1970 stops write-kafka naming the row, unless --pre-epoch-timestamp now
