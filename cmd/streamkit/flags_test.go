@@ -121,3 +121,26 @@ func TestUnknownCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagValueCompletion checks that shell completion offers the values of enumerated flags
+// (cli.Choices), for a tool's flag and a global one.
+func TestFlagValueCompletion(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"__complete", "print", "--format", ""}, "table\njson\ncsv\n:4\n"},
+		{[]string{"__complete", "read-kafka", "--on-data-loss", ""}, "fail\nearliest\nlatest\n:4\n"},
+		{[]string{"__complete", "write-delta", "t", "--mode", ""}, "append\noverwrite\n:4\n"},
+		{[]string{"__complete", "--progress", ""}, "auto\njson\noff\n:4\n"},
+	} {
+		root := newRoot()
+		var out strings.Builder
+		root.SetOut(&out)
+		root.SetErr(&strings.Builder{})
+		root.SetArgs(tc.args)
+		if err := root.Execute(); err != nil || out.String() != tc.want {
+			t.Errorf("%q: %v, %q; want %q", tc.args, err, out.String(), tc.want)
+		}
+	}
+}

@@ -28,13 +28,19 @@ type Globals struct {
 var G = Globals{LogLevel: "info", LogFormat: "text", Progress: stage.ProgressAuto, Stderr: os.Stderr}
 
 // AddGlobalFlags registers the persistent flags on root.
-func AddGlobalFlags(root *cobra.Command) { addGlobalFlags(root.PersistentFlags(), &G) }
+func AddGlobalFlags(root *cobra.Command) {
+	addGlobalFlags(root.PersistentFlags(), &G)
+	registerChoices(root, root.PersistentFlags())
+}
 
 // addGlobalFlags registers the global flags on pf, bound to g.
 func addGlobalFlags(pf *pflag.FlagSet, g *Globals) {
 	pf.StringVar(&g.LogLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
 	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.StringVar(&g.Progress, "progress", stage.ProgressAuto, "progress on stderr: auto (a status line on a terminal), json (JSON lines), off")
+	Choices(pf, "log-level", "debug", "info", "warn", "error")
+	Choices(pf, "log-format", "text", "json")
+	Choices(pf, "progress", stage.ProgressAuto, "json", "off")
 }
 
 // Setup validates the global flags and installs the logger; the root's PersistentPreRunE.

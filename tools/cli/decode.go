@@ -34,6 +34,7 @@ type DecodeFlags struct {
 func AddDecodeFlags(f *pflag.FlagSet, cfg *files.Config, prefix string) *DecodeFlags {
 	d := &DecodeFlags{cfg: cfg}
 	f.StringVar(&d.format, "format", "", prefix+"file format for every file: csv, tsv, json, parquet, avro, arrow or arrows (default: by extension)")
+	Choices(f, "format", "csv", "tsv", "json", "parquet", "avro", "arrow", "arrows")
 	f.StringVar(&d.schema, "schema", "", prefix+"schema: Spark DDL, or @file (or a file path that is not valid DDL) with DDL, a JSON Schema or an Avro schema (default: inferred)")
 	f.StringVar(&d.hints, "schema-hints", "", prefix+"pin inferred column types, as DDL with dot paths: 'amount decimal(10,2), user.id string'")
 	f.IntVar(&cfg.InferRows, "infer-rows", 10000, prefix+"records sampled to infer the schema")
@@ -45,6 +46,7 @@ func AddDecodeFlags(f *pflag.FlagSet, cfg *files.Config, prefix string) *DecodeF
 	f.StringVar(&d.comment, "comment", "", prefix+"CSV: lines starting with this character are skipped")
 	f.StringVar(&cfg.CSV.NullValue, "null-value", "", prefix+"CSV: the text of a null value (default: an empty field)")
 	f.StringVar(&d.mode, "mode", "permissive", prefix+"records that do not fit: permissive (rescue / bad records), dropmalformed (drop rows with mistyped fields), failfast (stop)")
+	Choices(f, "mode", "permissive", "dropmalformed", "failfast")
 	f.StringVar(&d.onSchemaMismatch, "on-schema-mismatch", "fail", prefix+"a Parquet/Avro/Arrow column whose type cannot be converted to the schema's at all: fail (naming file, column and types), or rescue (column null, values in _rescued_data)")
 	f.StringVar(&cfg.BadRecords, "bad-records", "", prefix+"append unparseable records to this NDJSON file (file, line, offset, reason, raw); default: log them")
 	f.BoolVar(&cfg.WithMetadata, "with-metadata", false, prefix+"add a _metadata struct column: file_path, file_name, file_size, file_modification_time, row_index, line, byte_offset")

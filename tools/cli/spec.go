@@ -60,6 +60,7 @@ func Command(s Spec) *cobra.Command {
 	}
 	if s.Flags != nil {
 		s.Flags(cmd.Flags())
+		registerChoices(cmd, cmd.Flags())
 	}
 	for _, name := range s.Required {
 		if err := cmd.MarkFlagRequired(name); err != nil {

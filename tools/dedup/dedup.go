@@ -571,6 +571,7 @@ the committed epoch, and a restart with another key or TTL is refused.`,
 			f.StringVar(&key, "key", "", "key columns, comma-separated dot paths (default: the declared key, else all columns)")
 			f.StringVar(&cfg.EventTime, "event-time", "", "event-time column for --ttl (timestamp, epoch integer with --time-unit, or RFC 3339 text)")
 			f.StringVar(&cfg.TimeUnit, "time-unit", "", "unit of an integer event-time column: s, ms, us or ns")
+			cli.Choices(f, "time-unit", "s", "ms", "us", "ns")
 			f.StringVar(&tz, "tz", "", "time zone of zone-less event times (e.g. UTC, America/New_York); never the machine's zone")
 			cli.DurationVar(f, &cfg.TTL, "ttl", 0, "forget a key once the watermark passes its first event time + TTL (0: never)")
 			cli.DurationVar(f, &cfg.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")

@@ -83,6 +83,7 @@ and endpoint from the cloud SDK's environment, never from the URL).`,
 		},
 		Flags: func(f *pflag.FlagSet) {
 			f.StringVar(&format, "format", "table", "output format: table or json")
+			cli.Choices(f, "format", "table", "json")
 			f.IntVar(&limit, "limit", 0, "show at most this many commits (0: all)")
 		},
 	}
@@ -198,6 +199,7 @@ AND, OR, NOT), with read-delta --where's syntax and SQL null semantics.`,
 			f.StringVar(&opts.Where, "where", "", "partition predicate selecting the partitions to compact (default: all)")
 			f.StringVar(&target, "target-file-size", "", "size to pack files up to, e.g. 256MiB (default: delta.targetFileSize, else 128MiB)")
 			f.StringVar(&opts.Compression, "compression", "snappy", "Parquet compression of the new files: snappy or zstd")
+			cli.Choices(f, "compression", "snappy", "zstd")
 			cli.UnsafeSingleWriterFlag(f, &unsafeSingleWriter)
 		},
 	}

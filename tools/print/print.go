@@ -53,6 +53,7 @@ checkpoint directory, so a restarted pipeline resumes after the last printed epo
 		},
 		Flags: func(f *pflag.FlagSet) {
 			f.StringVar(&cfg.Format, "format", print.FormatTable, "output format: table, json or csv")
+			cli.Choices(f, "format", "table", "json", "csv")
 			f.Int64Var(&cfg.Limit, "limit", 0, "stop after this many rows (0: no limit)")
 			f.BoolVar(&cfg.ShowControl, "show-control", false, "also print control batches (barriers, watermarks, end) in stream order")
 			f.StringVar(&cfg.NullValue, "null-value", "", "CSV: the text of a null value (default: an empty field; the empty string is written as \"\")")

@@ -105,6 +105,7 @@ Zone-less timestamps are read in --tz (default UTC), never in the machine's zone
 			cli.DurationVar(f, &cfg.PollInterval, "poll-interval", 5*time.Second, "--follow: how often to list the patterns")
 			cli.DurationVar(f, &cfg.StableAfter, "stable-after", 2*time.Second, "read a file only once it has not changed for this long (0: at once)")
 			f.StringVar(&fl.onRewrite, "on-rewrite", "skip", "a file that changes after it was read: skip (warn), reprocess (read it again) or fail")
+			cli.Choices(f, "on-rewrite", "skip", "reprocess", "fail")
 			f.IntVar(&cfg.MaxFilesPerEpoch, "max-files-per-epoch", 1000, "cut an epoch after this many files (0: no limit)")
 			f.StringVar(&fl.maxBytes, "max-bytes-per-epoch", "0", "cut an epoch once files of this total size were started (e.g. 512MiB; 0: no limit)")
 			cli.SourceFlags(f, &o)

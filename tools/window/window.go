@@ -480,6 +480,7 @@ func kindSpec(kind string) cli.Spec {
 			f.StringVar(&key, "key", "", "key columns, comma-separated dot paths (default: the declared key, else one global key)")
 			f.StringVar(&s.Time, "time", "", "event-time column: timestamp, epoch integer (with --time-unit) or RFC 3339 text")
 			f.StringVar(&s.TimeUnit, "time-unit", "", "unit of an integer event-time column: s, ms, us or ns")
+			cli.Choices(f, "time-unit", "s", "ms", "us", "ns")
 			f.StringVar(&s.TZ, "tz", "", "time zone for calendar alignment and zone-less times (e.g. America/Los_Angeles); never the machine's")
 			f.BoolVar(&s.ProcessingTime, "processing-time", false, "window on the wall clock instead of an event-time column")
 			cli.DurationVar(f, &s.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
@@ -489,6 +490,7 @@ func kindSpec(kind string) cli.Spec {
 			cli.DurationVar(f, &s.Lateness, "allowed-lateness", 0, "keep fired windows this long past their end; late rows emit late_update rows")
 			f.StringVar(&s.LateOutput, "late-output", "", "file for rows later than the allowed lateness (.arrow or .ndjson)")
 			f.StringVar(&s.Emit, "emit", "final", "final, or update: also emit early partial results every --every")
+			cli.Choices(f, "emit", "final", "update")
 			cli.DurationVar(f, &s.Every, "every", 0, "early-firing period (processing time) with --emit update")
 			cli.StageFlags(f, &o)
 		},

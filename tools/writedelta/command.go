@@ -121,10 +121,12 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 		Flags: func(f *pflag.FlagSet) {
 			f.StringVar(&cfg.Flow, "flow", "", "flow id: the txn appId of this writer's commits (default: generated once and kept in the checkpoint)")
 			f.StringVar(&cfg.Mode, "mode", delta.ModeAppend, "append, or overwrite: each epoch with rows replaces the table's contents")
+			cli.Choices(f, "mode", "append", "overwrite")
 			f.StringSliceVar(&cfg.PartitionBy, "partition-by", nil, "partition columns of a new table, comma-separated (Hive-style directories)")
 			f.BoolVar(&cfg.MergeSchema, "merge-schema", false, "add input columns the table lacks and relax NOT NULL columns (default: refuse with a schema diff)")
 			f.StringArrayVar(&props, "table-property", nil, "table property KEY=VALUE (repeatable), e.g. delta.checkpointInterval=20")
 			f.StringVar(&cfg.Compression, "compression", "snappy", "Parquet compression: snappy or zstd")
+			cli.Choices(f, "compression", "snappy", "zstd")
 			f.StringArrayVar(&with, "with", nil, "add a constant column COL=VALUE to every row (repeatable), e.g. record_source=stream")
 			f.StringVar(&target, "target-file-size", "", "roll data files at about this size, e.g. 64MiB (default: delta.targetFileSize, else 128MiB)")
 			f.IntVar(&cfg.Writers, "writers", 0, "parallel Parquet writers for epochs above 8 MiB, each with its own files (0, the default: CPUs, at most 4)")
