@@ -73,7 +73,7 @@ type Filter struct {
 // the position), reported before any input is read.
 func New(cfg Config) (*Filter, error) {
 	if _, err := expr.Parse(cfg.Predicate); err != nil {
-		return nil, stage.Usagef("filter: %v", err)
+		return nil, cli.Usage("filter", err)
 	}
 	if cfg.DroppedOutput != "" {
 		if err := sideoutput.Check("filter: --dropped-output", cfg.DroppedOutput); err != nil {
@@ -90,7 +90,7 @@ func (f *Filter) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arr
 	f.env = env
 	var err error
 	if f.prog, err = expr.CompilePredicate(f.cfg.Predicate, in, expr.Options{Mem: env.Mem, Now: env.Now}); err != nil {
-		return nil, stage.Usagef("filter: %v", err)
+		return nil, cli.Usage("filter", err)
 	}
 	f.pos = rowpos.New(in, rowpos.FirstEpoch(env.Committed, env.Dir != nil, codec.Info(in).Replayable))
 	if f.cfg.DroppedOutput == "" {

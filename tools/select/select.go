@@ -33,7 +33,7 @@ type Select struct {
 // under the position), reported before any input is read.
 func New(list string) (*Select, error) {
 	if _, err := expr.ParseSelect(list); err != nil {
-		return nil, stage.Usagef("select: %v", err)
+		return nil, cli.Usage("select", err)
 	}
 	return &Select{list: list}, nil
 }
@@ -46,7 +46,7 @@ func (s *Select) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arr
 	s.env = env
 	var err error
 	if s.proj, err = expr.CompileSelect(s.list, in, expr.Options{Mem: env.Mem, Now: env.Now}); err != nil {
-		return nil, stage.Usagef("select: %v", err)
+		return nil, cli.Usage("select", err)
 	}
 	s.pos = rowpos.New(in, rowpos.FirstEpoch(env.Committed, env.Dir != nil, codec.Info(in).Replayable))
 	out, notes := OutputSchema(in, s.proj)
@@ -54,7 +54,7 @@ func (s *Select) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arr
 		env.Log.Info("select: " + n)
 	}
 	if len(notes.Dropped) > 0 {
-		env.Log.Warn("select: " + strings.Join(notes.Dropped, "; ") + "; declare them again downstream if needed (keyby --key, --event-time)")
+		env.Log.Warn("select: " + strings.Join(notes.Dropped, "; ") + "; declare it again downstream where needed (keyby COLUMNS, --event-time)")
 	}
 	return out, nil
 }
@@ -91,7 +91,7 @@ func OutputSchema(in *arrow.Schema, p *expr.Projection) (*arrow.Schema, Notes) {
 		}
 		switch {
 		case len(lost) > 0:
-			notes.Dropped = append(notes.Dropped, fmt.Sprintf("the stream's key (streamkit.key=%s) is dropped: %s not in the output", strings.Join(info.Key, ","), strings.Join(lost, ", ")))
+			notes.Dropped = append(notes.Dropped, fmt.Sprintf("the stream's key (streamkit.key=%s) is no longer declared: %s not passed through", strings.Join(info.Key, ","), isAre(lost)))
 			info.Key = nil
 		case strings.Join(key, ",") != strings.Join(info.Key, ","):
 			notes.Renamed = append(notes.Renamed, fmt.Sprintf("the stream's key %s is now %s", strings.Join(info.Key, ","), strings.Join(key, ",")))
@@ -101,7 +101,7 @@ func OutputSchema(in *arrow.Schema, p *expr.Projection) (*arrow.Schema, Notes) {
 	if info.EventTime != "" {
 		switch t, ok := follow(in, p, info.EventTime); {
 		case !ok:
-			notes.Dropped = append(notes.Dropped, fmt.Sprintf("the event-time column (streamkit.event_time=%s) is dropped: it is not in the output", info.EventTime))
+			notes.Dropped = append(notes.Dropped, fmt.Sprintf("the event-time column (streamkit.event_time=%s) is no longer declared: it is not passed through", info.EventTime))
 			info.EventTime = ""
 		case t != info.EventTime:
 			notes.Renamed = append(notes.Renamed, fmt.Sprintf("the event-time column %s is now %s", info.EventTime, t))
@@ -140,6 +140,14 @@ func follow(in *arrow.Schema, p *expr.Projection, path string) (string, bool) {
 		}
 	}
 	return found, found != ""
+}
+
+// isAre lists names with "is" or "are".
+func isAre(names []string) string {
+	if len(names) == 1 {
+		return names[0] + " is"
+	}
+	return strings.Join(names, ", ") + " are"
 }
 
 func prefix(p, of []int) bool {
