@@ -5,6 +5,7 @@ import (
 	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/tools/dedup"
 	deltacmd "github.com/streamkit/streamkit/tools/delta"
+	"github.com/streamkit/streamkit/tools/expect"
 	"github.com/streamkit/streamkit/tools/generate"
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
@@ -24,6 +25,7 @@ func specs() []cli.Spec {
 		backfill.CommandSpec(),
 		dedup.CommandSpec(),
 		deltacmd.CommandSpec(),
+		expect.CommandSpec(),
 		generate.CommandSpec(),
 		keyby.CommandSpec(),
 		print.CommandSpec(),
