@@ -3,7 +3,6 @@ package expect
 import (
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -11,9 +10,6 @@ import (
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/tools/cli"
 )
-
-// rowPos names the source positions of rec's rows for messages.
-func rowPos(rec arrow.RecordBatch) expr.RowPos { return nil }
 
 // Command returns the cobra command of `streamkit expect`.
 func Command() *cobra.Command { return cli.Command(CommandSpec()) }

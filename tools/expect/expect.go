@@ -41,6 +41,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/codec/rowpos"
 	"github.com/streamkit/streamkit/expr"
 	"github.com/streamkit/streamkit/sink/sideoutput"
 	"github.com/streamkit/streamkit/stage"
@@ -74,6 +75,7 @@ type Expect struct {
 	last                  atomic.Pointer[epochReport] // the last completed epoch's counts
 	store                 *state.Store[value]
 	next                  uint64 // the epoch the rows being processed belong to; 0 unknown
+	rows                  *rowpos.Tracker
 
 	fails   [][]bool // per expectation: the rows of the batch that violate it
 	keep    []bool   // the rows no drop expectation drops
@@ -139,12 +141,10 @@ func (x *Expect) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arr
 		x.progs[i] = p
 	}
 	var ex extra
-	if !codec.Info(in).Replayable {
-		x.next = 1 // the source numbers its epochs from 1 (docs/protocol.md §4)
-	}
+	x.next = rowpos.FirstEpoch(env.Committed, env.Dir != nil, codec.Info(in).Replayable)
+	x.rows = rowpos.New(in, x.next)
 	if env.Dir != nil {
 		env.MarkStateful()
-		x.next = env.Committed + 1
 		if env.Committed > 0 {
 			man, err := x.store.Restore(env.Mem, env.Dir.Path, env.Committed)
 			if err != nil {
@@ -202,7 +202,7 @@ func (x *Expect) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.
 	if n == 0 {
 		return nil
 	}
-	pos := rowPos(rec)
+	pos := x.rows.Batch(rec)
 	anyDrop := false
 	x.keep = growBools(x.keep, n)
 	for r := range x.keep {
@@ -359,6 +359,7 @@ func (x *Expect) Barrier(_ context.Context, n uint64, _ stage.Emit) error {
 	x.epochDropped.Store(0)
 	x.last.Store(rep)
 	x.next = n + 1
+	x.rows.Barrier(n)
 	ex := extra{DroppedRecords: x.dropped.Load(), Epoch: &rep.DataQuality}
 	if x.side != nil {
 		if err := x.side.Sync(); err != nil {
