@@ -38,8 +38,9 @@ counts passed + failed = the rows read.
 
 --expect-or-fail exits 1 at the first violating row, naming the expectation, the row's source
 position and the values of the columns the predicate references. It stops before the epoch's
-barrier, so nothing of that epoch reaches the sink (write-delta commits nothing of it); the
-epochs before it are committed as usual.
+barrier, so nothing of that epoch reaches the sink (write-delta commits nothing of it); an
+earlier epoch that the sink was still committing when the stream broke off is replayed by the
+next run.
 
 Per epoch and since the first epoch, each expectation's passed_records and failed_records (and
 the dropped_records of the stage) are counted with the names of Lakeflow's event log
