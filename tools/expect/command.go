@@ -48,7 +48,9 @@ the dropped_records of the stage) are counted with the names of Lakeflow's event
 data_quality), and kept in the checkpoint: a restart after a crash continues from the committed
 epoch, so the counts are exactly those of an uninterrupted run. state-dump DIR/expect shows
 each retained epoch's counts; state-dump DIR --stage expect the totals, one row per
-expectation. A restart with other expectations is refused.
+expectation. A restart with other expectations is refused. Without a checkpoint the counts
+start at 0 on every run. Dropped rows count as set aside for --max-bad-ratio (and the warning
+when most rows of an epoch were).
 
 --dropped-output FILE keeps the dropped rows, with a last column _failed_expectations (the
 names of the --expect-or-drop expectations each row failed): an Arrow IPC stream (.arrow) or

@@ -193,7 +193,7 @@ func TestCountsEqualDuckDBPerEpoch(t *testing.T) {
 	files := writeInput(t, dir, 8, 500, 7)
 	want := duckDB(t, files)
 	script := `export STREAMKIT_CHECKPOINT=ck; "$SK" read-files --stable-after 0 --max-files-per-epoch 1 --schema '` + testSchema + `' 'in/*.csv' |
-		"$SK" expect` + expectArgs() + ` | "$SK" print --format csv > out.csv`
+		"$SK" expect --progress json` + expectArgs() + ` 2> progress.jsonl | "$SK" print --format csv > out.csv`
 	if _, stderr, code := peertest.Pipeline(t, dir, nil, script); code != 0 {
 		t.Fatalf("pipeline: exit %d: %s", code, stderr)
 	}
@@ -212,6 +212,26 @@ func TestCountsEqualDuckDBPerEpoch(t *testing.T) {
 		t.Fatal("no totals")
 	}
 	checkCounts(t, "total", s.Total.DataQuality, total)
+	// The last --progress=json line (final) carries the totals as data_quality.
+	prog, err := os.ReadFile(filepath.Join(dir, "progress.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last struct {
+		Final       bool        `json:"final"`
+		DataQuality DataQuality `json:"data_quality"`
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(prog)), "\n") {
+		if strings.HasPrefix(l, "{") {
+			if err := json.Unmarshal([]byte(l), &last); err != nil {
+				t.Fatalf("progress line %s: %v", l, err)
+			}
+		}
+	}
+	if !last.Final {
+		t.Fatalf("no final progress line in\n%s", prog)
+	}
+	checkCounts(t, "final progress line", last.DataQuality, total)
 	out, err := os.ReadFile(filepath.Join(dir, "out.csv"))
 	if err != nil {
 		t.Fatal(err)
