@@ -30,7 +30,10 @@ package expect
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -176,7 +179,15 @@ func (x *Expect) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arr
 	return in, nil
 }
 
-// openSide opens (or, restarting from a committed epoch, resumes) the --dropped-output file.
+// sideStartFile is the file in the stage's checkpoint directory that records the size the
+// --dropped-output file had when this checkpoint first wrote to it, so that a restart before
+// any epoch committed cuts off what the crashed run appended (an epoch's manifest records the
+// size from its commit on).
+const sideStartFile = "dropped-output-start.json"
+
+// openSide opens (or, restarting from a checkpoint, resumes) the --dropped-output file: at the
+// size recorded with the committed epoch, else at the size recorded when this checkpoint first
+// opened it, so that it holds each dropped row of the committed epochs exactly once.
 func (x *Expect) openSide(in *arrow.Schema, rec *droppedFile) error {
 	const flag = "expect: --dropped-output"
 	p, err := filepath.Abs(sideoutput.Path(x.cfg.DroppedOutput, x.env.Shard.Name()))
@@ -187,6 +198,25 @@ func (x *Expect) openSide(in *arrow.Schema, rec *droppedFile) error {
 	fields := append(append([]arrow.Field(nil), in.Fields()...), arrow.Field{Name: ColFailed, Type: arrow.ListOf(arrow.BinaryTypes.String)})
 	md := in.Metadata()
 	x.sideIn = arrow.NewSchema(fields, &md)
+	if x.env.Dir != nil && (rec == nil || rec.Path != p) {
+		var start droppedFile
+		err := state.ReadJSONAt(x.env.Dir.Store(), sideStartFile, &start)
+		switch {
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%s: %w", flag, err)
+		case err == nil && start.Path == p:
+			rec = &start
+		default:
+			start = droppedFile{Path: p}
+			if fi, err := os.Stat(p); err == nil {
+				start.Size = fi.Size()
+			}
+			if err := state.WriteJSONAt(x.env.Dir.Store(), sideStartFile, start); err != nil {
+				return fmt.Errorf("%s: %w", flag, err)
+			}
+			rec = nil // a new file, or one to append to
+		}
+	}
 	if rec != nil && rec.Path == p {
 		x.side, err = sideoutput.Resume(flag, p, x.sideIn, x.env.Mem, rec.Size)
 	} else {
