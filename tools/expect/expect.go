@@ -30,10 +30,7 @@ package expect
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -179,16 +176,15 @@ func (x *Expect) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arr
 	return in, nil
 }
 
-// sideStartFile is the file in the stage's checkpoint directory that records the size the
-// --dropped-output file had when this checkpoint first wrote to it, so that a restart before
-// any epoch committed cuts off what the crashed run appended (an epoch's manifest records the
-// size from its commit on).
+// sideStartFile is the file in the stage's checkpoint directory where sideoutput.FirstMark
+// records the size the --dropped-output file had when this checkpoint first wrote to it.
 const sideStartFile = "dropped-output-start.json"
 
 // openSide opens (or, restarting from a checkpoint, resumes) the --dropped-output file: at the
-// size recorded with the committed epoch, else at the size recorded when this checkpoint first
-// opened it, so that it holds each dropped row of the committed epochs exactly once.
-func (x *Expect) openSide(in *arrow.Schema, rec *droppedFile) error {
+// mark recorded with the committed epoch, else at the size it had when this checkpoint first
+// opened it (sideoutput.FirstMark), so that it holds each dropped row of the committed epochs
+// exactly once.
+func (x *Expect) openSide(in *arrow.Schema, mark *sideoutput.Mark) error {
 	const flag = "expect: --dropped-output"
 	p, err := filepath.Abs(sideoutput.Path(x.cfg.DroppedOutput, x.env.Shard.Name()))
 	if err != nil {
@@ -198,30 +194,12 @@ func (x *Expect) openSide(in *arrow.Schema, rec *droppedFile) error {
 	fields := append(append([]arrow.Field(nil), in.Fields()...), arrow.Field{Name: ColFailed, Type: arrow.ListOf(arrow.BinaryTypes.String)})
 	md := in.Metadata()
 	x.sideIn = arrow.NewSchema(fields, &md)
-	if x.env.Dir != nil && (rec == nil || rec.Path != p) {
-		var start droppedFile
-		err := state.ReadJSONAt(x.env.Dir.Store(), sideStartFile, &start)
-		switch {
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
+	if x.env.Dir != nil && (mark == nil || mark.Path != p) {
+		if mark, err = sideoutput.FirstMark(x.env.Dir.Store(), sideStartFile, p); err != nil {
 			return fmt.Errorf("%s: %w", flag, err)
-		case err == nil && start.Path == p:
-			rec = &start
-		default:
-			start = droppedFile{Path: p}
-			if fi, err := os.Stat(p); err == nil {
-				start.Size = fi.Size()
-			}
-			if err := state.WriteJSONAt(x.env.Dir.Store(), sideStartFile, start); err != nil {
-				return fmt.Errorf("%s: %w", flag, err)
-			}
-			rec = nil // a new file, or one to append to
 		}
 	}
-	if rec != nil && rec.Path == p {
-		x.side, err = sideoutput.Resume(flag, p, x.sideIn, x.env.Mem, rec.Size)
-	} else {
-		x.side, err = sideoutput.Open(flag, p, x.sideIn, x.env.Mem)
-	}
+	x.side, err = sideoutput.OpenAt(flag, p, x.sideIn, x.env.Mem, mark)
 	return err
 }
 
@@ -392,14 +370,11 @@ func (x *Expect) Barrier(_ context.Context, n uint64, _ stage.Emit) error {
 	x.rows.Barrier(n)
 	ex := extra{DroppedRecords: x.dropped.Load(), Epoch: &rep.DataQuality}
 	if x.side != nil {
-		if err := x.side.Sync(); err != nil {
-			return fmt.Errorf("expect: --dropped-output: %w", err)
-		}
-		size, err := x.side.Size()
+		m, err := x.side.Mark(x.sidePth)
 		if err != nil {
 			return fmt.Errorf("expect: --dropped-output: %w", err)
 		}
-		ex.Dropped = &droppedFile{Path: x.sidePth, Size: size}
+		ex.Dropped = m
 	}
 	if x.env.Dir == nil {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/streamkit/streamkit/expr"
+	"github.com/streamkit/streamkit/sink/sideoutput"
 )
 
 // DataQuality is the counts of a stage's expectations, as Lakeflow's event log records them in
@@ -41,14 +42,9 @@ type epochReport struct {
 // extra is what expect keeps in each epoch manifest besides the keyed counters: the epoch's
 // own counts, the total of dropped rows and the --dropped-output file.
 type extra struct {
-	DroppedRecords int64        `json:"dropped_records"`
-	Epoch          *DataQuality `json:"epoch_data_quality,omitempty"`
-	Dropped        *droppedFile `json:"dropped_output,omitempty"`
-}
-
-type droppedFile struct {
-	Path string `json:"path"` // absolute
-	Size int64  `json:"size"` // bytes
+	DroppedRecords int64            `json:"dropped_records"`
+	Epoch          *DataQuality     `json:"epoch_data_quality,omitempty"`
+	Dropped        *sideoutput.Mark `json:"dropped_output,omitempty"`
 }
 
 // report returns the counts since the first epoch, or those of the epoch being processed.
