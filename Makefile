@@ -22,6 +22,8 @@ S3E2E_FILES      ?= 1000
 S3E2E_FILE_ROWS  ?= 1000
 S3E2E_KILLS      ?= 100
 S3E2E_FAULT_ROWS ?= 50000
+# make chaos: kill -9s of expect's restart test (tools/expect/kill_test.go; make test: 4).
+EXPECT_KILLS     ?= 40
 
 .PHONY: build test unit e2e chaos peers fuzz lint demo bench docs clean
 
@@ -67,6 +69,7 @@ e2e:
 # concurrent writers with delta optimize, the kill -9 chaos run with checkpoints on s3://, the
 # fault-proxy run, two owners, refusals and the Spark/delta-rs/DuckDB readers, against the
 # S3-compatible server of scripts/s3.sh (started when it is not running, and stopped again).
+# Then expect's kill -9 restart test with EXPECT_KILLS kills.
 chaos:
 	scripts/peers.sh python spark s3
 	@started=; scripts/s3.sh status >/dev/null 2>&1 || { scripts/s3.sh start >/dev/null && started=1; }; \
@@ -76,7 +79,9 @@ chaos:
 	  STREAMKIT_S3E2E_KILLS=$(S3E2E_KILLS) STREAMKIT_S3E2E_FAULT_ROWS=$(S3E2E_FAULT_ROWS) \
 	  STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python \
 	  $(GO) test -count=1 -timeout 60m -v -run '^TestS3' ./e2e; \
-	  rc=$$?; [ -z "$$started" ] || scripts/s3.sh stop; exit $$rc
+	  rc=$$?; [ -z "$$started" ] || scripts/s3.sh stop; if [ $$rc -ne 0 ]; then exit $$rc; fi; \
+	STREAMKIT_EXPECT_KILLS=$(EXPECT_KILLS) STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python \
+	  $(GO) test -count=1 -timeout 30m -v -run '^TestKillRestartCountsExact$$' ./tools/expect
 
 # Side-by-side benchmarks (issue #11): streamkit vs Spark Structured Streaming, kcat | delta-rs
 # and Flink on the same data and cores, W1 also with the tables on the S3 test server, written to

@@ -146,6 +146,10 @@ func AppendRows(dst []byte, ends []int, cols []KeyColumn, n int) ([]byte, []int)
 // column (window state appends count-window slice numbers to keys this way).
 func AppendKeyInt(dst []byte, v int64) []byte { return appendU64(dst, tagInt, uint64(v)) }
 
+// AppendKeyString appends v as a string key part, as AppendRow encodes a value of a string
+// column (expect keys its counters by expectation name this way).
+func AppendKeyString(dst []byte, v string) []byte { return appendBytes(dst, tagString, []byte(v)) }
+
 // AppendKeyTimestamp appends v, a timestamp in unit, as a timestamp key part, as AppendRow
 // encodes a value of a timestamp column (window state appends window bounds to keys this way).
 func AppendKeyTimestamp(dst []byte, unit arrow.TimeUnit, v int64) []byte {

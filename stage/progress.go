@@ -84,7 +84,11 @@ type Snapshot struct {
 	Lag        *int64    `json:"lag,omitempty"`
 	StateKeys  *int64    `json:"state_keys,omitempty"`
 	BadRecords int64     `json:"bad_records"`
-	Final      bool      `json:"final,omitempty"`
+	// DataQuality is a stage's expectation counters (Stats.SetDataQuality), absent otherwise.
+	DataQuality any  `json:"data_quality,omitempty"`
+	Final       bool `json:"final,omitempty"`
+
+	qualityText string // DataQuality's status-line text
 }
 
 func (p *progress) snapshot(final bool) Snapshot {
@@ -111,6 +115,10 @@ func (p *progress) snapshot(final bool) Snapshot {
 	}
 	if v := p.stats.StateKeys.Load(); v >= 0 {
 		s.StateKeys = &v
+	}
+	if q := p.stats.dataQuality(); q != nil {
+		s.DataQuality = q.ProgressJSON()
+		s.qualityText = q.ProgressText()
 	}
 	return s
 }
@@ -139,6 +147,9 @@ func (p *progress) report(final bool) {
 	}
 	if s.BadRecords > 0 {
 		parts = append(parts, fmt.Sprintf("bad %d", s.BadRecords))
+	}
+	if s.qualityText != "" {
+		parts = append(parts, s.qualityText)
 	}
 	line := strings.Join(parts, p.styles.Render(" │ "))
 	end := ""

@@ -28,10 +28,13 @@ const (
 	DroppedLateRow
 	// RejectedRow: a sink could not write the row.
 	RejectedRow
+	// ExpectDroppedRow: expect, a row that violated an --expect-or-drop expectation
+	// (--dropped-output).
+	ExpectDroppedRow
 	numRejectKinds
 )
 
-var rejectNames = [numRejectKinds]string{"bad_records", "rescued_rows", "late_rows", "bad_time_rows", "dropped_late_rows", "rejected_rows"}
+var rejectNames = [numRejectKinds]string{"bad_records", "rescued_rows", "late_rows", "bad_time_rows", "dropped_late_rows", "rejected_rows", "expectation_dropped_rows"}
 
 // String is the kind's name in messages and logs ("late_rows").
 func (k RejectKind) String() string { return rejectNames[k] }

@@ -18,6 +18,32 @@ type Stats struct {
 	BadRecords atomic.Int64  // records set aside: bad records, _rescued_data, late rows (see Reject)
 
 	rejects [numRejectKinds]atomic.Int64 // BadRecords by kind (Reject)
+
+	quality atomic.Pointer[qualityReporter] // SetDataQuality; nil: the stage checks no expectations
+}
+
+// DataQuality is what a stage that checks data-quality expectations (expect) reports in its
+// progress: Lakeflow's flow_progress.data_quality. Its methods are called from the progress
+// reporter's goroutine, so they must be safe for concurrent use with the stage's own.
+type DataQuality interface {
+	// ProgressJSON returns the counters as a JSON-marshalable value; --progress=json prints
+	// it as the member "data_quality" of each line.
+	ProgressJSON() any
+	// ProgressText is the counters for the status line, short ("failed valid_id 3, …").
+	ProgressText() string
+}
+
+type qualityReporter struct{ q DataQuality }
+
+// SetDataQuality makes the progress reports include q (call it from Open).
+func (s *Stats) SetDataQuality(q DataQuality) { s.quality.Store(&qualityReporter{q}) }
+
+// dataQuality returns what SetDataQuality set, nil when nothing.
+func (s *Stats) dataQuality() DataQuality {
+	if r := s.quality.Load(); r != nil {
+		return r.q
+	}
+	return nil
 }
 
 func newStats() *Stats {

@@ -5,6 +5,7 @@ import (
 	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/tools/dedup"
 	deltacmd "github.com/streamkit/streamkit/tools/delta"
+	"github.com/streamkit/streamkit/tools/expect"
 	"github.com/streamkit/streamkit/tools/filter"
 	"github.com/streamkit/streamkit/tools/generate"
 	"github.com/streamkit/streamkit/tools/keyby"
@@ -26,6 +27,7 @@ func specs() []cli.Spec {
 		backfill.CommandSpec(),
 		dedup.CommandSpec(),
 		deltacmd.CommandSpec(),
+		expect.CommandSpec(),
 		filter.CommandSpec(),
 		generate.CommandSpec(),
 		keyby.CommandSpec(),

@@ -174,6 +174,11 @@ writes, so it is safe on a running pipeline, and it reads only epochs whose file
 the keys added, removed and changed from epoch A to B; --expiring D keeps the keys that a TTL
 (dedup) or the allowed lateness (window) will expire within D of the current watermark.
 
+An expect stage's summary adds each retained epoch's passed_records and failed_records per
+expectation and its dropped_records, and the totals as of the committed epoch (--format json:
+data_quality_epochs, data_quality_total, with the names of Lakeflow's event log); its rows
+(--stage) are the totals, one per expectation.
+
 A window stage's rows are its open windows: window_start, window_end, the partial aggregates'
 accumulators, and fired (the window was emitted and is kept for late rows). At end=final every
 window with fired=false is emitted with these aggregates.

@@ -200,10 +200,25 @@ func summary(cfg Config, path string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("state-dump: %w", err)
 	}
+	var quality *expectQuality
+	if s.Meta != nil && s.Meta.Tool == "expect" {
+		q, err := expectQualityOf(cfg, path, s)
+		if err != nil {
+			return err
+		}
+		quality = &q
+	}
 	if cfg.Format == FormatJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(s); err != nil {
+		var doc any = s
+		if quality != nil {
+			doc = struct {
+				*state.Summary
+				*expectQuality
+			}{s, quality}
+		}
+		if err := enc.Encode(doc); err != nil {
 			return err
 		}
 		if len(s.Errors) > 0 {
@@ -260,6 +275,9 @@ func summary(cfg Config, path string, out io.Writer) error {
 	}
 	if snapshots {
 		fmt.Fprintln(out, style.dim.Render("  (* = full snapshot)"))
+	}
+	if quality != nil {
+		printExpectQuality(out, style, *quality)
 	}
 	for _, e := range s.Errors {
 		if !shown[e] {
