@@ -6,6 +6,9 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/storage"
 )
@@ -36,3 +39,24 @@ func FirstMark(st storage.Store, name, path string) (*Mark, error) {
 	}
 	return nil, nil
 }
+
+// Reopen opens the side output at path (absolute) for an operator restored to its committed
+// epoch: at mark, the side output's mark recorded with that epoch, or, when the epoch
+// recorded none for this file and the operator keeps a checkpoint (ckpt, its directory's
+// store; nil without one), at the size the file had when this checkpoint first opened it
+// (FirstMark under the checkpoint file name), so that the file holds each set-aside row of
+// the committed epochs exactly once however often the operator crashed before a commit.
+// Errors are those of FirstMark and OpenAt, prefixed with flag.
+func Reopen(flag, path string, s *arrow.Schema, mem memory.Allocator, ckpt storage.Store, name string, mark *Mark) (*File, error) {
+	if ckpt != nil && (mark == nil || mark.Path != path) {
+		var err error
+		if mark, err = FirstMark(ckpt, name, path); err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	return OpenAt(flag, path, s, mem, mark)
+}
+
+// StartFile is the checkpoint file name under which the --dropped-output of dedup, filter and
+// expect records where the file started (Reopen).
+const StartFile = "dropped-output-start.json"

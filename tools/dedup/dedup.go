@@ -23,6 +23,7 @@ import (
 	"github.com/streamkit/streamkit/sink/sideoutput"
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
+	"github.com/streamkit/streamkit/storage"
 	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/window"
 )
@@ -218,7 +219,11 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 		if d.sidePath, err = filepath.Abs(sideoutput.Path(d.cfg.DroppedOutput, env.Shard.Name())); err != nil {
 			return nil, fmt.Errorf("dedup: --dropped-output: %w", err)
 		}
-		if d.side, err = sideoutput.OpenAt("dedup: --dropped-output", d.sidePath, in, env.Mem, x.Dropped); err != nil {
+		var ckpt storage.Store
+		if env.Dir != nil {
+			ckpt = env.Dir.Store()
+		}
+		if d.side, err = sideoutput.Reopen("dedup: --dropped-output", d.sidePath, in, env.Mem, ckpt, sideoutput.StartFile, x.Dropped); err != nil {
 			return nil, err
 		}
 		d.dropMask = array.NewBooleanBuilder(env.Mem)

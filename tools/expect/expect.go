@@ -46,6 +46,7 @@ import (
 	"github.com/streamkit/streamkit/sink/sideoutput"
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // Config are expect's options.
@@ -176,10 +177,6 @@ func (x *Expect) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arr
 	return in, nil
 }
 
-// sideStartFile is the file in the stage's checkpoint directory where sideoutput.FirstMark
-// records the size the --dropped-output file had when this checkpoint first wrote to it.
-const sideStartFile = "dropped-output-start.json"
-
 // openSide opens (or, restarting from a checkpoint, resumes) the --dropped-output file: at the
 // mark recorded with the committed epoch, else at the size it had when this checkpoint first
 // opened it (sideoutput.FirstMark), so that it holds each dropped row of the committed epochs
@@ -194,12 +191,11 @@ func (x *Expect) openSide(in *arrow.Schema, mark *sideoutput.Mark) error {
 	fields := append(append([]arrow.Field(nil), in.Fields()...), arrow.Field{Name: ColFailed, Type: arrow.ListOf(arrow.BinaryTypes.String)})
 	md := in.Metadata()
 	x.sideIn = arrow.NewSchema(fields, &md)
-	if x.env.Dir != nil && (mark == nil || mark.Path != p) {
-		if mark, err = sideoutput.FirstMark(x.env.Dir.Store(), sideStartFile, p); err != nil {
-			return fmt.Errorf("%s: %w", flag, err)
-		}
+	var ckpt storage.Store
+	if x.env.Dir != nil {
+		ckpt = x.env.Dir.Store()
 	}
-	x.side, err = sideoutput.OpenAt(flag, p, x.sideIn, x.env.Mem, mark)
+	x.side, err = sideoutput.Reopen(flag, p, x.sideIn, x.env.Mem, ckpt, sideoutput.StartFile, mark)
 	return err
 }
 

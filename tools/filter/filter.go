@@ -25,6 +25,7 @@ import (
 	"github.com/streamkit/streamkit/sink/sideoutput"
 	"github.com/streamkit/streamkit/stage"
 	"github.com/streamkit/streamkit/state"
+	"github.com/streamkit/streamkit/storage"
 	"github.com/streamkit/streamkit/tools/cli"
 )
 
@@ -113,7 +114,11 @@ func (f *Filter) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arr
 			}
 		}
 	}
-	if f.side, err = sideoutput.OpenAt("filter: --dropped-output", f.sidePath, in, env.Mem, x.Dropped); err != nil {
+	var ckpt storage.Store
+	if env.Dir != nil {
+		ckpt = env.Dir.Store()
+	}
+	if f.side, err = sideoutput.Reopen("filter: --dropped-output", f.sidePath, in, env.Mem, ckpt, sideoutput.StartFile, x.Dropped); err != nil {
 		return nil, err
 	}
 	f.dropBuf = memory.NewResizableBuffer(env.Mem)

@@ -245,3 +245,27 @@ func droppedIDs(t *testing.T, path string) string {
 	})
 	return strings.Join(out, " ")
 }
+
+// --dropped-output with a checkpoint, after runs that crashed before any epoch was committed
+// (the file already held rows of an earlier, unrelated run): the replayed epochs' dropped rows
+// are in the file once, after what it held before (sideoutput.Reopen).
+func TestDroppedOutputCrashBeforeFirstCommit(t *testing.T) {
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "ckpt")
+	side := filepath.Join(dir, "dropped.ndjson")
+	if err := os.WriteFile(side, []byte("{\"id\":7,\"name\":\"n7\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Predicate: "id > 2", DroppedOutput: side}
+	for run1 := 0; run1 < 2; run1++ { // epochs 1 and 2 run, none is committed
+		if _, _, err := run(t, cfg, ckpt, stream(t, "1 3", "|1", "2 4", "|2")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := run(t, cfg, ckpt, stream(t, "1 3", "|1", "2 4", "|2")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := droppedIDs(t, side), "7 1 2"; got != want {
+		t.Errorf("dropped rows %q, want %q (the earlier row, then each dropped row once)", got, want)
+	}
+}
