@@ -2,6 +2,7 @@ package window
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -192,6 +193,8 @@ type Manager struct {
 	freeSlots []int32
 	alive     int
 	created   int64 // next creation sequence number
+	// lateOutput is the late side output's position (Extra.LateOutput), opaque here.
+	lateOutput json.RawMessage
 
 	fireQ, purgeQ timerQueue
 

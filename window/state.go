@@ -139,13 +139,16 @@ type Extra struct {
 	// Partitions lists the encoded watermark partitions (Config.Partition) in index order, so
 	// a restore maps each partition to the same watermark slot.
 	Partitions [][]byte `json:"partitions,omitempty"`
+	// LateOutput is where the late side output stood at this epoch, as the tool that writes
+	// it recorded it (Manager.SetLateOutput; opaque here), so a restart resumes the file there.
+	LateOutput json.RawMessage `json:"late_output,omitempty"`
 }
 
 // Extra returns the scalar state to checkpoint with the state batches.
 func (m *Manager) Extra() Extra {
 	st := m.stats
 	x := Extra{Spec: m.Spec(), Watermark: m.wm.State(), Created: m.created, Records: st.Records, Late: st.Late,
-		BadTime: st.BadTime, OnTime: st.OnTime, LateUpdate: st.LateUpdate, Early: st.Early}
+		BadTime: st.BadTime, OnTime: st.OnTime, LateUpdate: st.LateUpdate, Early: st.Early, LateOutput: m.lateOutput}
 	if len(m.partIDs) > 0 {
 		x.Partitions = make([][]byte, len(m.partIDs))
 		for k, i := range m.partIDs {
@@ -176,10 +179,18 @@ func (m *Manager) RestoreExtra(x Extra) error {
 		m.registerDeclared() // restored as the watermark tracker has them; new ones wait
 	}
 	m.created = max(m.created, x.Created)
+	m.lateOutput = x.LateOutput
 	m.stats.Records, m.stats.Late, m.stats.BadTime = x.Records, x.Late, x.BadTime
 	m.stats.OnTime, m.stats.LateUpdate, m.stats.Early = x.OnTime, x.LateUpdate, x.Early
 	return nil
 }
+
+// SetLateOutput records where the late side output stands (JSON of the writer's choosing),
+// to be checkpointed with the next Extra.
+func (m *Manager) SetLateOutput(mark json.RawMessage) { m.lateOutput = mark }
+
+// LateOutput is the late side output's position restored by RestoreExtra (nil: none recorded).
+func (m *Manager) LateOutput() json.RawMessage { return m.lateOutput }
 
 // MarshalExtra is Extra as JSON.
 func (m *Manager) MarshalExtra() (json.RawMessage, error) { return json.Marshal(m.Extra()) }

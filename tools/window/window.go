@@ -6,7 +6,9 @@ package window
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/streamkit/streamkit/internal/duration"
 	"github.com/streamkit/streamkit/sink/sideoutput"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/storage"
 	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/window"
 	"github.com/streamkit/streamkit/window/checkpoint"
@@ -53,16 +56,18 @@ type Spec struct {
 
 // Op is the window operator.
 type Op struct {
-	spec    Spec
-	loc     *time.Location
-	asg     *window.Assigner
-	aggs    []window.AggCall
-	m       *window.Manager
-	st      *checkpoint.Store
-	env     *stage.Env
-	late    *sideoutput.File
-	lastOut int64
-	tick    time.Duration
+	spec Spec
+	loc  *time.Location
+	asg  *window.Assigner
+	aggs []window.AggCall
+	m    *window.Manager
+	st   *checkpoint.Store
+	env  *stage.Env
+	late *sideoutput.File
+	// latePath is the late side output's absolute path, the one its marks name.
+	latePath string
+	lastOut  int64
+	tick     time.Duration
 }
 
 // New validates the spec (usage errors name the flag).
@@ -229,7 +234,24 @@ func (o *Op) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.S
 		}
 	}
 	if o.spec.LateOutput != "" {
-		if o.late, err = sideoutput.Open("window: --late-output", sideoutput.Path(o.spec.LateOutput, env.Shard.Name()), in, env.Mem); err != nil {
+		// Resumed where the committed epoch left it, so a restart neither drops the late rows
+		// of committed epochs (an Arrow file was created anew) nor repeats those of replayed
+		// ones (JSON lines were appended to).
+		const flag = "window: --late-output"
+		if o.latePath, err = filepath.Abs(sideoutput.Path(o.spec.LateOutput, env.Shard.Name())); err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		var mark *sideoutput.Mark
+		if raw := m.LateOutput(); raw != nil {
+			if err := json.Unmarshal(raw, &mark); err != nil {
+				return nil, fmt.Errorf("%s: restore epoch %d: %w", flag, env.Committed, err)
+			}
+		}
+		var ckpt storage.Store
+		if env.Dir != nil {
+			ckpt = env.Dir.Store()
+		}
+		if o.late, err = sideoutput.Reopen(flag, o.latePath, in, env.Mem, ckpt, lateStartFile, mark); err != nil {
 			return nil, err
 		}
 	}
@@ -323,6 +345,10 @@ func (o *Op) OutputWatermark() (time.Time, bool) {
 // TickInterval is how often processing time is checked.
 func (o *Op) TickInterval() time.Duration { return o.tick }
 
+// lateStartFile is the checkpoint file where --late-output records the size the file had
+// when this checkpoint first opened it (sideoutput.Reopen).
+const lateStartFile = "late-output-start.json"
+
 // Tick advances processing time: idle inputs, heartbeat sessions, early firings.
 func (o *Op) Tick(_ context.Context, _ time.Time, emit stage.Emit) error {
 	o.m.OnProcessingTime()
@@ -332,9 +358,15 @@ func (o *Op) Tick(_ context.Context, _ time.Time, emit stage.Emit) error {
 // Barrier checkpoints the window state of epoch n and syncs the side output.
 func (o *Op) Barrier(_ context.Context, n uint64, _ stage.Emit) error {
 	if o.late != nil {
-		if err := o.late.Sync(); err != nil {
+		mark, err := o.late.Mark(o.latePath)
+		if err != nil {
 			return err
 		}
+		raw, err := json.Marshal(mark)
+		if err != nil {
+			return err
+		}
+		o.m.SetLateOutput(raw)
 	}
 	if o.env.Dir == nil {
 		return nil
