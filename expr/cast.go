@@ -415,6 +415,8 @@ func appendValue(b []byte, t Type, a arrow.Array, i int) []byte {
 		return b
 	case KInterval:
 		return append(b, time.Duration(i64s(a)[i]*1000).String()...)
+	case KArray, KStruct, KMap:
+		return appendNested(b, t, a, i)
 	}
 	return b
 }
