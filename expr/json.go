@@ -451,10 +451,23 @@ func (t *jtape) appendTo(ty Type, b array.Builder, k int32) {
 		mb := b.(*array.MapBuilder)
 		mb.Append(true)
 		kb, ib := mb.KeyBuilder().(*array.StringBuilder), mb.ItemBuilder()
-		for j := k + 1; j < tk.next; j = t.toks[j].next {
+		// a repeated key keeps its first place and takes its last value (Spark's LAST_WIN)
+		for j := k + 1; j < tk.next; j = t.toks[t.toks[j].next].next {
+			key := string(t.str(j))
+			v, dup := t.toks[j].next, false
+			for p := k + 1; p < j && !dup; p = t.toks[t.toks[p].next].next {
+				dup = string(t.str(p)) == key
+			}
+			if dup {
+				continue
+			}
+			for q := t.toks[v].next; q < tk.next; q = t.toks[t.toks[q].next].next {
+				if string(t.str(q)) == key {
+					v = t.toks[q].next
+				}
+			}
 			kb.BinaryBuilder.Append(t.str(j))
-			j = t.toks[j].next
-			t.appendTo(ty.Elem(), ib, j)
+			t.appendTo(ty.Elem(), ib, v)
 		}
 	default:
 		v, _ := t.leaf(ty, k)

@@ -1,0 +1,130 @@
+package expr
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func TestNestedTypeErrors(t *testing.T) {
+	rec := nestedTable(t)
+	defer rec.Release()
+	for _, c := range []struct{ src, want string }{
+		{"st.zz", "struct `st` has no field `zz`"},
+		{"array(1).a", "field access .a needs a struct, but the value is array<int>"},
+		{"named_struct('a', 1).b", "struct<a:int> has no field `b`"},
+		{"i[0]", "[] needs an array or a map, but column i (int)"},
+		{"arr['x']", "[]: the index must be an int, but an argument of type string"},
+		{"mp[1]", "[]: the key must be string, but an argument of type int"},
+		{"mp = mp", "=: cannot compare column mp (map<string,int>) with column mp (map<string,int>)"},
+		{"arr = sa", "=: cannot compare column arr (array<int>) with column sa (array<string>)"},
+		{"array_contains(arr, NULL)", "array_contains: argument 2 must be a value (not an untyped NULL)"},
+		{"array_contains(i, 1)", "array_contains: argument 1 must be an array, but column i (int)"},
+		{"size(s)", "size: argument 1 must be an array or a map, but column s (string)"},
+		{"from_json(js, s)", "from_json: argument 2 must be a constant DDL schema string, but column s (string)"},
+		{"from_json(js, 'a INT,')", "from_json: parse schema ddl"},
+		{"from_json(js, 'a INT', map('mode', 'DROPMALFORMED'))", "option mode = DROPMALFORMED is not supported"},
+		{"named_struct(s, 1)", "named_struct: argument 1 must be a constant string field name, but column s (string)"},
+		{"element_at(s, 1)", "element_at: argument 1 must be an array or a map, but column s (string)"},
+		{"map_keys(arr)", "map_keys: argument 1 must be a map, but column arr (array<int>)"},
+	} {
+		_, err := Compile(c.src, rec.Schema(), Options{})
+		var te *TypeError
+		if !errors.As(err, &te) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want a TypeError containing %q", c.src, err, c.want)
+		}
+	}
+}
+
+func TestNestedRuntimeErrors(t *testing.T) {
+	rec := nestedTable(t)
+	defer rec.Release()
+	pos := func(i int) string { return "in.json:" + string(rune('0'+i%10)) }
+	for _, c := range []struct {
+		src, class string
+		row        int
+	}{
+		{"arr[2]", "INVALID_ARRAY_INDEX", 1},
+		{"element_at(arr, 3)", "INVALID_ARRAY_INDEX_IN_ELEMENT_AT", 1},
+		{"element_at(arr, i)", "INVALID_INDEX_OF_ZERO", 0},
+		{"try_element_at(arr, i - i)", "INVALID_INDEX_OF_ZERO", 0},
+		{"map(s, 1)", "NULL_MAP_KEY", 2},
+		{"map('a,b', 1, coalesce(s, 'n'), 2)", "DUPLICATED_MAP_KEY", 10},
+		{"from_json(js, 'a INT', map('mode', 'FAILFAST'))", "MALFORMED_RECORD_IN_PARSING", 1},
+	} {
+		p, err := Compile(c.src, rec.Schema(), Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.src, err)
+		}
+		_, err = p.Eval(context.Background(), rec, pos)
+		var re *RuntimeError
+		if !errors.As(err, &re) || re.Class != c.class || re.Row != c.row || re.Pos != pos(c.row) {
+			t.Errorf("%s: got %v, want [%s] at row %d", c.src, err, c.class, c.row)
+		}
+	}
+	// only the rows a CASE branch takes count
+	p, err := Compile("CASE WHEN size(arr) > 2 THEN arr[2] END", rec.Schema(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.Eval(context.Background(), rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Release()
+}
+
+// A select passes nested columns through unchanged and computes nested columns; element
+// types narrower than the evaluated ones and non-nullable elements are read as usual.
+func TestNestedSelect(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	lt := arrow.ListOfField(arrow.Field{Name: "item", Type: arrow.PrimitiveTypes.Int8, Nullable: false})
+	schema := arrow.NewSchema([]arrow.Field{{Name: "l", Type: lt, Nullable: true}, {Name: "js", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	lb := b.Field(0).(*array.ListBuilder)
+	lb.Append(true)
+	lb.ValueBuilder().(*array.Int8Builder).AppendValues([]int8{1, 2}, nil)
+	lb.AppendNull()
+	b.Field(1).(*array.StringBuilder).AppendValues([]string{`{"a":{"b":[7]}}`, `{"a":null}`}, nil)
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	proj, err := CompileSelect("l, l[1] + 1 AS second, from_json(js, 'a STRUCT<b: ARRAY<INT>>') AS j, from_json(js, 'a STRUCT<b: ARRAY<INT>>').a.b[0] AS b0, CAST(l AS STRING) AS txt", schema, Options{Mem: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := proj.Eval(context.Background(), rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Release()
+	if !arrow.TypeEqual(out.Schema().Field(0).Type, lt) || out.Column(0) != rec.Column(0) {
+		t.Errorf("l is not passed through: %s", out.Schema().Field(0).Type)
+	}
+	if got, want := out.Schema().Field(2).Type.String(), "struct<a: struct<b: list<element: int32, nullable> nullable> nullable>"; got != want {
+		t.Errorf("j: got %s, want %s", got, want)
+	}
+	for k, want := range []string{"[[1 2] (null)]", "[3 (null)]", "", "[7 (null)]", `["[1, 2]" (null)]`} {
+		if want != "" && out.Column(k).String() != want {
+			t.Errorf("column %s: got %s, want %s", out.Schema().Field(k).Name, out.Column(k), want)
+		}
+	}
+}
+
+func TestNestedFunctionsDocumented(t *testing.T) {
+	have := map[string]Function{}
+	for _, f := range Functions() {
+		have[f.Name] = f
+	}
+	for _, n := range []string{"array", "struct", "named_struct", "map", "element_at", "try_element_at", "size", "cardinality", "array_contains", "map_keys", "map_values", "split", "from_json", "get_json_object"} {
+		if f, ok := have[n]; !ok || f.Sig == "" || f.Doc == "" {
+			t.Errorf("%s: not registered with a signature and a doc line: %+v", n, f)
+		}
+	}
+}
