@@ -306,6 +306,9 @@ func nestedCases() []gexpr {
 		add(fmt.Sprintf("get_json_object(js, '%s')", p), "")
 	}
 	add("get_json_object(js, s)", "")
+	for _, c := range []string{"st", "arr", "mp", "sa", "named_struct('x', sa, 'm', mp, 'n', CAST(NULL AS INT))", "from_json(js, 'a INT, c ARRAY<INT>, d STRUCT<e: DOUBLE>')", "array(named_struct('t', TIMESTAMP '2024-01-01 10:00:00.123456', 'd', DATE '2024-02-29'))"} {
+		add("to_json("+c+")", "")
+	}
 	// errors last (each failing Spark query is rerun in halves to find its expression)
 	add("arr[0]", "")
 	add("element_at(arr, 1)", "")

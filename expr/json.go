@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -739,4 +740,52 @@ func (t *jtape) eval(k int32, g *jgen, style int, path []jstep) bool {
 		return false
 	}
 	return false
+}
+
+// ---- to_json ----
+
+// jsonFormat is Spark's to_json with its default options: NULL struct fields left out, dates
+// yyyy-MM-dd, timestamps yyyy-MM-dd'T'HH:mm:ss.SSSXXX (UTC: Z), doubles as Java prints them
+// (NaN and the infinities as strings), decimals with their scale, map keys as strings.
+var jsonFormat = &nestedFormat{sep: ",", kv: ":", fieldNames: true, leaf: appendJSONLeaf,
+	key: func(b []byte, t Type, a arrow.Array, i int) []byte {
+		return appendJSONString(b, appendValue(nil, t, a, i))
+	}}
+
+func appendJSONLeaf(b []byte, t Type, a arrow.Array, i int) []byte {
+	switch t.Kind {
+	case KString:
+		return appendJSONString(b, []byte(a.(*array.String).Value(i)))
+	case KDate, KInterval:
+		return appendJSONString(b, appendValue(nil, t, a, i))
+	case KTimestamp:
+		return appendJSONString(b, time.UnixMicro(i64s(a)[i]).UTC().AppendFormat(nil, "2006-01-02T15:04:05.000Z07:00"))
+	case KDouble:
+		if f := f64s(a)[i]; math.IsNaN(f) || math.IsInf(f, 0) {
+			return appendJSONString(b, appendJavaDouble(nil, f))
+		}
+	}
+	return appendValue(b, t, a, i)
+}
+
+func init() {
+	register("to_json", 1, 1, "to_json(struct, array or map) → string", "the value as JSON text (NULL struct fields left out, timestamps as yyyy-MM-dd'T'HH:mm:ss.SSSZ)", false, func(c *checker, call *Call, args []node) (node, error) {
+		if !args[0].Type().nested() {
+			return nil, c.argErr(call, 0, args[0].Type(), "a struct, an array or a map")
+		}
+		t := args[0].Type()
+		return &funcNode{fn: registry["to_json"], t: TString, args: args, impl: func(c *evalCtx, _ []bool, in []arrow.Array) (arrow.Array, error) {
+			out := newStrOut(c.n, c.n*16)
+			var buf []byte
+			for i := 0; i < c.n; i++ {
+				if in[0].IsNull(i) {
+					out.appendNull()
+					continue
+				}
+				buf = jsonFormat.append(buf[:0], t, in[0], i)
+				out.appendBytes(buf)
+			}
+			return out.array(), nil
+		}}, nil
+	})
 }

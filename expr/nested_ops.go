@@ -411,13 +411,28 @@ func gatherNested(c *evalCtx, t Type, choice []int32, arrs []arrow.Array) (arrow
 	return c.take(all, idx.array(TInt))
 }
 
-// appendNested prints a value as Spark 4's CAST(… AS STRING): [1, null], {1, a}, {a -> 1}.
+// nestedFormat is how nested values print; CAST AS STRING and to_json differ only here.
+type nestedFormat struct {
+	sep, kv    string // between elements; between a map key and its value
+	fieldNames bool   // struct fields as "name":value with NULL ones left out (to_json)
+	leaf       func(b []byte, t Type, a arrow.Array, i int) []byte
+	key        func(b []byte, t Type, a arrow.Array, i int) []byte
+}
+
+// castFormat is Spark 4's CAST(… AS STRING): [1, null], {1, a}, {a -> 1}.
+// (leaf and key are set in init: appendValue itself prints nested values through castFormat)
+var castFormat = &nestedFormat{sep: ", ", kv: " -> "}
+
+func init() { castFormat.leaf, castFormat.key = appendValue, appendValue }
+
 func appendNested(b []byte, t Type, a arrow.Array, i int) []byte {
-	elem := func(b []byte, t Type, a arrow.Array, j int) []byte {
-		if nullAt(a, j) {
-			return append(b, "null"...)
-		}
-		return appendValue(b, t, a, j)
+	return castFormat.append(b, t, a, i)
+}
+
+// append prints row i of a (type t); NULL prints as null.
+func (f *nestedFormat) append(b []byte, t Type, a arrow.Array, i int) []byte {
+	if nullAt(a, i) {
+		return append(b, "null"...)
 	}
 	switch t.Kind {
 	case KArray:
@@ -425,19 +440,27 @@ func appendNested(b []byte, t Type, a arrow.Array, i int) []byte {
 		b = append(b, '[')
 		for j := offs[i]; j < offs[i+1]; j++ {
 			if j > offs[i] {
-				b = append(b, ", "...)
+				b = append(b, f.sep...)
 			}
-			b = elem(b, t.Elem(), vals, int(j))
+			b = f.append(b, t.Elem(), vals, int(j))
 		}
 		return append(b, ']')
 	case KStruct:
 		st := a.(*array.Struct)
 		b = append(b, '{')
-		for k, f := range t.Fields() {
-			if k > 0 {
-				b = append(b, ", "...)
+		first := true
+		for k, fd := range t.Fields() {
+			if f.fieldNames && nullAt(st.Field(k), i) {
+				continue
 			}
-			b = elem(b, f.Type, st.Field(k), i)
+			if !first {
+				b = append(b, f.sep...)
+			}
+			first = false
+			if f.fieldNames {
+				b = append(appendJSONString(b, []byte(fd.Name)), ':')
+			}
+			b = f.append(b, fd.Type, st.Field(k), i)
 		}
 		return append(b, '}')
 	case KMap:
@@ -445,13 +468,13 @@ func appendNested(b []byte, t Type, a arrow.Array, i int) []byte {
 		b = append(b, '{')
 		for j := offs[i]; j < offs[i+1]; j++ {
 			if j > offs[i] {
-				b = append(b, ", "...)
+				b = append(b, f.sep...)
 			}
-			b = elem(b, t.Key(), keys, int(j))
-			b = append(b, " -> "...)
-			b = elem(b, t.Elem(), vals, int(j))
+			b = f.key(b, t.Key(), keys, int(j))
+			b = append(b, f.kv...)
+			b = f.append(b, t.Elem(), vals, int(j))
 		}
 		return append(b, '}')
 	}
-	return b
+	return f.leaf(b, t, a, i)
 }

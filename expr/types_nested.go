@@ -123,6 +123,9 @@ func nestedFromArrow(dt arrow.DataType) (Type, bool) {
 	case *arrow.LargeListType:
 		e, ok := FromArrow(d.Elem())
 		return arrayIf(e, ok)
+	case *arrow.ListViewType:
+		e, ok := FromArrow(d.Elem())
+		return arrayIf(e, ok)
 	case *arrow.MapType:
 		k, ok1 := FromArrow(d.KeyType())
 		v, ok2 := FromArrow(d.ItemType())
@@ -180,15 +183,18 @@ func conformData(ctx context.Context, mem memory.Allocator, d arrow.ArrayData, t
 			if err != nil {
 				return nil, err
 			}
-			defer func() {
-				for _, b := range bufs {
-					if b != nil {
-						b.Release()
-					}
-				}
-			}()
+			defer releaseBuffers(bufs)
 		}
-		if child, err = conformData(ctx, mem, d.Children()[0], t.Elem()); err != nil {
+		src := d.Children()[0]
+		if _, ok := d.DataType().(*arrow.ListViewType); ok {
+			if bufs, src, err = listViewToList(ctx, mem, d); err != nil {
+				return nil, err
+			}
+			offset = 0
+			defer src.Release()
+			defer releaseBuffers(bufs)
+		}
+		if child, err = conformData(ctx, mem, src, t.Elem()); err != nil {
 			return nil, err
 		}
 		defer child.Release()
@@ -232,12 +238,65 @@ func conformData(ctx context.Context, mem memory.Allocator, d arrow.ArrayData, t
 	return od, nil
 }
 
+func releaseBuffers(bs []*memory.Buffer) {
+	for _, b := range bs {
+		if b != nil {
+			b.Release()
+		}
+	}
+}
+
 func releaseData(ds []arrow.ArrayData) {
 	for _, d := range ds {
 		if d != nil {
 			d.Release()
 		}
 	}
+}
+
+// listViewToList gathers a list_view's values in row order (the take kernel) and returns
+// list buffers (validity, offsets; offset 0) and the gathered child.
+func listViewToList(ctx context.Context, mem memory.Allocator, d arrow.ArrayData) ([]*memory.Buffer, arrow.ArrayData, error) {
+	n, off := d.Len(), d.Offset()
+	starts := arrow.Int32Traits.CastFromBytes(d.Buffers()[1].Bytes())[off : off+n]
+	sizes := arrow.Int32Traits.CastFromBytes(d.Buffers()[2].Bytes())[off : off+n]
+	vb := d.Buffers()[0]
+	valid := func(i int) bool { return vb == nil || d.NullN() == 0 || bitutil.BitIsSet(vb.Bytes(), off+i) }
+	offs := make([]int32, n+1)
+	var idx []int32
+	var bits []byte
+	if d.NullN() > 0 {
+		bits = make([]byte, bitutil.BytesForBits(int64(n)))
+	}
+	for i := 0; i < n; i++ {
+		if valid(i) {
+			for j := starts[i]; j < starts[i]+sizes[i]; j++ {
+				idx = append(idx, j)
+			}
+			if bits != nil {
+				bitutil.SetBit(bits, i)
+			}
+		}
+		offs[i+1] = int32(len(idx))
+	}
+	id := array.NewData(arrow.PrimitiveTypes.Int32, len(idx), []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(idx))}, nil, 0, 0)
+	defer id.Release()
+	ia := array.MakeFromData(id)
+	defer ia.Release()
+	values := array.MakeFromData(d.Children()[0])
+	defer values.Release()
+	child, err := compute.TakeArray(compute.WithAllocator(ctx, mem), values, ia)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer child.Release()
+	cd := child.Data()
+	cd.Retain()
+	var validBuf *memory.Buffer
+	if bits != nil {
+		validBuf = memory.NewBufferBytes(bits)
+	}
+	return []*memory.Buffer{validBuf, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offs))}, cd, nil
 }
 
 // narrowOffsets copies a large_list's validity and int64 offsets into list buffers (offset 0).
