@@ -28,9 +28,11 @@ type jtok struct {
 }
 
 type jtape struct {
-	data []byte
-	toks []jtok
-	buf  []byte // unescaped string scratch
+	data  []byte
+	toks  []jtok
+	buf   []byte  // unescaped string scratch
+	cbuf  []byte  // compact JSON text of a value read as a string
+	slots []int32 // appendStruct's field slots
 }
 
 var errJSON = errors.New("malformed JSON")
@@ -408,8 +410,8 @@ func (t *jtape) leaf(ty Type, k int32) (leafVal, bool) {
 		if tk.kind == '"' {
 			return leafVal{s: t.str(k)}, true
 		}
-		t.buf = t.appendCompact(t.buf[:0], k)
-		return leafVal{s: t.buf}, true
+		t.cbuf = t.appendCompact(t.cbuf[:0], k) // not into buf: appendCompact unescapes there
+		return leafVal{s: t.cbuf}, true
 	case KDate:
 		if tk.kind == '"' {
 			d, ok := parseDate(string(t.str(k)))
@@ -505,9 +507,10 @@ func appendLeaf(ty Type, b array.Builder, v leafVal) {
 // keys wins), missing ones and those whose value does not convert NULL.
 func (t *jtape) appendStruct(ty Type, sb *array.StructBuilder, k int32) {
 	fields := ty.Fields()
-	slots := make([]int32, len(fields))
-	for i := range slots {
-		slots[i] = -1
+	// the value token of each field, on a stack shared by the nested structs of the row
+	base := len(t.slots)
+	for range fields {
+		t.slots = append(t.slots, -1)
 	}
 	tk := t.toks[k]
 	for j := k + 1; j < tk.next; j = t.toks[j].next {
@@ -515,7 +518,7 @@ func (t *jtape) appendStruct(ty Type, sb *array.StructBuilder, k int32) {
 		v := t.toks[j].next
 		for fi, f := range fields {
 			if f.Name == string(key) {
-				slots[fi] = v
+				t.slots[base+fi] = v
 			}
 		}
 		j = v
@@ -523,12 +526,13 @@ func (t *jtape) appendStruct(ty Type, sb *array.StructBuilder, k int32) {
 	sb.Append(true)
 	for fi, f := range fields {
 		fb := sb.FieldBuilder(fi)
-		if s := slots[fi]; s >= 0 && t.fits(f.Type, s) {
+		if s := t.slots[base+fi]; s >= 0 && t.fits(f.Type, s) {
 			t.appendTo(f.Type, fb, s)
 		} else {
 			fb.AppendNull()
 		}
 	}
+	t.slots = t.slots[:base]
 }
 
 // mismatch reports whether some value of the object at k does not convert (FAILFAST).

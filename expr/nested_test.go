@@ -177,3 +177,13 @@ func TestToJSON(t *testing.T) {
 		}
 	}
 }
+
+// A JSON value read into a string field is its compact text, escapes included.
+func TestFromJSONStringOfObject(t *testing.T) {
+	rec := array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, 1)
+	defer rec.Release()
+	got, err := evalCanon(`from_json('{"a":{"x":"q\\"r","y":[1.50, "\\u00e9"]}}', 'a STRING').a`, rec)
+	if want := `s:{"x":"q\"r","y":[1.5,"é"]}`; err != nil || got[0] != want {
+		t.Errorf("got %v %v, want %s", got, err, want)
+	}
+}
