@@ -263,6 +263,11 @@ func nestedCases() []gexpr {
 	add("(arr >= array(1, 2))", "")
 	add("(st > named_struct('a', 1, 'b', 'x'))", "")
 	add("(sa = array('a', 'b'))", "(sa = ['a', 'b'])")
+	// nested types widen to a common type
+	add("(arr = array(1L, 2L, 3L))", "(arr = [CAST(1 AS BIGINT), 2, 3])")
+	add("coalesce(arr, array(1.5))", "")
+	add("array(arr, array(2.5D))", "")
+	add("if(i = 0, mp, map('z', 1L))", "")
 	// CASE, IF and COALESCE over nested values
 	add("coalesce(arr, array(0))", "coalesce(arr, [0])")
 	add("if(i > 0, arr, array(-1))", "if(i > 0, arr, [-1])")

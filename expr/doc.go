@@ -32,7 +32,8 @@
 //
 // Types: boolean, int, bigint, decimal(p,s), double, string, date, timestamp (µs, UTC: the
 // session time zone is fixed to UTC), day-time interval literals, and array<T>, struct<…> and
-// map<K,V> (Arrow list, struct and map; large_list columns are read as list). tinyint/smallint
+// map<K,V> (Arrow list, struct and map; large_list and list_view columns are read as list;
+// arrays, maps and structs of different part types widen as their parts do). tinyint/smallint
 // and float columns are read as int and double; other Arrow timestamp units are converted to
 // µs. Arrays and structs compare with = <> < <=> (NULL elements equal, and ordered first);
 // maps do not compare, as in Spark. CAST(x AS STRING) prints them as Spark 4 does: [1, null],
@@ -108,9 +109,8 @@
 // after another match where Java splits there too (split('axb', 'x*')); from_json reads
 // standard JSON only (Spark also accepts single-quoted strings) and takes the option mode
 // only; get_json_object and from_json re-escape strings minimally (Jackson escapes the same
-// characters but may print a number or a control character differently); arrays, structs and
-// maps of different element types do not widen to a common type (array(1) = array(1L) is a
-// type error, Spark casts); list_view columns are not read; to_json is not there yet; to_date/to_timestamp formats support the
+// characters but may print a number or a control character differently); to_json takes no
+// options; to_date/to_timestamp formats support the
 // pattern letters y M d H m s S only; date_trunc needs a constant unit; round needs a
 // constant, non-negative scale; div over decimals is not supported yet. Spark's optimizer
 // merges a nested + or * into an enclosing try_add/try_multiply (ReorderAssociativeOperator),

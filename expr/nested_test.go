@@ -187,3 +187,26 @@ func TestFromJSONStringOfObject(t *testing.T) {
 		t.Errorf("got %v %v, want %s", got, err, want)
 	}
 }
+
+// Arrays, maps and structs widen to a common type as in Spark (array<int> = array<bigint>).
+func TestNestedWidening(t *testing.T) {
+	rec := nestedTable(t)
+	defer rec.Release()
+	for _, c := range []struct{ src, typ, row0 string }{
+		{"arr = array(1L, 2L, 3L)", "boolean", "true"},
+		{"coalesce(arr, array(1.5))", "array<decimal(11,1)>", "[n:1,n:2,n:3]"},
+		{"array(arr, array(2.5D))", "array<array<double>>", "[[f:1.0,f:2.0,f:3.0],[f:2.5]]"},
+		{"if(i = 0, mp, map('z', 1L))", "map<string,bigint>", "{s:a:n:1,s:b:n:2}"},
+		{"named_struct('a', 1L, 'b', 'q') = st", "boolean", "false"},
+	} {
+		p, err := Compile(c.src, rec.Schema(), Options{})
+		if err != nil {
+			t.Errorf("%s: %v", c.src, err)
+			continue
+		}
+		got, err := evalCanon(c.src, rec)
+		if p.Type().String() != c.typ || err != nil || got[0] != c.row0 {
+			t.Errorf("%s: got %s %v %v, want %s %s", c.src, p.Type(), got, err, c.typ, c.row0)
+		}
+	}
+}

@@ -21,7 +21,7 @@ const (
 	KDate                  // date (arrow date32, days since the epoch)
 	KTimestamp             // timestamp (arrow timestamp[us, UTC]; other units/zones are converted)
 	KInterval              // day-time interval (arrow duration[us]); only literals and their sums
-	KArray                 // array<T> (arrow list; large_list columns are read as list)
+	KArray                 // array<T> (arrow list; large_list and list_view columns are read as list)
 	KStruct                // struct<name:T,…> (arrow struct)
 	KMap                   // map<K,V> (arrow map)
 )
@@ -191,7 +191,7 @@ func wider(a, b Type) (Type, bool) {
 	if a.Kind == KDate && b.Kind == KTimestamp || a.Kind == KTimestamp && b.Kind == KDate {
 		return TTimestamp, true
 	}
-	return Type{}, false
+	return widerNested(a, b)
 }
 
 // comparable is the common type of a binary comparison: wider, plus Spark 4 ANSI's string

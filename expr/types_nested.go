@@ -158,7 +158,20 @@ func arrayIf(e Type, ok bool) (Type, bool) {
 // narrower leaves are cast, list/struct/map layers are re-labelled without copying (field
 // names and nullability flags differ between writers), large_list offsets are narrowed.
 func conform(ctx context.Context, mem memory.Allocator, a arrow.Array, t Type) (arrow.Array, error) {
-	d, err := conformData(ctx, mem, a.Data(), t)
+	return mapLeaves(ctx, mem, a, t, func(d arrow.ArrayData, t Type) (arrow.ArrayData, error) {
+		arr := array.MakeFromData(d)
+		defer arr.Release()
+		return dataOf(compute.CastArray(compute.WithAllocator(ctx, mem), arr, compute.SafeCastOptions(t.Arrow())))
+	})
+}
+
+// leafFunc converts the data of a leaf (not nested) array to the representation of t.
+type leafFunc func(d arrow.ArrayData, t Type) (arrow.ArrayData, error)
+
+// mapLeaves rebuilds a nested array as one of type t, converting its leaves with leaf where
+// their type differs and re-labelling the list, struct and map layers around them.
+func mapLeaves(ctx context.Context, mem memory.Allocator, a arrow.Array, t Type, leaf leafFunc) (arrow.Array, error) {
+	d, err := conformData(ctx, mem, a.Data(), t, leaf)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +179,7 @@ func conform(ctx context.Context, mem memory.Allocator, a arrow.Array, t Type) (
 	return array.MakeFromData(d), nil
 }
 
-func conformData(ctx context.Context, mem memory.Allocator, d arrow.ArrayData, t Type) (arrow.ArrayData, error) {
+func conformData(ctx context.Context, mem memory.Allocator, d arrow.ArrayData, t Type, leaf leafFunc) (arrow.ArrayData, error) {
 	want := t.Arrow()
 	if arrow.TypeEqual(d.DataType(), want) {
 		d.Retain()
@@ -194,7 +207,7 @@ func conformData(ctx context.Context, mem memory.Allocator, d arrow.ArrayData, t
 			defer src.Release()
 			defer releaseBuffers(bufs)
 		}
-		if child, err = conformData(ctx, mem, src, t.Elem()); err != nil {
+		if child, err = conformData(ctx, mem, src, t.Elem(), leaf); err != nil {
 			return nil, err
 		}
 		defer child.Release()
@@ -203,7 +216,7 @@ func conformData(ctx context.Context, mem memory.Allocator, d arrow.ArrayData, t
 		kids := make([]arrow.ArrayData, len(t.Fields()))
 		defer releaseData(kids)
 		for i, f := range t.Fields() {
-			k, err := conformData(ctx, mem, d.Children()[i], f.Type)
+			k, err := conformData(ctx, mem, d.Children()[i], f.Type, leaf)
 			if err != nil {
 				return nil, err
 			}
@@ -215,7 +228,7 @@ func conformData(ctx context.Context, mem memory.Allocator, d arrow.ArrayData, t
 		kids := make([]arrow.ArrayData, 2)
 		defer releaseData(kids)
 		for i, kt := range []Type{t.Key(), t.Elem()} {
-			k, err := conformData(ctx, mem, entries.Children()[i], kt)
+			k, err := conformData(ctx, mem, entries.Children()[i], kt, leaf)
 			if err != nil {
 				return nil, err
 			}
@@ -226,16 +239,65 @@ func conformData(ctx context.Context, mem memory.Allocator, d arrow.ArrayData, t
 		defer e.Release()
 		return array.NewData(want, d.Len(), d.Buffers(), []arrow.ArrayData{e}, d.NullN(), d.Offset()), nil
 	}
-	arr := array.MakeFromData(d)
-	defer arr.Release()
-	out, err := compute.CastArray(compute.WithAllocator(ctx, mem), arr, compute.SafeCastOptions(want))
+	return leaf(d, t)
+}
+
+// widerNested is wider for two arrays, two maps or two structs with the same field names:
+// the type of their widened parts (Spark's findWiderTypeForTwo over complex types).
+func widerNested(a, b Type) (Type, bool) {
+	if a.Kind != b.Kind {
+		return Type{}, false
+	}
+	switch a.Kind {
+	case KArray:
+		e, ok := wider(a.Elem(), b.Elem())
+		return arrayIf(e, ok)
+	case KMap:
+		k, ok1 := wider(a.Key(), b.Key())
+		v, ok2 := wider(a.Elem(), b.Elem())
+		if !ok1 || !ok2 {
+			return Type{}, false
+		}
+		return MapOf(k, v), true
+	case KStruct:
+		af, bf := a.Fields(), b.Fields()
+		if len(af) != len(bf) {
+			return Type{}, false
+		}
+		fs := make([]StructField, len(af))
+		for i := range af {
+			t, ok := wider(af[i].Type, bf[i].Type)
+			if !ok || !strings.EqualFold(af[i].Name, bf[i].Name) {
+				return Type{}, false
+			}
+			fs[i] = StructField{Name: af[i].Name, Type: t}
+		}
+		return StructOf(fs...), true
+	}
+	return Type{}, false
+}
+
+// castNested is the implicit cast of a nested value to a wider nested type: each leaf goes
+// through the ordinary (widening, so never failing) cast.
+func castNested(c *evalCtx, x arrow.Array, to Type) (arrow.Array, error) {
+	return mapLeaves(c.ctx, c.mem, x, to, func(d arrow.ArrayData, t Type) (arrow.ArrayData, error) {
+		from, _ := FromArrow(d.DataType())
+		arr := array.MakeFromData(d)
+		defer arr.Release()
+		sub := &evalCtx{ctx: c.ctx, mem: c.mem, rec: c.rec, n: arr.Len(), src: c.src, now: c.now}
+		return dataOf((&castNode{x: &arrayNode{a: arr, t: from}, to: t, implicit: true}).eval(sub, nil))
+	})
+}
+
+// dataOf returns an array's data (retained) and releases the array.
+func dataOf(a arrow.Array, err error) (arrow.ArrayData, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer out.Release()
-	od := out.Data()
-	od.Retain()
-	return od, nil
+	defer a.Release()
+	d := a.Data()
+	d.Retain()
+	return d, nil
 }
 
 func releaseBuffers(bs []*memory.Buffer) {
