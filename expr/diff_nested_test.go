@@ -59,7 +59,10 @@ func canonNested(t Type, a arrow.Array, i int) string {
 // canonLeaf is canon with doubles printed as Python's repr does (inside a nested value the
 // text is compared, not the number).
 func canonLeaf(t Type, a arrow.Array, i int) string {
-	if t.Kind != KDouble || a.IsNull(i) {
+	if nullAt(a, i) {
+		return "NULL"
+	}
+	if t.Kind != KDouble {
 		return canon(t, a, i)
 	}
 	f := f64s(a)[i]
@@ -270,6 +273,11 @@ func nestedCases() []gexpr {
 	add("if(i = 0, mp, map('z', 1L))", "")
 	// CASE, IF and COALESCE over nested values
 	add("coalesce(arr, array(0))", "coalesce(arr, [0])")
+	add("coalesce(NULL, arr)", "coalesce(NULL, arr)")
+	add("coalesce(NULL, i)", "coalesce(NULL, i)")
+	add("(NULL IS NOT NULL)", "(NULL IS NOT NULL)")
+	add("array(NULL)", "[NULL]")
+	add("named_struct('a', NULL, 'b', i)", "struct_pack(a := NULL, b := i)")
 	add("if(i > 0, arr, array(-1))", "if(i > 0, arr, [-1])")
 	add("CASE WHEN i = 0 THEN st WHEN i = 1 THEN named_struct('a', 9, 'b', 'n') END", "CASE WHEN i = 0 THEN st WHEN i = 1 THEN struct_pack(a := 9, b := 'n') END")
 	add("coalesce(mp, map('none', 0))", "coalesce(mp, MAP {'none': 0})")

@@ -102,7 +102,7 @@
 //	CAST(array AS STRING): [1, null]           [1, NULL], structs with names   Spark
 //	size(x): int                               len(x): bigint                  DuckDB with CAST AS INTEGER
 //	named_struct, struct, map(…)               struct_pack, MAP {…}            DuckDB (translated)
-//	split, from_json, get_json_object          other or no such functions      Spark
+//	split, from_json, get_json_object, to_json other or no such functions      Spark
 //
 // Known differences from Spark that remain: RLIKE and split use Go's RE2 syntax, not Java
 // regular expressions (no backreferences or lookaround), and split skips an empty match right

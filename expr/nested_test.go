@@ -210,3 +210,29 @@ func TestNestedWidening(t *testing.T) {
 		}
 	}
 }
+
+// Every nested function releases what it allocates.
+func TestNestedNoLeaks(t *testing.T) {
+	rec := nestedTable(t)
+	defer rec.Release()
+	for _, src := range []string{
+		"arr[0]", "CASE WHEN size(arr) > 0 THEN arr[0] END", "element_at(mp, 'a')", "try_element_at(arr, -1)",
+		"array(i, st.a)", "array()", "struct(i, s)", "named_struct('a', arr).a", "map('k', i)", "map_keys(mp)", "map_values(mp)",
+		"array_contains(arr, 1)", "split(s, ',')", "from_json(js, 'a INT, c ARRAY<INT>, d MAP<STRING, DOUBLE>')",
+		"get_json_object(js, '$.c[*]')", "to_json(st)", "CAST(mp AS STRING)", "coalesce(arr, array(1L))", "if(i > 0, st, NULL)",
+		"arr = array(1, 2, 3)", "ll[0]", "size(ll)",
+	} {
+		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+		p, err := Compile(src, rec.Schema(), Options{Mem: mem})
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		a, err := p.Eval(context.Background(), rec, nil)
+		if err == nil {
+			a.Release()
+		}
+		if n := mem.CurrentAlloc(); n != 0 {
+			t.Errorf("%s: %d bytes not released", src, n)
+		}
+	}
+}

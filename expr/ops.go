@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 )
 
 func arrowRecord(s *arrow.Schema, cols []arrow.Array, n int64) arrow.RecordBatch {
@@ -174,6 +175,9 @@ type isNullNode struct {
 func (n *isNullNode) Type() Type       { return TBool }
 func (n *isNullNode) children() []node { return []node{n.x} }
 func (n *isNullNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
+	if n.x.Type().Kind == KNull { // the kernels count no nulls in an Arrow null array
+		return scalar.MakeArrayFromScalar(scalar.NewBooleanScalar(!n.not), c.n, c.mem)
+	}
 	d, err := c.datum(n.x, active)
 	if err != nil {
 		return nil, err
