@@ -518,6 +518,11 @@ func sameValue(a, b string) bool {
 // errFamily maps an error message of either engine to a comparable family.
 func errFamily(msg string) string {
 	m := strings.ToLower(msg)
+	for _, class := range []string{"invalid_array_index_in_element_at", "invalid_array_index", "invalid_index_of_zero", "null_map_key", "duplicated_map_key"} {
+		if strings.Contains(m, class) {
+			return class
+		}
+	}
 	switch {
 	case strings.Contains(m, "divide_by_zero") || strings.Contains(m, "division by zero") || strings.Contains(m, "remainder_by_zero"):
 		return "divide-by-zero"
