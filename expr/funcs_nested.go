@@ -387,7 +387,11 @@ func init() {
 					limit = int(limits[i])
 				}
 				v := s.Value(i)
-				parts = javaSplit(parts[:0], re, p == "", v, limit)
+				lit := ""
+				if regexp.QuoteMeta(p) == p {
+					lit = p
+				}
+				parts = javaSplit(parts[:0], re, lit, v, limit)
 				for _, pt := range parts {
 					data = append(data, v[pt[0]:pt[1]]...)
 					strOffs = append(strOffs, int32(len(data)))
@@ -453,9 +457,23 @@ func strBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s
 
 // javaSplit splits v as Java's Pattern.split(v, limit) does (Spark's split): a zero-width
 // match at the start gives no empty leading part; limit ≤ 0 splits everywhere and keeps
-// trailing empty parts. An empty pattern splits into characters, as Spark special-cases it.
-func javaSplit(parts [][2]int, re *regexp.Regexp, empty bool, v string, limit int) [][2]int {
-	if empty {
+// trailing empty parts. An empty pattern splits into characters, as Spark special-cases it;
+// lit, when not empty, is the pattern's text when it has no metacharacters (then searched as
+// a plain string).
+func javaSplit(parts [][2]int, re *regexp.Regexp, lit string, v string, limit int) [][2]int {
+	if lit != "" { // a pattern without metacharacters: plain string search
+		start := 0
+		for limit <= 0 || len(parts) < limit-1 {
+			k := strings.Index(v[start:], lit)
+			if k < 0 {
+				break
+			}
+			parts = append(parts, [2]int{start, start + k})
+			start += k + len(lit)
+		}
+		return append(parts, [2]int{start, len(v)})
+	}
+	if re.String() == "" {
 		for i := 0; i < len(v); {
 			_, w := utf8.DecodeRuneInString(v[i:])
 			if limit > 0 && len(parts) == limit-1 {

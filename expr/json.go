@@ -526,9 +526,17 @@ func (t *jtape) appendStruct(ty Type, sb *array.StructBuilder, k int32) {
 	sb.Append(true)
 	for fi, f := range fields {
 		fb := sb.FieldBuilder(fi)
-		if s := t.slots[base+fi]; s >= 0 && t.fits(f.Type, s) {
+		s := t.slots[base+fi]
+		switch {
+		case s >= 0 && !f.Type.nested(): // a scalar converts once, not once to check and once to append
+			if v, ok := t.leaf(f.Type, s); ok {
+				appendLeaf(f.Type, fb, v)
+			} else {
+				fb.AppendNull()
+			}
+		case s >= 0 && t.fits(f.Type, s):
 			t.appendTo(f.Type, fb, s)
-		} else {
+		default:
 			fb.AppendNull()
 		}
 	}

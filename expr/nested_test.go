@@ -236,3 +236,38 @@ func TestNestedNoLeaks(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNestedJSON measures the JSON functions and split over 64Ki rows of ~90-byte JSON
+// records (rows/s per expression).
+func BenchmarkNestedJSON(b *testing.B) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "js", Type: arrow.BinaryTypes.String}}, nil)
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	const n = 1 << 16
+	for i := 0; i < n; i++ {
+		bld.Field(0).(*array.StringBuilder).Append(`{"id":` + string(rune('0'+i%10)) + `,"user":"u` + string(rune('a'+i%26)) + `","tags":["x","y"],"geo":{"lat":1.5,"lon":-2.25}}`)
+	}
+	rec := bld.NewRecordBatch()
+	bld.Release()
+	defer rec.Release()
+	for _, src := range []string{
+		"from_json(js, 'id INT, user STRING, tags ARRAY<STRING>, geo STRUCT<lat: DOUBLE, lon: DOUBLE>')",
+		"get_json_object(js, '$.geo.lat')",
+		"split(js, ',')",
+	} {
+		b.Run(src[:strings.IndexByte(src, '(')], func(b *testing.B) {
+			p, err := Compile(src, schema, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for k := 0; k < b.N; k++ {
+				a, err := p.Eval(context.Background(), rec, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				a.Release()
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
