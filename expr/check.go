@@ -440,6 +440,9 @@ func newCase(conds, vals []node, els node, t Type) node {
 func (c *checker) column(id *Ident) (node, error) {
 	path, dt, err := c.resolve(id)
 	if err != nil {
+		if n, ok := c.pathThroughValues(id); ok { // arr.field over an array of structs
+			return n, nil
+		}
 		return nil, err
 	}
 	t, ok := FromArrow(dt)

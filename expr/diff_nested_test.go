@@ -305,6 +305,8 @@ func nestedCases() []gexpr {
 		"from_json(js, 'b STRING, d STRING')",
 		"from_json(js, 'a DECIMAL(5,1), d MAP<STRING, DOUBLE>')",
 		"from_json(js, 'c ARRAY<STRUCT<x: INT>>')",
+		"from_json(js, 'c ARRAY<STRUCT<x: INT>>').c.x",
+		"from_json(js, 'c ARRAY<STRUCT<x: INT>>').c.x[1]",
 		"from_json(js, 'b STRUCT<x: ARRAY<STRING>>')",
 		"from_json(js, 'STRUCT<a: INT>')",
 		"from_json(js, 'MAP<STRING, STRING>')",

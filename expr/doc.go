@@ -25,7 +25,8 @@
 // = == <> != < <= > >= <=> and IS [NOT] DISTINCT FROM; AND/OR/NOT with three-valued logic;
 // IS [NOT] NULL, [NOT] IN (…), [NOT] BETWEEN, [NOT] LIKE … [ESCAPE 'c'], RLIKE/REGEXP;
 // CASE WHEN (both forms); CAST/TRY_CAST; || (concat); function calls (Functions lists them);
-// x.name on any struct value (named_struct('a', 1).a, from_json(s, 'a INT').a), x[i] on an
+// x.name on any struct value (named_struct('a', 1).a, from_json(s, 'a INT').a) and on an
+// array of structs (the array of that field, Spark's GetArrayStructFields), x[i] on an
 // array (0-based; out of range is INVALID_ARRAY_INDEX) and x[key] on a map (NULL when absent).
 // Precedence is Spark's: unary minus, then * / % div, then + - ||, then comparisons, then
 // the IS/IN/BETWEEN/LIKE predicates, NOT, AND, OR.

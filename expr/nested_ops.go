@@ -63,7 +63,12 @@ func (c *checker) fieldAccess(n *FieldAccess) (node, error) {
 		return nil, err
 	}
 	t := x.Type()
-	if t.Kind != KStruct {
+	if t.Kind == KArray && t.Elem().Kind == KStruct {
+		if j := fieldIndex(t.Elem(), n.Name); j >= 0 {
+			return &arrayFieldNode{x: x, j: j}, nil
+		}
+		t = t.Elem()
+	} else if t.Kind != KStruct {
 		return nil, c.errf(n.At, "field access .%s needs a struct, but the value is %s", n.Name, t)
 	}
 	j := fieldIndex(t, n.Name)
@@ -75,6 +80,24 @@ func (c *checker) fieldAccess(n *FieldAccess) (node, error) {
 		return nil, c.errf(n.At, "%s has no field %s%s", t, quoteName(n.Name), didYouMean(n.Name, names))
 	}
 	return &getFieldNode{x: x, j: j}, nil
+}
+
+// pathThroughValues resolves a dot path whose longest column prefix is not a struct (an array
+// of structs, say): the rest becomes field accesses on that value. ok is false when that does
+// not type-check either (the caller reports the path's own error).
+func (c *checker) pathThroughValues(id *Ident) (node, bool) {
+	for k := len(id.Path) - 1; k >= 1; k-- {
+		if _, _, err := c.resolve(&Ident{Path: id.Path[:k], At: id.At}); err != nil {
+			continue
+		}
+		var x Node = &Ident{Path: id.Path[:k], At: id.At}
+		for _, name := range id.Path[k:] {
+			x = &FieldAccess{X: x, Name: name, At: id.At}
+		}
+		n, err := c.check(x)
+		return n, err == nil
+	}
+	return nil, false
 }
 
 func fieldIndex(t Type, name string) int {
@@ -111,6 +134,36 @@ func (n *getFieldNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 	}
 	f.Retain()
 	return f, nil
+}
+
+// arrayFieldNode is arr.field over an array of structs: the array of that field (Spark's
+// GetArrayStructFields; a NULL struct element gives a NULL element). It shares the offsets.
+type arrayFieldNode struct {
+	x node
+	j int
+}
+
+func (n *arrayFieldNode) Type() Type       { return ArrayOf(n.x.Type().Elem().Fields()[n.j].Type) }
+func (n *arrayFieldNode) children() []node { return []node{n.x} }
+func (n *arrayFieldNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
+	x, err := c.arr(n.x, active)
+	if err != nil {
+		return nil, err
+	}
+	defer x.Release()
+	_, vals := listParts(x)
+	st := vals.(*array.Struct)
+	f := st.Field(n.j)
+	if st.NullN() > 0 {
+		f = withParentNulls(st, f)
+	} else {
+		f.Retain()
+	}
+	defer f.Release()
+	d := x.Data()
+	nd := array.NewData(n.Type().Arrow(), d.Len(), d.Buffers(), []arrow.ArrayData{f.Data()}, d.NullN(), d.Offset())
+	defer nd.Release()
+	return array.MakeFromData(nd), nil
 }
 
 // index type-checks x[i]: an array element by 0-based position, a map value by key.

@@ -271,3 +271,35 @@ func BenchmarkNestedJSON(b *testing.B) {
 		})
 	}
 }
+
+// arr.field over an array of structs is the array of that field, on columns and values.
+func TestArrayOfStructField(t *testing.T) {
+	st := arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int32, Nullable: true})
+	schema := arrow.NewSchema([]arrow.Field{{Name: "items", Type: arrow.ListOf(st), Nullable: true}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	lb := b.Field(0).(*array.ListBuilder)
+	sb := lb.ValueBuilder().(*array.StructBuilder)
+	lb.Append(true)
+	sb.Append(true)
+	sb.FieldBuilder(0).(*array.Int32Builder).Append(1)
+	sb.AppendNull() // appends a NULL to the field too
+	sb.Append(true)
+	sb.FieldBuilder(0).(*array.Int32Builder).AppendNull()
+	lb.AppendNull()
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	for _, c := range []struct{ src, want string }{
+		{"items.x", "[n:1,NULL,NULL]"},
+		{"items.X", "[n:1,NULL,NULL]"},
+		{"from_json('{\"c\":[{\"x\":1},{\"x\":2}]}', 'c ARRAY<STRUCT<x: INT>>').c.x", "[n:1,n:2]"},
+	} {
+		got, err := evalCanon(c.src, rec)
+		if err != nil || got[0] != c.want {
+			t.Errorf("%s: got %v %v, want %s", c.src, got, err, c.want)
+		}
+	}
+	if _, err := Compile("items.zz", schema, Options{}); err == nil || !strings.Contains(err.Error(), "is list") {
+		t.Errorf("items.zz: got %v, want the path's own error", err)
+	}
+}
