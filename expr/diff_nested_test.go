@@ -306,7 +306,7 @@ func nestedCases() []gexpr {
 		"from_json(js, 'a DECIMAL(5,1), d MAP<STRING, DOUBLE>')",
 		"from_json(js, 'c ARRAY<STRUCT<x: INT>>')",
 		"from_json(js, 'c ARRAY<STRUCT<x: INT>>').c.x",
-		"from_json(js, 'c ARRAY<STRUCT<x: INT>>').c.x[1]",
+		"try_element_at(from_json(js, 'c ARRAY<STRUCT<x: INT>>').c.x, 2)",
 		"from_json(js, 'b STRUCT<x: ARRAY<STRING>>')",
 		"from_json(js, 'STRUCT<a: INT>')",
 		"from_json(js, 'MAP<STRING, STRING>')",
