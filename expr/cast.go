@@ -71,6 +71,9 @@ func (n *castNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 	if from.Kind == KNull {
 		return array.MakeArrayOfNull(c.mem, n.to.Arrow(), c.n), nil
 	}
+	if n.to.nested() {
+		return castNested(c, x, n.to)
+	}
 	// widening casts that cannot fail: the Arrow cast kernel
 	if !castCanFail(from, n.to) && n.to.Kind != KString && n.to.Kind != KBool && from.Kind != KBool && from.Kind != KTimestamp && from.Kind != KDecimal {
 		return compute.CastArray(c.ctx, x, compute.SafeCastOptions(n.to.Arrow()))
@@ -415,6 +418,8 @@ func appendValue(b []byte, t Type, a arrow.Array, i int) []byte {
 		return b
 	case KInterval:
 		return append(b, time.Duration(i64s(a)[i]*1000).String()...)
+	case KArray, KStruct, KMap:
+		return appendNested(b, t, a, i)
 	}
 	return b
 }

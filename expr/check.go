@@ -171,6 +171,10 @@ func (c *checker) check1(n Node) (node, error) {
 		return &castNode{x: x, to: n.To, try: n.Try}, nil
 	case *Call:
 		return c.call(n)
+	case *FieldAccess:
+		return c.fieldAccess(n)
+	case *Index:
+		return c.index(n)
 	}
 	return nil, c.errf(n.Pos(), "unsupported expression")
 }
@@ -217,7 +221,7 @@ func (c *checker) binary(n *Binary) (node, error) {
 		return &logicNode{and: n.Op == "AND", l: l, r: r}, nil
 	case "=", "!=", "<", "<=", ">", ">=", "<=>":
 		t, ok := comparable(lt, rt)
-		if !ok {
+		if !ok || hasMap(t) {
 			return nil, c.errf(n.At, "%s: cannot compare %s with %s", n.Op, c.describe(n.L, lt), c.describe(n.R, rt))
 		}
 		if t.Kind == KDecimal {
@@ -436,6 +440,9 @@ func newCase(conds, vals []node, els node, t Type) node {
 func (c *checker) column(id *Ident) (node, error) {
 	path, dt, err := c.resolve(id)
 	if err != nil {
+		if n, ok := c.pathThroughValues(id); ok { // arr.field over an array of structs
+			return n, nil
+		}
 		return nil, err
 	}
 	t, ok := FromArrow(dt)

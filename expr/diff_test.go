@@ -469,6 +469,8 @@ func canon(t Type, a arrow.Array, i int) string {
 		return "d:" + formatValue(t, a, i)
 	case KTimestamp:
 		return "t:" + time.UnixMicro(i64s(a)[i]).UTC().Format("2006-01-02 15:04:05.000000")
+	case KArray, KStruct, KMap:
+		return canonNested(t, a, i)
 	}
 	return "?"
 }
@@ -516,6 +518,11 @@ func sameValue(a, b string) bool {
 // errFamily maps an error message of either engine to a comparable family.
 func errFamily(msg string) string {
 	m := strings.ToLower(msg)
+	for _, class := range []string{"invalid_array_index_in_element_at", "invalid_array_index", "invalid_index_of_zero", "null_map_key", "duplicated_map_key"} {
+		if strings.Contains(m, class) {
+			return class
+		}
+	}
 	switch {
 	case strings.Contains(m, "divide_by_zero") || strings.Contains(m, "division by zero") || strings.Contains(m, "remainder_by_zero"):
 		return "divide-by-zero"
@@ -539,7 +546,9 @@ type diffResult struct {
 	Vals []string `json:"vals"`
 }
 
-func TestDifferential(t *testing.T) {
+// diffPython is the Python with duckdb and pyspark the reference runs in ("" when missing:
+// the test is skipped, or fails under STREAMKIT_REQUIRE_PEERS).
+func diffPython(t *testing.T) string {
 	python := os.Getenv("STREAMKIT_PYTHON")
 	if python == "" {
 		if _, err := os.Stat("../.venv/bin/python"); err == nil {
@@ -548,26 +557,17 @@ func TestDifferential(t *testing.T) {
 	}
 	if python == "" {
 		peertest.Missing(t, "python with duckdb and pyspark (STREAMKIT_PYTHON)")
+	}
+	return python
+}
+
+func TestDifferential(t *testing.T) {
+	python := diffPython(t)
+	if python == "" {
 		return
 	}
 	rec := diffTable(t)
 	defer rec.Release()
-	dir := t.TempDir()
-	ipcPath := filepath.Join(dir, "t.arrow")
-	f, err := os.Create(ipcPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(rec.Schema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	f.Close()
-
 	g := &gen{r: rand.New(rand.NewSource(2026))}
 	kinds := []string{"int", "bigint", "double", "decimal", "string", "bool", "date", "timestamp"}
 	var cases []diffCase
@@ -589,6 +589,28 @@ func TestDifferential(t *testing.T) {
 		}
 		cases = append(cases, diffCase{ID: strconv.Itoa(len(cases)), Spark: e.sp, Duck: e.dk, Engine: engine})
 	}
+	diffRun(t, python, rec, cases)
+}
+
+// diffRun evaluates cases over rec here and in the reference engines and compares them value
+// by value, errors included.
+func diffRun(t *testing.T, python string, rec arrow.RecordBatch, cases []diffCase) {
+	dir := t.TempDir()
+	ipcPath := filepath.Join(dir, "t.arrow")
+	f, err := os.Create(ipcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(rec.Schema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	f.Close()
+
 	spec, _ := json.Marshal(cases)
 	specPath, outPath := filepath.Join(dir, "spec.json"), filepath.Join(dir, "out.json")
 	if err := os.WriteFile(specPath, spec, 0o644); err != nil {

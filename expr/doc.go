@@ -11,8 +11,10 @@
 //     "did you mean" on the same line).
 //   - Program.Eval: a *RuntimeError with Spark's error class (DIVIDE_BY_ZERO,
 //     REMAINDER_BY_ZERO, ARITHMETIC_OVERFLOW, CAST_INVALID_INPUT, CAST_OVERFLOW,
-//     NUMERIC_VALUE_OUT_OF_RANGE, CANNOT_PARSE_TIMESTAMP) naming the first failing row through
-//     the caller's RowPos ("file:line", "topic/partition@offset", codec/rowpos).
+//     NUMERIC_VALUE_OUT_OF_RANGE, CANNOT_PARSE_TIMESTAMP, INVALID_ARRAY_INDEX,
+//     INVALID_ARRAY_INDEX_IN_ELEMENT_AT, INVALID_INDEX_OF_ZERO, NULL_MAP_KEY, DUPLICATED_MAP_KEY,
+//     MALFORMED_RECORD_IN_PARSING) naming the first failing row through the caller's RowPos
+//     ("file:line", "topic/partition@offset", codec/rowpos).
 //
 // # Language
 //
@@ -22,13 +24,21 @@
 // TIMESTAMP '…', INTERVAL '5' MINUTE, TRUE/FALSE/NULL); + - * / % div and unary minus;
 // = == <> != < <= > >= <=> and IS [NOT] DISTINCT FROM; AND/OR/NOT with three-valued logic;
 // IS [NOT] NULL, [NOT] IN (…), [NOT] BETWEEN, [NOT] LIKE … [ESCAPE 'c'], RLIKE/REGEXP;
-// CASE WHEN (both forms); CAST/TRY_CAST; || (concat); function calls (Functions lists them).
+// CASE WHEN (both forms); CAST/TRY_CAST; || (concat); function calls (Functions lists them);
+// x.name on any struct value (named_struct('a', 1).a, from_json(s, 'a INT').a) and on an
+// array of structs (the array of that field, Spark's GetArrayStructFields), x[i] on an
+// array (0-based; out of range is INVALID_ARRAY_INDEX) and x[key] on a map (NULL when absent).
 // Precedence is Spark's: unary minus, then * / % div, then + - ||, then comparisons, then
 // the IS/IN/BETWEEN/LIKE predicates, NOT, AND, OR.
 //
 // Types: boolean, int, bigint, decimal(p,s), double, string, date, timestamp (µs, UTC: the
-// session time zone is fixed to UTC), and day-time interval literals. tinyint/smallint and
-// float columns are read as int and double; other Arrow timestamp units are converted to µs.
+// session time zone is fixed to UTC), day-time interval literals, and array<T>, struct<…> and
+// map<K,V> (Arrow list, struct and map; large_list and list_view columns are read as list;
+// arrays, maps and structs of different part types widen as their parts do). tinyint/smallint
+// and float columns are read as int and double; other Arrow timestamp units are converted to
+// µs. Arrays and structs compare with = <> < <=> (NULL elements equal, and ordered first);
+// maps do not compare, as in Spark. CAST(x AS STRING) prints them as Spark 4 does: [1, null],
+// {1, a}, {a -> 1}.
 //
 // # Semantics (Spark 4, ANSI mode)
 //
@@ -53,8 +63,12 @@
 // Vectorized over whole arrays: Arrow compute kernels for comparisons (other than doubles),
 // Kleene AND/OR, NOT, IS NULL, double + - *, widening casts and FilterArray per column; hand
 // loops over the Arrow buffers for integral and decimal arithmetic (checked, so that the
-// failing row is known), double comparisons, LIKE, string, date and cast functions. No
-// per-row interpretation of the tree: every node runs once per batch.
+// failing row is known), double comparisons, LIKE, string, date and cast functions. Array
+// elements, map values, array(), map() and CASE over nested values are gathered with the take
+// kernel from positions a loop computes over the list offsets; struct(), field access,
+// map_keys/map_values share the input buffers. from_json and get_json_object parse each row's
+// JSON onto one token tape reused across the batch (from_json then appends to Arrow builders).
+// No per-row interpretation of the tree: every node runs once per batch.
 //
 // # Where DuckDB differs from Spark
 //
@@ -81,9 +95,23 @@
 //	'12' = 12: string cast to bigint           string comparison / cast rules  Spark
 //	to_date(string): ANSI error if malformed   other formats accepted          Spark
 //	try_add & co.                              no such functions               Spark
+//	arr[i]: 0-based, out of range an error     1-based, NULL                   DuckDB (translated) or Spark
+//	element_at(arr, i): out of range an error  NULL                            Spark
+//	arr < arr2: NULL elements first            NULL elements last              Spark
+//	array_contains: NULL if absent and a NULL  false                           Spark
+//	element present
+//	CAST(array AS STRING): [1, null]           [1, NULL], structs with names   Spark
+//	size(x): int                               len(x): bigint                  DuckDB with CAST AS INTEGER
+//	named_struct, struct, map(…)               struct_pack, MAP {…}            DuckDB (translated)
+//	split, from_json, get_json_object, to_json other or no such functions      Spark
 //
-// Known differences from Spark that remain: RLIKE uses Go's RE2 syntax, not Java regular
-// expressions (no backreferences or lookaround); to_date/to_timestamp formats support the
+// Known differences from Spark that remain: RLIKE and split use Go's RE2 syntax, not Java
+// regular expressions (no backreferences or lookaround), and split skips an empty match right
+// after another match where Java splits there too (split('axb', 'x*')); from_json reads
+// standard JSON only (Spark also accepts single-quoted strings) and takes the option mode
+// only; get_json_object and from_json re-escape strings minimally (Jackson escapes the same
+// characters but may print a number or a control character differently); to_json takes no
+// options; to_date/to_timestamp formats support the
 // pattern letters y M d H m s S only; date_trunc needs a constant unit; round needs a
 // constant, non-negative scale; div over decimals is not supported yet. Spark's optimizer
 // merges a nested + or * into an enclosing try_add/try_multiply (ReorderAssociativeOperator),

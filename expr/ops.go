@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 )
 
 func arrowRecord(s *arrow.Schema, cols []arrow.Array, n int64) arrow.RecordBatch {
@@ -31,6 +32,10 @@ func (n *colNode) eval(c *evalCtx, _ []bool) (arrow.Array, error) {
 		return nil, err
 	}
 	if want := n.t.Arrow(); !arrow.TypeEqual(a.DataType(), want) {
+		if n.t.nested() {
+			defer a.Release()
+			return conform(c.ctx, c.mem, a, n.t)
+		}
 		out, err := compute.CastArray(c.ctx, a, compute.SafeCastOptions(want))
 		a.Release()
 		return out, err
@@ -146,6 +151,10 @@ func mayFail(n node) bool {
 		if n.regex {
 			return true
 		}
+	case interface{ canFail() bool }:
+		if n.canFail() {
+			return true
+		}
 	}
 	if p, ok := n.(parent); ok {
 		for _, ch := range p.children() {
@@ -166,6 +175,9 @@ type isNullNode struct {
 func (n *isNullNode) Type() Type       { return TBool }
 func (n *isNullNode) children() []node { return []node{n.x} }
 func (n *isNullNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
+	if n.x.Type().Kind == KNull { // the kernels count no nulls in an Arrow null array
+		return scalar.MakeArrayFromScalar(scalar.NewBooleanScalar(!n.not), c.n, c.mem)
+	}
 	d, err := c.datum(n.x, active)
 	if err != nil {
 		return nil, err
@@ -190,6 +202,9 @@ var cmpKernel = map[string]string{"=": "equal", "!=": "not_equal", "<": "less", 
 func (n *cmpNode) Type() Type       { return TBool }
 func (n *cmpNode) children() []node { return []node{n.l, n.r} }
 func (n *cmpNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
+	if n.l.Type().nested() {
+		return n.evalNested(c, active)
+	}
 	if k := n.l.Type().Kind; k == KDouble || n.op == "<=>" || k == KNull || k == KBool && n.op != "=" && n.op != "!=" {
 		return n.evalLoop(c, active)
 	}
@@ -722,6 +737,8 @@ func gather(c *evalCtx, t Type, choice []int32, arrs []arrow.Array) (arrow.Array
 			}
 		}
 		return out.array(), nil
+	case KArray, KStruct, KMap:
+		return gatherNested(c, t, choice, arrs)
 	}
 	return nil, c.fail("INTERNAL", 0, "no gather for %s", t)
 }

@@ -112,18 +112,34 @@ type Call struct {
 	At   int
 }
 
+// FieldAccess is x.name on a struct-valued expression other than a column path (a column's
+// dot path is an Ident).
+type FieldAccess struct {
+	X    Node
+	Name string
+	At   int
+}
+
+// Index is x[i]: an array element (0-based) or a map value by key.
+type Index struct {
+	X, I Node
+	At   int
+}
+
 // Pos returns where the node starts in the source text.
-func (n *Ident) Pos() int   { return n.At }
-func (n *Lit) Pos() int     { return n.At }
-func (n *Unary) Pos() int   { return n.At }
-func (n *Binary) Pos() int  { return n.At }
-func (n *IsNull) Pos() int  { return n.At }
-func (n *In) Pos() int      { return n.At }
-func (n *Between) Pos() int { return n.At }
-func (n *Like) Pos() int    { return n.At }
-func (n *Case) Pos() int    { return n.At }
-func (n *Cast) Pos() int    { return n.At }
-func (n *Call) Pos() int    { return n.At }
+func (n *Ident) Pos() int       { return n.At }
+func (n *Lit) Pos() int         { return n.At }
+func (n *Unary) Pos() int       { return n.At }
+func (n *Binary) Pos() int      { return n.At }
+func (n *IsNull) Pos() int      { return n.At }
+func (n *In) Pos() int          { return n.At }
+func (n *Between) Pos() int     { return n.At }
+func (n *Like) Pos() int        { return n.At }
+func (n *Case) Pos() int        { return n.At }
+func (n *Cast) Pos() int        { return n.At }
+func (n *Call) Pos() int        { return n.At }
+func (n *FieldAccess) Pos() int { return n.At }
+func (n *Index) Pos() int       { return n.At }
 
 // SelectItem is one entry of a select list: an expression with an optional alias, or a star
 // (`*`, `value.*`) with an optional EXCEPT list.
@@ -294,7 +310,7 @@ func lex(src string) ([]token, error) {
 			i = j
 		default:
 			op := ""
-			for _, o := range []string{"<=>", "<=", ">=", "<>", "!=", "==", "||", "=", "<", ">", "+", "-", "*", "/", "%", "(", ")", ",", ".", "!"} {
+			for _, o := range []string{"<=>", "<=", ">=", "<>", "!=", "==", "||", "=", "<", ">", "+", "-", "*", "/", "%", "(", ")", ",", ".", "!", "[", "]"} {
 				if strings.HasPrefix(src[i:], o) {
 					op = o
 					break
@@ -703,24 +719,36 @@ func (p *parser) unary() (Node, error) {
 	return p.postfix()
 }
 
-// postfix: a primary followed by .field accesses.
+// postfix: a primary followed by .field accesses and [index] subscripts.
 func (p *parser) postfix() (Node, error) {
 	x, err := p.primary()
 	if err != nil {
 		return nil, err
 	}
-	for p.isOp(".") {
+	for p.isOp(".") || p.isOp("[") {
+		if p.isOp("[") {
+			at := p.next().at
+			i, err := p.expr()
+			if err != nil {
+				return nil, err
+			}
+			if err := p.expectOp("]"); err != nil {
+				return nil, err
+			}
+			x = &Index{X: x, I: i, At: at}
+			continue
+		}
 		p.i++
 		t := p.next()
 		if t.kind != tIdent && t.kind != tQuoted {
 			p.i--
 			return nil, p.fail("a field name after '.'")
 		}
-		id, ok := x.(*Ident)
-		if !ok {
-			return nil, &SyntaxError{Src: p.src, At: t.at, Found: t.String(), Expected: "a field access on a column"}
+		if id, ok := x.(*Ident); ok {
+			id.Path = append(id.Path, t.text)
+		} else {
+			x = &FieldAccess{X: x, Name: t.text, At: t.at}
 		}
-		id.Path = append(id.Path, t.text)
 	}
 	return x, nil
 }

@@ -21,12 +21,17 @@ const (
 	KDate                  // date (arrow date32, days since the epoch)
 	KTimestamp             // timestamp (arrow timestamp[us, UTC]; other units/zones are converted)
 	KInterval              // day-time interval (arrow duration[us]); only literals and their sums
+	KArray                 // array<T> (arrow list; large_list and list_view columns are read as list)
+	KStruct                // struct<name:T,…> (arrow struct)
+	KMap                   // map<K,V> (arrow map)
 )
 
-// Type is a Spark SQL type; P and S are the precision and scale of a decimal.
+// Type is a Spark SQL type; P and S are the precision and scale of a decimal. The parts of
+// an array, map or struct type are reached through Elem, Key and Fields (types_nested.go).
 type Type struct {
 	Kind Kind
 	P, S int
+	nt   *nestedType
 }
 
 // The non-parameterised types.
@@ -68,6 +73,8 @@ func (t Type) String() string {
 		return "timestamp"
 	case KInterval:
 		return "interval day to second"
+	case KArray, KStruct, KMap:
+		return t.nt.str
 	}
 	return "?"
 }
@@ -100,12 +107,14 @@ func (t Type) Arrow() arrow.DataType {
 		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 	case KInterval:
 		return arrow.FixedWidthTypes.Duration_us
+	case KArray, KStruct, KMap:
+		return t.nt.arrow
 	}
 	panic("expr: no arrow type for " + t.String())
 }
 
 // FromArrow maps an Arrow column type to the Spark type it is evaluated as; ok is false for
-// types the language cannot use (structs are reached through dot paths, not as values).
+// types the language cannot use.
 func FromArrow(dt arrow.DataType) (t Type, ok bool) {
 	switch d := dt.(type) {
 	case *arrow.NullType:
@@ -129,7 +138,7 @@ func FromArrow(dt arrow.DataType) (t Type, ok bool) {
 	case *arrow.DurationType:
 		return TInterval, true
 	}
-	return Type{}, false
+	return nestedFromArrow(dt)
 }
 
 // asDecimal is the decimal type an integral type widens to (Spark: int → decimal(10,0),
@@ -182,7 +191,7 @@ func wider(a, b Type) (Type, bool) {
 	if a.Kind == KDate && b.Kind == KTimestamp || a.Kind == KTimestamp && b.Kind == KDate {
 		return TTimestamp, true
 	}
-	return Type{}, false
+	return widerNested(a, b)
 }
 
 // comparable is the common type of a binary comparison: wider, plus Spark 4 ANSI's string

@@ -13,9 +13,29 @@ import pyarrow as pa
 import pyarrow.ipc
 
 
+def canon_typed(t, v):
+    """canon for a DuckDB result of Arrow type t: structs arrive as dicts, maps as lists of
+    (key, value) pairs; both print as the Go side prints them."""
+    if v is None:
+        return "NULL"
+    if pa.types.is_struct(t):
+        return "{" + ",".join(canon_typed(t.field(k).type, v[t.field(k).name]) for k in range(t.num_fields)) + "}"
+    if pa.types.is_map(t):
+        return "{" + ",".join(sorted(canon_typed(t.key_type, k) + ":" + canon_typed(t.item_type, x) for k, x in v)) + "}"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return "[" + ",".join(canon_typed(t.value_type, x) for x in v) + "]"
+    return canon(v)
+
+
 def canon(v):
     if v is None:
         return "NULL"
+    if hasattr(v, "asDict"):  # a pyspark Row: a struct
+        return "{" + ",".join(canon(x) for x in v) + "}"
+    if isinstance(v, dict):  # a pyspark map (entries sorted: pyspark does not keep their order)
+        return "{" + ",".join(sorted(canon(k) + ":" + canon(x) for k, x in v.items())) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(canon(x) for x in v) + "]"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -59,7 +79,7 @@ def main():
                 col = res.column(0)
                 if pa.types.is_timestamp(col.type):
                     col = col.cast(pa.timestamp("us"))
-                out[e["id"]] = {"vals": [canon(v) for v in col.to_pylist()]}
+                out[e["id"]] = {"vals": [canon_typed(col.type, v) for v in col.to_pylist()]}
             except Exception as ex:  # noqa: BLE001 - the message is the result
                 out[e["id"]] = {"err": str(ex).split("\n")[0]}
     if spark:
