@@ -722,6 +722,16 @@ func gather(c *evalCtx, t Type, choice []int32, arrs []arrow.Array) (arrow.Array
 			}
 		}
 		return out.array(), nil
+	case KBinary:
+		out := newStrOut(c.n, 0)
+		for i, k := range choice {
+			if nullAt(i) {
+				out.appendNull()
+			} else {
+				out.appendBytes(arrs[k].(*array.Binary).Value(i))
+			}
+		}
+		return out.binArray(), nil
 	}
 	return nil, c.fail("INTERNAL", 0, "no gather for %s", t)
 }

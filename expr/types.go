@@ -21,6 +21,7 @@ const (
 	KDate                  // date (arrow date32, days since the epoch)
 	KTimestamp             // timestamp (arrow timestamp[us, UTC]; other units/zones are converted)
 	KInterval              // day-time interval (arrow duration[us]); only literals and their sums
+	KBinary                // binary (arrow binary; large_binary and binary_view are read as binary)
 )
 
 // Type is a Spark SQL type; P and S are the precision and scale of a decimal.
@@ -40,6 +41,7 @@ var (
 	TDate      = Type{Kind: KDate}
 	TTimestamp = Type{Kind: KTimestamp}
 	TInterval  = Type{Kind: KInterval}
+	TBinary    = Type{Kind: KBinary}
 )
 
 // Decimal returns decimal(p,s).
@@ -68,6 +70,8 @@ func (t Type) String() string {
 		return "timestamp"
 	case KInterval:
 		return "interval day to second"
+	case KBinary:
+		return "binary"
 	}
 	return "?"
 }
@@ -100,6 +104,8 @@ func (t Type) Arrow() arrow.DataType {
 		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 	case KInterval:
 		return arrow.FixedWidthTypes.Duration_us
+	case KBinary:
+		return arrow.BinaryTypes.Binary
 	}
 	panic("expr: no arrow type for " + t.String())
 }
@@ -128,6 +134,8 @@ func FromArrow(dt arrow.DataType) (t Type, ok bool) {
 		return TTimestamp, true
 	case *arrow.DurationType:
 		return TInterval, true
+	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:
+		return TBinary, true
 	}
 	return Type{}, false
 }
@@ -181,6 +189,9 @@ func wider(a, b Type) (Type, bool) {
 	}
 	if a.Kind == KDate && b.Kind == KTimestamp || a.Kind == KTimestamp && b.Kind == KDate {
 		return TTimestamp, true
+	}
+	if a.Kind == KBinary && b.Kind == KString || a.Kind == KString && b.Kind == KBinary {
+		return TBinary, true // Spark casts the string to its UTF-8 bytes
 	}
 	return Type{}, false
 }
