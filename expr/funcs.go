@@ -435,22 +435,14 @@ func init() {
 				return nil, err
 			}
 			return &funcNode{fn: registry[p.name], t: p.to, args: []node{x}, impl: func(c *evalCtx, active []bool, in []arrow.Array) (arrow.Array, error) {
-				s := in[0].(*array.String)
-				out := newOut[int64](c.n)
-				for i := range out.vals {
-					if s.IsNull(i) {
-						out.setNull(i)
-						continue
-					}
-					tm, err := time.Parse(layout, s.Value(i))
-					if err != nil {
-						if activeAt(active, i) {
-							return nil, c.fail("CANNOT_PARSE_TIMESTAMP", i, "%s: %s does not match the format %s", p.name, quoteValue(s.Value(i)), quoteValue(k.sc.(*scalar.String).String()))
-						}
-						out.setNull(i)
-						continue
-					}
-					out.vals[i] = tm.UnixMicro()
+				out, err := parseTimestamps(c, active, in[0].(*array.String), func(v string) error {
+					return fmt.Errorf("%s: %s does not match the format %s", p.name, quoteValue(v), quoteValue(k.sc.(*scalar.String).String()))
+				}, func(v string) (int64, bool) {
+					tm, err := time.Parse(layout, v)
+					return tm.UnixMicro(), err == nil
+				})
+				if err != nil {
+					return nil, err
 				}
 				a := out.array(TTimestamp)
 				if p.to.Kind == KDate {

@@ -150,14 +150,13 @@ func hexDigit(c byte) (byte, bool) {
 // charset this package converts; Spark also knows US-ASCII, ISO-8859-1 and the UTF-16s).
 func (c *checker) charsetOf(call *Call, args []node, i int) error {
 	k, ok := args[i].(*constNode)
-	if !ok || args[i].Type().Kind != KString {
+	if !ok || args[i].Type().Kind != KString && args[i].Type().Kind != KNull {
 		return c.argErr(call, i, args[i].Type(), "a constant charset name")
 	}
 	if !k.sc.IsValid() {
 		return nil
 	}
-	switch strings.ToUpper(k.sc.(*scalar.String).String()) {
-	case "UTF-8", "UTF8":
+	if strings.EqualFold(k.sc.(*scalar.String).String(), "UTF-8") {
 		return nil
 	}
 	return c.errf(call.Args[i].Pos(), "%s: charset %s is not supported (only UTF-8)", call.Name, quoteValue(k.sc.(*scalar.String).String()))
@@ -269,7 +268,7 @@ func init() {
 		}
 		return coerce(a, TBinary), nil
 	})
-	register("decode", 2, 2, "decode(binary, 'UTF-8') → string", "the bytes read in the charset (UTF-8 only); a byte sequence that is not UTF-8 becomes U+FFFD", false, func(c *checker, call *Call, args []node) (node, error) {
+	register("decode", 2, 2, "decode(binary, 'UTF-8') → string", "the bytes read in the charset (UTF-8 only); bytes that are not UTF-8 fail (MALFORMED_CHARACTER_CODING)", true, func(c *checker, call *Call, args []node) (node, error) {
 		if err := c.charsetOf(call, args, 1); err != nil {
 			return nil, err
 		}
@@ -280,15 +279,16 @@ func init() {
 		if isNullConst(args[1]) {
 			return nullConst(TString), nil
 		}
-		return &funcNode{fn: registry["decode"], t: TString, args: []node{a}, impl: func(c *evalCtx, _ []bool, in []arrow.Array) (arrow.Array, error) {
+		return &funcNode{fn: registry["decode"], t: TString, args: []node{a}, impl: func(c *evalCtx, active []bool, in []arrow.Array) (arrow.Array, error) {
 			b := in[0].(*array.Binary)
-			if utf8.Valid(b.ValueBytes()) {
-				return retype(b, arrow.BinaryTypes.String), nil
+			if !utf8.Valid(b.ValueBytes()) {
+				for i := 0; i < c.n; i++ {
+					if b.IsValid(i) && activeAt(active, i) && !utf8.Valid(b.Value(i)) {
+						return nil, c.fail("MALFORMED_CHARACTER_CODING", i, "decode: the bytes %X are not valid UTF-8", b.Value(i))
+					}
+				}
 			}
-			return bytesLoop(c, b, TString, len(b.ValueBytes()), func(out *strOut, v []byte) {
-				out.data = append(out.data, strings.ToValidUTF8(string(v), "\uFFFD")...)
-				out.offs = append(out.offs, int32(len(out.data)))
-			}), nil
+			return retype(b, arrow.BinaryTypes.String), nil
 		}}, nil
 	})
 }

@@ -1,9 +1,15 @@
 package expr
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
+)
 
 // all is the case of an expression whose value is v of type typ in each of smokeBatch's 4 rows.
-func all(src, typ, v string) evalCase { return evalCase{src, typ + ":" + v + "," + v + "," + v + "," + v} }
+func all(src, typ, v string) evalCase {
+	return evalCase{src, typ + ":" + v + "," + v + "," + v + "," + v}
+}
 
 // Values printed by pyspark 4.1 (spark.sql.ansi.enabled=true, session time zone UTC) for
 // the same expressions: the hash functions must equal Spark's bit for bit.
@@ -68,6 +74,9 @@ func TestScalarSparkVectors(t *testing.T) {
 		all("sha2('abc', '256')", "string", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
 		all("hex(X'0A' || X'0B')", "string", "0A0B"),
 		all("hex(X'1')", "string", "01"),
+		all("decode(X'C3BC', 'UTF-8')", "string", "ü"),
+		all("hex(encode('ü', 'utf-8'))", "string", "C3BC"),
+		all("decode(X'61', NULL)", "string", "NULL"),
 		all("X'61' IN ('a', 'b')", "boolean", "true"),
 		all("hex(unbase64('YQ==!!'))", "string", "61"),
 		all("hex(unbase64('YW Jj'))", "string", "616263"),
@@ -83,6 +92,8 @@ func TestScalarSparkVectors(t *testing.T) {
 	checkErrors(t, rec, []evalCase{
 		{"sha2(1, 256)", "sha2: argument 1 must be binary or a string, but an argument of type int"},
 		{"CAST(a AS BINARY)", "cannot cast column a (int) to binary"},
+		{"decode(X'FF', 'utf-8')", "[MALFORMED_CHARACTER_CODING]"},
+		{"encode('a', 'UTF8')", "charset 'UTF8' is not supported"},
 		{"unbase64('Y')", "unbase64: 'Y' is not valid Base64"},
 		{"unbase64('YQ=')", "is not valid Base64"},
 		{"unbase64('YQ==YQ==')", "is not valid Base64"},
@@ -136,4 +147,84 @@ func TestRegexpFunctions(t *testing.T) {
 		{"regexp_replace(s, '[a-z]+', 'X', 0)", "the position must be between 1 and 2147483647"},
 		{"regexp_extract(s, concat('(', s), 1)", "[INVALID_PARAMETER_VALUE.PATTERN]"},
 	})
+}
+
+func TestUnixTime(t *testing.T) {
+	rec := smokeBatch(t)
+	defer rec.Release()
+	checkValues(t, rec, []evalCase{
+		all("from_unixtime(0)", "string", "1970-01-01 00:00:00"),
+		all("from_unixtime(-1)", "string", "1969-12-31 23:59:59"),
+		all("from_unixtime(1700000000, 'HH:mm:ss.SSS')", "string", "22:13:20.000"),
+		all("from_unixtime(1700000000, 'EEE MMM d yyyy')", "string", "Tue Nov 14 2023"),
+		all("from_unixtime(1700000000, 'EEEE MMMM dd yy a hh')", "string", "Tuesday November 14 23 PM 10"),
+		all("from_unixtime(1700000000, 'D')", "string", "318"),
+		all("from_unixtime(1700000000, 'yyyy-MM-dd''T''HH:mm:ss')", "string", "2023-11-14T22:13:20"),
+		all("from_unixtime(1700000000, 'XXX z Q x G k K L')", "string", "Z UTC 4 +00 AD 22 10 11"),
+		all("from_unixtime(1700000000, 'yyyyy')", "string", "02023"),
+		all("from_unixtime(1700000000, 'QQQ QQQQ DDD DD')", "string", "Q4 4th quarter 318 318"),
+		all("from_unixtime(1700000000, '''''')", "string", "'"),
+		all("from_unixtime(1700000000, '[yyyy]')", "string", "2023"),
+		all("from_unixtime(253402300800)", "string", "+10000-01-01 00:00:00"),
+		all("from_unixtime(-62135596801)", "string", "0000-12-31 23:59:59"),
+		all("from_unixtime(-62135596801, 'y G')", "string", "1 BC"),
+		all("from_unixtime(-100000000000)", "string", "-1199-02-15 14:13:20"),
+		all("from_unixtime(9223372036854775807)", "string", "1969-12-31 23:59:59"),
+		all("from_unixtime(9223372036854)", "string", "+294247-01-10 04:00:54"),
+		all("from_unixtime(1.5D)", "string", "1970-01-01 00:00:01"),
+		all("from_unixtime('100')", "string", "1970-01-01 00:01:40"),
+		all("from_unixtime(1, NULL)", "string", "NULL"),
+		all("from_unixtime(1, '')", "string", ""),
+		all("unix_timestamp(TIMESTAMP '2020-06-01 12:34:56.789')", "bigint", "1591014896"),
+		all("unix_timestamp(TIMESTAMP '1969-12-31 23:59:59.5')", "bigint", "0"),
+		all("unix_timestamp(DATE '2024-02-29')", "bigint", "1709164800"),
+		all("unix_timestamp('2024-02-29 10:00:00')", "bigint", "1709200800"),
+		all("unix_timestamp('2024-02-29', 'yyyy-MM-dd')", "bigint", "1709164800"),
+		all("unix_timestamp('2024-02-29 10:00:00.123', 'yyyy-MM-dd HH:mm:ss.SSS')", "bigint", "1709200800"),
+		all("unix_timestamp('10:00', 'HH:mm')", "bigint", "36000"),
+		all("unix_timestamp('24-01-01', 'yy-MM-dd')", "bigint", "1704067200"),
+		all("unix_timestamp('2024-02-29 10:00:00 pm', 'yyyy-MM-dd hh:mm:ss a')", "bigint", "1709244000"),
+		all("unix_timestamp('2024-02-29 10:00:00', 'yyyy-MM-dd hh:mm:ss')", "bigint", "1709200800"),
+		all("unix_timestamp('29 feb 2024', 'dd MMM yyyy')", "bigint", "1709164800"),
+		all("unix_timestamp('29 February 2024', 'dd MMMM yyyy')", "bigint", "1709164800"),
+		all("unix_timestamp('20240229', 'yyyyMMdd')", "bigint", "1709164800"),
+		all("unix_timestamp('2024-12-19', 'yyyy-M-d')", "bigint", "1734566400"),
+		all("unix_timestamp('+12024-12-19', 'yyyy-MM-dd')", "bigint", "317304086400"),
+		all("unix_timestamp('-0012-12-19', 'yyyy-MM-dd')", "bigint", "-62515411200"),
+		all("unix_timestamp('1969-12-31 23:59:59.5', 'yyyy-MM-dd HH:mm:ss.S')", "bigint", "0"),
+		all("unix_timestamp('99', 'yy')", "bigint", "4070908800"),
+		all("unix_timestamp('24-02-29', 'y-MM-dd')", "bigint", "-61404739200"),
+		all("unix_timestamp('1:2:3', 'H:m:s')", "bigint", "3723"),
+		all("unix_timestamp('2024-01-01', NULL)", "bigint", "NULL"),
+		all("to_unix_timestamp('2024-02-29 10:00:00')", "bigint", "1709200800"),
+	})
+	checkErrors(t, rec, []evalCase{
+		{"unix_timestamp('2024-02-29')", "[CANNOT_PARSE_TIMESTAMP] unix_timestamp: text '2024-02-29' does not match the datetime pattern 'yyyy-MM-dd HH:mm:ss'"},
+		{"unix_timestamp('2024-2-29', 'yyyy-MM-dd')", "[CANNOT_PARSE_TIMESTAMP]"},
+		{"unix_timestamp('2024-02-30', 'yyyy-MM-dd')", "[CANNOT_PARSE_TIMESTAMP]"},
+		{"unix_timestamp('  2024-02-29', 'yyyy-MM-dd')", "[CANNOT_PARSE_TIMESTAMP]"},
+		{"unix_timestamp('12024-12-19', 'yyyy-MM-dd')", "[CANNOT_PARSE_TIMESTAMP]"},
+		{"unix_timestamp('2024-02-29 10:00:00.1234', 'yyyy-MM-dd HH:mm:ss.SSS')", "[CANNOT_PARSE_TIMESTAMP]"},
+		{"unix_timestamp('2024-02-29 25:00:00')", "[CANNOT_PARSE_TIMESTAMP]"},
+		{"unix_timestamp('', 'yyyy')", "[CANNOT_PARSE_TIMESTAMP]"},
+		{"to_unix_timestamp('bad')", "[CANNOT_PARSE_TIMESTAMP]"},
+		{"unix_timestamp(1)", "unix_timestamp: argument 1 must be a string, date or timestamp"},
+		{"from_unixtime('abc')", "[CAST_INVALID_INPUT]"},
+		{"from_unixtime(1, 'yyyy#')", "is reserved"},
+		{"from_unixtime(1, 'YYYY')", "is not a pattern Spark accepts"},
+		{"from_unixtime(1, 'MMMMM')", "is not a pattern Spark accepts"},
+		{"from_unixtime(1, 'n')", "is not a pattern Spark accepts"},
+	})
+	p, err := Compile("unix_timestamp()", rec.Schema(), Options{Now: func() time.Time { return time.Unix(1700000000, 5e8) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.Eval(context.Background(), rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	if got := formatValue(p.Type(), a, 0); got != "1700000000" {
+		t.Errorf("unix_timestamp() = %s, want the clock's 1700000000", got)
+	}
 }
