@@ -2,6 +2,7 @@ package expr
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -465,6 +466,8 @@ func canon(t Type, a arrow.Array, i int) string {
 		return "f:" + strconv.FormatFloat(f, 'g', -1, 64)
 	case KString:
 		return "s:" + a.(*array.String).Value(i)
+	case KBinary:
+		return "b:" + hex.EncodeToString(a.(*array.Binary).Value(i))
 	case KDate:
 		return "d:" + formatValue(t, a, i)
 	case KTimestamp:
@@ -532,6 +535,9 @@ type diffCase struct {
 	Spark  string `json:"spark"`
 	Duck   string `json:"duck"`
 	Engine string `json:"engine"`
+	// Alone asks the reference to run the expression in a query of its own (one that
+	// probably fails: in a batch it costs a bisection of several queries)
+	Alone bool `json:"alone,omitempty"`
 }
 
 type diffResult struct {
@@ -540,34 +546,12 @@ type diffResult struct {
 }
 
 func TestDifferential(t *testing.T) {
-	python := os.Getenv("STREAMKIT_PYTHON")
+	python := diffPython(t)
 	if python == "" {
-		if _, err := os.Stat("../.venv/bin/python"); err == nil {
-			python, _ = filepath.Abs("../.venv/bin/python")
-		}
-	}
-	if python == "" {
-		peertest.Missing(t, "python with duckdb and pyspark (STREAMKIT_PYTHON)")
 		return
 	}
 	rec := diffTable(t)
 	defer rec.Release()
-	dir := t.TempDir()
-	ipcPath := filepath.Join(dir, "t.arrow")
-	f, err := os.Create(ipcPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(rec.Schema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	f.Close()
-
 	g := &gen{r: rand.New(rand.NewSource(2026))}
 	kinds := []string{"int", "bigint", "double", "decimal", "string", "bool", "date", "timestamp"}
 	var cases []diffCase
@@ -589,6 +573,44 @@ func TestDifferential(t *testing.T) {
 		}
 		cases = append(cases, diffCase{ID: strconv.Itoa(len(cases)), Spark: e.sp, Duck: e.dk, Engine: engine})
 	}
+	diffRun(t, python, rec, cases)
+}
+
+// diffPython is the Python with duckdb and pyspark the reference runs in ("" after
+// reporting it missing).
+func diffPython(t *testing.T) string {
+	python := os.Getenv("STREAMKIT_PYTHON")
+	if python == "" {
+		if _, err := os.Stat("../.venv/bin/python"); err == nil {
+			python, _ = filepath.Abs("../.venv/bin/python")
+		}
+	}
+	if python == "" {
+		peertest.Missing(t, "python with duckdb and pyspark (STREAMKIT_PYTHON)")
+	}
+	return python
+}
+
+// diffRun evaluates cases over rec here and in their reference engine (testdata/difftest.py)
+// and compares the results value by value, errors included.
+func diffRun(t *testing.T, python string, rec arrow.RecordBatch, cases []diffCase) {
+	t.Helper()
+	dir := t.TempDir()
+	ipcPath := filepath.Join(dir, "t.arrow")
+	f, err := os.Create(ipcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(rec.Schema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	f.Close()
+
 	spec, _ := json.Marshal(cases)
 	specPath, outPath := filepath.Join(dir, "spec.json"), filepath.Join(dir, "out.json")
 	if err := os.WriteFile(specPath, spec, 0o644); err != nil {

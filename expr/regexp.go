@@ -26,7 +26,9 @@ type rxPattern struct {
 	// the pattern is that literal only
 	prefix   string
 	literal  bool
-	nullRows bool // the constant pattern is NULL
+	simple   *simpleRx // the constant pattern's backtracking-free matcher, when it has one
+	caps     []int     // simple's result buffer
+	nullRows bool      // the constant pattern is NULL
 }
 
 // rxArg type-checks pattern argument i: a constant is compiled now; otherwise the returned
@@ -52,6 +54,9 @@ func (c *checker) rxArg(call *Call, args []node, i int) (*rxPattern, node, error
 	}
 	p.konst = re
 	p.prefix, p.literal = re.LiteralPrefix()
+	if p.simple = compileSimple(src); p.simple != nil {
+		p.caps = make([]int, 2*(re.NumSubexp()+1))
+	}
 	return p, nil, nil
 }
 
@@ -80,9 +85,14 @@ func (p *rxPattern) at(c *evalCtx, active []bool, pats *array.String, i int) (*r
 	return re, nil
 }
 
-// submatch finds the leftmost match of a constant pattern in s, skipping the regexp engine
-// where the literal prefix (or the whole pattern, when it is a literal) shows there is none.
+// submatch finds the leftmost match in s, as re.FindStringSubmatchIndex: for a constant
+// pattern with the simple matcher (the result is valid until the next call), else skipping
+// the regexp engine where the literal prefix (or the whole pattern, when it is a literal)
+// shows there is no match.
 func (p *rxPattern) submatch(re *regexp.Regexp, s string) []int {
+	if re == p.konst && p.simple != nil {
+		return p.simple.find(s, p.caps)
+	}
 	if re == p.konst && p.prefix != "" {
 		at := strings.Index(s, p.prefix)
 		if at < 0 {
@@ -304,8 +314,13 @@ func (c *checker) rxCall(call *Call, args []node) (node, *rxPattern, node, error
 // where s, the pattern or one of extra is NULL (or whose pattern does not compile in a row
 // whose errors do not count).
 func (p *rxPattern) eachRow(c *evalCtx, active []bool, s, pats *array.String, extra []arrow.Array, null func(i int), row func(i int, re *regexp.Regexp, v string) error) error {
+	cols := append([]arrow.Array{s, orNil(pats)}, extra...)
+	nulls := false
+	for _, a := range cols {
+		nulls = nulls || a != nil && a.NullN() > 0
+	}
 	for i := 0; i < c.n; i++ {
-		if nullIn(i, s, orNil(pats)) || nullIn(i, extra...) {
+		if nulls && nullIn(i, cols...) {
 			null(i)
 			continue
 		}
