@@ -17,12 +17,12 @@ import (
 // with the same groups. Other patterns (alternation, lazy or nested repeats, \b, (?m), …)
 // are left to regexp.
 type simpleRx struct {
-	items       []rxItem
-	begin, end  bool // anchored at the start / end of the text
-	groups      int
-	firstByte int  // the first item's only character when it is one ASCII byte and needed; else -1
-	minLen    int  // the fewest characters a match takes
-	skipRun   bool // the first item is unbounded: a failed start can skip its run
+	items      []rxItem
+	begin, end bool // anchored at the start / end of the text
+	groups     int
+	firstByte  int  // the first item's only character when it is one ASCII byte and needed; else -1
+	minLen     int  // the fewest characters a match takes
+	skipRun    bool // the first item is unbounded: a failed start can skip its run
 }
 
 type rxItem struct {
