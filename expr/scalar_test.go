@@ -4,6 +4,10 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // all is the case of an expression whose value is v of type typ in each of smokeBatch's 4 rows.
@@ -227,4 +231,22 @@ func TestUnixTime(t *testing.T) {
 	if got := formatValue(p.Type(), a, 0); got != "1700000000" {
 		t.Errorf("unix_timestamp() = %s, want the clock's 1700000000", got)
 	}
+}
+
+// TestBinaryColumnKinds: large_binary and binary_view columns are read as binary.
+func TestBinaryColumnKinds(t *testing.T) {
+	vb := array.NewBinaryViewBuilder(memory.DefaultAllocator)
+	vb.AppendValues([][]byte{[]byte("abc"), nil, []byte("a long value beyond twelve bytes")}, []bool{true, false, true})
+	lb := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.LargeBinary)
+	lb.AppendValues([][]byte{{0xff}, {}, nil}, []bool{true, true, false})
+	cols := []arrow.Array{vb.NewArray(), lb.NewArray()}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "v", Type: cols[0].DataType(), Nullable: true}, {Name: "lb", Type: cols[1].DataType(), Nullable: true}}, nil)
+	rec := array.NewRecordBatch(schema, cols, 3)
+	defer rec.Release()
+	checkValues(t, rec, []evalCase{
+		{"hex(v)", "string:616263,NULL,61206C6F6E672076616C7565206265796F6E64207477656C7665206279746573"},
+		{"length(v)", "int:3,NULL,32"},
+		{"hex(lb)", "string:FF,,NULL"},
+		{"lb < v", "boolean:false,NULL,NULL"},
+	})
 }
