@@ -34,3 +34,15 @@ func BenchmarkRegexpExtract(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSelectRegexp: the issue's select benchmark shape, 5 computed columns (arithmetic,
+// a cast, lower, date_trunc, regexp_extract), over the 10-column stream.
+func BenchmarkSelectRegexp(b *testing.B) {
+	batches := benchBatches(b)
+	p, err := CompileSelect(`id, a * 2 + b AS ab, CAST(x AS BIGINT) AS xi, lower(s) AS ls, date_trunc('HOUR', ts) AS hr, regexp_extract(t, 'k(\\d+)', 1) AS tk`,
+		batches[0].Schema(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runBatches(b, batches, p.Eval)
+}
