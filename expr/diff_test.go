@@ -545,6 +545,21 @@ type diffResult struct {
 	Vals []string `json:"vals"`
 }
 
+// diffPython is the Python with duckdb and pyspark the reference runs in ("" when missing:
+// the test is skipped, or fails under STREAMKIT_REQUIRE_PEERS).
+func diffPython(t *testing.T) string {
+	python := os.Getenv("STREAMKIT_PYTHON")
+	if python == "" {
+		if _, err := os.Stat("../.venv/bin/python"); err == nil {
+			python, _ = filepath.Abs("../.venv/bin/python")
+		}
+	}
+	if python == "" {
+		peertest.Missing(t, "python with duckdb and pyspark (STREAMKIT_PYTHON)")
+	}
+	return python
+}
+
 func TestDifferential(t *testing.T) {
 	python := diffPython(t)
 	if python == "" {
@@ -576,25 +591,9 @@ func TestDifferential(t *testing.T) {
 	diffRun(t, python, rec, cases)
 }
 
-// diffPython is the Python with duckdb and pyspark the reference runs in ("" after
-// reporting it missing).
-func diffPython(t *testing.T) string {
-	python := os.Getenv("STREAMKIT_PYTHON")
-	if python == "" {
-		if _, err := os.Stat("../.venv/bin/python"); err == nil {
-			python, _ = filepath.Abs("../.venv/bin/python")
-		}
-	}
-	if python == "" {
-		peertest.Missing(t, "python with duckdb and pyspark (STREAMKIT_PYTHON)")
-	}
-	return python
-}
-
-// diffRun evaluates cases over rec here and in their reference engine (testdata/difftest.py)
-// and compares the results value by value, errors included.
+// diffRun evaluates cases over rec here and in the reference engines and compares them value
+// by value, errors included.
 func diffRun(t *testing.T, python string, rec arrow.RecordBatch, cases []diffCase) {
-	t.Helper()
 	dir := t.TempDir()
 	ipcPath := filepath.Join(dir, "t.arrow")
 	f, err := os.Create(ipcPath)

@@ -712,16 +712,6 @@ func gather(c *evalCtx, t Type, choice []int32, arrs []arrow.Array) (arrow.Array
 		return gatherFixed(t, choice, arrs, nullAt, f64s), nil
 	case KDecimal:
 		return gatherFixed(t, choice, arrs, nullAt, decs), nil
-	case KString:
-		out := newStrOut(c.n, 0)
-		for i, k := range choice {
-			if nullAt(i) {
-				out.appendNull()
-			} else {
-				out.append(arrs[k].(*array.String).Value(i))
-			}
-		}
-		return out.array(), nil
 	case KBinary:
 		out := newStrOut(c.n, 0)
 		for i, k := range choice {
@@ -732,6 +722,16 @@ func gather(c *evalCtx, t Type, choice []int32, arrs []arrow.Array) (arrow.Array
 			}
 		}
 		return out.binArray(), nil
+	case KString:
+		out := newStrOut(c.n, 0)
+		for i, k := range choice {
+			if nullAt(i) {
+				out.appendNull()
+			} else {
+				out.append(arrs[k].(*array.String).Value(i))
+			}
+		}
+		return out.array(), nil
 	}
 	return nil, c.fail("INTERNAL", 0, "no gather for %s", t)
 }

@@ -18,10 +18,10 @@ const (
 	KDecimal               // decimal(p,s) (arrow decimal128(p,s))
 	KDouble                // double (arrow float64); float columns are read as double
 	KString                // string (arrow utf8; large_utf8 and string_view are read as utf8)
+	KBinary                // binary (arrow binary; large_binary and binary_view are read as binary)
 	KDate                  // date (arrow date32, days since the epoch)
 	KTimestamp             // timestamp (arrow timestamp[us, UTC]; other units/zones are converted)
 	KInterval              // day-time interval (arrow duration[us]); only literals and their sums
-	KBinary                // binary (arrow binary; large_binary and binary_view are read as binary)
 )
 
 // Type is a Spark SQL type; P and S are the precision and scale of a decimal.
@@ -64,14 +64,14 @@ func (t Type) String() string {
 		return "double"
 	case KString:
 		return "string"
+	case KBinary:
+		return "binary"
 	case KDate:
 		return "date"
 	case KTimestamp:
 		return "timestamp"
 	case KInterval:
 		return "interval day to second"
-	case KBinary:
-		return "binary"
 	}
 	return "?"
 }
@@ -98,14 +98,14 @@ func (t Type) Arrow() arrow.DataType {
 		return arrow.PrimitiveTypes.Float64
 	case KString:
 		return arrow.BinaryTypes.String
+	case KBinary:
+		return arrow.BinaryTypes.Binary
 	case KDate:
 		return arrow.FixedWidthTypes.Date32
 	case KTimestamp:
 		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 	case KInterval:
 		return arrow.FixedWidthTypes.Duration_us
-	case KBinary:
-		return arrow.BinaryTypes.Binary
 	}
 	panic("expr: no arrow type for " + t.String())
 }
@@ -128,14 +128,14 @@ func FromArrow(dt arrow.DataType) (t Type, ok bool) {
 		return TDouble, true
 	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
 		return TString, true
+	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:
+		return TBinary, true
 	case *arrow.Date32Type, *arrow.Date64Type:
 		return TDate, true
 	case *arrow.TimestampType:
 		return TTimestamp, true
 	case *arrow.DurationType:
 		return TInterval, true
-	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:
-		return TBinary, true
 	}
 	return Type{}, false
 }
