@@ -435,11 +435,12 @@ func init() {
 				return nil, err
 			}
 			return &funcNode{fn: registry[p.name], t: p.to, args: []node{x}, impl: func(c *evalCtx, active []bool, in []arrow.Array) (arrow.Array, error) {
-				out, err := parseTimestamps(c, active, in[0].(*array.String), func(v string) error {
-					return fmt.Errorf("%s: %s does not match the format %s", p.name, quoteValue(v), quoteValue(k.sc.(*scalar.String).String()))
-				}, func(v string) (int64, bool) {
+				out, err := parseTimestamps(c, active, in[0].(*array.String), func(_ int, v string) (int64, error) {
 					tm, err := time.Parse(layout, v)
-					return tm.UnixMicro(), err == nil
+					if err != nil {
+						return 0, fmt.Errorf("%s: %s does not match the format %s", p.name, quoteValue(v), quoteValue(k.sc.(*scalar.String).String()))
+					}
+					return tm.UnixMicro(), nil
 				})
 				if err != nil {
 					return nil, err

@@ -21,7 +21,7 @@ import (
 type rxPattern struct {
 	fn    string
 	konst *regexp.Regexp // the constant pattern; nil: a column
-	cache map[string]*regexp.Regexp
+	cache patternCache[*regexp.Regexp]
 	// for a constant pattern: its literal prefix (every match starts with it) and whether
 	// the pattern is that literal only
 	prefix   string
@@ -35,19 +35,14 @@ type rxPattern struct {
 // node (the pattern as a string) is to be evaluated per batch.
 func (c *checker) rxArg(call *Call, args []node, i int) (*rxPattern, node, error) {
 	p := &rxPattern{fn: call.Name}
-	a, err := c.strArg(call, args, i)
-	if err != nil {
-		return nil, nil, err
+	src, col, null, err := c.patternText(call, args, i)
+	if err != nil || col != nil {
+		return p, col, err
 	}
-	k, ok := a.(*constNode)
-	if !ok {
-		return p, a, nil
-	}
-	if k.isNull() {
+	if null {
 		p.nullRows = true
 		return p, nil, nil
 	}
-	src := k.sc.(*scalar.String).String()
 	re, err := regexp.Compile(src)
 	if err != nil {
 		return nil, nil, c.errf(call.Args[i].Pos(), "%s: the regular expression %s is invalid: %v", call.Name, quoteValue(src), err)
@@ -66,23 +61,52 @@ func (p *rxPattern) at(c *evalCtx, active []bool, pats *array.String, i int) (*r
 		return p.konst, nil
 	}
 	s := pats.Value(i)
-	if re, ok := p.cache[s]; ok {
-		return re, nil
-	}
-	re, err := regexp.Compile(s)
+	re, err := p.cache.get(s, regexp.Compile)
 	if err != nil {
 		if !activeAt(active, i) {
 			return nil, nil
 		}
 		return nil, c.fail("INVALID_PARAMETER_VALUE.PATTERN", i, "%s: the regular expression %s is invalid: %v", p.fn, quoteValue(s), err)
 	}
-	if p.cache == nil {
-		p.cache = map[string]*regexp.Regexp{}
-	}
-	if len(p.cache) < 256 {
-		p.cache[s] = re
-	}
 	return re, nil
+}
+
+// patternCache holds what was compiled from the values of a pattern column, once per
+// distinct value (up to 256 of them).
+type patternCache[T any] map[string]T
+
+func (m *patternCache[T]) get(src string, compile func(string) (T, error)) (T, error) {
+	if v, ok := (*m)[src]; ok {
+		return v, nil
+	}
+	v, err := compile(src)
+	if err != nil {
+		return v, err
+	}
+	if *m == nil {
+		*m = patternCache[T]{}
+	}
+	if len(*m) < 256 {
+		(*m)[src] = v
+	}
+	return v, nil
+}
+
+// patternText type-checks pattern argument i of a function (a string): the constant's text,
+// or the column to evaluate (col), or a constant NULL (null).
+func (c *checker) patternText(call *Call, args []node, i int) (src string, col node, null bool, err error) {
+	a, err := c.strArg(call, args, i)
+	if err != nil {
+		return "", nil, false, err
+	}
+	k, ok := a.(*constNode)
+	switch {
+	case !ok:
+		return "", a, false, nil
+	case k.isNull():
+		return "", nil, true, nil
+	}
+	return k.sc.(*scalar.String).String(), nil, false, nil
 }
 
 // submatch finds the leftmost match in s, as re.FindStringSubmatchIndex: for a constant

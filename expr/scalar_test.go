@@ -201,6 +201,10 @@ func TestUnixTime(t *testing.T) {
 		all("unix_timestamp('1:2:3', 'H:m:s')", "bigint", "3723"),
 		all("unix_timestamp('2024-01-01', NULL)", "bigint", "NULL"),
 		all("to_unix_timestamp('2024-02-29 10:00:00')", "bigint", "1709200800"),
+		// pattern columns: compiled per distinct value, a NULL pattern gives NULL
+		{"from_unixtime(1700000000, if(a > 1, 'yyyy', 'MM'))", "string:11,2023,11,2023"},
+		{"from_unixtime(0, CASE WHEN a IS NULL THEN NULL ELSE 'yyyy' END)", "string:1970,1970,NULL,1970"},
+		all("unix_timestamp(if(a > 1, '2024', '24'), if(a > 1, 'yyyy', 'yy'))", "bigint", "1704067200"),
 	})
 	checkErrors(t, rec, []evalCase{
 		{"unix_timestamp('2024-02-29')", "[CANNOT_PARSE_TIMESTAMP] unix_timestamp: text '2024-02-29' does not match the datetime pattern 'yyyy-MM-dd HH:mm:ss'"},
@@ -218,6 +222,8 @@ func TestUnixTime(t *testing.T) {
 		{"from_unixtime(1, 'YYYY')", "is not a pattern Spark accepts"},
 		{"from_unixtime(1, 'MMMMM')", "is not a pattern Spark accepts"},
 		{"from_unixtime(1, 'n')", "is not a pattern Spark accepts"},
+		{"from_unixtime(1, concat('yyyy', s))", "[INVALID_DATETIME_PATTERN] from_unixtime: datetime pattern 'yyyyAb'"},
+		{"unix_timestamp('2024', if(a > 1, 'yyyy', 'MM'))", "[CANNOT_PARSE_TIMESTAMP] unix_timestamp: text '2024' does not match the datetime pattern 'MM' at in.csv:1"},
 	})
 	p, err := Compile("unix_timestamp()", rec.Schema(), Options{Now: func() time.Time { return time.Unix(1700000000, 5e8) }})
 	if err != nil {

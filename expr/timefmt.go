@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -346,25 +348,66 @@ func (p *dtPattern) parse(s string) (int64, bool) {
 	return days*usPerDay + ((hour*60+minute)*60+sec)*1e6 + frac, true
 }
 
-// constPattern reads the constant pattern argument i (absent: the default); null reports a
-// constant NULL pattern.
-func (c *checker) constPattern(call *Call, args []node, i int, parse bool) (p *dtPattern, null bool, err error) {
+// dtArg is the datetime pattern argument of a function: a constant compiled with the
+// expression (a malformed one is a TypeError), or a column whose values are compiled per
+// distinct value (INVALID_DATETIME_PATTERN when malformed).
+type dtArg struct {
+	fn    string
+	parse bool
+	konst *dtPattern
+	null  bool // the constant pattern is NULL
+	cache patternCache[*dtPattern]
+}
+
+// patternArg type-checks pattern argument i (absent: the default pattern); col is the
+// pattern column to evaluate, nil for a constant.
+func (c *checker) patternArg(call *Call, args []node, i int, parse bool) (d *dtArg, col node, err error) {
+	d = &dtArg{fn: call.Name, parse: parse}
 	src := defaultTimeFormat
 	if i < len(args) {
-		k, ok := args[i].(*constNode)
-		if !ok || args[i].Type().Kind != KString && args[i].Type().Kind != KNull {
-			return nil, false, c.argErr(call, i, args[i].Type(), "a constant format string")
+		if src, col, d.null, err = c.patternText(call, args, i); err != nil || col != nil || d.null {
+			return d, col, err
 		}
-		if k.isNull() {
-			return nil, true, nil
-		}
-		src = k.sc.(*scalar.String).String()
 	}
-	p, err = compileDatetime(src, parse)
+	if d.konst, err = compileDatetime(src, parse); err != nil {
+		return nil, nil, c.errf(call.Args[min(i, len(call.Args)-1)].Pos(), "%s: %v", call.Name, err)
+	}
+	return d, nil, nil
+}
+
+// at is the pattern of row i (fmts: the pattern column, nil for a constant); nil for a
+// NULL pattern or one that does not compile in a row whose errors do not count.
+func (d *dtArg) at(c *evalCtx, active []bool, fmts arrow.Array, i int) (*dtPattern, error) {
+	if d.konst != nil {
+		return d.konst, nil
+	}
+	if fmts.IsNull(i) {
+		return nil, nil
+	}
+	p, err := d.cache.get(fmts.(*array.String).Value(i), func(src string) (*dtPattern, error) { return compileDatetime(src, d.parse) })
 	if err != nil {
-		return nil, false, c.errf(call.Args[min(i, len(call.Args)-1)].Pos(), "%s: %v", call.Name, err)
+		if !activeAt(active, i) {
+			return nil, nil
+		}
+		return nil, c.fail("INVALID_DATETIME_PATTERN", i, "%s: %v", d.fn, err)
 	}
-	return p, false, nil
+	return p, nil
+}
+
+// withCol appends the pattern column (when there is one) to a function's arguments.
+func withCol(args []node, col node) []node {
+	if col != nil {
+		return append(args, col)
+	}
+	return args
+}
+
+// colAt is in[k], or nil past its end (a constant pattern is no argument).
+func colAt(in []arrow.Array, k int) arrow.Array {
+	if k < len(in) {
+		return in[k]
+	}
+	return nil
 }
 
 // nowSecsNode is unix_timestamp(): the processing time in seconds, read once per Eval (not
@@ -377,21 +420,29 @@ func (nowSecsNode) eval(c *evalCtx, _ []bool) (arrow.Array, error) {
 }
 
 func init() {
-	register("from_unixtime", 1, 2, "from_unixtime(secs[, fmt]) → string", "seconds since the epoch printed in the datetime pattern fmt (a constant; default 'yyyy-MM-dd HH:mm:ss'), in UTC", true, func(c *checker, call *Call, args []node) (node, error) {
+	register("from_unixtime", 1, 2, "from_unixtime(secs[, fmt]) → string", "seconds since the epoch printed in the datetime pattern fmt (default 'yyyy-MM-dd HH:mm:ss'), in UTC", true, func(c *checker, call *Call, args []node) (node, error) {
 		t := args[0].Type()
 		if !t.numeric() && t.Kind != KString && t.Kind != KNull {
 			return nil, c.argErr(call, 0, t, "a number of seconds")
 		}
-		p, null, err := c.constPattern(call, args, 1, false)
-		if err != nil || null {
+		d, col, err := c.patternArg(call, args, 1, false)
+		if err != nil || d.null {
 			return nullConst(TString), err
 		}
 		x := coerce(args[0], TBigInt) // Spark's implicit cast: a double truncates, a bad string fails
-		return &funcNode{fn: registry["from_unixtime"], t: TString, args: []node{x}, impl: func(c *evalCtx, _ []bool, in []arrow.Array) (arrow.Array, error) {
+		return &funcNode{fn: registry["from_unixtime"], t: TString, args: withCol([]node{x}, col), impl: func(c *evalCtx, active []bool, in []arrow.Array) (arrow.Array, error) {
 			secs := i64s(in[0])
-			out := newStrOut(c.n, c.n*len(p.src))
+			out := newStrOut(c.n, c.n*len(defaultTimeFormat))
 			for i := range secs {
 				if isNull(in[0], i) {
+					out.appendNull()
+					continue
+				}
+				p, err := d.at(c, active, colAt(in, 1), i)
+				if err != nil {
+					return nil, err
+				}
+				if p == nil {
 					out.appendNull()
 					continue
 				}
@@ -407,7 +458,7 @@ func init() {
 		if name == "unix_timestamp" {
 			lo = 0
 		}
-		register(name, lo, 2, name+"([x[, fmt]]) → bigint", "seconds since the epoch of a timestamp or date, or of a string parsed in the datetime pattern fmt (a constant; default 'yyyy-MM-dd HH:mm:ss'), in UTC; ANSI: text that does not match fails (CANNOT_PARSE_TIMESTAMP); unix_timestamp() is the processing time", true, func(c *checker, call *Call, args []node) (node, error) {
+		register(name, lo, 2, name+"([x[, fmt]]) → bigint", "seconds since the epoch of a timestamp or date, or of a string parsed in the datetime pattern fmt (default 'yyyy-MM-dd HH:mm:ss'), in UTC; ANSI: text that does not match fails (CANNOT_PARSE_TIMESTAMP); unix_timestamp() is the processing time", true, func(c *checker, call *Call, args []node) (node, error) {
 			if len(args) == 0 {
 				return nowSecsNode{}, nil
 			}
@@ -431,15 +482,23 @@ func init() {
 			default:
 				return nil, c.argErr(call, 0, t, "a string, date or timestamp")
 			}
-			p, null, err := c.constPattern(call, args, 1, true)
-			if err != nil || null {
+			d, col, err := c.patternArg(call, args, 1, true)
+			if err != nil || d.null {
 				return nullConst(TBigInt), err
 			}
 			x := coerce(args[0], TString)
-			return &funcNode{fn: registry[name], t: TBigInt, args: []node{x}, impl: func(c *evalCtx, active []bool, in []arrow.Array) (arrow.Array, error) {
-				out, err := parseTimestamps(c, active, in[0].(*array.String), func(v string) error {
-					return fmt.Errorf("%s: text %s does not match the datetime pattern %s", name, quoteValue(v), quoteValue(p.src))
-				}, p.parse)
+			return &funcNode{fn: registry[name], t: TBigInt, args: withCol([]node{x}, col), impl: func(c *evalCtx, active []bool, in []arrow.Array) (arrow.Array, error) {
+				out, err := parseTimestamps(c, active, in[0].(*array.String), func(i int, v string) (int64, error) {
+					p, err := d.at(c, active, colAt(in, 1), i)
+					if err != nil || p == nil {
+						return 0, cmp.Or(err, errNullRow)
+					}
+					us, ok := p.parse(v)
+					if !ok {
+						return 0, fmt.Errorf("%s: text %s does not match the datetime pattern %s", name, quoteValue(v), quoteValue(p.src))
+					}
+					return us, nil
+				})
 				if err != nil {
 					return nil, err
 				}
@@ -452,25 +511,32 @@ func init() {
 	}
 }
 
-// parseTimestamps parses every non-NULL string of s to µs since the epoch; the first row
-// that does not parse (among the rows whose errors count) is a CANNOT_PARSE_TIMESTAMP error
-// with the message of bad.
-func parseTimestamps(c *evalCtx, active []bool, s *array.String, bad func(v string) error, parse func(string) (int64, bool)) (*outBuf[int64], error) {
+// errNullRow is what a parse function of parseTimestamps returns for a row that is NULL.
+var errNullRow = errors.New("NULL row")
+
+// parseTimestamps parses every non-NULL string of s to µs since the epoch with parse, which
+// returns errNullRow for a row that is NULL (its pattern is), a *RuntimeError to fail with,
+// or another error when the text does not parse: CANNOT_PARSE_TIMESTAMP with that message,
+// for the first such row among those whose errors count.
+func parseTimestamps(c *evalCtx, active []bool, s *array.String, parse func(i int, v string) (int64, error)) (*outBuf[int64], error) {
 	out := newOut[int64](c.n)
 	for i := range out.vals {
 		if s.IsNull(i) {
 			out.setNull(i)
 			continue
 		}
-		us, ok := parse(s.Value(i))
-		if !ok {
-			if activeAt(active, i) {
-				return nil, c.fail("CANNOT_PARSE_TIMESTAMP", i, "%v", bad(s.Value(i)))
-			}
+		us, err := parse(i, s.Value(i))
+		var rt *RuntimeError
+		switch {
+		case err == nil:
+			out.vals[i] = us
+		case errors.As(err, &rt):
+			return nil, err
+		case err == errNullRow || !activeAt(active, i):
 			out.setNull(i)
-			continue
+		default:
+			return nil, c.fail("CANNOT_PARSE_TIMESTAMP", i, "%v", err)
 		}
-		out.vals[i] = us
 	}
 	return out, nil
 }
