@@ -178,9 +178,11 @@ func init() {
 		})
 	}
 
-	register("hex", 1, 1, "hex(bigint, string or binary) → string", "upper-case hex digits: of the 64-bit two's complement of a number, of the UTF-8 bytes of a string, of a binary", false, func(c *checker, call *Call, args []node) (node, error) {
+	register("hex", 1, 1, "hex(bigint, string or binary) → string", "upper-case hex digits: of the 64-bit two's complement of a number (a double or decimal cast to bigint first), of the UTF-8 bytes of a string (booleans, dates and timestamps as their text), of a binary", false, func(c *checker, call *Call, args []node) (node, error) {
 		switch t := args[0].Type(); t.Kind {
-		case KInt, KBigInt:
+		case KBool, KDate, KTimestamp: // Spark's implicit cast to string
+			args = []node{coerce(args[0], TString)}
+		case KInt, KBigInt, KDouble, KDecimal: // ANSI: a fractional number truncates, an overflow fails
 			x := coerce(args[0], TBigInt)
 			return &funcNode{fn: registry["hex"], t: TString, args: []node{x}, impl: func(c *evalCtx, _ []bool, in []arrow.Array) (arrow.Array, error) {
 				vs := i64s(in[0])
