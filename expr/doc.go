@@ -112,9 +112,10 @@
 //
 // Known differences from Spark that remain: RLIKE and the regexp functions use Go's RE2
 // syntax, not Java regular expressions (no backreferences or lookaround; $ matches only at
-// the very end, Java's also before a final line break); an empty match right after a
-// non-empty one is not replaced or counted (Java's is: regexp_replace('baaac', 'a*', '-') is
-// '-b--c-' in Spark, '-b-c-' here); regexp_replace's pos counts code points (Java: UTF-16
+// the very end, Java's also before a final line break); the empty match Java finds right
+// after a non-empty one (regexp_replace('baaac', 'a*', '-') is '-b--c-') is replaced and
+// counted here too, except in patterns with ^ $ \b or \B; regexp_replace's pos counts code
+// points (Java: UTF-16
 // units) and must be a constant; a ${name} in a replacement is the named group, as in Java
 // (Spark's SQL text substitution replaces ${…} before the function sees it);
 // regexp_extract_all, which returns an array, is not there yet; from_unixtime formats the

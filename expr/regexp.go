@@ -3,6 +3,7 @@ package expr
 import (
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"unicode/utf8"
 
@@ -29,6 +30,65 @@ type rxPattern struct {
 	simple   *simpleRx // the constant pattern's backtracking-free matcher, when it has one
 	caps     []int     // simple's result buffer
 	nullRows bool      // the constant pattern is NULL
+	empties  map[*regexp.Regexp][]int
+}
+
+// emptyMatch is the match of re at 0 in the empty string when Java's find would report an
+// empty match wherever a non-empty one ends and regexp's would not (re matches the empty
+// string and has no ^ $ \b \B, which would make it depend on the position); else nil.
+func (p *rxPattern) emptyMatch(re *regexp.Regexp) []int {
+	if m, ok := p.empties[re]; ok {
+		return m
+	}
+	var m []int
+	if tree, err := syntax.Parse(re.String(), syntax.Perl); err == nil && !hasAssertion(tree) {
+		m = re.FindStringSubmatchIndex("")
+	}
+	if p.empties == nil {
+		p.empties = map[*regexp.Regexp][]int{}
+	}
+	if len(p.empties) < 256 {
+		p.empties[re] = m
+	}
+	return m
+}
+
+func hasAssertion(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return true
+	}
+	for _, sub := range re.Sub {
+		if hasAssertion(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// javaMatches is every match of re in s in the order Java's Matcher.find reports them:
+// regexp's, plus the empty match Java finds where a non-empty one ends (regexp skips it:
+// regexp_replace('baaac', 'a*', '-') is '-b--c-' in Spark); empty is emptyMatch(re).
+func javaMatches(re *regexp.Regexp, s string, empty []int) [][]int {
+	ms := re.FindAllStringSubmatchIndex(s, -1)
+	if empty == nil {
+		return ms
+	}
+	var out [][]int
+	for k, m := range ms {
+		out = append(out, m)
+		if m[1] > m[0] && (k+1 == len(ms) || ms[k+1][0] != m[1]) {
+			e := make([]int, len(empty))
+			for j, v := range empty {
+				e[j] = v
+				if v >= 0 {
+					e[j] = v + m[1]
+				}
+			}
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // rxArg type-checks pattern argument i: a constant is compiled now; otherwise the returned
@@ -259,7 +319,7 @@ func init() {
 		return rxFunc("regexp_count", TInt, x, p, pat, nil, func(c *evalCtx, active []bool, s, pats *array.String, _ []arrow.Array) (arrow.Array, error) {
 			out := newOut[int32](c.n)
 			err := p.eachRow(c, active, s, pats, nil, out.setNull, func(i int, re *regexp.Regexp, v string) error {
-				out.vals[i] = int32(len(re.FindAllStringIndex(v, -1)))
+				out.vals[i] = int32(len(javaMatches(re, v, p.emptyMatch(re))))
 				return nil
 			})
 			if err != nil {
@@ -304,7 +364,7 @@ func init() {
 					r = parseJavaReplacement(reps.Value(i), re)
 				}
 				var bad error
-				buf, bad = replaceFrom(buf[:0], re, v, pos, r)
+				buf, bad = replaceFrom(buf[:0], re, v, pos, r, p.emptyMatch(re))
 				if bad != nil {
 					if activeAt(active, i) {
 						return c.fail("INVALID_REGEXP_REPLACE", i, "could not perform regexp_replace for source = %s, pattern = %s, replacement = %s and position = %d: %v",
@@ -464,7 +524,7 @@ func parseJavaReplacement(rep string, re *regexp.Regexp) *javaReplacement {
 // UTF-16 units, this counts code points) replaced, as Spark's RegExpReplace does: the
 // search runs on the rest of the string (so ^ matches at pos), and a pos past the end leaves
 // s as it is.
-func replaceFrom(dst []byte, re *regexp.Regexp, s string, pos int, r *javaReplacement) ([]byte, error) {
+func replaceFrom(dst []byte, re *regexp.Regexp, s string, pos int, r *javaReplacement, empty []int) ([]byte, error) {
 	start := 0
 	for n := 1; n < pos && start < len(s); n++ {
 		_, size := utf8.DecodeRuneInString(s[start:])
@@ -475,7 +535,7 @@ func replaceFrom(dst []byte, re *regexp.Regexp, s string, pos int, r *javaReplac
 	}
 	dst = append(dst, s[:start]...)
 	rest := s[start:]
-	ms := re.FindAllStringSubmatchIndex(rest, -1)
+	ms := javaMatches(re, rest, empty)
 	if len(ms) > 0 && r.err != nil {
 		return dst, r.err
 	}

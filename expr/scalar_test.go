@@ -142,6 +142,11 @@ func TestRegexpFunctions(t *testing.T) {
 		all("regexp_replace('abc', '^b', 'X', 2)", "string", "aXc"),
 		all("regexp_like('abc', 'b')", "boolean", "true"),
 		all("regexp_count('abcb', 'b')", "int", "2"),
+		// Java reports an empty match where a non-empty one ends
+		all("regexp_replace('baaac', 'a*', '-')", "string", "-b--c-"),
+		all("regexp_count('baaac', 'a*')", "int", "4"),
+		all("regexp_replace('baaa', '(a*)', '<$1>')", "string", "<>b<aaa><>"),
+		all("regexp_replace('abc', 'x*', '-')", "string", "-a-b-c-"),
 		all("regexp_substr('abcb', 'b.')", "string", "bc"),
 		all("regexp_substr('abcb', 'x')", "string", "NULL"),
 	})
