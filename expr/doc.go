@@ -115,16 +115,14 @@
 // the very end, Java's also before a final line break); the empty match Java finds right
 // after a non-empty one (regexp_replace('baaac', 'a*', '-') is '-b--c-') is replaced and
 // counted here too, except in patterns with ^ $ \b or \B; regexp_replace's pos counts code
-// points (Java: UTF-16
-// units) and must be a constant; a ${name} in a replacement is the named group, as in Java
-// (Spark's SQL text substitution replaces ${…} before the function sees it);
-// regexp_extract_all, which returns an array, is not there yet; from_unixtime formats the
-// pattern letters G y M L d D Q q E a h H k K m s S z V O X x Z, unix_timestamp parses
-// y M L d H h m s S a; encode and decode know UTF-8 only; a
-// float column hashes as a double (Spark hashes its 4 bytes); to_date/to_timestamp formats
-// support the pattern letters y M d H m s S only; date_trunc needs a constant unit; round
-// needs a constant, non-negative scale; div over decimals is not supported yet. Spark's
-// optimizer merges a nested + or * into an enclosing try_add/try_multiply
-// (ReorderAssociativeOperator), which then also tolerates the inner overflow; here the inner
-// operation still fails.
+// points (Java: UTF-16 units) and must be a constant; a ${name} in a replacement is the named
+// group, as in Java (Spark's SQL text substitution replaces ${…} before the function sees
+// it); regexp_extract_all, which returns an array, is not there yet; from_unixtime formats
+// the pattern letters G y M L d D Q q E a h H k K m s S z V O X x Z, unix_timestamp parses
+// y M L d H h m s S a; encode and decode know UTF-8 only; a float column hashes as a double
+// (Spark hashes its 4 bytes); to_date/to_timestamp formats support the pattern letters
+// y M d H m s S only; date_trunc needs a constant unit; round needs a constant, non-negative
+// scale; div over decimals is not supported yet. Spark's optimizer merges a nested + or *
+// into an enclosing try_add/try_multiply (ReorderAssociativeOperator), which then also
+// tolerates the inner overflow; here the inner operation still fails.
 package expr
