@@ -196,7 +196,7 @@ func (g *scalarGen) expr() gexpr {
 	rx := diffRegexps[g.r.Intn(len(diffRegexps))]
 	pat := "'" + strings.ReplaceAll(rx.p, "%", "%%") + "'" // the text goes through Sprintf
 	g.fails = false
-	switch g.r.Intn(31) {
+	switch g.r.Intn(34) {
 	case 0:
 		return same("md5(%s)", g.bin(true))
 	case 1:
@@ -278,6 +278,16 @@ func (g *scalarGen) expr() gexpr {
 	case 29:
 		f := g.of("yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd", "yyyy-MM-dd HH:mm", "yyyy")
 		return op("unix_timestamp(substring(%s, 1, "+strconv.Itoa(len(f))+"), '"+f+"')", "", true, lit("tgood"))
+	case 31:
+		// patterns that match the empty string: Java also takes the empty match where a
+		// non-empty one ends (DuckDB's RE2 does not)
+		p := g.of("'a*'", "'[0-9]*'", "'(l*)'", "'x?'")
+		return op(g.of("regexp_replace(%s, "+p+", '<$0>')", "regexp_count(%s, "+p+")"), "", true, g.str())
+	case 32:
+		// a pattern column: one pattern per row
+		return op("from_unixtime(%s, CASE WHEN b THEN 'yyyy-MM-dd' WHEN NOT b THEN 'HH:mm:ss EEE' END)", "", true, lit("secs"))
+	case 33:
+		return op("hex(%s)", "", true, lit(g.of("m", "w", "b", "dt", "1.5D")))
 	default:
 		// Spark truncates toward zero: before 1970 a fraction of a second rounds up
 		return op("from_unixtime(unix_timestamp(%s))", "", true, lit("ts"))

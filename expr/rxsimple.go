@@ -2,6 +2,7 @@ package expr
 
 import (
 	"regexp/syntax"
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -41,6 +42,10 @@ type rxClass struct {
 func (c *rxClass) has(r rune) bool {
 	if r < 0x80 {
 		return c.ascii[r>>6]&(1<<(r&63)) != 0
+	}
+	if len(c.ranges) > 16 { // \pL and the like: binary search over the pairs
+		k := sort.Search(len(c.ranges)/2, func(k int) bool { return c.ranges[2*k+1] >= r })
+		return k < len(c.ranges)/2 && c.ranges[2*k] <= r
 	}
 	for k := 0; k < len(c.ranges); k += 2 {
 		if r < c.ranges[k] {

@@ -12,7 +12,7 @@ import (
 // it takes the pattern) finds what regexp finds, groups included.
 func TestSimpleRxAgreesWithRegexp(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
-	atoms := []string{"a", "b", "k", "[a-c]", "[^a]", "\\d", "[0-9]", ".", "ü", "[ü-ÿ]", "(?i:a)", "\\s", "[A-Za-z]", "-", "x"}
+	atoms := []string{"a", "b", "k", "[a-c]", "[^a]", "\\d", "[0-9]", ".", "ü", "[ü-ÿ]", "(?i:a)", "\\s", "[A-Za-z]", "-", "x", "\\pL", "\\PL", "[^\\pN]"}
 	quants := []string{"", "", "", "*", "+", "?", "{2}", "{1,3}", "{2,}", "*?"}
 	alphabet := []string{"a", "b", "c", "k", "0", "7", "-", " ", "A", "ü", "é", "\n", "x", "\xff"}
 	var patterns []string
