@@ -2,6 +2,7 @@ package expr
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -264,4 +265,21 @@ func TestBinaryColumnKinds(t *testing.T) {
 		{"hex(lb)", "string:FF,,NULL"},
 		{"lb < v", "boolean:false,NULL,NULL"},
 	})
+}
+
+// TestScalarFunctionsListed: the functions of this part are in Functions() (the tools' help
+// and the docs) with a signature and a description.
+func TestScalarFunctionsListed(t *testing.T) {
+	byName := map[string]Function{}
+	for _, f := range Functions() {
+		byName[f.Name] = f
+	}
+	for _, n := range []string{"regexp_extract", "regexp_replace", "regexp_substr", "regexp_count", "regexp_like", "regexp", "rlike",
+		"from_unixtime", "unix_timestamp", "to_unix_timestamp", "sha2", "sha1", "sha", "md5", "crc32", "hash", "xxhash64",
+		"hex", "unhex", "base64", "unbase64", "encode", "decode", "octet_length", "bit_length"} {
+		f, ok := byName[n]
+		if !ok || !strings.HasPrefix(f.Sig, n+"(") || f.Doc == "" {
+			t.Errorf("%s: listed %v, sig %q, doc %q", n, ok, f.Sig, f.Doc)
+		}
+	}
 }

@@ -454,11 +454,11 @@ func init() {
 	})
 
 	for _, name := range []string{"unix_timestamp", "to_unix_timestamp"} {
-		lo := 1
+		lo, sig := 1, name+"(x[, fmt]) → bigint"
 		if name == "unix_timestamp" {
-			lo = 0
+			lo, sig = 0, name+"([x[, fmt]]) → bigint"
 		}
-		register(name, lo, 2, name+"([x[, fmt]]) → bigint", "seconds since the epoch of a timestamp or date, or of a string parsed in the datetime pattern fmt (default 'yyyy-MM-dd HH:mm:ss'), in UTC; ANSI: text that does not match fails (CANNOT_PARSE_TIMESTAMP); unix_timestamp() is the processing time", true, func(c *checker, call *Call, args []node) (node, error) {
+		register(name, lo, 2, sig, "seconds since the epoch of a timestamp or date, or of a string parsed in the datetime pattern fmt (default 'yyyy-MM-dd HH:mm:ss'), in UTC; ANSI: text that does not match fails (CANNOT_PARSE_TIMESTAMP); unix_timestamp() is the processing time", true, func(c *checker, call *Call, args []node) (node, error) {
 			if len(args) == 0 {
 				return nowSecsNode{}, nil
 			}
