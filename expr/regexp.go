@@ -109,7 +109,10 @@ func (c *checker) rxArg(call *Call, args []node, i int) (*rxPattern, node, error
 	}
 	p.konst = re
 	p.prefix, p.literal = re.LiteralPrefix()
-	if p.simple = compileSimple(src); p.simple != nil {
+	if !p.literal { // a literal is found faster by strings.Index than by any scan
+		p.simple = compileSimple(src)
+	}
+	if p.simple != nil {
 		p.caps = make([]int, 2*(re.NumSubexp()+1))
 	}
 	return p, nil, nil
