@@ -39,7 +39,7 @@ func castCanFail(from, to Type) bool {
 	case from.Kind == KInt && (to.Kind == KBigInt || to.Kind == KDouble),
 		from.Kind == KBigInt && to.Kind == KDouble, from.Kind == KBool,
 		from.Kind == KDecimal && to.Kind == KDouble,
-		from.Kind == KDate, from.Kind == KTimestamp:
+		from.Kind == KDate, from.Kind == KTimestamp, from.Kind == KString && to.Kind == KBinary:
 		return false
 	}
 	return true
@@ -73,6 +73,9 @@ func (n *castNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 	}
 	if n.to.nested() {
 		return castNested(c, x, n.to)
+	}
+	if from.Kind == KBinary || n.to.Kind == KBinary {
+		return castBinary(n.to, x), nil
 	}
 	// widening casts that cannot fail: the Arrow cast kernel
 	if !castCanFail(from, n.to) && n.to.Kind != KString && n.to.Kind != KBool && from.Kind != KBool && from.Kind != KTimestamp && from.Kind != KDecimal {
@@ -404,6 +407,8 @@ func appendValue(b []byte, t Type, a arrow.Array, i int) []byte {
 		return append(b, decString(decs(a)[i].BigInt(), t.S)...)
 	case KString:
 		return append(b, a.(*array.String).Value(i)...)
+	case KBinary:
+		return append(b, a.(*array.Binary).Value(i)...)
 	case KDate:
 		return time.Unix(int64(i32s(a)[i])*86400, 0).UTC().AppendFormat(b, "2006-01-02")
 	case KTimestamp:

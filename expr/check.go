@@ -149,6 +149,9 @@ func (c *checker) check1(n Node) (node, error) {
 				return nil, c.errf(a.n.Pos(), "%s needs strings, but %s", op, c.describe(a.n, a.v.Type()))
 			}
 		}
+		if err := c.constRegex(n.Regex, n.Pattern, pat); err != nil {
+			return nil, err
+		}
 		esc := n.Escape
 		if esc == 0 {
 			esc = '\\'
@@ -247,13 +250,7 @@ func decimalOperandType(l, r node, t Type) Type {
 // precision (Spark's DecimalType.fromLiteral), an integral column's 10 or 20 digits.
 func litDecimal(x node) Type {
 	if k, ok := x.(*constNode); ok && x.Type().integral() && k.sc.IsValid() {
-		v := int64(0)
-		switch s := k.sc.(type) {
-		case *scalar.Int32:
-			v = int64(s.Value)
-		case *scalar.Int64:
-			v = s.Value
-		}
+		v := intValue(k.sc)
 		d := len(strconv.FormatInt(v, 10))
 		if v < 0 {
 			d--
@@ -558,6 +555,8 @@ func (c *checker) literal(l *Lit) (node, error) {
 		return &constNode{t: TBool, sc: scalar.NewBooleanScalar(l.Text == "TRUE")}, nil
 	case LitString:
 		return &constNode{t: TString, sc: scalar.NewStringScalar(l.Text)}, nil
+	case LitBinary:
+		return c.binaryLit(l)
 	case LitDate, LitTimestamp:
 		to := TDate
 		if l.Kind == LitTimestamp {

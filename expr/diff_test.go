@@ -2,6 +2,7 @@ package expr
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -465,6 +466,8 @@ func canon(t Type, a arrow.Array, i int) string {
 		return "f:" + strconv.FormatFloat(f, 'g', -1, 64)
 	case KString:
 		return "s:" + a.(*array.String).Value(i)
+	case KBinary:
+		return "b:" + hex.EncodeToString(a.(*array.Binary).Value(i))
 	case KDate:
 		return "d:" + formatValue(t, a, i)
 	case KTimestamp:
@@ -539,6 +542,9 @@ type diffCase struct {
 	Spark  string `json:"spark"`
 	Duck   string `json:"duck"`
 	Engine string `json:"engine"`
+	// Alone asks the reference to run the expression in a query of its own (one that
+	// probably fails: in a batch it costs a bisection of several queries)
+	Alone bool `json:"alone,omitempty"`
 }
 
 type diffResult struct {

@@ -13,15 +13,18 @@
 //     REMAINDER_BY_ZERO, ARITHMETIC_OVERFLOW, CAST_INVALID_INPUT, CAST_OVERFLOW,
 //     NUMERIC_VALUE_OUT_OF_RANGE, CANNOT_PARSE_TIMESTAMP, INVALID_ARRAY_INDEX,
 //     INVALID_ARRAY_INDEX_IN_ELEMENT_AT, INVALID_INDEX_OF_ZERO, NULL_MAP_KEY, DUPLICATED_MAP_KEY,
-//     MALFORMED_RECORD_IN_PARSING) naming the first failing row through the caller's RowPos
-//     ("file:line", "topic/partition@offset", codec/rowpos).
+//     MALFORMED_RECORD_IN_PARSING, INVALID_PARAMETER_VALUE.REGEX_GROUP_INDEX,
+//     INVALID_PARAMETER_VALUE.PATTERN, INVALID_REGEXP_REPLACE, MALFORMED_CHARACTER_CODING)
+//     naming the first failing row through the caller's RowPos ("file:line",
+//     "topic/partition@offset", codec/rowpos). A malformed constant regular expression or
+//     datetime pattern is a *TypeError of Compile.
 //
 // # Language
 //
 // Column references with dot paths into structs and `backquoted` names (resolved
 // case-insensitively when there is no exact match); literals typed as Spark types them (1 int,
 // 1L bigint, 1.5 decimal(2,1), 1.5D and 1e3 double, 1.5BD decimal, 'str', DATE '…',
-// TIMESTAMP '…', INTERVAL '5' MINUTE, TRUE/FALSE/NULL); + - * / % div and unary minus;
+// TIMESTAMP '…', INTERVAL '5' MINUTE, X'0AFF' binary, TRUE/FALSE/NULL); + - * / % div and unary minus;
 // = == <> != < <= > >= <=> and IS [NOT] DISTINCT FROM; AND/OR/NOT with three-valued logic;
 // IS [NOT] NULL, [NOT] IN (…), [NOT] BETWEEN, [NOT] LIKE … [ESCAPE 'c'], RLIKE/REGEXP;
 // CASE WHEN (both forms); CAST/TRY_CAST; || (concat); function calls (Functions lists them);
@@ -31,14 +34,19 @@
 // Precedence is Spark's: unary minus, then * / % div, then + - ||, then comparisons, then
 // the IS/IN/BETWEEN/LIKE predicates, NOT, AND, OR.
 //
-// Types: boolean, int, bigint, decimal(p,s), double, string, date, timestamp (µs, UTC: the
-// session time zone is fixed to UTC), day-time interval literals, and array<T>, struct<…> and
-// map<K,V> (Arrow list, struct and map; large_list and list_view columns are read as list;
-// arrays, maps and structs of different part types widen as their parts do). tinyint/smallint
-// and float columns are read as int and double; other Arrow timestamp units are converted to
-// µs. Arrays and structs compare with = <> < <=> (NULL elements equal, and ordered first);
-// maps do not compare, as in Spark. CAST(x AS STRING) prints them as Spark 4 does: [1, null],
-// {1, a}, {a -> 1}.
+// Types: boolean, int, bigint, decimal(p,s), double, string, binary, date, timestamp (µs,
+// UTC: the session time zone is fixed to UTC), day-time interval literals, and array<T>,
+// struct<…> and map<K,V> (Arrow list, struct and map; large_list and list_view columns are
+// read as list; arrays, maps and structs of different part types widen as their parts do).
+// tinyint/smallint and float columns are read as int and double, large_binary and
+// binary_view as binary; other Arrow timestamp units are converted to µs. Arrays and structs
+// compare with = <> < <=> (NULL elements equal, and ordered first); maps do not compare, as
+// in Spark. CAST(x AS STRING) prints them as Spark 4 does: [1, null], {1, a}, {a -> 1}.
+// Binary values compare bytewise (unsigned); a string next to a binary value (=, IN, CASE,
+// COALESCE) and a string argument of a function over bytes (sha2, md5, base64, hex, …) are
+// cast to their UTF-8 bytes, as Spark does; CAST(string AS BINARY) and CAST(binary AS STRING)
+// keep the bytes (no copy); other casts to or from binary are type errors under ANSI, as in
+// Spark.
 //
 // # Semantics (Spark 4, ANSI mode)
 //
@@ -63,16 +71,22 @@
 // Vectorized over whole arrays: Arrow compute kernels for comparisons (other than doubles),
 // Kleene AND/OR, NOT, IS NULL, double + - *, widening casts and FilterArray per column; hand
 // loops over the Arrow buffers for integral and decimal arithmetic (checked, so that the
-// failing row is known), double comparisons, LIKE, string, date and cast functions. Array
-// elements, map values, array(), map() and CASE over nested values are gathered with the take
-// kernel from positions a loop computes over the list offsets; struct(), field access,
-// map_keys/map_values share the input buffers. from_json and get_json_object parse each row's
-// JSON onto one token tape reused across the batch (from_json then appends to Arrow builders).
-// No per-row interpretation of the tree: every node runs once per batch.
+// failing row is known), double comparisons, LIKE, string, date, hash, regexp and cast
+// functions. Array elements, map values, array(), map() and CASE over nested values are
+// gathered with the take kernel from positions a loop computes over the list offsets;
+// struct(), field access, map_keys/map_values share the input buffers. from_json and
+// get_json_object parse each row's JSON onto one token tape reused across the batch (from_json
+// then appends to Arrow builders). No per-row interpretation of the tree: every node runs once
+// per batch. Constant regular expressions are compiled once with the expression;
+// regexp_extract and regexp_substr run patterns that need no backtracking (single-character
+// items with fixed or greedy counts, groups, ^ and $) through a scan of their own that
+// allocates nothing per row. hash is Spark's Murmur3_x86_32 (written out: its tail mixing is
+// Spark's own), xxhash64 is XXH64 (github.com/cespare/xxhash), both seeded with 42, chained
+// over the arguments and fed each type's bytes as Spark's HashExpression does (hash.go).
 //
 // # Where DuckDB differs from Spark
 //
-// The differential test (diff_test.go) evaluates generated expressions here and in DuckDB,
+// The differential test (diff_test.go, diff_scalar_test.go) evaluates generated expressions here and in DuckDB,
 // translating the syntax where it differs; where DuckDB's semantics differ it takes pyspark as
 // the reference instead (one local session for all of them):
 //
@@ -104,16 +118,39 @@
 //	size(x): int                               len(x): bigint                  DuckDB with CAST AS INTEGER
 //	named_struct, struct, map(…)               struct_pack, MAP {…}            DuckDB (translated)
 //	split, from_json, get_json_object, to_json other or no such functions      Spark
+//	hash, xxhash64, crc32                      other hashes or none            Spark
+//	sha2(x, 256)                               sha256(x)                       DuckDB (translated)
+//	length(binary)                             octet_length(blob)              DuckDB (translated)
+//	CAST(str AS BINARY), CAST(bin AS STRING)   the cast reads \x escapes       DuckDB with encode, decode
+//	regexp_replace(s, p, '$1'): every match    first match only, \1            DuckDB with 'g', \1
+//	regexp_extract(s, p, n > groups): error    ''                              Spark
+//	regexp_count, regexp_substr                no such functions               Spark
+//	base64: lines of 76 characters, CRLF       one line                        DuckDB up to 57 bytes, else Spark
+//	unbase64: skips non-Base64 characters      strict                          Spark
+//	unhex('zz'): NULL                          error                           Spark
+//	from_unixtime(s)                           strftime(to_timestamp(s), …)    DuckDB (translated)
+//	from_unixtime(s, fmt): Java patterns       strftime's % patterns           Spark
+//	unix_timestamp(ts): truncates toward 0     epoch(ts) keeps the fraction    DuckDB with trunc()
+//	unix_timestamp(str[, fmt]): Java patterns  strptime's % patterns           Spark
 //
-// Known differences from Spark that remain: RLIKE and split use Go's RE2 syntax, not Java
-// regular expressions (no backreferences or lookaround), and split skips an empty match right
-// after another match where Java splits there too (split('axb', 'x*')); from_json reads
-// standard JSON only (Spark also accepts single-quoted strings) and takes the option mode
-// only; get_json_object and from_json re-escape strings minimally (Jackson escapes the same
-// characters but may print a number or a control character differently); to_json takes no
-// options; to_date/to_timestamp formats support the
-// pattern letters y M d H m s S only; date_trunc needs a constant unit; round needs a
-// constant, non-negative scale; div over decimals is not supported yet. Spark's optimizer
-// merges a nested + or * into an enclosing try_add/try_multiply (ReorderAssociativeOperator),
-// which then also tolerates the inner overflow; here the inner operation still fails.
+// Known differences from Spark that remain: RLIKE, split and the regexp functions use Go's
+// RE2 syntax, not Java regular expressions (no backreferences or lookaround; $ matches only
+// at the very end, Java's also before a final line break); split skips an empty match right
+// after another match where Java splits there too (split('axb', 'x*')), while regexp_replace
+// and regexp_count take the empty match Java finds right after a non-empty one
+// (regexp_replace('baaac', 'a*', '-') is '-b--c-'), except in patterns with ^ $ \b or \B;
+// regexp_replace's pos counts code points (Java: UTF-16 units) and must be a constant; a
+// ${name} in a replacement is the named group, as in Java (Spark's SQL text substitution
+// replaces ${…} before the function sees it); regexp_extract_all is not there yet; from_json
+// reads standard JSON only (Spark also accepts single-quoted strings) and takes the option
+// mode only; get_json_object and from_json re-escape strings minimally (Jackson escapes the
+// same characters but may print a number or a control character differently); to_json takes
+// no options; from_unixtime formats the pattern letters G y M L d D Q q E a h H k K m s S z V
+// O X x Z, unix_timestamp parses y M L d H h m s S a; encode and decode know UTF-8 only; a
+// float column hashes as a double (Spark hashes its 4 bytes); hash and xxhash64 do not take
+// arrays, structs or maps yet; to_date/to_timestamp formats support the pattern letters
+// y M d H m s S only; date_trunc needs a constant unit; round needs a constant, non-negative
+// scale; div over decimals is not supported yet. Spark's optimizer merges a nested + or *
+// into an enclosing try_add/try_multiply (ReorderAssociativeOperator), which then also
+// tolerates the inner overflow; here the inner operation still fails.
 package expr

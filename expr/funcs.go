@@ -198,7 +198,10 @@ func init() {
 	stringMap("rtrim", "the string without trailing spaces", func(s string) string { return strings.TrimRight(s, " ") })
 
 	for _, name := range []string{"length", "char_length", "character_length"} {
-		register(name, 1, 1, name+"(str) → int", "the number of characters", false, func(c *checker, call *Call, args []node) (node, error) {
+		register(name, 1, 1, name+"(str or binary) → int", "the number of characters of a string, of bytes of a binary", false, func(c *checker, call *Call, args []node) (node, error) {
+			if args[0].Type().Kind == KBinary {
+				return byteLength(registry["length"], args[0], 1), nil
+			}
 			a, err := c.strArg(call, args, 0)
 			if err != nil {
 				return nil, err
@@ -244,6 +247,13 @@ func init() {
 				return nil, err
 			}
 			ins[i] = a
+		}
+		if allBinary(args) { // Spark: concat of binary values is binary
+			return &funcNode{fn: registry["concat"], t: TBinary, args: ins, impl: func(c *evalCtx, _ []bool, in []arrow.Array) (arrow.Array, error) {
+				s := concatLoop(c, in, nil)
+				defer s.Release()
+				return retype(s, arrow.BinaryTypes.Binary), nil
+			}}, nil
 		}
 		return &funcNode{fn: registry["concat"], t: TString, args: ins, impl: func(c *evalCtx, _ []bool, in []arrow.Array) (arrow.Array, error) {
 			return concatLoop(c, in, nil), nil
@@ -425,22 +435,15 @@ func init() {
 				return nil, err
 			}
 			return &funcNode{fn: registry[p.name], t: p.to, args: []node{x}, impl: func(c *evalCtx, active []bool, in []arrow.Array) (arrow.Array, error) {
-				s := in[0].(*array.String)
-				out := newOut[int64](c.n)
-				for i := range out.vals {
-					if s.IsNull(i) {
-						out.setNull(i)
-						continue
-					}
-					tm, err := time.Parse(layout, s.Value(i))
+				out, err := parseTimestamps(c, active, in[0].(*array.String), func(_ int, v string) (int64, error) {
+					tm, err := time.Parse(layout, v)
 					if err != nil {
-						if activeAt(active, i) {
-							return nil, c.fail("CANNOT_PARSE_TIMESTAMP", i, "%s: %s does not match the format %s", p.name, quoteValue(s.Value(i)), quoteValue(k.sc.(*scalar.String).String()))
-						}
-						out.setNull(i)
-						continue
+						return 0, fmt.Errorf("%s: %s does not match the format %s", p.name, quoteValue(v), quoteValue(k.sc.(*scalar.String).String()))
 					}
-					out.vals[i] = tm.UnixMicro()
+					return tm.UnixMicro(), nil
+				})
+				if err != nil {
+					return nil, err
 				}
 				a := out.array(TTimestamp)
 				if p.to.Kind == KDate {

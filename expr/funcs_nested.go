@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -451,9 +450,6 @@ func init() {
 		}}, nil
 	})
 }
-
-// strBytes views a string's bytes without copying (read only).
-func strBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // javaSplit splits v as Java's Pattern.split(v, limit) does (Spark's split): a zero-width
 // match at the start gives no empty leading part; limit ≤ 0 splits everywhere and keeps

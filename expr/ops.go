@@ -727,6 +727,16 @@ func gather(c *evalCtx, t Type, choice []int32, arrs []arrow.Array) (arrow.Array
 		return gatherFixed(t, choice, arrs, nullAt, f64s), nil
 	case KDecimal:
 		return gatherFixed(t, choice, arrs, nullAt, decs), nil
+	case KBinary:
+		out := newStrOut(c.n, 0)
+		for i, k := range choice {
+			if nullAt(i) {
+				out.appendNull()
+			} else {
+				out.appendBytes(arrs[k].(*array.Binary).Value(i))
+			}
+		}
+		return out.binArray(), nil
 	case KString:
 		out := newStrOut(c.n, 0)
 		for i, k := range choice {

@@ -29,6 +29,7 @@ const (
 	LitDate      // DATE '…'
 	LitTimestamp // TIMESTAMP '…'
 	LitInterval  // INTERVAL '…' unit
+	LitBinary    // X'…': hex digits, as written
 )
 
 // Lit is a literal as written; Text holds the number, the unquoted string, or the interval's
@@ -793,6 +794,11 @@ func (p *parser) primary() (Node, error) {
 	case "TRUE", "FALSE":
 		p.i++
 		return &Lit{Kind: LitBool, Text: up, At: t.at}, nil
+	case "X":
+		if n := p.peekAt(1); n.kind == tString && n.at == t.at+1 {
+			p.i += 2
+			return &Lit{Kind: LitBinary, Text: n.text, At: t.at}, nil
+		}
 	case "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ":
 		if n := p.peekAt(1); n.kind == tString {
 			p.i += 2
@@ -923,7 +929,7 @@ func (p *parser) caseExpr() (Node, error) {
 }
 
 // typeName parses a Spark type name: boolean, int/integer, bigint/long, double, float,
-// decimal[(p[,s])], string, varchar(n), date, timestamp[_ntz|_ltz].
+// decimal[(p[,s])], string, varchar(n), binary, date, timestamp[_ntz|_ltz].
 func (p *parser) typeName() (Type, error) {
 	t := p.peek()
 	if t.kind != tIdent {
@@ -952,6 +958,8 @@ func (p *parser) typeName() (Type, error) {
 		return TString, nil
 	case "DATE":
 		return TDate, nil
+	case "BINARY":
+		return TBinary, nil
 	case "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ":
 		return TTimestamp, nil
 	case "DECIMAL", "DEC", "NUMERIC":
@@ -981,5 +989,5 @@ func (p *parser) typeName() (Type, error) {
 		return Decimal(prec, scale), nil
 	}
 	p.i--
-	return Type{}, p.fail("a type name (boolean, int, bigint, double, decimal(p,s), string, date, timestamp)")
+	return Type{}, p.fail("a type name (boolean, int, bigint, double, decimal(p,s), string, binary, date, timestamp)")
 }

@@ -18,6 +18,7 @@ const (
 	KDecimal               // decimal(p,s) (arrow decimal128(p,s))
 	KDouble                // double (arrow float64); float columns are read as double
 	KString                // string (arrow utf8; large_utf8 and string_view are read as utf8)
+	KBinary                // binary (arrow binary; large_binary and binary_view are read as binary)
 	KDate                  // date (arrow date32, days since the epoch)
 	KTimestamp             // timestamp (arrow timestamp[us, UTC]; other units/zones are converted)
 	KInterval              // day-time interval (arrow duration[us]); only literals and their sums
@@ -45,6 +46,7 @@ var (
 	TDate      = Type{Kind: KDate}
 	TTimestamp = Type{Kind: KTimestamp}
 	TInterval  = Type{Kind: KInterval}
+	TBinary    = Type{Kind: KBinary}
 )
 
 // Decimal returns decimal(p,s).
@@ -67,6 +69,8 @@ func (t Type) String() string {
 		return "double"
 	case KString:
 		return "string"
+	case KBinary:
+		return "binary"
 	case KDate:
 		return "date"
 	case KTimestamp:
@@ -101,6 +105,8 @@ func (t Type) Arrow() arrow.DataType {
 		return arrow.PrimitiveTypes.Float64
 	case KString:
 		return arrow.BinaryTypes.String
+	case KBinary:
+		return arrow.BinaryTypes.Binary
 	case KDate:
 		return arrow.FixedWidthTypes.Date32
 	case KTimestamp:
@@ -131,6 +137,8 @@ func FromArrow(dt arrow.DataType) (t Type, ok bool) {
 		return TDouble, true
 	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
 		return TString, true
+	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:
+		return TBinary, true
 	case *arrow.Date32Type, *arrow.Date64Type:
 		return TDate, true
 	case *arrow.TimestampType:
@@ -190,6 +198,9 @@ func wider(a, b Type) (Type, bool) {
 	}
 	if a.Kind == KDate && b.Kind == KTimestamp || a.Kind == KTimestamp && b.Kind == KDate {
 		return TTimestamp, true
+	}
+	if a.Kind == KBinary && b.Kind == KString || a.Kind == KString && b.Kind == KBinary {
+		return TBinary, true // Spark casts the string to its UTF-8 bytes
 	}
 	return widerNested(a, b)
 }

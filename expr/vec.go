@@ -122,13 +122,16 @@ func (o *strOut) appendNull() {
 	o.nulls++
 	o.offs = append(o.offs, int32(len(o.data)))
 }
-func (o *strOut) array() arrow.Array {
+func (o *strOut) array() arrow.Array { return o.arrayOf(arrow.BinaryTypes.String) }
+
+// arrayOf is the column as an Arrow array of dt (utf8 or binary).
+func (o *strOut) arrayOf(dt arrow.DataType) arrow.Array {
 	var vb *memory.Buffer
 	if o.valid != nil {
 		vb = memory.NewBufferBytes(o.valid)
 	}
 	offs := unsafe.Slice((*byte)(unsafe.Pointer(&o.offs[0])), len(o.offs)*4)
-	d := array.NewData(arrow.BinaryTypes.String, o.n, []*memory.Buffer{vb, memory.NewBufferBytes(offs), memory.NewBufferBytes(o.data)}, nil, o.nulls, 0)
+	d := array.NewData(dt, o.n, []*memory.Buffer{vb, memory.NewBufferBytes(offs), memory.NewBufferBytes(o.data)}, nil, o.nulls, 0)
 	defer d.Release()
 	return array.MakeFromData(d)
 }
