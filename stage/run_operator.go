@@ -374,7 +374,10 @@ func (l *operatorLoop) barrier(c codec.Control) error {
 	if err := env.quality.epoch(o, env.Stats, c.Epoch); err != nil {
 		return err
 	}
-	if err := l.op.Barrier(l.ctx, c.Epoch, l.emit); err != nil {
+	env.BarrierOffsets = c.Offsets
+	err := l.op.Barrier(l.ctx, c.Epoch, l.emit)
+	env.BarrierOffsets = ""
+	if err != nil {
 		return fmt.Errorf("%s: epoch %d: %w", o.Tool, c.Epoch, err)
 	}
 	env.Stats.Epoch.Store(c.Epoch)
