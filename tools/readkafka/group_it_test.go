@@ -1,0 +1,214 @@
+package readkafka_test
+
+// Consumer-group mode against the real broker (docs/protocol.md §13): members of one group
+// each run `read-kafka --consumer-group | write-delta TABLE`; they join, leave, are killed and
+// paused, and the table ends up with every record exactly once and every partition's txn at
+// its end. They skip without the broker unless STREAMKIT_REQUIRE_PEERS=1.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/internal/deltatest"
+	"github.com/streamkit/streamkit/internal/kafkatest"
+	"github.com/streamkit/streamkit/internal/peertest"
+)
+
+// groupRig is one test's topic, group and table, and the records produced so far.
+type groupRig struct {
+	t        *testing.T
+	c        *kafkatest.Cluster
+	topic    string
+	group    string
+	table    string
+	parts    int32
+	produced atomic.Int64
+	seq      int
+}
+
+func newGroupRig(t *testing.T, parts int32) *groupRig {
+	c := kafkatest.NewReal(t)
+	r := &groupRig{t: t, c: c, topic: c.Topic(t, "group", parts, nil), parts: parts,
+		table: filepath.Join(t.TempDir(), "table")}
+	r.group = "g-" + r.topic
+	return r
+}
+
+// produce writes n more records {"id":i} (ids consecutive from the last), round robin over
+// the partitions.
+func (r *groupRig) produce(n int) {
+	from := int(r.produced.Load())
+	recs := make([]*kgo.Record, 0, n)
+	for i := from; i < from+n; i++ {
+		recs = append(recs, &kgo.Record{Topic: r.topic, Partition: int32(i) % r.parts, Value: []byte(fmt.Sprintf(`{"id":%d}`, i))})
+	}
+	r.c.Produce(r.t, recs...)
+	r.produced.Add(int64(n))
+}
+
+// member is one running `read-kafka --consumer-group | write-delta` pipeline, in a process
+// group of its own.
+type member struct {
+	name   string
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	done   chan struct{}
+	err    error
+}
+
+// start starts a member; extra are read-kafka options.
+func (r *groupRig) start(name string, extra ...string) *member {
+	r.t.Helper()
+	rk := fmt.Sprintf(`"$SK" --progress=off read-kafka -b %s -t %s --consumer-group %s --progress-table %s --value-format json --value-schema 'id BIGINT' --columns 'value.*,partition,offset' --epoch-interval 300ms --session-timeout 6s --revoke-wait 10s`,
+		r.c.Brokers[0], r.topic, r.group, r.table)
+	for _, e := range extra {
+		rk += " " + e
+	}
+	script := fmt.Sprintf(`set -o pipefail; %s | "$SK" --progress=off write-delta %s`, rk, r.table)
+	m := &member{name: name, done: make(chan struct{})}
+	m.cmd = exec.Command("bash", "-c", script)
+	m.cmd.Env = append(os.Environ(), "SK="+peertest.Binary(r.t), "STREAMKIT_CHECKPOINT=")
+	m.cmd.Stderr = &m.stderr
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := m.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	go func() { m.err = m.cmd.Wait(); close(m.done) }()
+	r.t.Cleanup(func() {
+		syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+		<-m.done
+		if r.t.Failed() || os.Getenv("GROUPLOG") != "" {
+			r.t.Logf("member %s stderr:\n%s", m.name, m.stderr.String())
+		}
+	})
+	return m
+}
+
+// signal sends sig to the member's whole pipeline.
+func (m *member) signal(sig syscall.Signal) { syscall.Kill(-m.cmd.Process.Pid, sig) }
+
+// wait waits for the member to exit (failing t after d) and returns its exit code.
+func (m *member) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-m.done:
+	case <-time.After(d):
+		t.Fatalf("member %s did not exit within %s; stderr:\n%s", m.name, d, m.stderr.String())
+	}
+	if m.err == nil {
+		return 0
+	}
+	if ee, ok := m.err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	t.Fatalf("member %s: %v", m.name, m.err)
+	return -1
+}
+
+// rows returns the ids in the table (sorted) and its txns; a missing table is empty.
+func (r *groupRig) rows() ([]string, map[string]delta.Txn) {
+	mem := memory.NewGoAllocator()
+	snap, err := delta.NewTable(r.table, mem).Snapshot(context.Background())
+	if err != nil {
+		return nil, nil
+	}
+	ids, _ := deltatest.IDRows(r.t, mem, r.table)
+	return ids, snap.Txns()
+}
+
+// waitRows waits until the table holds at least n rows.
+func (r *groupRig) waitRows(n int, d time.Duration, ms ...*member) {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ids, _ := r.rows()
+		if len(ids) >= n {
+			return
+		}
+		for _, m := range ms {
+			select {
+			case <-m.done:
+				r.t.Fatalf("member %s exited (%v) while waiting for %d rows; stderr:\n%s", m.name, m.err, n, m.stderr.String())
+			default:
+			}
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the table holds %d rows after %s, want %d", len(ids), d, n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// check asserts that the table holds every produced record exactly once and that every
+// partition's txn version is the last offset of the partition (its end − 1).
+func (r *groupRig) check() {
+	r.t.Helper()
+	ids, txns := r.rows()
+	n := int(r.produced.Load())
+	if len(ids) != n {
+		r.t.Errorf("the table holds %d rows, want %d (one per record)", len(ids), n)
+	}
+	seen := map[string]int{}
+	for _, id := range ids {
+		seen[id]++
+	}
+	for i := 0; i < n; i++ {
+		if k := seen[strconv.Itoa(i)]; k != 1 {
+			r.t.Errorf("record %d is in the table %d times", i, k)
+			break
+		}
+	}
+	ends := r.c.Ends(r.t, r.topic)
+	for p := int32(0); p < r.parts; p++ {
+		app := codec.TxnAppID(r.group, fmt.Sprintf("%s/%d", r.topic, p))
+		tx, ok := txns[app]
+		if !ok || tx.Version != ends[p]-1 {
+			r.t.Errorf("txn %s = %+v (present %v), want version %d (the partition's end %d − 1)", app, tx, ok, ends[p]-1, ends[p])
+		}
+	}
+}
+
+// TestGroupMembers: two members on a 4-partition topic, one joining later and one leaving
+// cleanly (SIGINT), then a third joining and one killed with kill -9 (its whole pipeline,
+// as a machine that dies); records are produced throughout. The survivor takes over every
+// partition from the table's txns, and the table holds every record exactly once with every
+// partition's txn at its end.
+func TestGroupMembers(t *testing.T) {
+	r := newGroupRig(t, 4)
+	r.produce(400)
+	a := r.start("a")
+	r.waitRows(100, 60*time.Second, a)
+	b := r.start("b")
+	r.produce(400)
+	r.waitRows(600, 60*time.Second, a, b)
+	a.signal(syscall.SIGINT)
+	if code := a.wait(t, 60*time.Second); code != 130 {
+		t.Fatalf("member a after SIGINT: exit %d, want 130; stderr:\n%s", code, a.stderr.String())
+	}
+	r.produce(400)
+	c := r.start("c")
+	r.waitRows(1000, 60*time.Second, b, c)
+	b.signal(syscall.SIGKILL)
+	b.wait(t, 10*time.Second)
+	r.produce(400)
+	r.waitRows(int(r.produced.Load()), 90*time.Second, c)
+	c.signal(syscall.SIGINT)
+	if code := c.wait(t, 60*time.Second); code != 130 {
+		t.Fatalf("member c after SIGINT: exit %d, want 130; stderr:\n%s", code, c.stderr.String())
+	}
+	r.check()
+}
