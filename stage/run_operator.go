@@ -41,6 +41,10 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		return err
 	}
 	defer op.Close()
+	if err := refuseStatefulGroup(o.Tool, l.env, in); err != nil {
+		rd.Release()
+		return err
+	}
 	l.upstream = codec.Info(in).Checkpoints
 
 	if out != nil {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -73,10 +74,20 @@ type member struct {
 // start starts a member; extra are read-kafka options.
 func (r *groupRig) start(name string, extra ...string) *member {
 	r.t.Helper()
+	return r.startVia(name, "", extra...)
+}
+
+// startVia starts a member whose pipeline runs the streamkit stage mid (e.g. "keyby id")
+// between read-kafka and write-delta ("" for none); extra are read-kafka options.
+func (r *groupRig) startVia(name, mid string, extra ...string) *member {
+	r.t.Helper()
 	rk := fmt.Sprintf(`"$SK" --progress=off read-kafka -b %s -t %s --consumer-group %s --progress-table %s --value-format json --value-schema 'id BIGINT' --columns 'value.*,partition,offset' --epoch-interval 300ms --session-timeout 6s --revoke-wait 10s`,
 		r.c.Brokers[0], r.topic, r.group, r.table)
 	for _, e := range extra {
 		rk += " " + e
+	}
+	if mid != "" {
+		rk += ` | "$SK" --progress=off ` + mid
 	}
 	script := fmt.Sprintf(`set -o pipefail; %s | "$SK" --progress=off write-delta %s`, rk, r.table)
 	m := &member{name: name, done: make(chan struct{})}
@@ -209,6 +220,112 @@ func TestGroupMembers(t *testing.T) {
 	c.signal(syscall.SIGINT)
 	if code := c.wait(t, 60*time.Second); code != 130 {
 		t.Fatalf("member c after SIGINT: exit %d, want 130; stderr:\n%s", code, c.stderr.String())
+	}
+	r.check()
+}
+
+// TestGroupUntilNowViaKeyby: two members with --until now, a stateless stage (keyby) between
+// read-kafka and write-delta (the barriers' progress passes through it), each exit 0 once the
+// partitions it holds reached the end fixed when they were assigned; a later run in a new
+// process, with nothing on disk but the table, resumes every partition from the txns and reads
+// only the new records. A stateful stage (dedup) behind a group source is refused (exit 2).
+func TestGroupUntilNowViaKeyby(t *testing.T) {
+	r := newGroupRig(t, 4)
+	r.produce(800)
+	a := r.startVia("a", "keyby id", "--until now")
+	b := r.startVia("b", "keyby id", "--until now")
+	for _, m := range []*member{a, b} {
+		if code := m.wait(t, 90*time.Second); code != 0 {
+			t.Fatalf("member %s: exit %d, want 0; stderr:\n%s", m.name, code, m.stderr.String())
+		}
+	}
+	r.check()
+	r.produce(200)
+	c := r.startVia("c", "keyby id", "--until now")
+	if code := c.wait(t, 90*time.Second); code != 0 {
+		t.Fatalf("member c: exit %d, want 0; stderr:\n%s", code, c.stderr.String())
+	}
+	r.check()
+	for p := 0; p < 4; p++ {
+		want := fmt.Sprintf("partition=%d from=200 txn=199", p)
+		if !bytes.Contains(c.stderr.Bytes(), []byte(want)) {
+			t.Errorf("member c did not resume partition %d from the table (want %q in its log):\n%s", p, want, c.stderr.String())
+		}
+	}
+	d := r.startVia("d", "dedup --key id", "--until now")
+	// The pipeline's status is write-delta's (its input ended empty); dedup's message says why.
+	if code := d.wait(t, 60*time.Second); code == 0 || !bytes.Contains(d.stderr.Bytes(), []byte("dedup's state would have to move with them")) {
+		t.Fatalf("dedup behind a group source: exit %d, want a failure with the reason; stderr:\n%s", code, d.stderr.String())
+	}
+	r.check()
+}
+
+// stagePID returns the PID of the member's process running streamkit tool (a child of its
+// shell).
+func (m *member) stagePID(t *testing.T, tool string) int {
+	t.Helper()
+	pid := m.cmd.Process.Pid
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range strings.Fields(string(b)) {
+		cl, _ := os.ReadFile("/proc/" + f + "/cmdline")
+		if bytes.Contains(cl, []byte("\x00"+tool+"\x00")) {
+			n, _ := strconv.Atoi(f)
+			return n
+		}
+	}
+	t.Fatalf("member %s runs no %s", m.name, tool)
+	return 0
+}
+
+// TestGroupZombie: a member is paused with SIGSTOP, its sink first and its source a moment
+// later, so that barriers it cut are waiting in the pipe, while records keep coming; past its
+// session timeout the other member takes its partitions over from the table and commits them.
+// The zombie's sink, resumed, commits those epochs late: the table's compare-and-set refuses
+// the commit, its rows are dropped and it exits 1 naming the partition. The table then holds
+// every record exactly once with every partition's txn at its end.
+func TestGroupZombie(t *testing.T) {
+	r := newGroupRig(t, 4)
+	r.produce(400)
+	z := r.start("z")
+	r.waitRows(400, 60*time.Second, z)
+	stop := make(chan struct{})
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				r.produce(20)
+			}
+		}
+	}()
+	time.Sleep(time.Second)
+	sink, src := z.stagePID(t, "write-delta"), z.stagePID(t, "read-kafka")
+	syscall.Kill(sink, syscall.SIGSTOP)
+	time.Sleep(700 * time.Millisecond) // the source cuts epochs into the pipe meanwhile
+	syscall.Kill(src, syscall.SIGSTOP)
+	y := r.start("y")
+	// y holds every partition once z's session (6 s) expired, and commits past z's txns.
+	r.waitRows(int(r.produced.Load())+200, 60*time.Second, y)
+	syscall.Kill(sink, syscall.SIGCONT)
+	time.Sleep(2 * time.Second)
+	syscall.Kill(src, syscall.SIGCONT)
+	code := z.wait(t, 60*time.Second)
+	close(stop)
+	<-produced
+	out := z.stderr.String()
+	if code != 1 || !strings.Contains(out, "is not committed") || !strings.Contains(out, "zombie") {
+		t.Fatalf("the resumed zombie: exit %d, want 1 with its late commit refused; stderr:\n%s", code, out)
+	}
+	r.waitRows(int(r.produced.Load()), 60*time.Second, y)
+	y.signal(syscall.SIGINT)
+	if code := y.wait(t, 60*time.Second); code != 130 {
+		t.Fatalf("member y after SIGINT: exit %d, want 130; stderr:\n%s", code, y.stderr.String())
 	}
 	r.check()
 }
