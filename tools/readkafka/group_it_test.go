@@ -8,6 +8,7 @@ package readkafka_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -193,6 +194,61 @@ func (r *groupRig) check() {
 	}
 }
 
+// peerRead reads the table with delta-rs (rows, distinct ids, each app's txn version) and
+// DuckDB's delta extension (rows, distinct ids), as JSON.
+const peerRead = `
+import sys, os, glob, json, duckdb
+from deltalake import DeltaTable
+path, apps = sys.argv[1], sys.argv[2:]
+dt = DeltaTable(path)
+ids = dt.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+out = {"rs_rows": len(ids), "rs_distinct": len(set(ids)), "rs_max": max(ids), "txn": {a: dt.transaction_version(a) for a in apps}}
+site = os.path.dirname(os.path.dirname(duckdb.__file__))
+ext = glob.glob(os.path.join(site, "duckdb_extension_delta", "extensions", "*", "delta.duckdb_extension"))
+con = duckdb.connect(config={"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"})
+con.sql("set enable_progress_bar = false")
+con.execute("LOAD '%s'" % ext[0].replace("'", "''"))
+n, d = con.execute("SELECT count(*), count(DISTINCT id) FROM delta_scan(?)", [os.path.abspath(path)]).fetchone()
+out["duck_rows"], out["duck_distinct"] = n, d
+print(json.dumps(out))
+`
+
+// checkPeers asserts that delta-rs and DuckDB read every produced record exactly once, and
+// that delta-rs reads every partition's txn at its last offset.
+func (r *groupRig) checkPeers() {
+	r.t.Helper()
+	py := peertest.Python(r.t)
+	ends := r.c.Ends(r.t, r.topic)
+	args := []string{r.table}
+	want := map[string]int64{}
+	for p := int32(0); p < r.parts; p++ {
+		app := codec.TxnAppID(r.group, fmt.Sprintf("%s/%d", r.topic, p))
+		args = append(args, app)
+		want[app] = ends[p] - 1
+	}
+	var got struct {
+		RsRows       int64             `json:"rs_rows"`
+		RsDistinct   int64             `json:"rs_distinct"`
+		RsMax        int64             `json:"rs_max"`
+		DuckRows     int64             `json:"duck_rows"`
+		DuckDistinct int64             `json:"duck_distinct"`
+		Txn          map[string]*int64 `json:"txn"`
+	}
+	out := peertest.RunPython(r.t, py, peerRead, args...)
+	if err := json.Unmarshal(out, &got); err != nil {
+		r.t.Fatalf("peer read: %v: %s", err, out)
+	}
+	n := r.produced.Load()
+	if got.RsRows != n || got.RsDistinct != n || got.RsMax != n-1 || got.DuckRows != n || got.DuckDistinct != n {
+		r.t.Errorf("peers read %+v, want %d rows, all distinct, ids 0..%d", got, n, n-1)
+	}
+	for app, v := range want {
+		if g := got.Txn[app]; g == nil || *g != v {
+			r.t.Errorf("delta-rs: transaction_version(%s) = %v, want %d", app, g, v)
+		}
+	}
+}
+
 // TestGroupMembers: two members on a 4-partition topic, one joining later and one leaving
 // cleanly (SIGINT), then a third joining and one killed with kill -9 (its whole pipeline,
 // as a machine that dies); records are produced throughout. The survivor takes over every
@@ -222,6 +278,7 @@ func TestGroupMembers(t *testing.T) {
 		t.Fatalf("member c after SIGINT: exit %d, want 130; stderr:\n%s", code, c.stderr.String())
 	}
 	r.check()
+	r.checkPeers()
 }
 
 // TestGroupUntilNowViaKeyby: two members with --until now, a stateless stage (keyby) between
@@ -328,4 +385,5 @@ func TestGroupZombie(t *testing.T) {
 		t.Fatalf("member y after SIGINT: exit %d, want 130; stderr:\n%s", code, y.stderr.String())
 	}
 	r.check()
+	r.checkPeers()
 }
