@@ -28,6 +28,8 @@ import (
 	"github.com/streamkit/streamkit/internal/deltatest"
 	"github.com/streamkit/streamkit/internal/kafkatest"
 	"github.com/streamkit/streamkit/internal/peertest"
+	"github.com/streamkit/streamkit/internal/s3test"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // groupRig is one test's topic, group and table, and the records produced so far.
@@ -39,7 +41,7 @@ type groupRig struct {
 	table    string
 	parts    int32
 	produced atomic.Int64
-	seq      int
+	env      []string // more environment of the members (the S3 test server's)
 }
 
 func newGroupRig(t *testing.T, parts int32) *groupRig {
@@ -93,7 +95,8 @@ func (r *groupRig) startVia(name, mid string, extra ...string) *member {
 	script := fmt.Sprintf(`set -o pipefail; %s | "$SK" --progress=off write-delta %s`, rk, r.table)
 	m := &member{name: name, done: make(chan struct{})}
 	m.cmd = exec.Command("bash", "-c", script)
-	m.cmd.Env = append(os.Environ(), "SK="+peertest.Binary(r.t), "STREAMKIT_CHECKPOINT=")
+	m.cmd.Env = append(append(os.Environ(), "SK="+peertest.Binary(r.t), "STREAMKIT_CHECKPOINT="), r.env...)
+	m.cmd.Dir = r.t.TempDir() // an empty working directory: nothing local to resume from
 	m.cmd.Stderr = &m.stderr
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := m.cmd.Start(); err != nil {
@@ -134,11 +137,17 @@ func (m *member) wait(t *testing.T, d time.Duration) int {
 // rows returns the ids in the table (sorted) and its txns; a missing table is empty.
 func (r *groupRig) rows() ([]string, map[string]delta.Txn) {
 	mem := memory.NewGoAllocator()
-	snap, err := delta.NewTable(r.table, mem).Snapshot(context.Background())
+	ctx := context.Background()
+	store, err := storage.Open(ctx, r.table, storage.Options{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	tbl := delta.OpenTable(store, mem)
+	snap, err := tbl.Snapshot(ctx)
 	if err != nil {
 		return nil, nil
 	}
-	ids, _ := deltatest.IDRows(r.t, mem, r.table)
+	ids, _ := deltatest.IDRowsOf(r.t, mem, tbl)
 	return ids, snap.Txns()
 }
 
@@ -386,4 +395,35 @@ func TestGroupZombie(t *testing.T) {
 	}
 	r.check()
 	r.checkPeers()
+}
+
+// TestGroupNewMachineS3: the table is on the S3 test server and every member runs in an empty
+// directory of its own: a second run, on "another machine", resumes every partition from the
+// txn actions in the bucket alone and reads only the records produced since.
+func TestGroupNewMachineS3(t *testing.T) {
+	r := newGroupRig(t, 4)
+	r.env = s3test.Env(t)
+	for _, kv := range r.env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	r.table = "s3://" + s3test.Bucket(t) + "/group/table"
+	r.produce(400)
+	a := r.start("a", "--until now")
+	if code := a.wait(t, 90*time.Second); code != 0 {
+		t.Fatalf("member a: exit %d; stderr:\n%s", code, a.stderr.String())
+	}
+	r.check()
+	r.produce(200)
+	b := r.start("b", "--until now")
+	if code := b.wait(t, 90*time.Second); code != 0 {
+		t.Fatalf("member b: exit %d; stderr:\n%s", code, b.stderr.String())
+	}
+	for p := 0; p < 4; p++ {
+		want := fmt.Sprintf("partition=%d from=100 txn=99", p)
+		if !strings.Contains(b.stderr.String(), want) {
+			t.Errorf("member b did not resume partition %d from the bucket's txns (want %q in its log):\n%s", p, want, b.stderr.String())
+		}
+	}
+	r.check()
 }
