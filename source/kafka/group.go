@@ -297,8 +297,9 @@ func (s *Source) applyGroupEvents() error {
 	return nil
 }
 
-// revoke stops reading the revoked partitions of ev. Those that moved in the current epoch
-// wait for the cut and their txn in the table; the others are released at once.
+// revoke stops reading the revoked partitions of ev. When one moved in the current epoch, the
+// epoch is cut first; then they wait for the txns of what this run read of them (an epoch
+// cut earlier may still be committing), and are released once the table holds them.
 func (s *Source) revoke(ev groupEvent) {
 	rv := &revocation{done: ev.done}
 	for _, tp := range ev.revoked {
@@ -317,11 +318,25 @@ func (s *Source) revoke(ev groupEvent) {
 	}
 	s.log.Info("partitions revoked", "partitions", len(rv.parts), "cut_epoch", moved)
 	if !moved {
-		s.release(rv)
+		s.awaitTable(rv)
 		return
 	}
 	s.g.cutNow = true
 	s.g.cutting = append(s.g.cutting, rv)
+}
+
+// awaitTable makes rv wait for the table to hold the txn of everything this run read of its
+// partitions (checkReleases), at most --revoke-wait.
+func (s *Source) awaitTable(rv *revocation) {
+	rv.want = map[string]int64{}
+	for _, p := range rv.parts {
+		if p.txn != p.startTxn {
+			rv.want[s.appID(p.tp)] = p.txn
+		}
+	}
+	rv.deadline = time.Now().Add(s.cfg.RevokeWait)
+	s.g.waiting = append(s.g.waiting, rv)
+	s.g.checked = time.Time{} // look at once
 }
 
 // release removes a revocation's partitions and lets its callback return.
@@ -387,14 +402,7 @@ func (s *Source) groupCut() {
 	}
 	s.g.cutNow = false
 	for _, rv := range s.g.cutting {
-		rv.want = map[string]int64{}
-		for _, p := range rv.parts {
-			if p.txn != p.startTxn {
-				rv.want[s.appID(p.tp)] = p.txn
-			}
-		}
-		rv.deadline = time.Now().Add(s.cfg.RevokeWait)
-		s.g.waiting = append(s.g.waiting, rv)
+		s.awaitTable(rv)
 	}
 	s.g.cutting = nil
 }
