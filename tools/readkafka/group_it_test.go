@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -426,4 +427,115 @@ func TestGroupNewMachineS3(t *testing.T) {
 		}
 	}
 	r.check()
+}
+
+// TestGroupChurn (make chaos-group; skipped unless $STREAMKIT_GROUP_CHURN gives the number of
+// membership changes): 3 member slots on a 12-partition topic while $STREAMKIT_GROUP_RECORDS
+// records (default 200000) are produced; members start, leave with SIGINT and are killed with
+// kill -9 at random every 1–3 s. A member may also stop by itself in one of the two documented
+// ways (its partitions lost, or its late commit refused); anything else fails. At the end one
+// member drains the topic, and the table holds every record exactly once (streamkit, delta-rs,
+// DuckDB) with every partition's txn at its end.
+func TestGroupChurn(t *testing.T) {
+	changes, _ := strconv.Atoi(os.Getenv("STREAMKIT_GROUP_CHURN"))
+	if changes <= 0 {
+		t.Skip("set STREAMKIT_GROUP_CHURN=N (make chaos-group) for N membership changes")
+	}
+	records := 200000
+	if n, err := strconv.Atoi(os.Getenv("STREAMKIT_GROUP_RECORDS")); err == nil && n > 0 {
+		records = n
+	}
+	r := newGroupRig(t, 12)
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	t.Logf("%d membership changes, %d records", changes, records)
+	stop := make(chan struct{})
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for int(r.produced.Load()) < records {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				r.produce(min(500, records-int(r.produced.Load())))
+			}
+		}
+	}()
+	var live []*member
+	seq := 0
+	stopped := func(m *member) bool {
+		select {
+		case <-m.done:
+			return true
+		default:
+			return false
+		}
+	}
+	// reap drops members that ended by themselves, checking that they ended as documented.
+	reap := func() {
+		keep := live[:0]
+		for _, m := range live {
+			if !stopped(m) {
+				keep = append(keep, m)
+				continue
+			}
+			out := m.stderr.String()
+			if !strings.Contains(out, "lost its partitions") && !strings.Contains(out, "is not committed") {
+				t.Fatalf("member %s stopped by itself (%v) in an undocumented way; stderr:\n%s", m.name, m.err, out)
+			}
+			t.Logf("member %s stopped by itself as documented", m.name)
+		}
+		live = keep
+	}
+	start := func() {
+		seq++
+		live = append(live, r.start(fmt.Sprintf("m%d", seq)))
+	}
+	counts := map[string]int{}
+	for i := 0; i < changes; i++ {
+		time.Sleep(time.Duration(1000+rng.Intn(2000)) * time.Millisecond)
+		reap()
+		action := rng.Intn(3)
+		switch {
+		case len(live) == 0:
+			action = 0
+		case len(live) >= 3 && action == 0:
+			action = 1 + rng.Intn(2)
+		}
+		switch action {
+		case 0:
+			start()
+			counts["join"]++
+		case 1:
+			k := rng.Intn(len(live))
+			m := live[k]
+			m.signal(syscall.SIGINT)
+			if code := m.wait(t, 90*time.Second); code != 130 && code != 1 {
+				t.Fatalf("member %s after SIGINT: exit %d; stderr:\n%s", m.name, code, m.stderr.String())
+			}
+			live = append(live[:k], live[k+1:]...)
+			counts["leave"]++
+		case 2:
+			k := rng.Intn(len(live))
+			live[k].signal(syscall.SIGKILL)
+			live[k].wait(t, 10*time.Second)
+			live = append(live[:k], live[k+1:]...)
+			counts["kill -9"]++
+		}
+	}
+	<-produced
+	reap()
+	if len(live) == 0 {
+		start()
+	}
+	r.waitRows(records, 10*time.Minute, live...)
+	for _, m := range live {
+		m.signal(syscall.SIGINT)
+	}
+	for _, m := range live {
+		m.wait(t, 90*time.Second)
+	}
+	t.Logf("membership changes: %v", counts)
+	r.check()
+	r.checkPeers()
 }
