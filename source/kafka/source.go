@@ -1106,6 +1106,15 @@ func (s *Source) updateLag() {
 	if s.env == nil || s.env.Stats == nil {
 		return
 	}
+	if s.g != nil {
+		held := int64(0)
+		for _, p := range s.order {
+			if !p.revoked {
+				held++
+			}
+		}
+		s.env.Stats.Partitions.Store(held)
+	}
 	var lag int64
 	for _, p := range s.order {
 		if p.hwm < 0 {

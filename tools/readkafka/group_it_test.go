@@ -416,9 +416,12 @@ func TestGroupNewMachineS3(t *testing.T) {
 	}
 	r.check()
 	r.produce(200)
-	b := r.start("b", "--until now")
+	b := r.start("b", "--until now", "--progress=json")
 	if code := b.wait(t, 90*time.Second); code != 0 {
 		t.Fatalf("member b: exit %d; stderr:\n%s", code, b.stderr.String())
+	}
+	if !strings.Contains(b.stderr.String(), `"partitions":4`) {
+		t.Errorf("member b's progress does not show its 4 partitions:\n%s", b.stderr.String())
 	}
 	for p := 0; p < 4; p++ {
 		want := fmt.Sprintf("partition=%d from=100 txn=99", p)
