@@ -259,6 +259,37 @@ func (r *groupRig) checkPeers() {
 	}
 }
 
+// checkStateDump asserts that state-dump TABLE --offsets --lag --flow shows every partition
+// of the group at its end, with no lag.
+func (r *groupRig) checkStateDump() {
+	r.t.Helper()
+	out, stderr, err := streamkit(r.t, nil, "state-dump", r.table, "--offsets", "--lag", "--flow", r.group, "-b", r.c.Brokers[0], "--format", "json")
+	if err != nil {
+		r.t.Fatalf("state-dump: %v\n%s", err, stderr)
+	}
+	ends := r.c.Ends(r.t, r.topic)
+	n := 0
+	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var row struct {
+			Topic     string `json:"topic"`
+			Partition int32  `json:"partition"`
+			Committed int64  `json:"committed"`
+			Lag       int64  `json:"lag"`
+			Status    string `json:"status"`
+		}
+		if err := json.Unmarshal(line, &row); err != nil {
+			r.t.Fatalf("state-dump line %q: %v", line, err)
+		}
+		if row.Topic != r.topic || row.Committed != ends[row.Partition] || row.Lag != 0 || row.Status != "ok" {
+			r.t.Errorf("state-dump row %s: want committed %d (the end), lag 0, status ok", line, ends[row.Partition])
+		}
+		n++
+	}
+	if n != int(r.parts) {
+		r.t.Errorf("state-dump shows %d partitions, want %d:\n%s", n, r.parts, out)
+	}
+}
+
 // TestGroupMembers: two members on a 4-partition topic, one joining later and one leaving
 // cleanly (SIGINT), then a third joining and one killed with kill -9 (its whole pipeline,
 // as a machine that dies); records are produced throughout. The survivor takes over every
@@ -319,6 +350,7 @@ func TestGroupUntilNowViaKeyby(t *testing.T) {
 			t.Errorf("member c did not resume partition %d from the table (want %q in its log):\n%s", p, want, c.stderr.String())
 		}
 	}
+	r.checkStateDump()
 	d := r.startVia("d", "dedup --key id", "--until now")
 	// The pipeline's status is write-delta's (its input ended empty); dedup's message says why.
 	if code := d.wait(t, 60*time.Second); code == 0 || !bytes.Contains(d.stderr.Bytes(), []byte("dedup's state would have to move with them")) {
