@@ -54,6 +54,9 @@ func (w *StreamWriter) openGroup(env *stage.Env, in *arrow.Schema) (bool, error)
 	case w.cfg.Flow != "" && w.cfg.Flow != g.Flow:
 		return true, stage.Usagef("write-delta: the input's consumer group %s writes flow %q, not --flow %q: leave --flow out (read-kafka --flow names it)",
 			g.Group, g.Flow, w.cfg.Flow)
+	case env.Shard.IsShard():
+		return true, stage.Usagef("write-delta: the input comes from consumer group %s: write-delta cannot run as a shard of keyby --shards, "+
+			"each shard would commit the whole epoch's partition progress with a part of its rows; run write-delta after keyby instead", g.Group)
 	case w.cfg.Mode != ModeAppend:
 		return true, stage.Usagef("write-delta: --mode %s cannot take a consumer group's input: its members each append their partitions", w.cfg.Mode)
 	}
