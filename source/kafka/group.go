@@ -59,10 +59,10 @@ type groupEvent struct {
 }
 
 // revocation is a set of revoked partitions on its way out: the txn versions the table must
-// reach (appId → version) before done is closed.
+// reach before done is closed.
 type revocation struct {
 	parts    []*part
-	want     map[string]int64
+	want     map[TP]int64
 	done     chan struct{}
 	deadline time.Time
 }
@@ -328,12 +328,7 @@ func (s *Source) revoke(ev groupEvent) {
 // awaitTable makes rv wait for the table to hold the txn of everything this run read of its
 // partitions (checkReleases), at most --revoke-wait.
 func (s *Source) awaitTable(rv *revocation) {
-	rv.want = map[string]int64{}
-	for _, p := range rv.parts {
-		if p.txn != p.startTxn {
-			rv.want[s.appID(p.tp)] = p.txn
-		}
-	}
+	rv.want = readTxns(rv.parts)
 	rv.deadline = time.Now().Add(s.cfg.RevokeWait)
 	s.g.waiting = append(s.g.waiting, rv)
 	s.g.checked = time.Time{} // look at once
@@ -427,16 +422,8 @@ func (s *Source) checkReleases(ctx context.Context) error {
 	}
 	left := s.g.waiting[:0]
 	for _, rv := range s.g.waiting {
-		ok := true
-		for _, p := range rv.parts {
-			if want, w := rv.want[s.appID(p.tp)]; w {
-				if v, found := have[p.tp]; !found || v < want {
-					ok = false
-				}
-			}
-		}
 		switch {
-		case ok:
+		case reached(have, rv.want):
 			s.release(rv)
 		case time.Now().After(rv.deadline):
 			s.log.Warn("revoked partitions released before their last epoch reached the progress table (--revoke-wait passed); the next owner may read it again, and only one of the two commits is accepted",
@@ -453,12 +440,7 @@ func (s *Source) checkReleases(ctx context.Context) error {
 // awaitOwnCommits waits, at Close, until the table holds the txn of every partition this run
 // moved (bounded by --revoke-wait), so that leaving the group hands them over up to date.
 func (s *Source) awaitOwnCommits() {
-	want := map[TP]int64{}
-	for _, p := range s.order {
-		if p.txn != p.startTxn {
-			want[p.tp] = p.txn
-		}
-	}
+	want := readTxns(s.order)
 	if len(want) == 0 {
 		return
 	}
@@ -471,16 +453,8 @@ func (s *Source) awaitOwnCommits() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 		have, err := s.txns(ctx, tps)
 		cancel()
-		if err == nil {
-			ok := true
-			for tp, v := range want {
-				if h, found := have[tp]; !found || h < v {
-					ok = false
-				}
-			}
-			if ok {
-				return
-			}
+		if err == nil && reached(have, want) {
+			return
 		}
 		if time.Now().After(deadline) {
 			s.log.Warn("leaving the consumer group before the last epoch reached the progress table (--revoke-wait passed)", "waited", s.cfg.RevokeWait)
@@ -488,6 +462,27 @@ func (s *Source) awaitOwnCommits() {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// readTxns are the txn versions the table must reach for what this run read of ps.
+func readTxns(ps []*part) map[TP]int64 {
+	want := map[TP]int64{}
+	for _, p := range ps {
+		if p.txn != p.startTxn {
+			want[p.tp] = p.txn
+		}
+	}
+	return want
+}
+
+// reached reports whether the txn versions in have reach every one of want.
+func reached(have, want map[TP]int64) bool {
+	for tp, v := range want {
+		if h, ok := have[tp]; !ok || h < v {
+			return false
+		}
+	}
+	return true
 }
 
 // groupDone reports whether a bounded group member is done: it joined, releases nothing, and
