@@ -25,7 +25,7 @@ S3E2E_FAULT_ROWS ?= 50000
 # make chaos: kill -9s of expect's restart test (tools/expect/kill_test.go; make test: 4).
 EXPECT_KILLS     ?= 40
 
-.PHONY: build test unit e2e chaos peers fuzz lint demo bench docs clean
+.PHONY: build test unit e2e chaos chaos-group peers fuzz lint demo bench docs clean
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/streamkit
@@ -82,6 +82,20 @@ chaos:
 	  rc=$$?; [ -z "$$started" ] || scripts/s3.sh stop; if [ $$rc -ne 0 ]; then exit $$rc; fi; \
 	STREAMKIT_EXPECT_KILLS=$(EXPECT_KILLS) STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python \
 	  $(GO) test -count=1 -timeout 30m -v -run '^TestKillRestartCountsExact$$' ./tools/expect
+
+# Consumer groups at scale (issue #20, tools/readkafka TestGroupChurn): 3 member slots on a
+# 12-partition topic, GROUP_CHURN membership changes (join, SIGINT, kill -9) while GROUP_RECORDS
+# records are produced, checked exactly once with streamkit, delta-rs and DuckDB. Starts the
+# broker when it is not running (and then stops it again).
+GROUP_CHURN ?= 30
+GROUP_RECORDS ?= 200000
+chaos-group:
+	scripts/peers.sh python kafka
+	@started=; scripts/kafka.sh status >/dev/null 2>&1 || { scripts/kafka.sh start >/dev/null && started=1; }; \
+	STREAMKIT_GROUP_CHURN=$(GROUP_CHURN) STREAMKIT_GROUP_RECORDS=$(GROUP_RECORDS) STREAMKIT_REQUIRE_PEERS=1 \
+	  STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python \
+	  $(GO) test -count=1 -timeout 30m -v -run '^TestGroupChurn$$' ./tools/readkafka; \
+	  rc=$$?; [ -z "$$started" ] || scripts/kafka.sh stop; exit $$rc
 
 # Side-by-side benchmarks (issue #11): streamkit vs Spark Structured Streaming, kcat | delta-rs
 # and Flink on the same data and cores, W1 also with the tables on the S3 test server, written to

@@ -30,6 +30,10 @@ const (
 	// KeyReason optionally says why an end batch was sent; "interrupt" means a SIGINT/SIGTERM
 	// stopped the pipeline, so every downstream stage exits 130 as well.
 	KeyReason = "streamkit.reason"
+	// KeyOffsets, on a barrier of a consumer-group source, is the progress of every source
+	// partition that moved during the epoch, as JSON (docs/protocol.md §2, §13); stages
+	// forward it with the barrier.
+	KeyOffsets = "streamkit.offsets"
 
 	// SchemaKey lists the stream's key columns (comma-separated dot paths), set by keyby.
 	SchemaKey = "streamkit.key"
@@ -57,6 +61,11 @@ const (
 	// without a checkpoint, a foreign producer), and a sink must not skip an epoch because a
 	// previous run committed one with its number. Every stage passes it on unchanged.
 	SchemaReplayable = "streamkit.replayable"
+
+	// SchemaGroup is set by a consumer-group source (read-kafka --consumer-group): JSON
+	// {"group":G,"flow":F,"table":T} naming the group, the flow of the table's per-partition
+	// txn appIds and the progress table (docs/protocol.md §13). Stages pass it on unchanged.
+	SchemaGroup = "streamkit.group"
 )
 
 // EndOfTime is the watermark a source sends when its input is complete (end=final): every
@@ -127,6 +136,9 @@ type Control struct {
 	End       EndKind   // End only
 	// Interrupted marks an end sent because the pipeline was interrupted (End only).
 	Interrupted bool
+	// Offsets is the barrier's KeyOffsets (Barrier only): the JSON progress of the source
+	// partitions of a consumer-group source, "" when the barrier has none.
+	Offsets string
 }
 
 // String renders c as it is carried on the wire, e.g. "barrier epoch=3".
@@ -178,6 +190,9 @@ func FormatWatermark(t time.Time) string { return t.UTC().Format(WatermarkLayout
 func (c Control) Metadata() arrow.Metadata {
 	switch c.Kind {
 	case Barrier:
+		if c.Offsets != "" {
+			return arrow.NewMetadata([]string{KeyControl, KeyEpoch, KeyOffsets}, []string{"barrier", strconv.FormatUint(c.Epoch, 10), c.Offsets})
+		}
 		return arrow.NewMetadata([]string{KeyControl, KeyEpoch}, []string{"barrier", strconv.FormatUint(c.Epoch, 10)})
 	case Watermark:
 		return arrow.NewMetadata([]string{KeyControl, KeyWatermark}, []string{"watermark", FormatWatermark(c.Watermark)})
@@ -232,7 +247,9 @@ func ParseControlMetadata(md arrow.Metadata) (c Control, ok bool, err error) {
 		if perr != nil || n == 0 {
 			return c, true, fmt.Errorf("control batch: %s=%q is not an epoch number ≥ 1", KeyEpoch, v)
 		}
-		return BarrierControl(n), true, nil
+		c = BarrierControl(n)
+		c.Offsets, _ = md.GetValue(KeyOffsets)
+		return c, true, nil
 	case "watermark", "progress":
 		key, mk := KeyWatermark, WatermarkControl
 		if kind == "progress" {

@@ -54,6 +54,16 @@ type CommitRequest struct {
 	// in. Commit fails with ConflictTransaction when a concurrent commit carries the same
 	// appId.
 	Txn *Txn
+	// Txns are more txn actions in the same commit, for a writer that records progress per
+	// part of its input: one appId per Kafka partition, as kafka-delta-ingest does
+	// (docs/protocol.md §13). A concurrent commit carrying one of their appIds conflicts, as
+	// for Txn; lastUpdated is filled in.
+	Txns []Txn
+	// ExpectTxn makes the commit conditional (compare and set): for every appId in it, the
+	// read snapshot's txn version must be the value (NoTxn: the snapshot has no txn for the
+	// appId), and no concurrent commit may carry a txn for it; otherwise Commit fails with a
+	// ConflictTransaction *ConflictError naming the appId and both versions.
+	ExpectTxn map[string]int64
 	// Operation is commitInfo.operation; default "WRITE" ("CREATE TABLE" style names and
 	// "STREAMING UPDATE" are common).
 	Operation string
@@ -109,6 +119,9 @@ func (t *Table) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 	meta, err := writeTarget(req)
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", t.root, err)
+	}
+	if err := checkExpectedTxns(req); err != nil {
+		return nil, err
 	}
 	nowMs := t.now().UnixMilli()
 	removes, err := commitRemoves(req, meta, nowMs)
@@ -233,6 +246,11 @@ func (t *Table) commitActions(req CommitRequest, meta *Metadata, removes []Remov
 	}
 	if req.Txn != nil {
 		tx := *req.Txn
+		tx.LastUpdated = &nowMs
+		actions = append(actions, Action{Txn: &tx})
+	}
+	for _, t := range req.Txns {
+		tx := t
 		tx.LastUpdated = &nowMs
 		actions = append(actions, Action{Txn: &tx})
 	}

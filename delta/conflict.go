@@ -33,6 +33,9 @@ type ConflictError struct {
 	Version int64        // the conflicting commit
 	Kind    ConflictKind // why it conflicts
 	Detail  string       // human-readable reason
+	// AppID is the appId of a ConflictTransaction over a CommitRequest's Txns or ExpectTxn
+	// ("" otherwise).
+	AppID string
 }
 
 // Error names the conflicting version and the reason.
@@ -42,6 +45,51 @@ func (e *ConflictError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// NoTxn in CommitRequest.ExpectTxn means: no txn action for the appId yet.
+const NoTxn int64 = -1 << 63
+
+// guardsTxn reports whether a txn for appID touches what req's Txns or ExpectTxn guard.
+func (req CommitRequest) guardsTxn(appID string) bool {
+	if _, ok := req.ExpectTxn[appID]; ok {
+		return true
+	}
+	for _, t := range req.Txns {
+		if t.AppID == appID {
+			return true
+		}
+	}
+	return false
+}
+
+// checkExpectedTxns compares req.ExpectTxn with the read snapshot's txn versions (a table
+// being created has none).
+func checkExpectedTxns(req CommitRequest) error {
+	for app, want := range req.ExpectTxn {
+		have, ok := NoTxn, false
+		var version int64 = -1
+		if req.Read != nil {
+			var t Txn
+			if t, ok = req.Read.txns[app]; ok {
+				have = t.Version
+			}
+			version = req.Read.version
+		}
+		if have == want {
+			continue
+		}
+		hs, ws := "none", "none"
+		if ok {
+			hs = fmt.Sprint(have)
+		}
+		if want != NoTxn {
+			ws = fmt.Sprint(want)
+		}
+		return &ConflictError{Version: version, Kind: ConflictTransaction, AppID: app,
+			Detail: fmt.Sprintf("appId %q has txn version %s in the table, not %s as expected", app, hs, ws)}
+	}
+	return nil
+}
 
 // checkConflict decides whether the concurrent commit at version (by someone else) conflicts
 // with req.
@@ -58,6 +106,9 @@ func checkConflict(version int64, other []Action, req CommitRequest, removed map
 		case a.Txn != nil && req.Txn != nil && a.Txn.AppID == req.Txn.AppID:
 			return &ConflictError{Version: version, Kind: ConflictTransaction,
 				Detail: fmt.Sprintf("concurrent transaction: appId %q committed txn version %d; another writer of the same flow is running", a.Txn.AppID, a.Txn.Version)}
+		case a.Txn != nil && req.guardsTxn(a.Txn.AppID):
+			return &ConflictError{Version: version, Kind: ConflictTransaction, AppID: a.Txn.AppID,
+				Detail: fmt.Sprintf("concurrent transaction: appId %q committed txn version %d", a.Txn.AppID, a.Txn.Version)}
 		case a.Remove != nil && removed[a.Remove.Path]:
 			return &ConflictError{Version: version, Kind: ConflictDelete, Detail: "file " + a.Remove.Path + " was removed concurrently"}
 		case a.Add != nil && a.Add.DataChange && req.Mode == Overwrite:

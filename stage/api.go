@@ -40,6 +40,10 @@ type Env struct {
 	// Shard is the stage's place among the shards of keyby --shards (Options.Shard, resolved
 	// at stage start); the zero value outside shards.
 	Shard ShardEnv
+	// BarrierOffsets is, while Operator.Barrier runs, the barrier's streamkit.offsets: the
+	// progress of the source partitions of a consumer-group source (codec.Control.Offsets,
+	// docs/protocol.md §13); "" when the barrier carries none.
+	BarrierOffsets string
 
 	sink     bool
 	stateful bool
@@ -188,6 +192,14 @@ type EpochLimiter interface {
 type CommitObserver interface {
 	Committed(ctx context.Context, epoch uint64, pos Position) error
 	CommitWait() time.Duration
+}
+
+// PartitionProgress is implemented by sources whose barriers carry the progress of their
+// source partitions in-band (read-kafka --consumer-group, docs/protocol.md §13): RunSource
+// calls BarrierOffsets just before it emits barrier n and sends the result as the barrier's
+// streamkit.offsets ("" for none).
+type PartitionProgress interface {
+	BarrierOffsets(epoch uint64) string
 }
 
 // SourceWatermarker is implemented by sources that derive a watermark (max event time minus

@@ -83,6 +83,7 @@ type Snapshot struct {
 	Watermark  string    `json:"watermark,omitempty"`
 	Lag        *int64    `json:"lag,omitempty"`
 	StateKeys  *int64    `json:"state_keys,omitempty"`
+	Partitions *int64    `json:"partitions,omitempty"` // held by a consumer-group member
 	BadRecords int64     `json:"bad_records"`
 	// DataQuality is a stage's expectation counters (Stats.SetDataQuality), absent otherwise.
 	DataQuality any  `json:"data_quality,omitempty"`
@@ -120,6 +121,9 @@ func (p *progress) snapshot(final bool) Snapshot {
 		s.DataQuality = q.ProgressJSON()
 		s.qualityText = q.ProgressText()
 	}
+	if v := p.stats.Partitions.Load(); v >= 0 {
+		s.Partitions = &v
+	}
 	return s
 }
 
@@ -138,6 +142,9 @@ func (p *progress) report(final bool) {
 	}
 	if s.Watermark != "" {
 		parts = append(parts, "wm "+s.Watermark)
+	}
+	if s.Partitions != nil {
+		parts = append(parts, fmt.Sprintf("partitions %d", *s.Partitions))
 	}
 	if s.Lag != nil {
 		parts = append(parts, "lag "+human(float64(*s.Lag)))

@@ -180,3 +180,19 @@ func WriteCommits(dirs []string, n uint64, tool string) error {
 	}
 	return nil
 }
+
+// refuseStatefulGroup refuses a stateful operator (dedup, window) behind a consumer-group
+// source (codec.SchemaGroup): its state would have to move with the partitions between
+// members, which is not supported yet (docs/protocol.md §13).
+func refuseStatefulGroup(tool string, env *Env, in *arrow.Schema) error {
+	if !env.stateful {
+		return nil
+	}
+	g, ok, _ := codec.Group(in)
+	if !ok {
+		return nil
+	}
+	return Usagef("%s: its input comes from consumer group %s, whose partitions move between members, "+
+		"and %s's state would have to move with them, which is not supported yet: read with a static assignment "+
+		"(read-kafka --assign) and a checkpoint instead", tool, g.Group, tool)
+}

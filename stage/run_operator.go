@@ -44,6 +44,10 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 		return err
 	}
 	defer op.Close()
+	if err := refuseStatefulGroup(o.Tool, l.env, in); err != nil {
+		rd.Release()
+		return err
+	}
 	l.upstream = codec.Info(in).Checkpoints
 
 	if out != nil {
@@ -381,7 +385,10 @@ func (l *operatorLoop) barrier(c codec.Control) error {
 	if err := env.quality.epoch(o, env.Stats, c.Epoch); err != nil {
 		return err
 	}
-	if err := l.op.Barrier(l.ctx, c.Epoch, l.emit); err != nil {
+	env.BarrierOffsets = c.Offsets
+	err := l.op.Barrier(l.ctx, c.Epoch, l.emit)
+	env.BarrierOffsets = ""
+	if err != nil {
 		return fmt.Errorf("%s: epoch %d: %w", o.Tool, c.Epoch, err)
 	}
 	env.Stats.Epoch.Store(c.Epoch)

@@ -94,9 +94,10 @@ type sourceLoop struct {
 	observed  uint64         // the newest commit told to observer
 	lastCheck time.Time      // when commits were last looked for
 
-	limiter EpochLimiter      // nil unless src bounds its epochs
-	wmSrc   SourceWatermarker // nil unless src derives a watermark
-	lastWM  time.Time         // the newest watermark sent
+	limiter  EpochLimiter      // nil unless src bounds its epochs
+	progress PartitionProgress // nil unless src reports partition progress on barriers
+	wmSrc    SourceWatermarker // nil unless src derives a watermark
+	lastWM   time.Time         // the newest watermark sent
 
 	next       uint64    // the epoch being read
 	lastPos    Position  // the position at the last cut
@@ -143,6 +144,7 @@ func (l *sourceLoop) bind() {
 	l.observed = l.env.Committed
 	l.lastCheck = l.o.Now()
 	l.limiter, _ = l.src.(EpochLimiter)
+	l.progress, _ = l.src.(PartitionProgress)
 	l.wmSrc, _ = l.src.(SourceWatermarker)
 }
 
@@ -240,6 +242,9 @@ func (l *sourceLoop) barrier(n uint64, writeWAL bool) error {
 		}
 	}
 	c := codec.BarrierControl(n)
+	if l.progress != nil {
+		c.Offsets = l.progress.BarrierOffsets(n)
+	}
 	if err := l.w.send(l.ctx, outItem{ctrl: &c}); err != nil {
 		return err
 	}

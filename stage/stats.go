@@ -15,6 +15,7 @@ type Stats struct {
 	watermark  atomic.Int64  // µs since the Unix epoch; 0 = none
 	Lag        atomic.Int64  // records behind the source's end, -1 = unknown
 	StateKeys  atomic.Int64  // keys held by the operator's state, -1 = stateless
+	Partitions atomic.Int64  // source partitions a consumer-group member holds, -1 = not a group member
 	BadRecords atomic.Int64  // records set aside: bad records, _rescued_data, late rows (see Reject)
 
 	rejects [numRejectKinds]atomic.Int64 // BadRecords by kind (Reject)
@@ -50,6 +51,7 @@ func newStats() *Stats {
 	s := &Stats{}
 	s.Lag.Store(-1)
 	s.StateKeys.Store(-1)
+	s.Partitions.Store(-1)
 	return s
 }
 

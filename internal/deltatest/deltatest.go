@@ -21,12 +21,18 @@ import (
 // one, sorted by id (then as strings); and the snapshot's version. Errors fail t.
 func IDRows(t testing.TB, mem memory.Allocator, dir string) ([]string, int64) {
 	t.Helper()
+	return IDRowsOf(t, mem, delta.NewTable(dir, mem))
+}
+
+// IDRowsOf is IDRows for an opened table (e.g. delta.OpenTable on a bucket store).
+func IDRowsOf(t testing.TB, mem memory.Allocator, tbl *delta.Table) ([]string, int64) {
+	t.Helper()
 	ctx := context.Background()
-	snap, err := delta.NewTable(dir, mem).Snapshot(ctx)
+	snap, err := tbl.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := rd.NewReader(delta.NewTable(dir, mem).Store(), snap.Metadata(), rd.ReadOptions{Allocator: mem})
+	r, err := rd.NewReader(tbl.Store(), snap.Metadata(), rd.ReadOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

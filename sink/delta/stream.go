@@ -123,6 +123,7 @@ type StreamWriter struct {
 	aug         Augmenter
 	partitionBy []string        // --partition-by as top-level column names
 	ctx         context.Context // Open's: bounds the data files' store calls
+	grp         groupSink       // consumer-group mode (stream_group.go)
 	epochState
 	asyncCommits
 	streamTotals
@@ -164,6 +165,8 @@ type epochState struct {
 	held      []arrow.RecordBatch
 	heldBytes int64
 	rows      int64
+
+	prog *epochProgress // group mode: the per-partition txns of the epoch being committed
 
 	laneThreshold  int64 // DefaultLaneThreshold; tests lower it (SetLaneThreshold)
 	lastEpochBytes int64 // Arrow bytes of the previous epoch written here
@@ -274,15 +277,21 @@ func (w *StreamWriter) Open(ctx context.Context, env *stage.Env, in *arrow.Schem
 	}
 	w.table.EngineInfo = "streamkit write-delta"
 	w.table.Now = env.Now
-	if err := w.resolveFlow(env); err != nil {
+	grouped, err := w.openGroup(env, in)
+	if err != nil {
 		return nil, err
 	}
-	holder := delta.FlowHolder{Tool: StreamTool}
-	if env.Dir != nil {
-		holder.Checkpoint = env.Dir.Path
-	}
-	if w.lock, err = w.table.LockFlow(ctx, w.flow, 0, holder); err != nil {
-		return nil, fmt.Errorf("write-delta: %w", err)
+	if !grouped {
+		if err := w.resolveFlow(env); err != nil {
+			return nil, err
+		}
+		holder := delta.FlowHolder{Tool: StreamTool}
+		if env.Dir != nil {
+			holder.Checkpoint = env.Dir.Path
+		}
+		if w.lock, err = w.table.LockFlow(ctx, w.flow, 0, holder); err != nil {
+			return nil, fmt.Errorf("write-delta: %w", err)
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -323,6 +332,9 @@ func (w *StreamWriter) Open(ctx context.Context, env *stage.Env, in *arrow.Schem
 	} else if err := w.adopt(snap); err != nil {
 		return nil, err
 	}
+	if grouped {
+		return nil, nil
+	}
 	if w.snap != nil {
 		w.txn, w.haveTxn = w.snap.TxnVersion(w.flow)
 	}
@@ -356,6 +368,11 @@ func (w *StreamWriter) Process(_ context.Context, rec arrow.RecordBatch, _ stage
 	if rec.NumRows() == 0 {
 		return nil
 	}
+	if w.grp.on {
+		if err := w.notePartition(rec); err != nil {
+			return err
+		}
+	}
 	r, err := w.aug.Augment(w.env.Mem, rec)
 	if err != nil {
 		return err
@@ -384,6 +401,14 @@ func (w *StreamWriter) Barrier(ctx context.Context, n uint64, _ stage.Emit) erro
 			return err
 		}
 	}
+	if w.grp.on {
+		prog, err := w.groupProgress(n)
+		if err != nil {
+			w.discardEpoch()
+			return err
+		}
+		w.prog = prog
+	}
 	if err := w.endEpoch(ctx, n, true); err != nil {
 		return err
 	}
@@ -400,6 +425,15 @@ func (w *StreamWriter) End(ctx context.Context, kind codec.EndKind, _ stage.Emit
 	}
 	trailing := w.rows > 0
 	switch {
+	case trailing && w.grp.on:
+		rows := w.rows
+		if err := w.discardEpoch(); err != nil {
+			return err
+		}
+		return fmt.Errorf("write-delta: %d rows of a consumer group's stream arrived after the last barrier; they carry no partition progress and were not committed", rows)
+	case w.snap == nil && w.grp.on:
+		// A member that committed nothing creates no table: the first commit of a member
+		// with rows does.
 	case trailing && kind == codec.Pause:
 		rows := w.rows
 		if err := w.discardEpoch(); err != nil {

@@ -17,7 +17,8 @@ type pendingCommit struct {
 	n        uint64
 	ew       *WriterPool
 	rows     int64
-	creating bool // the commit creates the table
+	creating bool           // the commit creates the table
+	prog     *epochProgress // group mode: the epoch's per-partition txns
 	start    time.Time
 	done     chan struct{} // closed when adds, res, err and cause are set
 	adds     []delta.Add
@@ -75,7 +76,7 @@ func (w *StreamWriter) settle(ctx context.Context, wait bool) error {
 	if p.creating && errors.As(p.cause, &ce) && ce.Kind == delta.ConflictMetadata {
 		// Another writer created the table first: the synchronous path joins it (or skips
 		// the epoch if that table already holds it for this flow) with the files written.
-		err := w.commit(ctx, p.n, p.adds, p.rows)
+		err := w.commit(ctx, p.n, p.adds, p.rows, p.prog)
 		if err != nil {
 			p.ew.Abort()
 		}
@@ -103,9 +104,9 @@ func (w *StreamWriter) canCommitAsync() bool {
 // commitAsync hands the current epoch (its lanes, held rows already written) to a background
 // commit as epoch n.
 func (w *StreamWriter) commitAsync(ctx context.Context, n uint64) {
-	p := &pendingCommit{n: n, ew: w.ew, rows: w.rows, creating: w.snap == nil, start: time.Now(), done: make(chan struct{})}
-	w.ew, w.rows, w.pending = nil, 0, p
-	req := w.commitRequest(n, p.rows)
+	p := &pendingCommit{n: n, ew: w.ew, rows: w.rows, creating: w.snap == nil, prog: w.prog, start: time.Now(), done: make(chan struct{})}
+	w.ew, w.rows, w.pending, w.prog = nil, 0, p, nil
+	req := w.commitRequest(n, p.rows, p.prog)
 	go func() {
 		defer func() {
 			close(p.done)
@@ -128,14 +129,15 @@ func (w *StreamWriter) commitAsync(ctx context.Context, n uint64) {
 	}()
 }
 
-// commit writes epoch n as one Delta commit, creating the table or evolving its metadata when
-// needed, and retries conflicts that can be resolved without rewriting data.
-func (w *StreamWriter) commit(ctx context.Context, n uint64, adds []delta.Add, rows int64) error {
+// commit writes epoch n as one Delta commit (with prog's per-partition txns in group mode),
+// creating the table or evolving its metadata when needed, and retries conflicts that can be
+// resolved without rewriting data.
+func (w *StreamWriter) commit(ctx context.Context, n uint64, adds []delta.Add, rows int64, prog *epochProgress) error {
 	start := time.Now()
 	root := w.cfg.Table
 	overwrite := w.cfg.Mode == ModeOverwrite && len(adds) > 0
 	for attempt := 1; ; attempt++ {
-		req := w.commitRequest(n, rows)
+		req := w.commitRequest(n, rows, prog)
 		removed := 0
 		if overwrite {
 			req.Mode = delta.Overwrite
@@ -187,7 +189,9 @@ func (w *StreamWriter) commit(ctx context.Context, n uint64, adds []delta.Add, r
 
 // commitRequest is the commit of epoch n with rows rows, before its add actions and metrics
 // (setAdds): with the table's protocol and metadata when it creates the table or changes them.
-func (w *StreamWriter) commitRequest(n uint64, rows int64) delta.CommitRequest {
+// In group mode (prog not nil) it carries the per-partition txns and their expected versions
+// instead of the flow's txn.
+func (w *StreamWriter) commitRequest(n uint64, rows int64, prog *epochProgress) delta.CommitRequest {
 	outputMode := "Append"
 	if w.cfg.Mode == ModeOverwrite {
 		outputMode = "Complete"
@@ -197,6 +201,9 @@ func (w *StreamWriter) commitRequest(n uint64, rows int64) delta.CommitRequest {
 		Txn:                 &delta.Txn{AppID: w.flow, Version: int64(n)},
 		Operation:           "STREAMING UPDATE",
 		OperationParameters: map[string]string{"outputMode": outputMode, "queryId": w.flow, "epochId": strconv.FormatUint(n, 10)},
+	}
+	if prog != nil {
+		req.Txn, req.Txns, req.ExpectTxn = nil, prog.txns, prog.expect
 	}
 	if w.snap == nil {
 		req.Protocol, req.Metadata = w.createProto, w.createMeta
@@ -226,6 +233,9 @@ func setAdds(req *delta.CommitRequest, adds []delta.Add, rows int64, removed int
 func (w *StreamWriter) commitError(err error, n uint64) error {
 	var ce *delta.ConflictError
 	if errors.As(err, &ce) {
+		if ce.Kind == delta.ConflictTransaction && ce.AppID != "" && w.grp.on {
+			return w.zombieError(ce, n)
+		}
 		if ce.Kind == delta.ConflictTransaction {
 			return fmt.Errorf("write-delta: table %s: %v: only one write-delta may run per flow (%s)", w.cfg.Table, err, w.flow)
 		}
@@ -240,7 +250,9 @@ func (w *StreamWriter) committedEpoch(ctx context.Context, n uint64, res *delta.
 	if err := w.committedAt(ctx, res); err != nil {
 		return err
 	}
-	w.txn, w.haveTxn, w.takeover = int64(n), true, false
+	if !w.grp.on { // a group's epochs are not the flow's txn (stream_group.go)
+		w.txn, w.haveTxn, w.takeover = int64(n), true, false
+	}
 	w.settled = n
 	if w.rec.TxnBeforeEmpty != nil {
 		w.rec.TxnBeforeEmpty = nil

@@ -132,7 +132,7 @@ func (w *StreamWriter) endEpoch(ctx context.Context, n uint64, async bool) error
 		w.env.Log.Info("epoch already committed to the table: skipped", "epoch", n, "flow", w.flow, "txn_version", w.txn, "rows", rows)
 		return nil
 	}
-	if w.rows == 0 && w.ew == nil && len(w.held) == 0 && w.snap != nil && w.pendMeta == nil && !w.takeover {
+	if w.rows == 0 && w.ew == nil && len(w.held) == 0 && w.snap != nil && w.pendMeta == nil && !w.takeover && w.prog == nil {
 		// An epoch without rows (an idle source's barrier) makes no Delta commit: the table's
 		// txn stays at the last epoch with rows, which a replay compares with as before.
 		if err := w.noteEmptyEpoch(); err != nil {
@@ -160,7 +160,8 @@ func (w *StreamWriter) endEpoch(ctx context.Context, n uint64, async bool) error
 		}
 	}
 	rows := w.rows
-	err := w.commit(ctx, n, adds, rows)
+	err := w.commit(ctx, n, adds, rows, w.prog)
+	w.prog = nil
 	if w.ew != nil {
 		if err != nil {
 			w.ew.Abort()

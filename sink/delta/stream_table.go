@@ -171,7 +171,9 @@ func (w *StreamWriter) joinCreatedTable(ctx context.Context) error {
 	}
 	w.env.Log.Info("the table was created concurrently by another writer; appending to it", "table", root, "version", s.Version())
 	w.snap, w.meta = s, m
-	w.txn, w.haveTxn = s.TxnVersion(w.flow)
+	if !w.grp.on {
+		w.txn, w.haveTxn = s.TxnVersion(w.flow)
+	}
 	return nil
 }
 

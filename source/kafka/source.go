@@ -47,6 +47,7 @@ import (
 	"github.com/streamkit/streamkit/internal/kafkaconn"
 	"github.com/streamkit/streamkit/internal/schemaregistry"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // Isolation levels of --isolation.
@@ -122,6 +123,23 @@ type Config struct {
 	ProbeAfter time.Duration
 	// Timeout bounds start-up requests (metadata, offsets); default 30 s.
 	Timeout time.Duration
+
+	// ConsumerGroup, when set (--consumer-group), joins this Kafka consumer group with the
+	// cooperative-sticky balancer and reads the partitions of Topics assigned to this member,
+	// each resumed from its txn in ProgressTable (group.go, docs/protocol.md §13).
+	ConsumerGroup string
+	// ProgressTable is the opened root of the Delta table whose txn actions hold the group's
+	// progress (--progress-table: the table write-delta writes). Group mode only.
+	ProgressTable storage.Store
+	// Flow names the group's txn appIds, "<flow>-<topic>-<partition>" (--flow; default
+	// ConsumerGroup).
+	Flow string
+	// RevokeWait bounds how long a revoked partition (and a member leaving) waits for its last
+	// epoch's txn in the progress table (default DefaultRevokeWait).
+	RevokeWait time.Duration
+	// SessionTimeout is the group session timeout (--session-timeout; 0: franz-go's 45 s): a
+	// member silent this long loses its partitions to the others.
+	SessionTimeout time.Duration
 }
 
 // StateOptions are the options that shape the checkpoint (metadata.json): a restart with other
@@ -173,15 +191,22 @@ func (e *DataLossError) Error() string {
 
 // part is the state of one assigned partition.
 type part struct {
-	tp       TP
-	pos      int64         // next offset to read
-	end      int64         // exclusive end of a bounded run, -1 live
-	pending  []*kgo.Record // fetched, offset ≥ pos, not yet emitted
-	paused   bool
-	hwm      int64     // latest high watermark seen, -1 unknown
-	quietAt  time.Time // when records last arrived or pos last moved
-	probedAt time.Time
-	probePos int64 // pos at the last probe
+	tp      TP
+	pos     int64         // next offset to read
+	end     int64         // exclusive end of a bounded run, -1 live
+	pending []*kgo.Record // fetched, offset ≥ pos, not yet emitted
+	paused  bool
+	hwm     int64 // latest high watermark seen, -1 unknown
+	// Group mode (group.go): txn is the txn version the table holds (or will hold once the
+	// last barrier commits) for the partition, delta.NoTxn for none; startTxn the one it had
+	// when assigned; epochStart the position at the start of the current epoch; revoked that
+	// the partition was revoked and is read no more.
+	txn, startTxn int64
+	epochStart    int64
+	revoked       bool
+	quietAt       time.Time // when records last arrived or pos last moved
+	probedAt      time.Time
+	probePos      int64 // pos at the last probe
 }
 
 // Source is the read-kafka stage.Source.
@@ -216,12 +241,14 @@ type Source struct {
 	limit    Offsets
 	lastDisc time.Time
 	ids      map[string]TopicID // topic IDs of the topics read (topicid.go)
+	g        *groupState        // consumer-group mode (group.go), nil otherwise
 }
 
 var (
-	_ stage.Source         = (*Source)(nil)
-	_ stage.EpochLimiter   = (*Source)(nil)
-	_ stage.CommitObserver = (*Source)(nil)
+	_ stage.Source            = (*Source)(nil)
+	_ stage.EpochLimiter      = (*Source)(nil)
+	_ stage.CommitObserver    = (*Source)(nil)
+	_ stage.PartitionProgress = (*Source)(nil)
 )
 
 // New validates cfg and returns a source; nothing connects before Open. Errors are usage
@@ -251,12 +278,25 @@ func New(cfg Config) (*Source, error) {
 	if modes != 1 {
 		return nil, stage.Usagef("give exactly one of -t/--topic, --pattern or --assign")
 	}
+	if cfg.ConsumerGroup != "" {
+		if err := checkGroupConfig(&s.cfg); err != nil {
+			return nil, err
+		}
+		s.g = &groupState{}
+	} else if cfg.ProgressTable != nil || cfg.Flow != "" || cfg.SessionTimeout != 0 {
+		return nil, stage.Usagef("--progress-table, --flow and --session-timeout need --consumer-group")
+	}
 	var err error
 	if s.start, err = ParseStart(cfg.Start); err != nil {
 		return nil, stage.Usagef("%v", err)
 	}
 	if s.until, err = ParseUntil(cfg.Until); err != nil {
 		return nil, stage.Usagef("%v", err)
+	}
+	if s.g != nil {
+		if err := s.checkGroupSpecs(); err != nil {
+			return nil, err
+		}
 	}
 	switch cfg.isolation() {
 	case ReadCommitted:
@@ -370,12 +410,27 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 		kgo.FetchMaxPartitionBytes(s.cfg.FetchMaxPartitionBytes),
 		kgo.BrokerMaxReadBytes(256<<20),
 	)
+	if s.g != nil {
+		opts = append(opts, s.groupOpts()...)
+	}
 	if s.cl, err = kgo.NewClient(opts...); err != nil {
 		return nil, usage(err)
 	}
 	s.adm = kadm.NewClient(s.cl)
 	octx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
+	if s.g != nil {
+		// The group assigns the partitions (onAssigned); nothing is read before.
+		if err := s.resolveAvro(octx, nil); err != nil {
+			return nil, err
+		}
+		if s.b, err = newBuilder(env.Mem, s.full, s.keyC, s.valC); err != nil {
+			return nil, err
+		}
+		s.b.log = s.log.Warn
+		s.openGroup()
+		return s.schema, nil
+	}
 
 	var pos Position
 	if committed != nil {
@@ -801,8 +856,12 @@ func (s *Source) Position() stage.Position {
 }
 
 // EpochFull reports that --max-records-per-epoch is reached: the epoch's records, or every
-// partition's share of the cap (capEnd).
+// partition's share of the cap (capEnd); in group mode also that a revocation needs the epoch
+// cut.
 func (s *Source) EpochFull() bool {
+	if s.g != nil && s.g.cutNow {
+		return true
+	}
 	if s.cfg.MaxRecordsPerEpoch <= 0 {
 		return false
 	}
@@ -821,7 +880,10 @@ func (s *Source) EpochFull() bool {
 }
 
 // EpochCut starts a new epoch's count; the next Read spreads the cap afresh.
-func (s *Source) EpochCut() { s.inEpoch, s.capEnd = 0, nil }
+func (s *Source) EpochCut() {
+	s.inEpoch, s.capEnd = 0, nil
+	s.groupCut()
+}
 
 // spreadCap sets capEnd at the start of an epoch under --max-records-per-epoch N: when the
 // partitions' lag (bound − position) adds up to more than N, each partition may read
@@ -907,8 +969,10 @@ func (s *Source) Committed(ctx context.Context, epoch uint64, pos stage.Position
 	return nil
 }
 
-// Close stops fetching and closes the connections.
+// Close stops fetching and closes the connections; in group mode it first waits for the last
+// epoch's txns in the progress table, then leaves the group.
 func (s *Source) Close() error {
+	s.closeGroup()
 	var err error
 	if s.b != nil {
 		err = s.b.badFile.close()
@@ -936,6 +1000,25 @@ func (s *Source) target(p *part) int64 {
 
 // Read returns the next batch; see stage.Source.
 func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBatch, error) {
+	rec, err := s.read(ctx, limit)
+	if err != nil && err != io.EOF && s.g != nil {
+		s.g.failed = true
+	}
+	return rec, err
+}
+
+func (s *Source) read(ctx context.Context, limit stage.Position) (arrow.RecordBatch, error) {
+	if s.g != nil {
+		if err := s.applyGroupEvents(); err != nil {
+			return nil, err
+		}
+		if err := s.checkReleases(ctx); err != nil {
+			return nil, err
+		}
+		if s.g.cutNow {
+			return nil, nil
+		}
+	}
 	if err := s.setLimit(ctx, limit); err != nil {
 		return nil, err
 	}
@@ -982,6 +1065,14 @@ func (s *Source) Read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 		if err := s.poll(ctx, min(wait, s.cfg.ProbeAfter)); err != nil {
 			return nil, err
 		}
+		if s.g != nil {
+			if s.g.cutNow {
+				return s.flush(limit)
+			}
+			if err := s.checkReleases(ctx); err != nil {
+				return nil, err
+			}
+		}
 	}
 }
 
@@ -1014,6 +1105,15 @@ func (s *Source) flush(limit stage.Position) (arrow.RecordBatch, error) {
 func (s *Source) updateLag() {
 	if s.env == nil || s.env.Stats == nil {
 		return
+	}
+	if s.g != nil {
+		held := int64(0)
+		for _, p := range s.order {
+			if !p.revoked {
+				held++
+			}
+		}
+		s.env.Stats.Partitions.Store(held)
 	}
 	var lag int64
 	for _, p := range s.order {
@@ -1081,7 +1181,7 @@ func (s *Source) addPartitions(ctx context.Context, tps []TP) error {
 
 // maybeDiscover looks for new partitions while reading live.
 func (s *Source) maybeDiscover(ctx context.Context) error {
-	if s.until.Kind != UntilNever || s.limit != nil || s.assign != nil || time.Since(s.lastDisc) < s.cfg.DiscoveryInterval {
+	if s.until.Kind != UntilNever || s.limit != nil || s.assign != nil || s.g != nil || time.Since(s.lastDisc) < s.cfg.DiscoveryInterval {
 		return nil
 	}
 	s.lastDisc = time.Now()
@@ -1112,7 +1212,13 @@ func (s *Source) maybeDiscover(ctx context.Context) error {
 
 // done reports whether every partition reached its target (never in live reading).
 func (s *Source) done() bool {
+	if s.g != nil && !s.groupDone() {
+		return false
+	}
 	for _, p := range s.order {
+		if p.revoked {
+			continue
+		}
 		t := s.target(p)
 		if t < 0 || p.pos < t {
 			return false
@@ -1149,6 +1255,9 @@ func (s *Source) drain(maxRows int) (full bool, err error) {
 	s.rr = (s.rr + 1) % n
 	for i := 0; i < n; i++ {
 		p := s.order[(s.rr+i)%n]
+		if p.revoked {
+			continue
+		}
 		t := s.drainTarget(p)
 		j := 0
 		for ; j < len(p.pending); j++ {
@@ -1239,6 +1348,10 @@ func (s *Source) poll(ctx context.Context, d time.Duration) error {
 	if fs.IsClientClosed() {
 		return errors.New("read-kafka: client closed")
 	}
+	// Assignments first: the records of a newly assigned partition need its part.
+	if err := s.applyGroupEvents(); err != nil {
+		return err
+	}
 	var ferr error
 	fs.EachError(func(topic string, partition int32, err error) {
 		if ferr != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
@@ -1260,7 +1373,7 @@ func (s *Source) poll(ctx context.Context, d time.Duration) error {
 	now := time.Now()
 	fs.EachPartition(func(ftp kgo.FetchTopicPartition) {
 		p := s.parts[TP{ftp.Topic, ftp.Partition}]
-		if p == nil {
+		if p == nil || p.revoked {
 			return
 		}
 		if ftp.HighWatermark >= 0 {
@@ -1314,7 +1427,7 @@ func (s *Source) maybeProbe(ctx context.Context) error {
 	now := time.Now()
 	for _, p := range s.order {
 		t := s.drainTarget(p)
-		if t < 0 || p.pos >= t || len(p.pending) > 0 || now.Sub(p.quietAt) < s.cfg.ProbeAfter {
+		if p.revoked || t < 0 || p.pos >= t || len(p.pending) > 0 || now.Sub(p.quietAt) < s.cfg.ProbeAfter {
 			continue
 		}
 		if p.probePos == p.pos && now.Sub(p.probedAt) < 4*s.cfg.ProbeAfter {

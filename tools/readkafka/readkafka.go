@@ -17,6 +17,7 @@ func Command() *cobra.Command { return cli.Command(CommandSpec()) }
 // CommandSpec declares `streamkit read-kafka`: its usage, help, flags and examples (docs/cli/read-kafka.md).
 func CommandSpec() cli.Spec {
 	var cfg kafka.Config
+	var progressTable string
 	so := stage.SourceOptions{Options: stage.Options{Tool: "read-kafka"}}
 	return cli.Spec{
 		Use:   "read-kafka -b HOST:PORT (-t TOPIC... | --pattern REGEX | --assign TOPIC:P,...)",
@@ -55,6 +56,19 @@ before IDs were recorded is read as it is and records the IDs from then on.
 --group ID commits each epoch's offsets to a consumer group once the sink has committed the
 epoch, so kafka-consumer-groups.sh and lag monitors see progress; the checkpoint remains the
 source of truth.
+
+Consumer groups: --consumer-group NAME --progress-table TABLE joins the Kafka consumer group
+NAME (cooperative-sticky balancer) and reads the partitions of the -t topics assigned to this
+member; start as many copies as you like, on any machine, each ending in
+"write-delta TABLE". Each partition's progress is a txn action in TABLE (appId
+<flow>-<topic>-<partition>, version = the last offset consumed, as kafka-delta-ingest writes
+it), committed by write-delta with the partition's rows; a member resumes a partition it is
+assigned from there, so no checkpoint is kept (--checkpoint is refused) and a new machine with
+an empty disk can take over. A revoked partition's epoch is cut, committed and then released; a
+member that lost its partitions (session timeout) fails without committing more, and one that
+commits late (a paused zombie) has its commit refused by the table. --until now fixes each
+partition's end when it is assigned. --flow names the appIds (default: the group name);
+--session-timeout and --revoke-wait tune the group (docs/protocol.md §13).
 
 Decoding: --key-format/--value-format string keeps UTF-8 text (other bytes leave the column
 null and are rescued); json with --key-schema/--value-schema (Spark DDL such as
@@ -123,6 +137,16 @@ from the command line and never logged.`,
 		Args: cli.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) error {
 			cli.Fill(&so.Options, cmd)
+			if progressTable != "" {
+				store, err := cli.OpenStore(cmd.Context(), progressTable, false)
+				if err != nil {
+					return cli.TableError("read-kafka: --progress-table", err)
+				}
+				cfg.ProgressTable = store
+			}
+			if cfg.ConsumerGroup != "" && so.Options.CheckpointDir() != "" {
+				return stage.Usagef("read-kafka: --consumer-group keeps its progress in --progress-table, not in a checkpoint: run it without --checkpoint (and without $%s)", stage.EnvCheckpoint)
+			}
 			src, err := kafka.New(cfg)
 			if err != nil {
 				return err
@@ -141,6 +165,11 @@ from the command line and never logged.`,
 			f.StringVar(&cfg.OnDataLoss, "on-data-loss", kafka.DataLossFail, "a position outside the log or a re-created topic (new topic ID): fail, or continue at the earliest or latest offset")
 			cli.Choices(f, "on-data-loss", "fail", "earliest", "latest")
 			f.StringVar(&cfg.Group, "group", "", "commit each committed epoch's offsets to this consumer group (monitoring only)")
+			f.StringVar(&cfg.ConsumerGroup, "consumer-group", "", "join this Kafka consumer group and read the partitions it assigns to this member, resuming each from --progress-table")
+			f.StringVar(&progressTable, "progress-table", "", "with --consumer-group: the Delta table write-delta writes, whose per-partition txn actions are the group's progress")
+			f.StringVar(&cfg.Flow, "flow", "", "with --consumer-group: the flow naming the table's txn appIds <flow>-<topic>-<partition> (default: the group name)")
+			cli.DurationVar(f, &cfg.SessionTimeout, "session-timeout", 0, "with --consumer-group: the group session timeout (default 45s)")
+			cli.DurationVar(f, &cfg.RevokeWait, "revoke-wait", 0, "with --consumer-group: how long a revoked partition waits for its last epoch in --progress-table before it is released (default 30s)")
 			cli.DurationVar(f, &cfg.GroupCommitWait, "group-commit-wait", 0, "at the end of a run, wait this long for the sink's last commit before committing --group (default 10s)")
 			f.Int64Var(&cfg.MaxRecordsPerEpoch, "max-records-per-epoch", 0, "at most this many records per epoch (0: no limit), spread over the partitions in proportion to their lag (Spark's maxOffsetsPerTrigger)")
 			f.StringVar(&cfg.KeyFormat, "key-format", kafka.FormatBinary, "decode keys as binary, string, json (with --key-schema) or avro (--key-schema and/or --schema-registry)")

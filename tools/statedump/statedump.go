@@ -68,6 +68,9 @@ type Config struct {
 	Conn kafkaconn.Config
 	// Timeout bounds the broker requests of Lag (default 30 s).
 	Timeout time.Duration
+	// Flow, with Offsets, reads Dir as the Delta table of a consumer group (read-kafka
+	// --consumer-group) and shows the progress its txn actions of this flow record (group.go).
+	Flow string
 	// Color enables lipgloss styling (a terminal without NO_COLOR).
 	Color bool
 	// Now is the clock of --expiring with processing-time TTLs (default time.Now).
@@ -94,6 +97,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	if cfg.Lag {
 		cfg.Offsets = true
+	}
+	if cfg.Flow != "" {
+		if !cfg.Offsets || cfg.Stage != "" || cfg.Epoch != 0 || cfg.Key != "" || len(cfg.Diff) > 0 || cfg.Expiring > 0 {
+			return stage.Usagef("state-dump: --flow reads a consumer group's progress from a Delta table: use it with --offsets (and --lag) only")
+		}
+		return groupOffsets(ctx, cfg, cfg.Dir, out)
 	}
 	if state.IsURL(cfg.Dir) {
 		if _, err := state.StoreAt(cfg.Dir); err != nil {
@@ -169,6 +178,11 @@ writes, so it is safe on a running pipeline, and it reads only epochs whose file
                                   brokers' log start and end offsets and the lag), files read
                                   and planned for read-files, the table's newest version for
                                   read-delta, other sources as recorded
+  state-dump TABLE --offsets --flow F
+                                  a consumer group's progress (read-kafka --consumer-group):
+                                  per partition the txn action of flow F in the Delta table
+                                  TABLE (committed = version + 1, the next offset to read;
+                                  committed_epoch = the table version); --lag as above
 
 --key 'column=value' keeps matching rows (dot paths, key or state columns); --diff A,B lists
 the keys added, removed and changed from epoch A to B; --expiring D keeps the keys that a TTL
@@ -239,6 +253,7 @@ epochs still show.`,
 			f.BoolVar(&cfg.Offsets, "offsets", false, "show the source positions: Kafka offsets per partition, files read and pending, Delta versions, other sources as recorded")
 			f.BoolVar(&cfg.Lag, "lag", false, "with --offsets: compare Kafka positions with the brokers' end offsets (needs -b)")
 			cli.DurationVar(f, &cfg.Timeout, "timeout", 30*time.Second, "with --lag: bound on the broker requests")
+			f.StringVar(&cfg.Flow, "flow", "", "with --offsets: DIR is the Delta table of a consumer group; show the progress its txn actions of this flow record")
 			cli.KafkaFlags(f, &cfg.Conn)
 		},
 	}
