@@ -567,13 +567,16 @@ func diffPython(t *testing.T) string {
 	return python
 }
 
-func TestDifferential(t *testing.T) {
-	python := diffPython(t)
-	if python == "" {
-		return
-	}
-	rec := diffTable(t)
-	defer rec.Release()
+// diffSet is one table and the generated expressions evaluated over it.
+type diffSet struct {
+	name  string
+	rec   arrow.RecordBatch
+	cases []diffCase
+}
+
+// baseCases are 400 generated expressions over every operator and the first functions, on
+// diffTable: at most 120 of them Spark's (those where DuckDB differs).
+func baseCases() []diffCase {
 	g := &gen{r: rand.New(rand.NewSource(2026))}
 	kinds := []string{"int", "bigint", "double", "decimal", "string", "bool", "date", "timestamp"}
 	var cases []diffCase
@@ -595,14 +598,53 @@ func TestDifferential(t *testing.T) {
 		}
 		cases = append(cases, diffCase{ID: strconv.Itoa(len(cases)), Spark: e.sp, Duck: e.dk, Engine: engine})
 	}
-	diffRun(t, python, rec, cases)
+	return cases
 }
 
-// diffRun evaluates cases over rec here and in the reference engines and compares them value
-// by value, errors included.
-func diffRun(t *testing.T, python string, rec arrow.RecordBatch, cases []diffCase) {
+// TestDifferential evaluates the generated expressions of every set (base: operators and the
+// first functions; nested: arrays, structs, maps and JSON; scalar: binary, hashes, regexps and
+// unix time) here and in the reference engines, one reference run for all of them (one Spark
+// session: its start-up is most of the test's time), and compares them value by value,
+// errors included, in a subtest per set.
+func TestDifferential(t *testing.T) {
+	python := diffPython(t)
+	if python == "" {
+		return
+	}
+	sets := []diffSet{{"base", diffTable(t), baseCases()}, {"nested", nestedTable(t), nestedCases(t)}, {"scalar", scalarTable(t), scalarCases()}}
+	defer func() {
+		for _, s := range sets {
+			s.rec.Release()
+		}
+	}()
 	dir := t.TempDir()
-	ipcPath := filepath.Join(dir, "t.arrow")
+	args := []string{"testdata/difftest.py"}
+	outs := make([]string, len(sets))
+	for k, s := range sets {
+		ipcPath, specPath := filepath.Join(dir, s.name+".arrow"), filepath.Join(dir, s.name+".json")
+		outs[k] = filepath.Join(dir, s.name+".out.json")
+		writeDiffInput(t, ipcPath, specPath, s.rec, s.cases)
+		args = append(args, ipcPath, specPath, outs[k])
+	}
+	cmd := exec.Command(python, args...)
+	cmd.Env = append(os.Environ(), "TZ=UTC")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "reference: ") {
+			t.Log(line)
+		}
+	}
+	for k, s := range sets {
+		t.Run(s.name, func(t *testing.T) { diffCompare(t, s.rec, s.cases, outs[k]) })
+	}
+}
+
+// writeDiffInput writes rec as an Arrow IPC file and cases as the reference run's JSON spec.
+func writeDiffInput(t *testing.T, ipcPath, specPath string, rec arrow.RecordBatch, cases []diffCase) {
+	t.Helper()
 	f, err := os.Create(ipcPath)
 	if err != nil {
 		t.Fatal(err)
@@ -616,23 +658,15 @@ func diffRun(t *testing.T, python string, rec arrow.RecordBatch, cases []diffCas
 	}
 	w.Close()
 	f.Close()
-
 	spec, _ := json.Marshal(cases)
-	specPath, outPath := filepath.Join(dir, "spec.json"), filepath.Join(dir, "out.json")
 	if err := os.WriteFile(specPath, spec, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(python, "testdata/difftest.py", ipcPath, specPath, outPath)
-	cmd.Env = append(os.Environ(), "TZ=UTC")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "reference: ") {
-			t.Log(line)
-		}
-	}
+}
+
+// diffCompare compares the evaluation of cases over rec here with the reference results in
+// outPath, value by value, errors included.
+func diffCompare(t *testing.T, rec arrow.RecordBatch, cases []diffCase, outPath string) {
 	raw, err := os.ReadFile(outPath)
 	if err != nil {
 		t.Fatal(err)

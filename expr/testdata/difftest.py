@@ -63,64 +63,87 @@ def canon(v):
 
 
 def main():
+    """usage: difftest.py IPC SPEC OUT [IPC SPEC OUT ...]: one DuckDB connection and one Spark
+    session (started only if some case needs it) for every set."""
     t0 = time.time()
-    ipc_path, spec_path, out_path = sys.argv[1:4]
-    table = pa.ipc.open_file(ipc_path).read_all()
-    spec = json.load(open(spec_path))
-    out = {}
-    duck = [e for e in spec if e["engine"] == "duckdb"]
-    spark = [e for e in spec if e["engine"] == "spark"]
-    if duck:
-        import duckdb
-        con = duckdb.connect()
-        con.execute("SET TimeZone='UTC'")
-        con.register("t", table)
-        for e in duck:
-            try:
-                res = con.execute(f"SELECT {e['duck']} AS r FROM t ORDER BY rid").fetch_arrow_table()
-                col = res.column(0)
-                if pa.types.is_timestamp(col.type):
-                    col = col.cast(pa.timestamp("us"))
-                out[e["id"]] = {"vals": [canon_typed(col.type, v) for v in col.to_pylist()]}
-            except Exception as ex:  # noqa: BLE001 - the message is the result
-                out[e["id"]] = {"err": str(ex).split("\n")[0]}
-    t_duck = time.time() - t0
-    if spark:
-        from pyspark.sql import SparkSession
-        s = (SparkSession.builder.master("local[1]").config("spark.sql.session.timeZone", "UTC")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "1").config("spark.ui.showConsoleProgress", "false").config("spark.sql.ansi.enabled", "true").getOrCreate())
-        s.sparkContext.setLogLevel("OFF")
-        # through Parquet, so that Spark reads the table in the JVM (no Python workers)
-        import os
-        import pyarrow.parquet as pq
-        pq_path = os.path.join(os.path.dirname(out_path), "t.parquet")
-        pq.write_table(table, pq_path)
-        df = s.read.parquet(pq_path).orderBy("rid").coalesce(1).cache()
-        df.count()
-        # many expressions per query; a chunk that fails is rerun one expression at a time
-        def run(chunk):
-            rows = df.selectExpr(*[f"{e['spark']} AS r{k}" for k, e in enumerate(chunk)]).collect()
-            for k, e in enumerate(chunk):
-                out[e["id"]] = {"vals": [canon(r[k]) for r in rows]}
-        def bisect(chunk):
-            try:
-                run(chunk)
-            except Exception as ex:  # noqa: BLE001
-                if len(chunk) == 1:
-                    out[chunk[0]["id"]] = {"err": str(ex).split("\n")[0]}
-                    return
-                bisect(chunk[:len(chunk) // 2])
-                bisect(chunk[len(chunk) // 2:])
-        for e in spark:
-            if e.get("alone"):
-                bisect([e])
-        batched = [e for e in spark if not e.get("alone")]
-        for at in range(0, len(batched), 32):
-            bisect(batched[at:at + 32])
-        s.stop()
-    json.dump(out, open(out_path, "w"))
-    print(f"reference: {len(duck)} DuckDB, {len(spark)} Spark expressions in {time.time() - t0:.1f}s (DuckDB {t_duck:.1f}s)", file=sys.stderr)
+    args = sys.argv[1:]
+    if not args or len(args) % 3:
+        sys.exit("usage: difftest.py IPC SPEC OUT [IPC SPEC OUT ...]")
+    sets = [args[k:k + 3] for k in range(0, len(args), 3)]
+    session = []
 
+    def spark():
+        if not session:
+            from pyspark.sql import SparkSession
+            s = (SparkSession.builder.master("local[1]").config("spark.sql.session.timeZone", "UTC")
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.sql.shuffle.partitions", "1").config("spark.ui.showConsoleProgress", "false").config("spark.sql.ansi.enabled", "true").getOrCreate())
+            s.sparkContext.setLogLevel("OFF")
+            session.append(s)
+        return session[0]
+
+    n_duck = n_spark = 0
+    t_duck = 0.0
+    for ipc_path, spec_path, out_path in sets:
+        td = time.time()
+        table = pa.ipc.open_file(ipc_path).read_all()
+        spec = json.load(open(spec_path))
+        out = {}
+        duck = [e for e in spec if e["engine"] == "duckdb"]
+        spark_cases = [e for e in spec if e["engine"] == "spark"]
+        n_duck += len(duck)
+        n_spark += len(spark_cases)
+        if duck:
+            import duckdb
+            con = duckdb.connect()
+            con.execute("SET TimeZone='UTC'")
+            con.register("t", table)
+            for e in duck:
+                try:
+                    res = con.execute(f"SELECT {e['duck']} AS r FROM t ORDER BY rid").fetch_arrow_table()
+                    col = res.column(0)
+                    if pa.types.is_timestamp(col.type):
+                        col = col.cast(pa.timestamp("us"))
+                    out[e["id"]] = {"vals": [canon_typed(col.type, v) for v in col.to_pylist()]}
+                except Exception as ex:  # noqa: BLE001 - the message is the result
+                    out[e["id"]] = {"err": str(ex).split("\n")[0]}
+            con.close()
+        t_duck += time.time() - td
+        if spark_cases:
+            s = spark()
+            # through Parquet, so that Spark reads the table in the JVM (no Python workers)
+            import os
+            import pyarrow.parquet as pq
+            pq_path = os.path.splitext(out_path)[0] + ".parquet"
+            pq.write_table(table, pq_path)
+            df = s.read.parquet(pq_path).orderBy("rid").coalesce(1).cache()
+            df.count()
+
+            # many expressions per query; a chunk that fails is rerun one expression at a time
+            def run(chunk):
+                rows = df.selectExpr(*[f"{e['spark']} AS r{k}" for k, e in enumerate(chunk)]).collect()
+                for k, e in enumerate(chunk):
+                    out[e["id"]] = {"vals": [canon(r[k]) for r in rows]}
+
+            def bisect(chunk):
+                try:
+                    run(chunk)
+                except Exception as ex:  # noqa: BLE001
+                    if len(chunk) == 1:
+                        out[chunk[0]["id"]] = {"err": str(ex).split("\n")[0]}
+                        return
+                    bisect(chunk[:len(chunk) // 2])
+                    bisect(chunk[len(chunk) // 2:])
+            for e in spark_cases:
+                if e.get("alone"):
+                    bisect([e])
+            batched = [e for e in spark_cases if not e.get("alone")]
+            for at in range(0, len(batched), 32):
+                bisect(batched[at:at + 32])
+            df.unpersist()
+        json.dump(out, open(out_path, "w"))
+    if session:
+        session[0].stop()
+    print(f"reference: {n_duck} DuckDB, {n_spark} Spark expressions in {time.time() - t0:.1f}s (DuckDB {t_duck:.1f}s)", file=sys.stderr)
 
 main()
