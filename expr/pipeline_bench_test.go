@@ -40,10 +40,16 @@ const (
 	benchSelectSubstring = `id, a * 2 + b AS ab, CAST(x AS BIGINT) AS xi, lower(s) AS ls, date_trunc('HOUR', ts) AS hr, substring(t, 2, 6) AS tk`
 )
 
-// pipeEpoch is the number of batches per epoch (a barrier after each) of the generated stream.
-const pipeEpoch = 8
+// pipeEpoch is the number of batches per epoch (a barrier after each) of the generated
+// stream, and pipeRepeat how many times it holds benchBatches' 1M rows: a stage's buffers
+// reach their steady state after the first few batches, as in a long stream.
+const (
+	pipeEpoch  = 8
+	pipeRepeat = 4
+)
 
-// pipeStream returns the benchmark's input: benchBatches as an Arrow IPC stream with a
+// pipeStream returns the benchmark's input: benchBatches pipeRepeat times as an Arrow IPC
+// stream with a
 // barrier every pipeEpoch batches and end=final, or the file named by
 // STREAMKIT_TRANSFORM_BENCH_FILE; and its row count.
 func pipeStream(b *testing.B) ([]byte, int) {
@@ -76,18 +82,23 @@ func pipeStream(b *testing.B) ([]byte, int) {
 	}
 	var buf bytes.Buffer
 	w := codec.NewWriter(&buf, benchSchema, memory.DefaultAllocator)
-	rows := 0
-	for n, rec := range benchBatches(b) {
-		rows += int(rec.NumRows())
-		if err := w.Write(rec); err != nil {
-			b.Fatal(err)
-		}
-		rec.Release()
-		if n%pipeEpoch == pipeEpoch-1 {
-			if err := w.WriteControl(codec.BarrierControl(uint64(n/pipeEpoch + 1))); err != nil {
+	rows, n := 0, 0
+	batches := benchBatches(b)
+	for range pipeRepeat {
+		for _, rec := range batches {
+			rows += int(rec.NumRows())
+			if err := w.Write(rec); err != nil {
 				b.Fatal(err)
 			}
+			if n++; n%pipeEpoch == 0 {
+				if err := w.WriteControl(codec.BarrierControl(uint64(n / pipeEpoch))); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
+	}
+	for _, rec := range batches {
+		rec.Release()
 	}
 	if err := w.WriteControl(codec.EndControl(codec.Final)); err != nil {
 		b.Fatal(err)
