@@ -12,7 +12,7 @@
 //   - Program.Eval: a *RuntimeError with Spark's error class (DIVIDE_BY_ZERO,
 //     REMAINDER_BY_ZERO, ARITHMETIC_OVERFLOW, CAST_INVALID_INPUT, CAST_OVERFLOW,
 //     NUMERIC_VALUE_OUT_OF_RANGE, CANNOT_PARSE_TIMESTAMP) naming the first failing row through
-//     the caller's RowPos ("file:line", "topic/partition/offset").
+//     the caller's RowPos ("file:line", "topic/partition@offset", codec/rowpos).
 //
 // # Language
 //

@@ -13,7 +13,7 @@ import (
 )
 
 // RowPos names the source position of row i of the batch being evaluated, e.g. "in.csv:12"
-// or "orders/3/1042"; runtime errors print it. nil prints the row index.
+// or "orders/3@1042" (codec/rowpos names them); runtime errors print it. nil prints the row index.
 type RowPos func(i int) string
 
 // TypeError is a type-checking failure, raised by Compile before any row is read. It names

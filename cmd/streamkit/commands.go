@@ -5,12 +5,14 @@ import (
 	"github.com/streamkit/streamkit/tools/cli"
 	"github.com/streamkit/streamkit/tools/dedup"
 	deltacmd "github.com/streamkit/streamkit/tools/delta"
+	"github.com/streamkit/streamkit/tools/filter"
 	"github.com/streamkit/streamkit/tools/generate"
 	"github.com/streamkit/streamkit/tools/keyby"
 	"github.com/streamkit/streamkit/tools/print"
 	"github.com/streamkit/streamkit/tools/readdelta"
 	"github.com/streamkit/streamkit/tools/readfiles"
 	"github.com/streamkit/streamkit/tools/readkafka"
+	selecttool "github.com/streamkit/streamkit/tools/select"
 	"github.com/streamkit/streamkit/tools/statedump"
 	windowtool "github.com/streamkit/streamkit/tools/window"
 	"github.com/streamkit/streamkit/tools/writedelta"
@@ -24,12 +26,14 @@ func specs() []cli.Spec {
 		backfill.CommandSpec(),
 		dedup.CommandSpec(),
 		deltacmd.CommandSpec(),
+		filter.CommandSpec(),
 		generate.CommandSpec(),
 		keyby.CommandSpec(),
 		print.CommandSpec(),
 		readdelta.CommandSpec(),
 		readfiles.CommandSpec(),
 		readkafka.CommandSpec(),
+		selecttool.CommandSpec(),
 		writekafka.CommandSpec(),
 		statedump.CommandSpec(),
 		windowtool.CommandSpec(),

@@ -143,3 +143,13 @@ func Color(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && os.Getenv("NO_COLOR") == "" && term.IsTerminal(int(f.Fd()))
 }
+
+// Usage turns err, a bad argument of tool found by a library (an expression that does not
+// parse or type-check), into a usage error (exit 2) whose message starts with "tool: " once.
+func Usage(tool string, err error) error {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, tool+": ") {
+		msg = tool + ": " + msg
+	}
+	return &stage.UsageError{Msg: msg}
+}

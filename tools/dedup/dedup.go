@@ -83,12 +83,7 @@ type extra struct {
 	Watermark int64 `json:"watermark_us"` // µs since the epoch; window.MinTime = none
 	// Dropped is the --dropped-output file as of the epoch, so a restart cuts off what
 	// uncommitted epochs appended to it.
-	Dropped *droppedFile `json:"dropped_output,omitempty"`
-}
-
-type droppedFile struct {
-	Path string `json:"path"` // absolute
-	Size int64  `json:"size"` // bytes
+	Dropped *sideoutput.Mark `json:"dropped_output,omitempty"`
 }
 
 // Dedup is the dedup operator.
@@ -223,13 +218,7 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 		if d.sidePath, err = filepath.Abs(sideoutput.Path(d.cfg.DroppedOutput, env.Shard.Name())); err != nil {
 			return nil, fmt.Errorf("dedup: --dropped-output: %w", err)
 		}
-		const flag = "dedup: --dropped-output"
-		if x.Dropped != nil && x.Dropped.Path == d.sidePath {
-			d.side, err = sideoutput.Resume(flag, d.sidePath, in, env.Mem, x.Dropped.Size)
-		} else {
-			d.side, err = sideoutput.Open(flag, d.sidePath, in, env.Mem)
-		}
-		if err != nil {
+		if d.side, err = sideoutput.OpenAt("dedup: --dropped-output", d.sidePath, in, env.Mem, x.Dropped); err != nil {
 			return nil, err
 		}
 		d.dropMask = array.NewBooleanBuilder(env.Mem)
@@ -460,14 +449,10 @@ func (d *Dedup) Barrier(_ context.Context, n uint64, _ stage.Emit) error {
 	d.env.Stats.StateKeys.Store(int64(d.store.Len()))
 	x := extra{Watermark: d.wm.Current()}
 	if d.side != nil {
-		if err := d.side.Sync(); err != nil {
+		var err error
+		if x.Dropped, err = d.side.Mark(d.sidePath); err != nil {
 			return fmt.Errorf("dedup: --dropped-output: %w", err)
 		}
-		size, err := d.side.Size()
-		if err != nil {
-			return fmt.Errorf("dedup: --dropped-output: %w", err)
-		}
-		x.Dropped = &droppedFile{Path: d.sidePath, Size: size}
 	}
 	if d.env.Dir == nil {
 		d.store.Discard() // no changelog to write: free the deleted keys
