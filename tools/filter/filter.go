@@ -224,7 +224,9 @@ func Command() *cobra.Command { return cli.Command(CommandSpec()) }
 // (expr.Help), so it stays current.
 func CommandSpec() cli.Spec {
 	var cfg Config
-	o := stage.Options{Tool: "filter"}
+	// Nothing keeps an input buffer past Process but through Retain (the side output writes
+	// synchronously): input bodies can be recycled.
+	o := stage.Options{Tool: "filter", RecycleInput: true}
 	return cli.Spec{
 		Use:   "filter PREDICATE",
 		Short: "Keep the rows for which a Spark SQL predicate is true",
