@@ -164,6 +164,9 @@ func filterColumns(ctx context.Context, mem memory.Allocator, rec arrow.RecordBa
 	}
 	out := memory.NewResizableBuffer(mem)
 	defer out.Release()
+	// 1/16 of slack, so that a recycled buffer also fits the next batches, which keep a few
+	// more or longer rows.
+	out.Reserve(size + size/16)
 	out.Resize(size)
 	buf := out.Bytes()
 	cols := make([]arrow.Array, len(plans))
@@ -193,12 +196,12 @@ func filterColumn(a arrow.Array, p colPlan, s *selection, out *memory.Buffer, bu
 	nulls := 0
 	if p.valid >= 0 {
 		dst := buf[p.valid : p.valid+p.validN]
-		clear(dst) // CopyBitmap keeps the bits around the ones it writes
+		clear(dst) // orBits sets bits into a cleared bitmap
 		src := d.Buffers()[0].Bytes()
 		o := 0
 		for i := 0; i < len(s.runs); i += 2 {
 			lo, hi := int(s.runs[i]), int(s.runs[i+1])
-			bitutil.CopyBitmap(src, off+lo, hi-lo, dst, o)
+			orBits(dst, o, src, off+lo, hi-lo)
 			o += hi - lo
 		}
 		nulls = s.kept - bitutil.CountSetBits(dst, 0, s.kept)
@@ -218,7 +221,7 @@ func filterColumn(a arrow.Array, p colPlan, s *selection, out *memory.Buffer, bu
 		src, o := d.Buffers()[1].Bytes(), 0
 		for i := 0; i < len(s.runs); i += 2 {
 			lo, hi := int(s.runs[i]), int(s.runs[i+1])
-			bitutil.CopyBitmap(src, off+lo, hi-lo, data, o)
+			orBits(data, o, src, off+lo, hi-lo)
 			o += hi - lo
 		}
 		bufs[1] = memory.SliceBuffer(out, p.data, p.dataN)
@@ -282,4 +285,36 @@ func kernelFilter(ctx context.Context, a arrow.Array, mask arrow.Array) (arrow.A
 	md := array.NewData(mt, fd.Len(), fd.Buffers(), fd.Children(), fd.NullN(), fd.Offset())
 	defer md.Release()
 	return array.MakeFromData(md), nil
+}
+
+// orBits ORs the n bits of src from bit so on into dst (whose bits there are clear) from bit
+// do on, up to 56 bits per step with 64-bit loads: for the short runs of a selective filter
+// a fraction of what bitutil.CopyBitmap costs per call.
+func orBits(dst []byte, do int, src []byte, so, n int) {
+	for n > 0 {
+		k := min(n, 56)
+		w := load64(src, so/8) >> (so % 8) & (1<<k - 1)
+		b, sh := do/8, do%8
+		v := w << sh // k + sh ≤ 63 bits
+		if b+8 <= len(dst) {
+			binary.LittleEndian.PutUint64(dst[b:], binary.LittleEndian.Uint64(dst[b:])|v)
+		} else {
+			for i := 0; i < (sh+k+7)/8; i++ {
+				dst[b+i] |= byte(v >> (8 * i))
+			}
+		}
+		so, do, n = so+k, do+k, n-k
+	}
+}
+
+// load64 reads 8 bytes of b from byte i on, little-endian, zero past the end.
+func load64(b []byte, i int) uint64 {
+	if i+8 <= len(b) {
+		return binary.LittleEndian.Uint64(b[i:])
+	}
+	var w uint64
+	for j, c := range b[i:] {
+		w |= uint64(c) << (8 * j)
+	}
+	return w
 }

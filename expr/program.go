@@ -129,6 +129,15 @@ func (p *Program) Filter(ctx context.Context, rec arrow.RecordBatch, pos RowPos)
 // compute.FilterArray. A mask that keeps every row returns rec itself, retained; one that
 // keeps none a zero-row slice of it.
 func FilterBatch(ctx context.Context, rec arrow.RecordBatch, mask arrow.Array) (arrow.RecordBatch, error) {
+	return FilterBatchInto(ctx, rec, mask, compute.GetAllocator(ctx))
+}
+
+// FilterBatchInto is FilterBatch with the buffer of the copied columns allocated from bufs
+// (the compute.FilterArray fallback still allocates from ctx's allocator). FilterBatch
+// writes every byte of that buffer the output batch exposes (values, offsets, bitmaps), so
+// bufs need not zero its memory: a codec.Recycler lets a filter stage reuse the buffers of
+// the batches it wrote instead of allocating (zeroing, collecting) one per batch.
+func FilterBatchInto(ctx context.Context, rec arrow.RecordBatch, mask arrow.Array, bufs memory.Allocator) (arrow.RecordBatch, error) {
 	bm, ok := mask.(*array.Boolean)
 	if !ok {
 		if mask.NullN() == mask.Len() { // the predicate NULL (void)
@@ -144,7 +153,7 @@ func FilterBatch(ctx context.Context, rec arrow.RecordBatch, mask arrow.Array) (
 	case s.kept == 0:
 		return rec.NewSlice(0, 0), nil
 	}
-	cols, err := filterColumns(ctx, compute.GetAllocator(ctx), rec, mask, &s)
+	cols, err := filterColumns(ctx, bufs, rec, mask, &s)
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,9 @@ type Filter struct {
 	sidePath string
 	store    *state.Store[noValue]
 	dropBuf  *memory.Buffer
-	in, out  int64
+	// bufs holds the buffers of the filtered batches once written, for the next ones.
+	bufs    *codec.Recycler
+	in, out int64
 }
 
 // New validates cfg: a predicate that does not parse is a usage error (with a caret under
@@ -93,6 +95,7 @@ func (f *Filter) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arr
 		return nil, cli.Usage("filter", err)
 	}
 	f.pos = rowpos.New(in, rowpos.FirstEpoch(env.Committed, env.Dir != nil, codec.Info(in).Replayable))
+	f.bufs = codec.NewRecycler(env.Mem)
 	if f.cfg.DroppedOutput == "" {
 		return in, nil
 	}
@@ -136,7 +139,7 @@ func (f *Filter) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.
 	defer m.Release()
 	mask := m.(*array.Boolean)
 	ctx = compute.WithAllocator(ctx, f.env.Mem)
-	kept, err := expr.FilterBatch(ctx, rec, mask)
+	kept, err := expr.FilterBatchInto(ctx, rec, mask, f.bufs)
 	if err != nil {
 		return fmt.Errorf("filter: %w", err)
 	}
@@ -209,6 +212,9 @@ func (f *Filter) End(context.Context, codec.EndKind, stage.Emit) error {
 func (f *Filter) Close() error {
 	if f.dropBuf != nil {
 		f.dropBuf.Release()
+	}
+	if f.bufs != nil {
+		f.bufs.Release() // batches still referenced give their buffers back to Env.Mem
 	}
 	if f.side != nil {
 		return f.side.Close()
