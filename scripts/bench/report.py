@@ -230,6 +230,39 @@ def transform_cpu(r):
     return (x["cpu_s"], x["wall_s"]) if x else None
 
 
+BUDGET = [  # (label, function whose cumulative samples it is) of a transform stage's profile
+    ("IPC read (framing, buffer checks, read(2))", "codec.(*Reader).Next"),
+    ("of which read(2) of the bodies", "codec.(*messageReader).readBody"),
+    ("predicate / select list evaluation", "expr.(*Program).Eval"),
+    ("select list evaluation", "expr.(*Projection).Eval"),
+    ("copying the kept rows", "expr.filterColumns"),
+    ("IPC write (encoding, writev)", "stage.startWriter.func1"),
+    ("garbage collector", "runtime.gcBgMarkWorker"),
+]
+
+
+def budget(prof):
+    """'label X s (Y%)' of the stage profile's total, for the BUDGET functions it holds."""
+    txt = out_err("go", "tool", "pprof", "-top", "-cum", "-nodecount=500", os.path.join(ROOT, "bin", "streamkit"), prof)
+    m = re.search(r"Total samples = ([\d.]+)(ms|s)", txt)
+    if not m:
+        return ""
+    unit = {"ms": 1e-3, "s": 1}
+    total = float(m.group(1)) * unit[m.group(2)]
+    cum = {}
+    for l in txt.splitlines():
+        f = l.split()
+        if len(f) >= 6 and re.match(r"[\d.]+(ms|s)$", f[3]):
+            v = float(re.match(r"[\d.]+", f[3]).group()) * (1e-3 if f[3].endswith("ms") else 1)
+            cum[f[5]] = max(cum.get(f[5], 0), v)
+    parts = []
+    for label, fn in BUDGET:
+        v = next((x for k, x in cum.items() if k.endswith(fn)), None)
+        if v:
+            parts.append(f"{label} {v:.2f} s ({v / total:.0%})")
+    return f"{total:.2f} s of samples: " + ", ".join(parts) if parts else ""
+
+
 def transform_section(res, meta, rows):
     """The report's Transform section (issue #21), or [] when the run had none."""
     t = [r for r in rows if r["w"] == "t"]
@@ -326,6 +359,19 @@ def transform_section(res, meta, rows):
             if c:
                 parts.append(f"{floor[0] / c[0]:.0%} of {q}'s {c[0]:.2f}")
         L.append("IPC floor: " + "; ".join(parts) + ".")
+        L.append("")
+    budgets = []
+    for q in TRANSFORM_QUERIES:
+        prof = (by.get((q, "streamkit")) or {}).get("profile")
+        if transform_cpu(by.get((q, "streamkit"))) and prof and os.path.exists(prof):
+            b = budget(prof)
+            if b:
+                budgets.append(f"- {q}: {b}")
+    if budgets:
+        L.append("Where streamkit's CPU goes (the stage's own CPU profile, cumulative per part; the parts overlap "
+                 "where one calls another, the rest is the stage loop, allocation and the runtime):")
+        L.append("")
+        L.extend(budgets)
         L.append("")
     for q, text in missed:
         prof = (by.get((q, "streamkit")) or {}).get("profile")

@@ -283,7 +283,7 @@ run_engine() {
   fi
 }
 
-if engine_on flink && [[ -f "$HERE/flink_setup.sh" ]]; then
+if [[ -n "$KAFKA" ]] && engine_on flink && [[ -f "$HERE/flink_setup.sh" ]]; then
   log "flink: installing before the timed runs (scripts/bench/flink_setup.sh)"
   bash "$HERE/flink_setup.sh" >"$RES/flink-setup.log" 2>&1 || log "flink_setup.sh: exit $? ($(tail -1 "$RES/flink-setup.log"))"
 fi
@@ -365,7 +365,7 @@ if want transform; then
         fi
         put_row "$RES/$id.row.json" w='"t"' engine='"streamkit"' query="$(js "$q")" records="$NT" rc="$rc" \
           expr="$(js "$ex")" rows_out="$out" measure="$(cat "$RES/$id.measure.json")" \
-          detail="$(js "$(grep -v '^[[:space:]]*$' "$RES/$id.log" | grep -v 'level=INFO' | head -1)")" profile="$(js "$RES/$id.prof")"
+          detail="$(js "$(grep -v -e '^[[:space:]]*$' -e 'level=INFO' -e ': cpu profile ' "$RES/$id.log" | head -1)")" profile="$(js "$RES/$id.prof")"
         ;;
       duckdb|spark)
         measured "$id" "$PY" "$HERE/transform.py" "$e" "$q" "$TDATA" "$RES/$id.json" || rc=$?
