@@ -137,8 +137,14 @@ func (f *Filter) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.
 		return fmt.Errorf("filter: %w", err)
 	}
 	defer m.Release()
-	mask := m.(*array.Boolean)
 	ctx = compute.WithAllocator(ctx, f.env.Mem)
+	mask, ok := m.(*array.Boolean)
+	if !ok { // the predicate is the NULL literal (type void): no row is kept
+		if f.side != nil {
+			return f.side.Write(rec)
+		}
+		return nil
+	}
 	kept, err := expr.FilterBatchInto(ctx, rec, mask, f.bufs)
 	if err != nil {
 		return fmt.Errorf("filter: %w", err)

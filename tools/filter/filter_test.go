@@ -151,6 +151,24 @@ func TestFilterKeepsTrueRowsAndPassesControls(t *testing.T) {
 	}
 }
 
+// A NULL predicate keeps no row, as in Spark (where NULL).
+func TestNullPredicate(t *testing.T) {
+	dir := t.TempDir()
+	side := filepath.Join(dir, "dropped.ndjson")
+	for _, pred := range []string{"NULL", "CAST(NULL AS BOOLEAN)", "id = NULL"} {
+		_, got, err := run(t, Config{Predicate: pred, DroppedOutput: side}, "", stream(t, "1 2", "|1", "3"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "[|1 end]"; fmt.Sprint(got) != want {
+			t.Errorf("%s: got %v, want %s", pred, got, want)
+		}
+	}
+	if got, want := droppedIDs(t, side), "1 2 3 1 2 3 1 2 3"; got != want {
+		t.Errorf("dropped %q, want %q", got, want)
+	}
+}
+
 func TestFilterErrors(t *testing.T) {
 	// a predicate that does not parse: before any input
 	_, err := New(Config{Predicate: "id >"})
