@@ -48,3 +48,56 @@ func TestCaseMap(t *testing.T) {
 		out.Release()
 	}
 }
+
+// A column of ASCII text (mapped in one pass over its bytes), with nulls, also as a slice
+// (non-zero offsets): every value as strings.ToLower/ToUpper gives it.
+func TestCaseMapASCII(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := array.NewStringBuilder(mem)
+	var vals []string
+	for i := 0; i < 100; i++ {
+		v := []string{"Alpha", "BETA", "", "gamma-9 Z@[", "x"}[i%5]
+		vals = append(vals, v)
+		if i%7 == 3 {
+			b.AppendNull()
+		} else {
+			b.Append(v)
+		}
+	}
+	whole := b.NewArray()
+	b.Release()
+	defer whole.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	for _, lo := range []int{0, 13} {
+		col := array.NewSlice(whole, int64(lo), 100)
+		rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(col.Len()))
+		col.Release()
+		for fn, want := range map[string]func(string) string{"lower": strings.ToLower, "upper": strings.ToUpper} {
+			p, err := Compile(fn+"(s)", schema, Options{Mem: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := p.Eval(context.Background(), rec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := out.(*array.String)
+			if err := got.ValidateFull(); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < got.Len(); i++ {
+				r := lo + i
+				if r%7 == 3 {
+					if !got.IsNull(i) {
+						t.Errorf("slice %d: %s(NULL) = %q", lo, fn, got.Value(i))
+					}
+				} else if got.IsNull(i) || got.Value(i) != want(vals[r]) {
+					t.Errorf("slice %d: %s(%q) = %q, want %q", lo, fn, vals[r], got.ValueStr(i), want(vals[r]))
+				}
+			}
+			out.Release()
+		}
+		rec.Release()
+	}
+}
