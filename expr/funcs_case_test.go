@@ -10,6 +10,20 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
+// evalString evaluates the string expression src over rec (the caller releases the result).
+func evalString(t *testing.T, src string, rec arrow.RecordBatch, mem memory.Allocator) *array.String {
+	t.Helper()
+	p, err := Compile(src, rec.Schema(), Options{Mem: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Eval(context.Background(), rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.(*array.String)
+}
+
 // lower and upper map ASCII text byte by byte and other text as strings.ToLower/ToUpper do;
 // NULL stays NULL.
 func TestCaseMap(t *testing.T) {
@@ -28,15 +42,7 @@ func TestCaseMap(t *testing.T) {
 	col.Release()
 	defer rec.Release()
 	for fn, want := range map[string]func(string) string{"lower": strings.ToLower, "upper": strings.ToUpper, "lcase": strings.ToLower, "ucase": strings.ToUpper} {
-		p, err := Compile(fn+"(s)", schema, Options{Mem: mem})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := p.Eval(context.Background(), rec, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := out.(*array.String)
+		got := evalString(t, fn+"(s)", rec, mem)
 		for i, v := range vals {
 			if got.IsNull(i) || got.Value(i) != want(v) {
 				t.Errorf("%s(%q) = %q, want %q", fn, v, got.ValueStr(i), want(v))
@@ -45,7 +51,7 @@ func TestCaseMap(t *testing.T) {
 		if !got.IsNull(len(vals)) {
 			t.Errorf("%s(NULL) = %q", fn, got.Value(len(vals)))
 		}
-		out.Release()
+		got.Release()
 	}
 }
 
@@ -74,15 +80,7 @@ func TestCaseMapASCII(t *testing.T) {
 		rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(col.Len()))
 		col.Release()
 		for fn, want := range map[string]func(string) string{"lower": strings.ToLower, "upper": strings.ToUpper} {
-			p, err := Compile(fn+"(s)", schema, Options{Mem: mem})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := p.Eval(context.Background(), rec, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := out.(*array.String)
+			got := evalString(t, fn+"(s)", rec, mem)
 			if err := got.ValidateFull(); err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +94,7 @@ func TestCaseMapASCII(t *testing.T) {
 					t.Errorf("slice %d: %s(%q) = %q, want %q", lo, fn, vals[r], got.ValueStr(i), want(vals[r]))
 				}
 			}
-			out.Release()
+			got.Release()
 		}
 		rec.Release()
 	}
