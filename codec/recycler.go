@@ -15,19 +15,22 @@ import (
 // (memory.GoAllocator and memory.CheckedAllocator do): a buffer goes back to it whole. Safe
 // for concurrent use.
 type Recycler struct {
-	mem  memory.Allocator
-	mu   sync.Mutex
-	free [][]byte
+	mem      memory.Allocator
+	mu       sync.Mutex
+	free     [][]byte
+	released bool // after Release, freed buffers go straight back to mem
 }
 
 // NewRecycler returns a Recycler that allocates from mem and gives buffers back to mem when
 // it drops them (Release gives back all it keeps).
 func NewRecycler(mem memory.Allocator) *Recycler { return &Recycler{mem: mem} }
 
-// Release gives every kept buffer back to the underlying allocator.
+// Release gives every kept buffer back to the underlying allocator; buffers freed later (a
+// batch still referenced when its stage ended) go straight back to it too.
 func (r *Recycler) Release() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.released = true
 	for _, b := range r.free {
 		r.mem.Free(b[:cap(b)])
 	}
@@ -83,6 +86,10 @@ func (r *Recycler) Free(b []byte) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.released {
+		r.mem.Free(b[:cap(b)])
+		return
+	}
 	if len(r.free) < RecyclerSlots {
 		r.free = append(r.free, b)
 		return

@@ -170,29 +170,11 @@ func stringMap(name, doc string, f func(string) string) {
 	})
 }
 
-func asciiLower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 0x80 || c >= 'A' && c <= 'Z' {
-			return strings.ToLower(s)
-		}
-	}
-	return s
-}
-
-func asciiUpper(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 0x80 || c >= 'a' && c <= 'z' {
-			return strings.ToUpper(s)
-		}
-	}
-	return s
-}
-
 func init() {
-	stringMap("lower", "the string in lower case", asciiLower)
-	stringMap("lcase", "the string in lower case", asciiLower)
-	stringMap("upper", "the string in upper case", asciiUpper)
-	stringMap("ucase", "the string in upper case", asciiUpper)
+	caseMap("lower", "the string in lower case", false)
+	caseMap("lcase", "the string in lower case", false)
+	caseMap("upper", "the string in upper case", true)
+	caseMap("ucase", "the string in upper case", true)
 	stringMap("trim", "the string without leading and trailing spaces (U+0020 only, as Spark)", func(s string) string { return strings.Trim(s, " ") })
 	stringMap("ltrim", "the string without leading spaces", func(s string) string { return strings.TrimLeft(s, " ") })
 	stringMap("rtrim", "the string without trailing spaces", func(s string) string { return strings.TrimRight(s, " ") })

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
@@ -121,38 +122,46 @@ func (p *Program) Filter(ctx context.Context, rec arrow.RecordBatch, pos RowPos)
 	return FilterBatch(compute.WithAllocator(ctx, p.opts.Mem), rec, mask)
 }
 
-// FilterBatch keeps the rows of rec where mask (a boolean array of rec's length) is true,
-// with compute.FilterArray per column (null drops the row). A mask that keeps every row
-// returns rec itself, retained.
+// FilterBatch keeps the rows of rec where mask (a boolean array of rec's length) is true
+// (null drops the row), column by column: the runs of kept rows are found once, then copied
+// from each column's buffers (fixed-width, boolean and string/binary columns, into one new
+// allocation from ctx's allocator, compute.GetAllocator) or, for other types, through
+// compute.FilterArray. A mask that keeps every row returns rec itself, retained; one that
+// keeps none a zero-row slice of it.
 func FilterBatch(ctx context.Context, rec arrow.RecordBatch, mask arrow.Array) (arrow.RecordBatch, error) {
-	b := mask.(interface{ Value(int) bool })
-	kept := 0
-	for i := 0; i < mask.Len(); i++ {
-		if mask.IsValid(i) && b.Value(i) {
-			kept++
+	return FilterBatchInto(ctx, rec, mask, compute.GetAllocator(ctx))
+}
+
+// FilterBatchInto is FilterBatch with the buffer of the copied columns allocated from bufs
+// (the compute.FilterArray fallback still allocates from ctx's allocator). FilterBatch
+// writes every byte of that buffer the output batch exposes (values, offsets, bitmaps), so
+// bufs need not zero its memory: a codec.Recycler lets a filter stage reuse the buffers of
+// the batches it wrote instead of allocating (zeroing, collecting) one per batch.
+func FilterBatchInto(ctx context.Context, rec arrow.RecordBatch, mask arrow.Array, bufs memory.Allocator) (arrow.RecordBatch, error) {
+	bm, ok := mask.(*array.Boolean)
+	if !ok {
+		if mask.NullN() == mask.Len() { // the predicate NULL (void)
+			return rec.NewSlice(0, 0), nil
 		}
+		return nil, fmt.Errorf("expr: a filter mask must be boolean, not %s", mask.DataType())
 	}
-	if kept == int(rec.NumRows()) {
+	s := selectMask(bm)
+	switch {
+	case s.kept == int(rec.NumRows()):
 		rec.Retain()
 		return rec, nil
+	case s.kept == 0:
+		return rec.NewSlice(0, 0), nil
 	}
-	cols := make([]arrow.Array, rec.NumCols())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	opts := *compute.DefaultFilterOptions()
-	for i := range cols {
-		out, err := compute.FilterArray(ctx, rec.Column(i), mask, opts)
-		if err != nil {
-			return nil, err
-		}
-		cols[i] = out
+	cols, err := filterColumns(ctx, bufs, rec, mask, &s)
+	if err != nil {
+		return nil, err
 	}
-	return arrowRecord(rec.Schema(), cols, int64(kept)), nil
+	out := arrowRecord(rec.Schema(), cols, int64(s.kept))
+	for _, c := range cols {
+		c.Release()
+	}
+	return out, nil
 }
 
 // evalCtx is the state of one Eval call.

@@ -30,6 +30,7 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 	}
 	defer l.env.Dir.Close()
 
+	defer l.releaseBodies() // after the writer and the reader are done (defers run last first)
 	if isTerminal(o.Stdin) {
 		o.Log.Warn("waiting for an Arrow IPC stream on stdin, which is a terminal: pipe a streamkit source into this stage, e.g. streamkit read-files data.csv | streamkit " + o.Tool)
 	}
@@ -94,6 +95,15 @@ type operatorLoop struct {
 
 	lastIn  time.Time // the newest input watermark
 	lastOut time.Time // the newest watermark forwarded for owner
+
+	bodies *codec.Recycler // the input batches' buffers with Options.RecycleInput, else nil
+}
+
+// releaseBodies gives the recycled input buffers back to Env.Mem.
+func (l *operatorLoop) releaseBodies() {
+	if l.bodies != nil {
+		l.bodies.Release()
+	}
 }
 
 // restore reads the input's schema, settles the epoch to restore (restoreEpoch) and, for a
@@ -107,6 +117,10 @@ func (l *operatorLoop) restore(resolver StateResolver) (*codec.Reader, error) {
 			return nil, fmt.Errorf("%s: stdin: %w; pipe a streamkit source (read-files, read-kafka …) into it", o.Tool, err)
 		}
 		return nil, fmt.Errorf("%s: stdin: %w", o.Tool, err)
+	}
+	if o.RecycleInput {
+		l.bodies = codec.NewRecycler(env.Mem)
+		rd.SetBodyAllocator(l.bodies)
 	}
 	in := rd.Schema()
 	if err := restoreEpoch(o, env, codec.Info(in).Checkpoints); err != nil {

@@ -23,6 +23,15 @@
 #       tumbling windows per origin into Delta
 #   W3  bench-w3 (2 partitions): 20M events, 10% re-sends within 5 minutes (prep.py documents
 #       exactly how), deduplicated by id within a 10-minute watermark into Delta
+#   transform (issue #21): `streamkit filter` and `streamkit select` over one Arrow IPC stream
+#       file of BENCH_TRANSFORM_ROWS rows (default 10M × BENCH_SCALE; 10 columns, prepared once
+#       by transform.py prep, cached in .it/bench/transform-<rows>/) on stdin, output to
+#       /dev/null, CPU-seconds of the stage process alone; the same queries in DuckDB (python,
+#       over the same IPC file, result written as IPC to /dev/null) and pyspark local[2] (the
+#       same rows as Parquet, written with the noop format, the query alone measured);
+#       BENCH_TRANSFORM_ENGINES ("streamkit duckdb spark"); streamkit also runs `select '*'`,
+#       the IPC read+write floor. No broker needed: with BENCH_WORKLOADS=transform alone the
+#       run starts none and report.py rewrites only the Transform section of the report.
 #
 # Object storage (issue #19): an engine named <engine>-s3 (streamkit-s3, spark-s3,
 # kcat-deltalake-s3) runs scripts/bench/<engine>.sh with BENCH_TABLE_URL=$BASE/<w>-<engine>-s3/table
@@ -49,7 +58,7 @@
 # 0.25 s), and the ratios to streamkit. streamkit stages write CPU profiles
 # (STREAMKIT_CPUPROFILE) that the report uses to say where the time goes.
 #
-# Environment: BENCH_SCALE (1.0), BENCH_SEED (1), BENCH_WORKLOADS ("w0 w1 w2 w3"),
+# Environment: BENCH_SCALE (1.0), BENCH_SEED (1), BENCH_WORKLOADS ("w0 w1 w2 w3 transform"),
 # BENCH_ENGINES ("streamkit spark kcat-deltalake flink streamkit-s3 spark-s3 kcat-deltalake-s3"), BENCH_REPORT (docs/benchmarks.md),
 # BENCH_TABLE_URL_BASE (bucket URL of the -s3 engines' tables, see above), STREAMKIT_S3_PORT
 # (the S3 server's port, 9000 as scripts/s3.sh), BENCH_COMMIT_EPOCHS (epochs of each commit
@@ -67,7 +76,7 @@ cd "$ROOT"
 HERE="$ROOT/scripts/bench"
 SCALE="${BENCH_SCALE:-1.0}"
 SEED="${BENCH_SEED:-1}"
-WORKLOADS="${BENCH_WORKLOADS:-w0 w1 w2 w3}"
+WORKLOADS="${BENCH_WORKLOADS:-w0 w1 w2 w3 transform}"
 ENGINES="${BENCH_ENGINES:-streamkit spark kcat-deltalake flink streamkit-s3 spark-s3 kcat-deltalake-s3}"
 REPORT="${BENCH_REPORT:-docs/benchmarks.md}"
 export STREAMKIT_KAFKA_PORT="${STREAMKIT_KAFKA_PORT:-9092}"
@@ -87,10 +96,18 @@ command -v taskset >/dev/null || die "taskset not found (util-linux)"
 
 # --- peers, binary, broker -------------------------------------------------------------------
 engine_on() { [[ " $ENGINES " == *" $1 "* ]]; }
-S3=
-for e in $ENGINES; do [[ "$e" != *-s3 ]] || S3=1; done
+
+want() { [[ " $WORKLOADS " == *" $1 "* ]]; }
+KAFKA=
+for w in w0 w1 w2 w3; do if want "$w"; then KAFKA=1; fi; done
+S3= # the -s3 engines run W1 only
+if want w1; then for e in $ENGINES; do [[ "$e" != *-s3 ]] || S3=1; done; fi
 log "peers"
-scripts/peers.sh python spark spark-kafka kafka kcat ${S3:+s3}
+if [[ -n "$KAFKA" ]]; then
+  scripts/peers.sh python spark spark-kafka kafka kcat ${S3:+s3}
+else
+  scripts/peers.sh python spark ${S3:+s3}
+fi
 COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if [[ -n "$(git status --porcelain --untracked-files=no -- . ':!docs/benchmarks.md' 2>/dev/null)" ]]; then
   COMMIT="$COMMIT (uncommitted changes)"
@@ -105,12 +122,15 @@ cleanup() {
   if [[ -n "$STARTED_S3" ]]; then log "stopping the S3 server this run started"; scripts/s3.sh stop || true; fi
 }
 trap cleanup EXIT
-if ! scripts/kafka.sh status >/dev/null 2>&1; then
-  scripts/kafka.sh start >/dev/null
-  STARTED=1
+B=
+if [[ -n "$KAFKA" ]]; then
+  if ! scripts/kafka.sh status >/dev/null 2>&1; then
+    scripts/kafka.sh start >/dev/null
+    STARTED=1
+  fi
+  eval "$(scripts/kafka.sh env)"
+  B="$STREAMKIT_KAFKA_PLAINTEXT"
 fi
-eval "$(scripts/kafka.sh env)"
-B="$STREAMKIT_KAFKA_PLAINTEXT"
 if [[ -n "$S3" ]]; then
   export STREAMKIT_S3_PORT="${STREAMKIT_S3_PORT:-9000}"
   if ! scripts/s3.sh status >/dev/null 2>&1; then
@@ -125,6 +145,9 @@ DATA="$ROOT/.it/bench/data-$SCALE-seed$SEED"
 mkdir -p "$DATA"
 rows() { awk -v n="$1" -v s="$SCALE" 'BEGIN { printf "%d", n * s + 0.5 }'; }
 N1="$(rows 20000000)"
+jq_py() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+N2= N3= WM_DELAY=
+if [[ -n "$KAFKA" ]]; then # the inputs of W0-W3 (a transform-only run needs none of them)
 VEGA="$ROOT/.cache/vega-datasets-3.2.1/data/flights-3m.parquet"
 if [[ ! -s "$VEGA" ]]; then
   log "fetching vega-datasets 3.2.1 (npm pack) for flights-3m.parquet"
@@ -142,7 +165,6 @@ if [[ ! -s "$DATA/w1.expected.json" ]]; then
   gen_w1 | "$PY" "$HERE/prep.py" w1-expected >"$DATA/w1.expected.json.tmp"
   mv "$DATA/w1.expected.json.tmp" "$DATA/w1.expected.json"
 fi
-jq_py() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
 N2="$(jq_py "$DATA/w2.json" records)"
 N3="$(jq_py "$DATA/w3.json" records)"
 WM_DELAY="$(jq_py "$DATA/w2.json" watermark_delay_s)s"
@@ -168,10 +190,10 @@ fill_topic() {
     || die "topic $t holds $state after producing, want $n records in $parts partitions"
   printf '%s' "$state" >"$marker"
 }
-want() { [[ " $WORKLOADS " == *" $1 "* ]]; }
 if want w0 || want w1; then fill_topic bench-w1 2 "$N1" gen_w1; fi
 if want w2; then fill_topic bench-w2 1 "$N2" cat "$DATA/w2.arrows"; fi
 if want w3; then fill_topic bench-w3 2 "$N3" cat "$DATA/w3.arrows"; fi
+fi
 
 # --- runs ------------------------------------------------------------------------------------
 RES="$ROOT/.it/bench/results/$(date -u +%Y%m%dT%H%M%SZ)"
@@ -261,7 +283,7 @@ run_engine() {
   fi
 }
 
-if engine_on flink && [[ -f "$HERE/flink_setup.sh" ]]; then
+if [[ -n "$KAFKA" ]] && engine_on flink && [[ -f "$HERE/flink_setup.sh" ]]; then
   log "flink: installing before the timed runs (scripts/bench/flink_setup.sh)"
   bash "$HERE/flink_setup.sh" >"$RES/flink-setup.log" 2>&1 || log "flink_setup.sh: exit $? ($(tail -1 "$RES/flink-setup.log"))"
 fi
@@ -304,6 +326,63 @@ for w in w1 w2 w3; do
   done
 done
 
+# Transform (issue #21): filter and select over one Arrow IPC file, streamkit (the stage
+# process alone) vs DuckDB vs pyspark on the same rows (transform.py documents the engines).
+TDATA=
+if want transform; then
+  NT="${BENCH_TRANSFORM_ROWS:-$(rows 10000000)}"
+  [[ "$NT" =~ ^[0-9]+$ && "$NT" -gt 0 ]] || die "BENCH_TRANSFORM_ROWS=$NT is not a positive integer"
+  TDATA="$ROOT/.it/bench/transform-$NT"
+  mkdir -p "$TDATA"
+  if [[ ! -s "$TDATA/transform.json" ]]; then
+    log "preparing the transform input ($NT rows, Arrow IPC and Parquet)"
+    "$PY" "$HERE/transform.py" prep "$NT" "$TDATA"
+  fi
+  TFILE="$TDATA/transform.arrows"
+  for q in passthrough $("$PY" "$HERE/transform.py" queries); do
+    for e in ${BENCH_TRANSFORM_ENGINES:-streamkit duckdb spark}; do
+      [[ "$q" != passthrough || "$e" == streamkit ]] || continue
+      id="t-$q-$e"
+      log "$id: running"
+      rc=0
+      case "$e" in
+      streamkit)
+        if [[ "$q" == passthrough ]]; then tool=select; ex='*'; else
+          tool="$([[ "$q" == filter ]] && echo filter || echo select)"; ex="$("$PY" "$HERE/transform.py" expr "$q")"
+        fi
+        # The stage alone: stdin from the file, stdout to /dev/null; its CPU profile beside.
+        measured "$id" env STREAMKIT_CPUPROFILE="$RES/$id.prof" sh -c '"$1" --progress=off "$2" "$3" <"$4" >/dev/null' \
+          sh "$SK" "$tool" "$ex" "$TFILE" || rc=$?
+        out=null
+        if [[ "$rc" == 0 ]]; then
+          if [[ "$tool" == filter ]]; then
+            out="$(sed -n 's/.*msg="filter done".* rows_out=\([0-9]*\).*/\1/p' "$RES/$id.log" | tail -1)"
+          else # not measured: the same run once more, its output counted
+            out="$("$SK" --progress=off "$tool" "$ex" <"$TFILE" 2>/dev/null | "$PY" "$HERE/transform.py" count \
+              | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["rows"])')" || out=null
+          fi
+          [[ -n "$out" ]] || out=null
+        fi
+        put_row "$RES/$id.row.json" w='"t"' engine='"streamkit"' query="$(js "$q")" records="$NT" rc="$rc" \
+          expr="$(js "$ex")" rows_out="$out" measure="$(cat "$RES/$id.measure.json")" \
+          detail="$(js "$(grep -v -e '^[[:space:]]*$' -e 'level=INFO' -e ': cpu profile ' "$RES/$id.log" | head -1)")" profile="$(js "$RES/$id.prof")"
+        ;;
+      duckdb|spark)
+        measured "$id" "$PY" "$HERE/transform.py" "$e" "$q" "$TDATA" "$RES/$id.json" || rc=$?
+        put_row "$RES/$id.row.json" w='"t"' engine="$(js "$e")" query="$(js "$q")" records="$NT" rc="$rc" \
+          result="$(cat "$RES/$id.json" 2>/dev/null || echo null)" measure="$(cat "$RES/$id.measure.json")" \
+          detail="$(js "$(grep -v '^[[:space:]]*$' "$RES/$id.log" | tail -1)")"
+        ;;
+      *) die "unknown transform engine $e (streamkit, duckdb, spark)" ;;
+      esac
+      log "$id: exit $rc"
+    done
+  done
+  log "transform: go test -bench Pipeline ./expr (the same path in-process)"
+  "${PIN[@]}" go test -run '^$' -bench '^BenchmarkPipeline' -benchtime 5x -count 1 ./expr >"$RES/t-gobench-pipeline.txt" 2>&1 \
+    || log "pipeline benchmark failed (see $RES/t-gobench-pipeline.txt)"
+fi
+
 # Per-epoch commit latency of write-delta, local disk vs bucket (commit_latency.py: small
 # epochs of 1,000 rows, write-delta's own per-epoch commit times).
 if want w1 && engine_on streamkit-s3; then
@@ -326,7 +405,9 @@ fi
 LOAD_END="$(cat /proc/loadavg)"
 put_row "$RES/meta.json" commit="$(js "$COMMIT")" scale="$(js "$SCALE")" w1_records="$N1" seed="$SEED" load_start="$(js "$LOAD_START")" load_end="$(js "$LOAD_END")" \
   port="$STREAMKIT_KAFKA_PORT" watermark_delay="$(js "$WM_DELAY")" data="$(js "${DATA#"$ROOT"/}")" \
-  w2="$(cat "$DATA/w2.json")" w3="$(cat "$DATA/w3.json")" results="$(js "${RES#"$ROOT"/}")" \
+  w2="$(cat "$DATA/w2.json" 2>/dev/null || echo null)" w3="$(cat "$DATA/w3.json" 2>/dev/null || echo null)" results="$(js "${RES#"$ROOT"/}")" \
+  workloads="$(js "$WORKLOADS")" transform="$( [[ -n "$TDATA" ]] && cat "$TDATA/transform.json" || echo null)" \
+  transform_data="$(js "${TDATA#"$ROOT"/}")" \
   table_base="$(js "$TABLE_BASE")" s3_endpoint="$(js "${STREAMKIT_S3_ENDPOINT:-}")"
 "$PY" "$HERE/report.py" "$RES" "$REPORT"
 log "wrote $REPORT"

@@ -67,7 +67,9 @@ type Filter struct {
 	sidePath string
 	store    *state.Store[noValue]
 	dropBuf  *memory.Buffer
-	in, out  int64
+	// bufs holds the buffers of the filtered batches once written, for the next ones.
+	bufs    *codec.Recycler
+	in, out int64
 }
 
 // New validates cfg: a predicate that does not parse is a usage error (with a caret under
@@ -94,6 +96,7 @@ func (f *Filter) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arr
 		return nil, cli.Usage("filter", err)
 	}
 	f.pos = rowpos.New(in, rowpos.FirstEpoch(env.Committed, env.Dir != nil, codec.Info(in).Replayable))
+	f.bufs = codec.NewRecycler(env.Mem)
 	if f.cfg.DroppedOutput == "" {
 		return in, nil
 	}
@@ -147,7 +150,7 @@ func (f *Filter) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.
 		}
 		return nil
 	}
-	kept, err := expr.FilterBatch(ctx, rec, mask)
+	kept, err := expr.FilterBatchInto(ctx, rec, mask, f.bufs)
 	if err != nil {
 		return fmt.Errorf("filter: %w", err)
 	}
@@ -221,6 +224,9 @@ func (f *Filter) Close() error {
 	if f.dropBuf != nil {
 		f.dropBuf.Release()
 	}
+	if f.bufs != nil {
+		f.bufs.Release() // batches still referenced give their buffers back to Env.Mem
+	}
 	if f.side != nil {
 		return f.side.Close()
 	}
@@ -235,7 +241,9 @@ func Command() *cobra.Command { return cli.Command(CommandSpec()) }
 // (expr.Help), so it stays current.
 func CommandSpec() cli.Spec {
 	var cfg Config
-	o := stage.Options{Tool: "filter"}
+	// Nothing keeps an input buffer past Process but through Retain (the side output writes
+	// synchronously): input bodies can be recycled.
+	o := stage.Options{Tool: "filter", RecycleInput: true}
 	return cli.Spec{
 		Use:   "filter PREDICATE",
 		Short: "Keep the rows for which a Spark SQL predicate is true",

@@ -203,7 +203,9 @@ func Command() *cobra.Command { return cli.Command(CommandSpec()) }
 // (docs/cli/select.md). The help lists the expression language and every function
 // (expr.Help), so it stays current.
 func CommandSpec() cli.Spec {
-	o := stage.Options{Tool: "select"}
+	// Passed-through columns are retained, nothing else keeps an input buffer past Process:
+	// input bodies can be recycled.
+	o := stage.Options{Tool: "select", RecycleInput: true}
 	return cli.Spec{
 		Use:   "select 'EXPR [AS name], …'",
 		Short: "Select, rename and compute columns with Spark SQL expressions (selectExpr)",
