@@ -2,8 +2,11 @@ package kafka
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/url"
 	"sync"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // Consumer-group mode (--consumer-group, docs/protocol.md §13). The members of a group share
@@ -191,11 +195,20 @@ func (s *Source) assignParts(ctx context.Context, tps []TP) ([]*part, error) {
 	if err != nil {
 		return nil, s.cfg.Conn.Explain(err)
 	}
+	reset, err := s.checkGroupTopicIDs(octx, tps, txns)
+	if err != nil {
+		return nil, err
+	}
 	var out []*part
 	for _, tp := range tps {
 		r := rs[tp]
 		p := &part{tp: tp, end: -1, hwm: r.end, txn: delta.NoTxn}
-		if v, ok := txns[tp]; ok {
+		if v, ok := txns[tp]; ok && reset[tp.Topic] {
+			p.txn, p.pos = v, r.start // the next commit still compares with the old txn
+			if orDefault(s.cfg.OnDataLoss, DataLossFail) == DataLossLatest {
+				p.pos = s.stableEnd(r)
+			}
+		} else if ok {
 			p.txn, p.pos = v, v+1
 			if err := s.checkRange(p, r); err != nil {
 				return nil, err
@@ -505,4 +518,78 @@ func (s *Source) closeGroup() {
 		close(rv.done)
 	}
 	s.g.cutting, s.g.waiting = nil, nil
+}
+
+// topicIDRecord is the progress table's object that names the topic ID (KIP-516) whose
+// offsets the flow's txn versions of topic count, _streamkit/groups/<flow>/topics/<topic>.json:
+// a txn action has no room for it, and without it a topic deleted and re-created with a
+// longer log would resume at the old offsets and skip the new topic's first records silently.
+func (s *Source) topicIDRecord(topic string) string {
+	return "_streamkit/groups/" + url.PathEscape(s.g.info.Flow) + "/topics/" + url.PathEscape(topic) + ".json"
+}
+
+type topicIDFile struct {
+	Topic   string `json:"topic"`
+	TopicID string `json:"topic_id"`
+}
+
+// checkGroupTopicIDs compares, for the topics of newly assigned partitions tps, the brokers'
+// topic ID with the one the progress table records (topicIDRecord; the first member to see a
+// topic records it, put-if-absent). A changed ID means the topic was deleted and re-created
+// since the txn versions of txns were committed: with --on-data-loss fail (the default) a
+// *DataLossError; with earliest or latest the topic's partitions start at the new log's start
+// or end (listed in the returned set; their txn stays the one to compare the next commit
+// with) and the record names the new ID, with a warning. A broker without topic IDs is not
+// checked.
+func (s *Source) checkGroupTopicIDs(ctx context.Context, tps []TP, txns map[TP]int64) (map[string]bool, error) {
+	if err := s.learnTopicIDs(ctx, topicsOf(tps)); err != nil {
+		return nil, s.cfg.Conn.Explain(err)
+	}
+	st := s.g.table.Store()
+	reset := map[string]bool{}
+	for _, topic := range topicsOf(tps) {
+		now := s.ids[topic]
+		if now.IsZero() {
+			continue
+		}
+		name := s.topicIDRecord(topic)
+		mine, _ := json.Marshal(topicIDFile{Topic: topic, TopicID: now.String()})
+		var rec topicIDFile
+		b, err := st.ReadFile(ctx, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err = st.PutIfAbsent(ctx, name, mine); err == nil {
+				continue
+			} else if errors.Is(err, storage.ErrExist) {
+				b, err = st.ReadFile(ctx, name)
+			}
+		}
+		if err == nil {
+			err = json.Unmarshal(b, &rec)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read-kafka: progress table %s: topic ID of %s: %w", s.g.info.Table, topic, err)
+		}
+		was, err := ParseTopicID(rec.TopicID)
+		if err != nil || was == now {
+			continue
+		}
+		held := false
+		for tp := range txns {
+			held = held || tp.Topic == topic
+		}
+		if held {
+			e := &DataLossError{TP: TP{Topic: topic, Partition: -1}, Offset: -1, CheckpointTopicID: was, TopicID: now, CheckpointPath: s.g.info.Table}
+			if orDefault(s.cfg.OnDataLoss, DataLossFail) == DataLossFail {
+				return nil, e
+			}
+			reset[topic] = true
+			s.log.Warn("DATA LOSS: the topic was deleted and re-created since the progress table's txn versions were committed (its topic ID changed); "+
+				"they count the old topic's offsets and are not resumed from, as --on-data-loss says",
+				"topic", topic, "table_topic_id", was.String(), "topic_id", now.String(), "on_data_loss", s.cfg.OnDataLoss)
+		}
+		if err := st.WriteFile(ctx, name, mine); err != nil {
+			return nil, fmt.Errorf("read-kafka: progress table %s: record the topic ID of %s: %w", s.g.info.Table, topic, err)
+		}
+	}
+	return reset, nil
 }

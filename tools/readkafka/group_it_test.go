@@ -574,3 +574,45 @@ func TestGroupChurn(t *testing.T) {
 	r.check()
 	r.checkPeers()
 }
+
+// TestGroupTopicRecreated: a topic deleted and re-created with a longer log since the group's
+// txn versions were committed. A member resumed at the old offsets and skipped the new topic's
+// first records without a word (the txn actions hold no topic ID); now the progress table
+// records the topic ID, the member fails with the data-loss error (--on-data-loss fail), and
+// with --on-data-loss earliest it reads the new topic from its start.
+func TestGroupTopicRecreated(t *testing.T) {
+	r := newGroupRig(t, 1)
+	r.produce(100)
+	a := r.start("a", "--until now")
+	if code := a.wait(t, 90*time.Second); code != 0 {
+		t.Fatalf("member a: exit %d; stderr:\n%s", code, a.stderr.String())
+	}
+	r.c.Recreate(t, r.topic, 1)
+	recs := make([]*kgo.Record, 300) // ids 0..299 again, in a log longer than the old one
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: r.topic, Value: []byte(fmt.Sprintf(`{"id":%d}`, i))}
+	}
+	r.c.ProduceFresh(t, recs...) // a new client: the cached one knows the old topic ID
+	b := r.start("b", "--until now")
+	if code := b.wait(t, 90*time.Second); code != 1 || !strings.Contains(b.stderr.String(), "the topic was deleted and re-created") {
+		t.Fatalf("member b on the re-created topic: exit %d, want 1 with the data-loss error; stderr:\n%s", code, b.stderr.String())
+	}
+	c := r.start("c", "--until now", "--on-data-loss earliest")
+	if code := c.wait(t, 90*time.Second); code != 0 || !strings.Contains(c.stderr.String(), "DATA LOSS") {
+		t.Fatalf("member c with --on-data-loss earliest: exit %d, want 0 with a warning; stderr:\n%s", code, c.stderr.String())
+	}
+	ids, _ := r.rows()
+	seen := map[string]int{}
+	for _, id := range ids {
+		seen[id]++
+	}
+	for i := 0; i < 300; i++ {
+		want := 1 // the new topic's records, each once
+		if i < 100 {
+			want = 2 // and the old topic's 0..99, committed before it was deleted
+		}
+		if k := seen[strconv.Itoa(i)]; k != want {
+			t.Fatalf("id %d is in the table %d times, want %d (%d rows)", i, k, want, len(ids))
+		}
+	}
+}

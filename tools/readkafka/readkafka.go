@@ -51,7 +51,9 @@ where to continue (Spark's failOnDataLoss). Positions also record each topic's I
 under the same name is data loss too, even when the new log is longer than the checkpoint's
 offset: the run fails naming the topic and both IDs; --on-data-loss earliest reads the new
 topic from its earliest offset, latest from its end, with a warning. A checkpoint written
-before IDs were recorded is read as it is and records the IDs from then on.
+before IDs were recorded is read as it is and records the IDs from then on. In consumer-group
+mode the progress table records each topic's ID beside its txn actions, with the same check
+(docs/protocol.md §13).
 
 --group ID commits each epoch's offsets to a consumer group once the sink has committed the
 epoch, so kafka-consumer-groups.sh and lag monitors see progress; the checkpoint remains the
