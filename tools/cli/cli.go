@@ -114,7 +114,12 @@ func FlagError(cmd *cobra.Command, err error) error {
 			return GroupArgs(cmd, args)
 		}
 	}
-	return stage.Usagef("%v; see '%s --help'", err, cmd.CommandPath())
+	hint := ""
+	if strings.HasPrefix(err.Error(), "unknown shorthand flag") && cmd.Args != nil {
+		// select '-x AS y': an expression (or any argument) that starts with a minus
+		hint = "; an argument that starts with '-' goes after '--', e.g. streamkit " + cmd.Name() + " -- '-x …'"
+	}
+	return stage.Usagef("%v%s; see '%s --help'", err, hint, cmd.CommandPath())
 }
 
 // GroupArgs is the Args of a group of subcommands (the root, window, delta): any positional

@@ -99,7 +99,11 @@ func sources(path string) ([]sourceStage, error) {
 		out = append(out, src)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("state-dump: --offsets: no source stage (one with an offsets write-ahead log) in %s", path)
+		hint := ""
+		if _, err := os.Stat(filepath.Join(path, "_delta_log")); err == nil {
+			hint = "; it is a Delta table: give --flow FLOW to show a consumer group's progress from its txn actions"
+		}
+		return nil, fmt.Errorf("state-dump: --offsets: no source stage (one with an offsets write-ahead log) in %s%s", path, hint)
 	}
 	return out, nil
 }
