@@ -34,3 +34,26 @@ func TestConcatWSArrays(t *testing.T) {
 		{"concat_ws(NULL, array('a'))", "NULL"},
 	})
 }
+
+// String literals unescape as Spark 4's unescapeSQLString does.
+func TestStringLiteralEscapes(t *testing.T) {
+	checkCanon(t, []canonCase{
+		{`'\u0041'`, "s:A"},
+		{`'\u0041\u0042'`, "s:AB"},
+		{`'\u00'`, "s:u00"},
+		{`'\u00zz'`, "s:u00zz"},
+		{`'\uD83D\uDE00'`, "s:😀"},
+		{`'\U0001F600x'`, "s:😀x"},
+		{`'\U0001F6'`, "s:U0001F6"},
+		{`'\101\060'`, "s:A0"},
+		{`'\012'`, "s:\n"},
+		{`'\241'`, "s:241"},
+		{`'\18'`, "s:18"},
+		{`'\0'`, "s:\x00"},
+		{`'\b\Z'`, "s:\b\x1a"},
+		{`'a\%b\_c'`, `s:a\%b\_c`},
+		{`'\q\\'`, `s:q\`},
+		{`'it''s'`, "s:it's"},
+		{`get_json_object('{"a":"\u00e9"}', '$.a')`, "s:é"},
+	})
+}
