@@ -57,3 +57,13 @@ func TestStringLiteralEscapes(t *testing.T) {
 		{`get_json_object('{"a":"\u00e9"}', '$.a')`, "s:é"},
 	})
 }
+
+// abs of a double is Java's Math.abs: abs(-0.0) is 0.0.
+func TestAbsNegativeZero(t *testing.T) {
+	checkCanon(t, []canonCase{
+		{"CAST(abs(-0.0D) AS STRING)", "s:0.0"},
+		{"CAST(abs(CAST('-0' AS DOUBLE)) AS STRING)", "s:0.0"},
+		{"abs(-1.5D)", "f:1.5"},
+		{"CAST(abs(CAST('NaN' AS DOUBLE)) AS STRING)", "s:NaN"},
+	})
+}

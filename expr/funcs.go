@@ -324,6 +324,19 @@ func init() {
 			t = TInt
 		}
 		x := coerce(args[0], t)
+		if t.Kind == KDouble { // math.Abs, so that abs(-0.0) is 0.0 as in Java's Math.abs
+			return &funcNode{fn: registry["abs"], t: TDouble, args: []node{x}, impl: func(c *evalCtx, _ []bool, in []arrow.Array) (arrow.Array, error) {
+				vs, res := f64s(in[0]), newOut[float64](c.n)
+				for i := range res.vals {
+					if isNull(in[0], i) {
+						res.setNull(i)
+						continue
+					}
+					res.vals[i] = math.Abs(vs[i])
+				}
+				return res.array(TDouble), nil
+			}}, nil
+		}
 		neg := &negNode{x: x}
 		lt0 := &cmpNode{op: "<", l: x, r: coerce(&constNode{t: TInt, sc: scalar.NewInt32Scalar(0)}, t)}
 		return newCase([]node{lt0}, []node{neg}, x, t), nil
