@@ -67,3 +67,25 @@ func TestAbsNegativeZero(t *testing.T) {
 		{"CAST(abs(CAST('NaN' AS DOUBLE)) AS STRING)", "s:NaN"},
 	})
 }
+
+// CAST(str AS DOUBLE) reads NaN and the infinities as Spark 4 does (pyspark 4, ANSI).
+func TestCastSpecialDoubles(t *testing.T) {
+	var cases []canonCase
+	for _, c := range []struct{ in, want string }{
+		{"inf", "Infinity"}, {"Inf", "Infinity"}, {"INF", "Infinity"}, {"iNf", "Infinity"},
+		{"infinity", "Infinity"}, {"INFINITY", "Infinity"}, {"+inf", "Infinity"}, {"+Infinity", "Infinity"},
+		{"-inf", "-Infinity"}, {"-INF", "-Infinity"}, {"-infinity", "-Infinity"}, {"  -Infinity  ", "-Infinity"},
+		{" inf ", "Infinity"}, {"\tinf\n", "Infinity"},
+		{"nan", "NaN"}, {"NAN", "NaN"}, {"nAn", "NaN"}, {" nan ", "NaN"}, {"-NaN", "NaN"}, {"+NaN", "NaN"},
+		{"1e400", "Infinity"}, {"1.5d", "1.5"}, {"1.5F", "1.5"},
+		{"-nan", "NULL"}, {"+nan", "NULL"}, {"infinit", "NULL"}, {"Infinityx", "NULL"}, {"infd", "NULL"},
+		{"Infinityd", "NULL"}, {"NaNd", "NULL"}, {"nanf", "NULL"}, {"- inf", "NULL"}, {"infinityf", "NULL"},
+	} {
+		want := "s:" + c.want
+		if c.want == "NULL" {
+			want = "NULL"
+		}
+		cases = append(cases, canonCase{"CAST(try_cast('" + c.in + "' AS DOUBLE) AS STRING)", want})
+	}
+	checkCanon(t, cases)
+}
