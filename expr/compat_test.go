@@ -1,10 +1,12 @@
 package expr
 
 import (
+	"math"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // canonCase is one expression over a one-row, column-less batch and its canonical value
@@ -88,4 +90,36 @@ func TestCastSpecialDoubles(t *testing.T) {
 		cases = append(cases, canonCase{"CAST(try_cast('" + c.in + "' AS DOUBLE) AS STRING)", want})
 	}
 	checkCanon(t, cases)
+}
+
+// hash and xxhash64 of a float (float32) column hash a float as Spark does; the values are
+// pyspark 4's for hash(CAST(x AS FLOAT)) and xxhash64(CAST(x AS FLOAT)).
+func TestHashFloat32Column(t *testing.T) {
+	fb := array.NewFloat32Builder(memory.DefaultAllocator)
+	defer fb.Release()
+	fb.AppendValues([]float32{1.5, float32(math.NaN()), float32(math.Copysign(0, -1)), 0}, nil)
+	fb.AppendNull()
+	fa := fb.NewArray()
+	defer fa.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "f", Type: arrow.PrimitiveTypes.Float32, Nullable: true}}, nil)
+	rec := array.NewRecordBatch(schema, []arrow.Array{fa}, 5)
+	defer rec.Release()
+	for _, c := range []struct {
+		src  string
+		want []string
+	}{
+		{"hash(f)", []string{"n:-221251528", "n:-349261430", "n:933211791", "n:933211791", "n:42"}},
+		{"xxhash64(f)", []string{"n:6163473420726370430", "n:2692338816207849720", "n:3614696996920510707", "n:3614696996920510707", "n:42"}},
+		{"hash(CAST(f AS DOUBLE)) = hash(CAST(1.5 AS DOUBLE))", []string{"true", "false", "false", "false", "false"}},
+	} {
+		got, err := evalCanon(c.src, rec)
+		if err != nil {
+			t.Fatalf("%s: %v", c.src, err)
+		}
+		for i := range c.want {
+			if got[i] != c.want[i] {
+				t.Errorf("%s row %d: got %s, want %s", c.src, i, got[i], c.want[i])
+			}
+		}
+	}
 }
