@@ -211,6 +211,10 @@ func (n *castNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 				out.setNull(i)
 				continue
 			}
+			if from.Kind == KDouble && (math.IsNaN(f64s(x)[i]) || math.IsInf(f64s(x)[i], 0)) {
+				out.setNull(i) // Spark's Decimal(double) throws NumberFormatException, which its cast maps to NULL, ANSI or not
+				continue
+			}
 			r, ok := asRat(from, x, i)
 			class := "NUMERIC_VALUE_OUT_OF_RANGE"
 			if !ok {

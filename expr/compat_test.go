@@ -123,3 +123,13 @@ func TestHashFloat32Column(t *testing.T) {
 		}
 	}
 }
+
+// CAST of NaN or an infinity to DECIMAL is NULL in Spark 4, ANSI included (pyspark 4).
+func TestCastNaNToDecimal(t *testing.T) {
+	checkCanon(t, []canonCase{
+		{"CAST(CAST('NaN' AS DOUBLE) AS DECIMAL(10,2))", "NULL"},
+		{"CAST(CAST('Infinity' AS DOUBLE) AS DECIMAL(10,2))", "NULL"},
+		{"CAST(CAST('-Infinity' AS DOUBLE) AS DECIMAL(10,2))", "NULL"},
+		{"CAST(1.5D AS DECIMAL(10,2))", "n:1.5"},
+	})
+}
