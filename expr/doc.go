@@ -23,7 +23,8 @@
 //
 // Column references with dot paths into structs and `backquoted` names (resolved
 // case-insensitively when there is no exact match); literals typed as Spark types them (1 int,
-// 1L bigint, 1.5 decimal(2,1), 1.5D and 1e3 double, 1.5BD decimal, 'str', DATE '…',
+// 1L bigint, 1.5 decimal(2,1), 1.5D and 1e3 double, 1.5BD decimal, 'str' (with Spark's
+// escapes: \n \t \uXXXX \UXXXXXXXX \101 …, \% and \_ kept for LIKE), DATE '…',
 // TIMESTAMP '…', INTERVAL '5' MINUTE, X'0AFF' binary, TRUE/FALSE/NULL); + - * / % div and unary minus;
 // = == <> != < <= > >= <=> and IS [NOT] DISTINCT FROM; AND/OR/NOT with three-valued logic;
 // IS [NOT] NULL, [NOT] IN (…), [NOT] BETWEEN, [NOT] LIKE … [ESCAPE 'c'], RLIKE/REGEXP;
