@@ -186,8 +186,12 @@ func (n *castNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 			}
 			if from.Kind == KString {
 				s := trimAll(x.(*array.String).Value(i))
+				if f, ok := specialDouble(s); ok {
+					out.vals[i] = f
+					continue
+				}
 				f, err := strconv.ParseFloat(strings.TrimRight(s, "dDfF"), 64)
-				if err != nil && !isRangeErr(err) || strings.HasPrefix(strings.ToLower(s), "0x") || strings.Contains(s, "_") {
+				if err != nil && !isRangeErr(err) || strings.HasPrefix(strings.ToLower(s), "0x") || strings.ContainsAny(s, "_iInN") {
 					if err := fail(i, "CAST_INVALID_INPUT", "the value %s of type string cannot be cast to double", quoteValue(x.(*array.String).Value(i))); err != nil {
 						return nil, err
 					}
@@ -205,6 +209,10 @@ func (n *castNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 		for i := 0; i < c.n; i++ {
 			if x.IsNull(i) {
 				out.setNull(i)
+				continue
+			}
+			if from.Kind == KDouble && (math.IsNaN(f64s(x)[i]) || math.IsInf(f64s(x)[i], 0)) {
+				out.setNull(i) // Spark's Decimal(double) throws NumberFormatException, which its cast maps to NULL, ANSI or not
 				continue
 			}
 			r, ok := asRat(from, x, i)
@@ -652,4 +660,31 @@ func civilFromDays(z int64) (y, m, d int) {
 		yy++
 	}
 	return int(yy), m, d
+}
+
+// specialDouble reads the spellings of NaN and the infinities that CAST(str AS DOUBLE)
+// accepts in Spark 4: Java's Double.parseDouble ones (NaN, Infinity, signed) and those of
+// Cast.processFloatingPointSpecialLiterals (inf, infinity, nan in any case, the infinities
+// signed). Other words (infd, -nan, infinit) are not numbers.
+func specialDouble(s string) (float64, bool) {
+	switch s {
+	case "NaN", "+NaN", "-NaN":
+		return math.NaN(), true
+	case "Infinity", "+Infinity":
+		return math.Inf(1), true
+	case "-Infinity":
+		return math.Inf(-1), true
+	}
+	if len(s) > len("+infinity") {
+		return 0, false
+	}
+	switch strings.ToLower(s) {
+	case "nan":
+		return math.NaN(), true
+	case "inf", "+inf", "infinity", "+infinity":
+		return math.Inf(1), true
+	case "-inf", "-infinity":
+		return math.Inf(-1), true
+	}
+	return 0, false
 }

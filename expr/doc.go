@@ -23,7 +23,8 @@
 //
 // Column references with dot paths into structs and `backquoted` names (resolved
 // case-insensitively when there is no exact match); literals typed as Spark types them (1 int,
-// 1L bigint, 1.5 decimal(2,1), 1.5D and 1e3 double, 1.5BD decimal, 'str', DATE '…',
+// 1L bigint, 1.5 decimal(2,1), 1.5D and 1e3 double, 1.5BD decimal, 'str' (with Spark's
+// escapes: \n \t \uXXXX \UXXXXXXXX \101 …, \% and \_ kept for LIKE), DATE '…',
 // TIMESTAMP '…', INTERVAL '5' MINUTE, X'0AFF' binary, TRUE/FALSE/NULL); + - * / % div and unary minus;
 // = == <> != < <= > >= <=> and IS [NOT] DISTINCT FROM; AND/OR/NOT with three-valued logic;
 // IS [NOT] NULL, [NOT] IN (…), [NOT] BETWEEN, [NOT] LIKE … [ESCAPE 'c'], RLIKE/REGEXP;
@@ -147,7 +148,8 @@
 // same characters but may print a number or a control character differently); to_json takes
 // no options; from_unixtime formats the pattern letters G y M L d D Q q E a h H k K m s S z V
 // O X x Z, unix_timestamp parses y M L d H h m s S a; encode and decode know UTF-8 only; a
-// float column hashes as a double (Spark hashes its 4 bytes); hash and xxhash64 do not take
+// float column inside an expression hashes as a double (hash(f + 1); Spark keeps float
+// arithmetic in float, a bare float column hashes as Spark's float); hash and xxhash64 do not take
 // arrays, structs or maps yet; to_date/to_timestamp formats support the pattern letters
 // y M d H m s S only; date_trunc needs a constant unit; round needs a constant, non-negative
 // scale; div over decimals is not supported yet. Spark's optimizer merges a nested + or *

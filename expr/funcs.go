@@ -241,14 +241,27 @@ func init() {
 			return concatLoop(c, in, nil), nil
 		}}, nil
 	})
-	register("concat_ws", 1, -1, "concat_ws(sep, str, …) → string", "the non-NULL arguments joined by sep", false, func(c *checker, call *Call, args []node) (node, error) {
+	register("concat_ws", 1, -1, "concat_ws(sep, str or array<string>, …) → string", "the non-NULL arguments (an array's non-NULL elements) joined by sep", false, func(c *checker, call *Call, args []node) (node, error) {
 		ins := make([]node, len(args))
+		lists := false
 		for i := range args {
+			if t := args[i].Type(); i > 0 && t.Kind == KArray {
+				if t.Elem().nested() || t.Elem().Kind == KInterval { // Spark casts array<int> and the like to array<string>
+					return nil, c.argErr(call, i, t, "a string or an array<string>")
+				}
+				ins[i], lists = coerce(args[i], ArrayOf(TString)), true
+				continue
+			}
 			a, err := c.strArg(call, args, i)
 			if err != nil {
 				return nil, err
 			}
 			ins[i] = a
+		}
+		if lists {
+			return &funcNode{fn: registry["concat_ws"], t: TString, args: ins, impl: func(c *evalCtx, _ []bool, in []arrow.Array) (arrow.Array, error) {
+				return concatWSLists(c, in[1:], in[0].(*array.String)), nil
+			}}, nil
 		}
 		return &funcNode{fn: registry["concat_ws"], t: TString, args: ins, impl: func(c *evalCtx, _ []bool, in []arrow.Array) (arrow.Array, error) {
 			return concatLoop(c, in[1:], in[0].(*array.String)), nil
@@ -311,6 +324,19 @@ func init() {
 			t = TInt
 		}
 		x := coerce(args[0], t)
+		if t.Kind == KDouble { // math.Abs, so that abs(-0.0) is 0.0 as in Java's Math.abs
+			return &funcNode{fn: registry["abs"], t: TDouble, args: []node{x}, impl: func(c *evalCtx, _ []bool, in []arrow.Array) (arrow.Array, error) {
+				vs, res := f64s(in[0]), newOut[float64](c.n)
+				for i := range res.vals {
+					if isNull(in[0], i) {
+						res.setNull(i)
+						continue
+					}
+					res.vals[i] = math.Abs(vs[i])
+				}
+				return res.array(TDouble), nil
+			}}, nil
+		}
 		neg := &negNode{x: x}
 		lt0 := &cmpNode{op: "<", l: x, r: coerce(&constNode{t: TInt, sc: scalar.NewInt32Scalar(0)}, t)}
 		return newCase([]node{lt0}, []node{neg}, x, t), nil
@@ -587,6 +613,48 @@ func substringSQL(s string, pos, length int64) string {
 	}
 	r := []rune(s)
 	return string(r[start:end])
+}
+
+// concatWSLists is concat_ws over strings and array<string> (Arrow list<string>) values: an
+// array contributes its non-NULL elements, as in Spark; NULL values and a NULL array are skipped.
+func concatWSLists(c *evalCtx, in []arrow.Array, sep *array.String) arrow.Array {
+	out := newStrOut(c.n, c.n*8)
+	var buf []byte
+	for i := 0; i < c.n; i++ {
+		if sep.IsNull(i) {
+			out.appendNull()
+			continue
+		}
+		buf = buf[:0]
+		first := true
+		add := func(s *array.String, j int) {
+			if s.IsNull(j) {
+				return
+			}
+			if !first {
+				buf = append(buf, sep.Value(i)...)
+			}
+			first = false
+			buf = append(buf, s.Value(j)...)
+		}
+		for _, a := range in {
+			switch a := a.(type) {
+			case *array.String:
+				add(a, i)
+			case *array.List:
+				if a.IsNull(i) {
+					continue
+				}
+				vals := a.ListValues().(*array.String)
+				start, end := a.ValueOffsets(i)
+				for j := start; j < end; j++ {
+					add(vals, int(j))
+				}
+			}
+		}
+		out.appendBytes(buf)
+	}
+	return out.array()
 }
 
 // concatLoop joins the string arrays row by row; with sep (concat_ws) NULL values are skipped

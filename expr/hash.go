@@ -23,8 +23,10 @@ import (
 // bytes, double as the 8 bytes of its bits with -0.0 as 0.0 and one NaN, a decimal of
 // precision ≤ 18 as its unscaled bigint and a wider one as the big-endian two's-complement
 // bytes of its unscaled value (Java's BigInteger.toByteArray), strings and binary as their
-// bytes. Columns read as a wider type hash as that type: a float column hashes as a double
-// (Spark hashes the 4 float bytes), tinyint and smallint as int (as Spark does).
+// bytes. A float (float32) column named directly as an argument hashes as Spark hashes a
+// float (the int of its 4 bits, -0.0f as 0.0f, one NaN); other columns read as a wider type
+// hash as that type: tinyint and smallint as int (as Spark does), a float inside an
+// expression (hash(f + 1)) as a double (Spark keeps float arithmetic in float).
 
 const sparkHashSeed = 42
 
@@ -112,6 +114,17 @@ func normDouble(f float64) uint64 {
 	return math.Float64bits(f)
 }
 
+// normFloat is the bits Spark hashes for a float: -0.0f as 0.0f, every NaN as Java's one.
+func normFloat(f float32) uint32 {
+	switch {
+	case f == 0:
+		return 0
+	case f != f:
+		return 0x7fc00000
+	}
+	return math.Float32bits(f)
+}
+
 // javaBigIntBytes is Java's BigInteger.toByteArray: the minimal big-endian two's complement.
 func javaBigIntBytes(x *big.Int) []byte {
 	if x.Sign() >= 0 {
@@ -165,6 +178,14 @@ func hashColumn[H uint32 | uint64](f hasher[H], t Type, a arrow.Array, h []H) {
 			}
 		}
 	case KDouble:
+		if fa, ok := a.(*array.Float32); ok { // a float column, kept by its colNode
+			for i, v := range fa.Float32Values() {
+				if valid(i) {
+					h[i] = f.int(normFloat(v), h[i])
+				}
+			}
+			return
+		}
 		vs := f64s(a)
 		for i := range h {
 			if valid(i) {
@@ -229,6 +250,11 @@ func init() {
 					return nil, c.argErr(call, i, a.Type(), "of an atomic type")
 				}
 				types[i] = a.Type()
+				if col, ok := a.(*colNode); ok && col.t.Kind == KDouble {
+					keep := *col
+					keep.keepFloat32 = true
+					args[i] = &keep
+				}
 			}
 			return &funcNode{fn: registry[name], t: result, args: args, impl: func(c *evalCtx, _ []bool, in []arrow.Array) (arrow.Array, error) {
 				if result.Kind == KInt {

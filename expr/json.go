@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"encoding/base64"
 	"errors"
 	"math"
 	"math/big"
@@ -757,7 +758,7 @@ func (t *jtape) eval(k int32, g *jgen, style int, path []jstep) bool {
 // ---- to_json ----
 
 // jsonFormat is Spark's to_json with its default options: NULL struct fields left out, dates
-// yyyy-MM-dd, timestamps yyyy-MM-dd'T'HH:mm:ss.SSSXXX (UTC: Z), doubles as Java prints them
+// yyyy-MM-dd, timestamps yyyy-MM-dd'T'HH:mm:ss.SSSXXX (UTC: Z), binary as base64, doubles as Java prints them
 // (NaN and the infinities as strings), decimals with their scale, map keys as strings.
 var jsonFormat = &nestedFormat{sep: ",", kv: ":", fieldNames: true, leaf: appendJSONLeaf,
 	key: func(b []byte, t Type, a arrow.Array, i int) []byte {
@@ -768,6 +769,11 @@ func appendJSONLeaf(b []byte, t Type, a arrow.Array, i int) []byte {
 	switch t.Kind {
 	case KString:
 		return appendJSONString(b, []byte(a.(*array.String).Value(i)))
+	case KBinary: // Jackson writes a byte[] as a base64 string
+		v := a.(*array.Binary).Value(i)
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, v)
+		return append(b, '"')
 	case KDate, KInterval:
 		return appendJSONString(b, appendValue(nil, t, a, i))
 	case KTimestamp:

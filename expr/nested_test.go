@@ -178,6 +178,21 @@ func TestToJSON(t *testing.T) {
 	}
 }
 
+// to_json writes binary as base64 (Jackson's byte[]), as pyspark 4 prints it.
+func TestToJSONBinary(t *testing.T) {
+	rec := array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, 1)
+	defer rec.Release()
+	for _, c := range []struct{ src, want string }{
+		{"to_json(named_struct('b', X'00FF'))", `{"b":"AP8="}`},
+		{"to_json(array(X'', X'414243'))", `["","QUJD"]`},
+	} {
+		got, err := evalCanon(c.src, rec)
+		if err != nil || got[0] != "s:"+c.want {
+			t.Errorf("%s: got %v %v, want %s", c.src, got, err, c.want)
+		}
+	}
+}
+
 // A JSON value read into a string field is its compact text, escapes included.
 func TestFromJSONStringOfObject(t *testing.T) {
 	rec := array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, 1)

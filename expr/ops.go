@@ -23,6 +23,9 @@ type colNode struct {
 	path []int
 	t    Type
 	name string
+	// keepFloat32 leaves a float32 column as it is instead of reading it as double: the hash
+	// functions hash a float's 4 bytes, as Spark does.
+	keepFloat32 bool
 }
 
 func (n *colNode) Type() Type { return n.t }
@@ -32,6 +35,9 @@ func (n *colNode) eval(c *evalCtx, _ []bool) (arrow.Array, error) {
 		return nil, err
 	}
 	if want := n.t.Arrow(); !arrow.TypeEqual(a.DataType(), want) {
+		if n.keepFloat32 && a.DataType().ID() == arrow.FLOAT32 {
+			return a, nil
+		}
 		if n.t.nested() {
 			defer a.Release()
 			return conform(c.ctx, c.mem, a, n.t)

@@ -2,8 +2,11 @@ package expr
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Node is a parsed, not yet type-checked expression. Pos is the byte offset in the source
@@ -261,20 +264,7 @@ func lex(src string) ([]token, error) {
 					break
 				}
 				if src[j] == '\\' && j+1 < len(src) {
-					j++
-					switch src[j] {
-					case 'n':
-						b.WriteByte('\n')
-					case 't':
-						b.WriteByte('\t')
-					case 'r':
-						b.WriteByte('\r')
-					case '0':
-						b.WriteByte(0)
-					default:
-						b.WriteByte(src[j])
-					}
-					j++
+					j += unescapeSQL(&b, src[j:])
 					continue
 				}
 				b.WriteByte(src[j])
@@ -990,4 +980,60 @@ func (p *parser) typeName() (Type, error) {
 	}
 	p.i--
 	return Type{}, p.fail("a type name (boolean, int, bigint, double, decimal(p,s), string, binary, date, timestamp)")
+}
+
+// unescapeSQL writes the escape at the start of s (a backslash and what follows) to b and
+// returns how many bytes it took, following Spark 4's unescapeSQLString: \uXXXX (a UTF-16
+// unit; a surrogate pair written as two of them is one code point), \UXXXXXXXX (a code
+// point), \[01][0-7][0-7] (octal), \0 \b \n \r \t \Z (U+001A), \% and \_ kept with their
+// backslash (they are LIKE escapes), and any other character as itself.
+func unescapeSQL(b *strings.Builder, s string) int {
+	hex := func(s string, n int) (rune, bool) {
+		if len(s) < n {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(s[:n], 16, 32)
+		return rune(v), err == nil
+	}
+	switch c := s[1]; {
+	case c == 'u':
+		if r, ok := hex(s[2:], 4); ok {
+			if utf16.IsSurrogate(r) && len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
+				if lo, ok := hex(s[8:], 4); ok && utf16.DecodeRune(r, lo) != utf8.RuneError {
+					b.WriteRune(utf16.DecodeRune(r, lo))
+					return 12
+				}
+			}
+			b.WriteRune(r)
+			return 6
+		}
+	case c == 'U':
+		if r, ok := hex(s[2:], 8); ok && utf8.ValidRune(r) {
+			b.WriteRune(r)
+			return 10
+		}
+	case len(s) >= 4 && (c == '0' || c == '1') && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7':
+		b.WriteRune(rune(c-'0')<<6 | rune(s[2]-'0')<<3 | rune(s[3]-'0'))
+		return 4
+	}
+	switch c := s[1]; c {
+	case '0':
+		b.WriteByte(0)
+	case 'b':
+		b.WriteByte('\b')
+	case 'n':
+		b.WriteByte('\n')
+	case 'r':
+		b.WriteByte('\r')
+	case 't':
+		b.WriteByte('\t')
+	case 'Z':
+		b.WriteByte(0x1a)
+	case '%', '_':
+		b.WriteByte('\\')
+		b.WriteByte(c)
+	default:
+		b.WriteByte(c)
+	}
+	return 2
 }
