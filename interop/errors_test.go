@@ -120,7 +120,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad flag value", []string{"print", "--limit", "x"}, `invalid argument "x"`},
 		{"missing key", []string{"keyby"}, "keyby takes 1 argument(s), got 0"},
 		{"bad log level", []string{"--log-level", "loud", "print"}, "--log-level must be"},
-		{"unknown root flag", []string{"--version"}, "unknown flag: --version; see 'streamkit --help'\n"},
+		{"unknown root flag", []string{"--verbose"}, "unknown flag: --verbose; see 'streamkit --help'\n"},
 		{"empty key part", []string{"dedup", "--key", "a,,b"}, `dedup: --key "a,,b": column 2 is empty`},
 		{"empty key", []string{"dedup", "--key", ""}, "dedup: --key: no column given"},
 		{"trailing comma key", []string{"keyby", "id,"}, `keyby: KEY "id,": column 2 is empty`},
