@@ -229,15 +229,11 @@ type elemNode struct {
 func (n *elemNode) Type() Type       { return n.x.Type().Elem() }
 func (n *elemNode) children() []node { return []node{n.x, n.i} }
 func (n *elemNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
-	x, err := c.arr(n.x, active)
+	x, ia, err := c.arr2(n.x, n.i, active)
 	if err != nil {
 		return nil, err
 	}
 	defer x.Release()
-	ia, err := c.arr(n.i, active)
-	if err != nil {
-		return nil, err
-	}
 	defer ia.Release()
 	offs, vals := listParts(x)
 	is := i32s(ia)
@@ -297,15 +293,11 @@ type mapGetNode struct{ x, k node }
 func (n *mapGetNode) Type() Type       { return n.x.Type().Elem() }
 func (n *mapGetNode) children() []node { return []node{n.x, n.k} }
 func (n *mapGetNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
-	x, err := c.arr(n.x, active)
+	x, k, err := c.arr2(n.x, n.k, active)
 	if err != nil {
 		return nil, err
 	}
 	defer x.Release()
-	k, err := c.arr(n.k, active)
-	if err != nil {
-		return nil, err
-	}
 	defer k.Release()
 	offs, keys, vals := mapParts(x)
 	kt := n.x.Type().Key()
@@ -408,15 +400,11 @@ func cmpOrdered[T int | int32 | int64](x, y T) int {
 
 // evalNested compares array and struct values row by row (compareAt).
 func (n *cmpNode) evalNested(c *evalCtx, active []bool) (arrow.Array, error) {
-	l, err := c.arr(n.l, active)
+	l, r, err := c.arr2(n.l, n.r, active)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Release()
-	r, err := c.arr(n.r, active)
-	if err != nil {
-		return nil, err
-	}
 	defer r.Release()
 	t := n.l.Type()
 	out := newBoolOut(c.n)

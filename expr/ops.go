@@ -230,15 +230,11 @@ func (n *cmpNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 // evalLoop compares row by row through an ordering function: doubles with NaN ordering, and
 // <=> (null-safe equality) over any type.
 func (n *cmpNode) evalLoop(c *evalCtx, active []bool) (arrow.Array, error) {
-	l, err := c.arr(n.l, active)
+	l, r, err := c.arr2(n.l, n.r, active)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Release()
-	r, err := c.arr(n.r, active)
-	if err != nil {
-		return nil, err
-	}
 	defer r.Release()
 	out := newBoolOut(c.n)
 	if n.l.Type().Kind == KDouble {

@@ -192,6 +192,19 @@ func (c *evalCtx) arr(n node, active []bool) (arrow.Array, error) {
 	return n.eval(c, active)
 }
 
+// arr2 evaluates the two operands a and b of a node as arr does; on an error nothing is left
+// to release.
+func (c *evalCtx) arr2(a, b node, active []bool) (x, y arrow.Array, err error) {
+	if x, err = c.arr(a, active); err != nil {
+		return nil, nil, err
+	}
+	if y, err = c.arr(b, active); err != nil {
+		x.Release()
+		return nil, nil, err
+	}
+	return x, y, nil
+}
+
 // datum evaluates n to a kernel argument: constants stay scalars.
 func (c *evalCtx) datum(n node, active []bool) (compute.Datum, error) {
 	if k, ok := n.(*constNode); ok {
