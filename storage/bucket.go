@@ -233,13 +233,19 @@ func (s *bucketStore) PutIfAbsent(ctx context.Context, name string, data []byte)
 	if s.shared.unsafe {
 		return s.unsafePutIfAbsent(ctx, name, k, data)
 	}
+	return s.create(ctx, s.url(name), k, data)
+}
+
+// create writes data at key k only if k is absent, retrying transient failures. A refusal
+// after a try whose response was lost is resolved by reading, never by writing again: the
+// object holds our bytes exactly when our earlier try took effect. It returns ErrExist when
+// another writer's object is there.
+func (s *bucketStore) create(ctx context.Context, loc, k string, data []byte) error {
 	unknown := false // an earlier try may have written the object
-	return s.shared.retry.do(ctx, "create", s.url(name), func(ctx context.Context, _ int) error {
+	return s.shared.retry.do(ctx, "create", loc, func(ctx context.Context, _ int) error {
 		err := s.put(ctx, k, data, true)
 		if preconditionFailed(err) {
 			if unknown {
-				// Resolve the lost response by reading, never by writing again: the object
-				// holds our bytes exactly when our earlier try took effect.
 				got, rerr := s.b.ReadAll(ctx, k)
 				if rerr != nil {
 					return rerr
@@ -291,8 +297,8 @@ func (s *bucketStore) probe(ctx context.Context) error {
 	}
 	k := s.prefix + "_streamkit_probe_" + uuid.NewString()
 	loc := s.loc + "/" + path.Base(k)
-	if err := sh.retry.do(ctx, "create", loc, func(ctx context.Context, _ int) error { return s.put(ctx, k, []byte("1"), true) }); err != nil {
-		return err // not settled: the next put-if-absent probes again
+	if err := s.create(ctx, loc, k, []byte("1")); err != nil {
+		return err // not settled: the next put-if-absent probes again (ErrExist cannot be: the name is new)
 	}
 	defer s.b.Delete(context.WithoutCancel(ctx), k)
 	err := sh.retry.do(ctx, "create", loc, func(ctx context.Context, _ int) error {

@@ -115,3 +115,40 @@ func TestS3Refusals(t *testing.T) {
 		t.Fatalf("bad credentials: %v", err)
 	}
 }
+
+// TestS3LostCreateResponses: a put-if-absent whose response is lost has taken effect, so its
+// retry is refused with 412; the store must read the object back and report success, both for
+// a commit and for the conditional-write probe that precedes a bucket's first one (CI saw
+// "lock flow f: create …/_streamkit_probe_…: PreconditionFailed (after 2 tries)" before).
+func TestS3LostCreateResponses(t *testing.T) {
+	bucket := s3test.Bucket(t)
+	via, proxy := s3test.Proxied(t, 7)
+	for _, kv := range via.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	ctx := context.Background()
+	s, err := storage.Open(ctx, "s3://"+bucket+"/t", storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"_delta_log/00000000000000000000.json", "_delta_log/00000000000000000001.json"} {
+		// The first put-if-absent probes the bucket: the lost response is the probe's.
+		before := proxy.Stats().Dropped
+		proxy.DropNextResponses(1)
+		if err := s.PutIfAbsent(ctx, name, []byte("mine")); err != nil {
+			t.Fatalf("put-if-absent %d with a lost response: %v", i, err)
+		}
+		if d := proxy.Stats().Dropped - before; d != 1 {
+			t.Fatalf("put-if-absent %d: the proxy dropped %d responses, want 1", i, d)
+		}
+		if got, err := s.ReadFile(ctx, name); err != nil || string(got) != "mine" {
+			t.Fatalf("%s holds %q (%v)", name, got, err)
+		}
+		// Another writer's bytes are still refused after a lost response.
+		proxy.DropNextResponses(1)
+		if err := s.PutIfAbsent(ctx, name, []byte("theirs")); !errors.Is(err, storage.ErrExist) {
+			t.Fatalf("second writer of %s: %v, want ErrExist", name, err)
+		}
+	}
+}

@@ -100,9 +100,13 @@ func untarData(tgz, dir string) error {
 }
 
 // RunPython runs a Python script with the venv interpreter py and returns its stdout; a
-// failure fails t with the script's stderr.
+// failure fails t with the script's stderr. A script that ends normally leaves through
+// os._exit(0) after flushing: delta-rs and pyarrow threads can abort the interpreter's
+// shutdown ("terminate called without an active exception", delta-io/delta-rs#2184) after the
+// work is done. A raised exception still exits 1 with its traceback.
 func RunPython(t testing.TB, py, script string, args ...string) []byte {
 	t.Helper()
+	script += "\nimport os as _os, sys as _sys\n_sys.stdout.flush()\n_sys.stderr.flush()\n_os._exit(0)\n"
 	cmd := exec.Command(py, append([]string{"-c", script}, args...)...)
 	out, err := cmd.Output()
 	if err != nil {
