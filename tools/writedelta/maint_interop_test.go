@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -274,8 +273,9 @@ func flowLockTable(t *testing.T, mem memory.Allocator, dir string) manifestEntry
 	}
 	// delta-rs' vacuum leaves it alone too.
 	py := fmt.Sprintf("from deltalake import DeltaTable\nprint(DeltaTable(%q).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False))", root)
-	if out, err := exec.Command(peertest.Python(t), "-c", py).CombinedOutput(); err != nil || !exists(lock) {
-		t.Fatalf("delta-rs vacuum: %v, lock kept: %v\n%s", err, exists(lock), out)
+	out := peertest.RunPython(t, peertest.Python(t), py)
+	if !exists(lock) {
+		t.Fatalf("delta-rs vacuum deleted the flow lock\n%s", out)
 	}
 	return manifestEntry{Name: "flow-lock", Table: root, Key: "id", Readers: allReaders,
 		Expected: []string{idsFile(t, mem, filepath.Join(dir, "locked.arrow"), 1, 6)}}
