@@ -3,7 +3,8 @@
 # Parquet exports that overlap by 2,000 rows), with checkpoints, run twice. Needs only Go.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-SK="$ROOT/bin/streamkit"
+# STREAMKIT_BIN: another binary (the examples test runs the demo with the binary under test)
+SK="${STREAMKIT_BIN:-$ROOT/bin/streamkit}"
 WORK="${DEMO_DIR:-$ROOT/.demo}"
 rm -rf "$WORK"
 mkdir -p "$WORK"

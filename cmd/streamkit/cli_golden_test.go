@@ -116,13 +116,7 @@ func runCase(t *testing.T, bin, dir string) {
 	from := time.Now()
 	err = cmd.Run()
 	to := time.Now()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	code := exitCode(t, err)
 	if ctx.Err() != nil {
 		t.Fatalf("%s/cmd: still running after %v\nstderr:\n%s", dir, caseTimeout, stderr.String())
 	}
@@ -159,6 +153,18 @@ func runCase(t *testing.T, bin, dir string) {
 	if wantErr, err := os.ReadFile(filepath.Join(dir, "stderr")); err == nil && gotErr != string(wantErr) {
 		t.Errorf("stderr differs from %s/stderr (-update rewrites it)\n%s", dir, textdiff.Lines(gotErr, string(wantErr)))
 	}
+}
+
+// exitCode returns the exit code of a command that ended with err (from Run or Wait); an error
+// other than an exit status fails t.
+func exitCode(t testing.TB, err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0
 }
 
 // caseEnv is the environment of a case: the test's, minus every STREAMKIT_* variable (a

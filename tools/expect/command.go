@@ -64,8 +64,7 @@ Functions: ` + strings.Join(expr.FunctionNames(), ", ") + `.`,
 		Examples: []string{
 			"# Count rows without an id or with a negative amount, keep them all\nstreamkit read-files 'orders/*.csv' | streamkit expect --expect 'has_id: id IS NOT NULL' --expect 'amount_ok: amount >= 0' | streamkit print",
 			"# Drop rows with a bad amount (kept in dropped.ndjson), fail on a row without an id\nstreamkit read-files 'orders/*.csv' | streamkit expect --expect-or-drop 'amount_ok: amount >= 0' --expect-or-fail 'has_id: id IS NOT NULL' --dropped-output dropped.ndjson | streamkit write-delta ./lake/orders",
-			"# Exactly-once counters with the pipeline's checkpoints (export STREAMKIT_CHECKPOINT=./ckpt first), then look at them\nstreamkit read-files 'orders/*.csv' | streamkit expect --expect 'amount_ok: amount >= 0' | streamkit write-delta ./lake/orders",
-			"# Each retained epoch's counts and the totals\nstreamkit state-dump ./ckpt/expect",
+			"# Exactly-once counters with the pipeline's checkpoints, then each retained epoch's counts and the totals\nexport STREAMKIT_CHECKPOINT=./ckpt\nstreamkit read-files 'orders/*.csv' | streamkit expect --expect 'amount_ok: amount >= 0' | streamkit write-delta ./lake/orders\nstreamkit state-dump ./ckpt/expect",
 		},
 		Args: cli.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) error {

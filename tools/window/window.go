@@ -460,7 +460,7 @@ func kindSpec(kind string) cli.Spec {
 	var key string
 	o := stage.Options{Tool: "window", Stateful: true}
 	ex := map[string]string{
-		"tumbling": "# Hourly flight counts and delays per origin airport\nstreamkit read-files flights.parquet | streamkit window tumbling --size 1h --time date --key origin --agg 'count, avg(delay), max(delay)' | streamkit print",
+		"tumbling": "# Hourly flight counts and delays per origin airport\nstreamkit read-files flights.parquet | streamkit window tumbling --size 1h --time date --tz UTC --key origin --agg 'count, avg(delay), max(delay)' | streamkit print",
 		"sliding":  "# 10-minute revenue every minute, tolerating 30 s of disorder\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format json --value-schema orders.json | streamkit window sliding --size 10m --slide 1m --time timestamp --watermark-delay 30s --agg 'sum(value.amount) as revenue' | streamkit print",
 		"session":  "# Heartbeat monitor: a row when a sensor has been silent for 5 minutes\nstreamkit read-kafka -b 127.0.0.1:9092 -t heartbeats --value-format json --value-schema hb.json | streamkit window session --processing-time --gap 5m --key value.sensor_id --agg 'last(value.sensor_type) as sensor_type, max(timestamp) as last_heartbeat_time' | streamkit print",
 		"count":    "# Average of every 100 readings per sensor\nstreamkit read-files 'readings/*.csv' | streamkit window count --size 100 --key sensor --agg 'avg(value)' | streamkit print",
