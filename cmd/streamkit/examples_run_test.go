@@ -34,6 +34,11 @@ type example struct {
 	name   string // subtest name: help/<command path>/<n> or <file>:<line>
 	where  string // for messages: "streamkit dedup --help, example 2" or "README.md line 12"
 	script string
+	// A transcript ("$ command" in a ```text block followed by the error it prints) must exit
+	// wantExit with each line of wantStderr in its stderr ("…" matches anything, /data/ is the
+	// work directory).
+	wantExit   int
+	wantStderr []string
 }
 
 // exampleOverride changes how one example runs, for an example that cannot run as written in
@@ -260,6 +265,7 @@ func collectExamples(t *testing.T) []example {
 				script: blk.text,
 			})
 		}
+		exs = append(exs, transcripts(rel, string(b))...)
 	}
 	return exs
 }
@@ -307,6 +313,45 @@ func shellBlocks(md string) []shellBlock {
 		out = append(out, shellBlock{line: start + 1, text: strings.Join(body, "\n") + "\n"})
 	}
 	return out
+}
+
+// transcripts returns the transcripts of the ```text blocks of a Markdown text: a line
+// "$ COMMAND" followed by the lines it prints. Lines "streamkit: …" are the error it ends with:
+// exit 1 (a runtime or data error, README's exit codes) with those lines on stderr.
+func transcripts(file, md string) []example {
+	var out []example
+	lines := strings.Split(md, "\n")
+	in := false
+	var cur *example
+	for i, l := range lines {
+		switch {
+		case strings.TrimSpace(l) == "```text":
+			in = true
+		case in && strings.TrimSpace(l) == "```":
+			in, cur = false, nil
+		case in && strings.HasPrefix(l, "$ "):
+			out = append(out, example{
+				name:   fmt.Sprintf("%s:%d", file, i+1),
+				where:  fmt.Sprintf("%s line %d", file, i+1),
+				script: strings.TrimPrefix(l, "$ ") + "\n",
+			})
+			cur = &out[len(out)-1]
+		case in && cur != nil && strings.HasPrefix(l, "streamkit: "):
+			cur.wantExit = 1
+			cur.wantStderr = append(cur.wantStderr, l)
+		}
+	}
+	return out
+}
+
+// matchesLine reports whether text holds a line matching pattern, in which "…" matches any
+// run of characters.
+func matchesLine(text, pattern string) bool {
+	parts := strings.Split(pattern, "…")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return regexp.MustCompile(`(?m)^` + strings.Join(parts, ".*") + `$`).MatchString(text)
 }
 
 // buildFixture builds the fixture directory with testdata/examples/fixture.sh, which needs the
@@ -446,7 +491,7 @@ func runExample(t testing.TB, fixture string, ex example) {
 		t.Fatalf("%s: %s\nscript (as run):\n%s\nstderr:\n%s", ex.where, fmt.Sprintf(format, args...), script, tail(stderr.String(), 60))
 	}
 	var err error
-	want := 0
+	want := ex.wantExit
 	if live {
 		want = 130
 		deadline := time.Now().Add(liveWait)
@@ -478,6 +523,14 @@ func runExample(t testing.TB, fixture string, ex example) {
 	code := exitCode(t, err)
 	if code != want {
 		fail("exit code %d, want %d", code, want)
+	}
+	for _, l := range ex.wantStderr {
+		if l = strings.ReplaceAll(l, " /data/", " "+dir+"/"); !matchesLine(stderr.String(), l) {
+			fail("no line on stderr matches %q", l)
+		}
+	}
+	if want != 0 {
+		return
 	}
 	if msg := checkOutput(t, kc, target, before, stdout.Bytes()); msg != "" {
 		fail("%s", msg)
@@ -765,4 +818,53 @@ func tail(s string, n int) string {
 		lines = append([]string{fmt.Sprintf("… (%d lines before)", len(lines)-n)}, lines[len(lines)-n:]...)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestExampleHelpers shows that the example runner's parsing finds what it is meant to find.
+func TestExampleHelpers(t *testing.T) {
+	md := "x\n```text\n$ streamkit a | streamkit b\nstreamkit: b: bad at /data/x.csv:3\n```\n```text\n  out\n$ streamkit c\nrows\n```\n"
+	ts := transcripts("R.md", md)
+	if len(ts) != 2 || ts[0].name != "R.md:3" || ts[0].wantExit != 1 || len(ts[0].wantStderr) != 1 || ts[1].wantExit != 0 || ts[1].script != "streamkit c\n" {
+		t.Errorf("transcripts: %+v", ts)
+	}
+	for _, c := range []struct {
+		text, pattern string
+		want          bool
+	}{
+		{"x\nstreamkit: e: at /w/f.parquet row 9: no\n", "streamkit: e: at …/f.parquet row 9: no", true},
+		{"streamkit: e: at /w/f.parquet row 9: no (more)\n", "streamkit: e: at …/f.parquet row 9: no", false},
+		{"streamkit: e: 1+1\n", "streamkit: e: 1+1", true},
+		{"streamkit: e: 11\n", "streamkit: e: 1+1", false},
+	} {
+		if got := matchesLine(c.text, c.pattern); got != c.want {
+			t.Errorf("matchesLine(%q, %q) = %v", c.text, c.pattern, got)
+		}
+	}
+	for script, want := range map[string]bool{
+		"streamkit read-kafka -b h -t x | streamkit print":                       true,
+		"streamkit read-kafka -b h -t x --until now | streamkit print":           false,
+		"STREAMKIT_CHECKPOINT=c streamkit read-kafka -t x | streamkit print":     true,
+		"streamkit read-files --follow 'in/*.csv' | streamkit print":             true,
+		"streamkit generate --rate 100/s | streamkit print":                      true,
+		"streamkit generate --rate 100/s --rows 5 | streamkit print":             false,
+		"streamkit read-kafka -t x | streamkit print\nstreamkit state-dump ckpt": false,
+	} {
+		if got := unbounded(script); got != want {
+			t.Errorf("unbounded(%q) = %v", script, got)
+		}
+	}
+	for script, want := range map[string]outputTarget{
+		"streamkit read-files a | streamkit print --format csv > out.csv":          {file: "/w/out.csv"},
+		"streamkit read-files a | streamkit write-delta ./lake/t --mode overwrite": {table: "/w/lake/t"},
+		"streamkit a | streamkit write-delta file:///data/t":                       {table: "/data/t"},
+		"streamkit a | streamkit write-delta s3://b/t":                             {bucket: true},
+		"streamkit backfill --from x --to ./lake/t --flow f":                       {table: "/w/lake/t"},
+		"streamkit backfill --from x --to ./lake/t --flow f --plan":                {},
+		"streamkit a | streamkit write-kafka -b h -t out --key k":                  {topic: "out"},
+		"streamkit a | streamkit print":                                            {},
+	} {
+		if got := lastTarget("/w", script); got != want {
+			t.Errorf("lastTarget(%q) = %+v, want %+v", script, got, want)
+		}
+	}
 }

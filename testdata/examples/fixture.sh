@@ -108,6 +108,9 @@ mkdir -p flights testdata/demo
 cp "$REPO"/testdata/demo/landing/*.parquet flights/
 cp -r "$REPO/testdata/demo/landing" testdata/demo/landing
 
+# orders.csv: a quantity of 0 on line 3 (the README's division-by-zero transcript).
+printf 'id,qty\n1,2\n2,0\n3,1\n' > orders.csv
+
 # Schema files of read-kafka --value-schema (DDL in a file, as the README describes).
 echo 'order_id BIGINT, customer_id BIGINT, user_id BIGINT, region STRING, amount DOUBLE, qty INT' > orders.json
 echo 'path STRING, user STRING, status INT' > logs.json
