@@ -118,7 +118,9 @@ const (
 // s3/<bucket>/). Each example must exit 0 and write something: on stdout, into the file its
 // last command redirects stdout to, into the Delta table or topic its last command writes.
 // Unbounded examples are interrupted (SIGINT to the whole pipeline, as Ctrl-C does) once they
-// have written output and must exit 130 with output.
+// have written output and must exit 130 with output. The fixture needs the Kafka broker, so
+// without it the test skips (fails under STREAMKIT_REQUIRE_PEERS=1, as in make test); an
+// example that needs the registry, S3 or the Python venv skips or fails the same way.
 func TestExamplesRun(t *testing.T) {
 	exs := collectExamples(t)
 	used := map[string]int{}

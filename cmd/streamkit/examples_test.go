@@ -21,6 +21,7 @@ var planned = map[string]bool{
 // TestExamples walks every subcommand's Example text: each command has examples, one of them
 // runs the command itself, and every `streamkit <tool> …` segment of every example pipeline
 // parses with that tool's flags and positional-argument rules (DESIGN.md §7.2).
+// TestExamplesRun (examples_run_test.go) executes them.
 func TestExamples(t *testing.T) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
