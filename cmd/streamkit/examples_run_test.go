@@ -460,8 +460,8 @@ func runExample(t testing.TB, fixture string, ex example) {
 			return strings.TrimSuffix(s, m[1]) + buckets[m[1]]
 		})
 	}
-	// A python3 example gets the venv's python (pyarrow) first on PATH.
-	if strings.Contains(script, "python") {
+	// A Python example gets the venv's python (pyarrow) first on PATH.
+	if strings.Contains(script, "python") || strings.Contains(script, ".py") {
 		py := peertest.Python(t)
 		for i, kv := range env {
 			if p, ok := strings.CutPrefix(kv, "PATH="); ok {

@@ -184,6 +184,11 @@ bg eval "sk generate --schema 'sensor_id string, sensor_type string' --rows 10 -
   --gen 'sensor_id=choice(s1, s2, s3)' --gen 'sensor_type=choice(temp, door)' | json topics/heartbeats.json"
 await
 
+# The repository's scripts (scripts/examples/source.py) and Python venv, for examples run from
+# a checkout.
+ln -s "$REPO/scripts" scripts
+if [[ -e "$REPO/.venv" ]]; then ln -s "$REPO/.venv" .venv; fi
+
 # s3/<bucket>/: uploaded into a fresh bucket for each s3://<bucket>/ an example names.
 mkdir -p s3/bucket/lake s3/lake s3/landing
 cp -r landing s3/bucket/landing
