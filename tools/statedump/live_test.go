@@ -16,8 +16,9 @@ import (
 	"github.com/streamkit/streamkit/internal/textdiff"
 )
 
-// livePipeline is a checkpointed pipeline paced by generate --rate so that it runs for a few
-// seconds: 9000 rows in epochs of 200 (about 15 epochs a second), deduplicated by id (no
+// livePipeline is a checkpointed pipeline paced by generate --rate so that it runs for about
+// six seconds, long enough for ten rounds of dumps on a loaded machine (at 3000/s a CI run
+// under load got only six): 9000 rows in epochs of 200 (about 7 epochs a second), deduplicated by id (no
 // TTL: the state after epoch n is the distinct ids of its first 200·n rows), then counted and
 // summed per user in 1-minute event-time windows (no lateness: the open windows are those
 // whose end lies after the largest event time seen).
@@ -26,7 +27,7 @@ const (
 	liveEpochRow = 200
 	liveGen      = `--schema 'id bigint, user string, amount bigint, ts timestamp' --gen 'id=uniform(1, 3000)' ` +
 		`--gen 'user=choice(ann, bob, cy, dee)' --gen 'amount=uniform(1, 100)' --gen 'ts=timestamp(2024-05-01T00:00:00.25Z, 20/s)' --seed 11`
-	livePipeline = `streamkit --progress=off generate ` + liveGen + ` --rows 9000 --rate 3000/s --max-records-per-epoch 200 --epoch-interval 1h \
+	livePipeline = `streamkit --progress=off generate ` + liveGen + ` --rows 9000 --rate 1500/s --max-records-per-epoch 200 --epoch-interval 1h \
   | streamkit --progress=off dedup --key id \
   | streamkit --progress=off window tumbling --key user --time ts --size 1m --agg 'count, sum(amount) as total' \
   | streamkit --progress=off print --format json > out.ndjson`
