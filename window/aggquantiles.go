@@ -16,8 +16,9 @@ import (
 // (org.apache.spark.sql.catalyst.util.QuantileSummaries, used by percentile_approx): sampled
 // values with g (rank distance to the previous sample) and delta (rank uncertainty), plus a
 // buffer of values not yet merged in. Any answer's rank is within relErr·n of the asked rank
-// (relErr = 1/accuracy). The same algorithm on the same rows gives Spark's answers; below
-// about accuracy rows nothing is merged and the answer is exact (the value of rank ⌈p·n⌉).
+// (relErr = 1/accuracy; rounded up, as ranks are whole). The same algorithm on the same rows
+// gives Spark's answers; below accuracy/2 rows every delta is 0 and nothing is merged, so the
+// answer is exact (the value of rank ⌈p·n⌉).
 // Memory is bounded by O(accuracy · log(n/accuracy)) samples plus the buffer.
 
 // gkSample is one sample of a quantile summary.

@@ -26,7 +26,7 @@ const (
 
 	FuncMedian           = "median"                // median(x): exact, percentile(x, 0.5) → float64; keeps every value of the window
 	FuncPercentile       = "percentile"            // percentile(x, p | array(p, …)): exact, linearly interpolated → float64 or array<float64>; keeps every value
-	FuncPercentileApprox = "percentile_approx"     // percentile_approx(x, p | array(p, …)[, accuracy]): a value of x (x's type) within rank error n/accuracy (default 10000)
+	FuncPercentileApprox = "percentile_approx"     // percentile_approx(x, p | array(p, …)[, accuracy]): a value of x (x's type) within rank error ⌈n/accuracy⌉ (accuracy default 10000)
 	FuncApproxPercentile = "approx_percentile"     // Spark's other name of percentile_approx
 	FuncStddev           = "stddev"                // stddev(x): sample standard deviation → float64; null for fewer than 2 rows
 	FuncStd              = "std"                   // Spark's other name of stddev
