@@ -129,7 +129,9 @@ func (a *Aggs) Fields() []arrow.Field { return a.fields }
 // StateFields returns the accumulator columns of all calls, in spec order (see Aggs).
 func (a *Aggs) StateFields() []arrow.Field { return a.sfields }
 
-// SlotBytes estimates the accumulator bytes of one slot (count_distinct sets not included).
+// SlotBytes estimates the fixed accumulator bytes of one slot; what grows with the rows is not
+// included (count_distinct sets, the values of median, percentile and collect_*, quantile
+// summaries, HyperLogLog registers).
 func (a *Aggs) SlotBytes() int {
 	n := 0
 	for _, im := range a.impls {
