@@ -502,6 +502,37 @@ func (a *distinctAgg) loadState(s int32, cols []arrow.Array, row int) {
 	}
 }
 
+// dictionaryOK lists the functions that take dictionary-encoded input (through valueCodec).
+var dictionaryOK = map[string]bool{FuncCount: true, FuncCountDistinct: true, FuncApproxDistinct: true, FuncCollectList: true, FuncCollectSet: true}
+
+// listIf is list<dt> (of non-null elements) when list holds, else dt.
+func listIf(list bool, dt arrow.DataType) arrow.DataType {
+	if list {
+		return arrow.ListOfNonNullable(dt)
+	}
+	return dt
+}
+
+// newByAgg builds max_by(x, ord) or min_by(x, ord) over x of type dt and ord of type ordDT.
+func newByAgg(c AggCall, dt, ordDT arrow.DataType) (aggImpl, arrow.DataType, error) {
+	xc, err := newValueCodec(dt)
+	if _, dict := dt.(*arrow.DictionaryType); err != nil || dict {
+		return nil, nil, fmt.Errorf("%w: %s: column type %s is not a scalar type", ErrAggSpec, c, dt)
+	}
+	isMax := c.Func == FuncMaxBy
+	switch category(ordDT) {
+	case "i64":
+		return &byAgg[int64, i64Ops]{isMax: isMax, xc: xc, ordDT: ordDT}, dt, nil
+	case "u64":
+		return &byAgg[uint64, u64Ops]{isMax: isMax, xc: xc, ordDT: ordDT}, dt, nil
+	case "f64":
+		return &byAgg[float64, f64Ops]{isMax: isMax, xc: xc, ordDT: ordDT}, dt, nil
+	case "str":
+		return &byAgg[string, strOps]{isMax: isMax, xc: xc, ordDT: ordDT}, dt, nil
+	}
+	return nil, nil, fmt.Errorf("%w: %s: ordering column type %s is not a number, boolean, temporal, string or binary type", ErrAggSpec, c, ordDT)
+}
+
 var timestampUS = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 
 // newAggImpl builds the accumulator of call c over an input of type dt (nil for count(*)) and
@@ -510,8 +541,8 @@ func newAggImpl(c AggCall, dt arrow.DataType) (aggImpl, arrow.DataType, error) {
 	bad := func(want string) (aggImpl, arrow.DataType, error) {
 		return nil, nil, fmt.Errorf("%w: %s(%s): column type %s is not %s", ErrAggSpec, c.Func, c.Arg, dt, want)
 	}
-	if _, ok := dt.(*arrow.DictionaryType); ok && c.Func != FuncCount && c.Func != FuncCountDistinct {
-		return nil, nil, fmt.Errorf("%w: %s(%s): dictionary-encoded columns are only supported by count and count_distinct", ErrAggSpec, c.Func, c.Arg)
+	if _, ok := dt.(*arrow.DictionaryType); ok && !dictionaryOK[c.Func] {
+		return nil, nil, fmt.Errorf("%w: %s(%s): dictionary-encoded columns are only supported by count, count_distinct, approx_count_distinct, collect_list and collect_set", ErrAggSpec, c.Func, c.Arg)
 	}
 	switch c.Func {
 	case FuncCount:
@@ -561,6 +592,50 @@ func newAggImpl(c AggCall, dt arrow.DataType) (aggImpl, arrow.DataType, error) {
 			return bad("a hashable scalar type")
 		}
 		return &distinctAgg{codec: vc, dt: vc.dt}, arrow.PrimitiveTypes.Int64, nil
+	case FuncStddev, FuncStd, FuncStddevSamp, FuncStddevPop, FuncVariance, FuncVarSamp, FuncVarPop:
+		if !isInteger(dt) && !isFloat(dt) {
+			return bad("an integer or float")
+		}
+		pop := c.Func == FuncStddevPop || c.Func == FuncVarPop
+		sqrt := c.Func == FuncStddev || c.Func == FuncStd || c.Func == FuncStddevSamp || c.Func == FuncStddevPop
+		return &momentsAgg{sqrt: sqrt, pop: pop}, arrow.PrimitiveTypes.Float64, nil
+	case FuncMedian, FuncPercentile:
+		if !isInteger(dt) && !isFloat(dt) {
+			return bad("an integer or float")
+		}
+		a := &valuesAgg{ps: c.Percentages, array: c.PArray}
+		if c.Func == FuncMedian {
+			a.ps = []float64{0.5}
+		}
+		return a, listIf(a.array, arrow.PrimitiveTypes.Float64), nil
+	case FuncPercentileApprox, FuncApproxPercentile:
+		cat := category(dt)
+		switch dt.ID() {
+		case arrow.BOOL, arrow.TIME32, arrow.TIME64:
+			cat = ""
+		}
+		if cat == "" || cat == "str" {
+			return bad("a number, date, timestamp or duration")
+		}
+		return &approxPercentileAgg{ps: c.Percentages, array: c.PArray, relErr: 1 / float64(c.Accuracy), cat: cat}, listIf(c.PArray, dt), nil
+	case FuncApproxDistinct:
+		vc, err := newValueCodec(dt)
+		if err != nil {
+			return bad("a hashable scalar type")
+		}
+		p, err := hllPrecision(c.RelativeSD)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %s: %v", ErrAggSpec, c, err)
+		}
+		return &hllAgg{p: p, codec: vc}, arrow.PrimitiveTypes.Int64, nil
+	case FuncCollectList, FuncCollectSet:
+		vc, err := newValueCodec(dt)
+		if err != nil {
+			return bad("a scalar type")
+		}
+		return &collectAgg{set: c.Func == FuncCollectSet, codec: vc}, arrow.ListOfNonNullable(vc.dt), nil
+	case FuncMaxBy, FuncMinBy:
+		return nil, nil, fmt.Errorf("%w: %s needs its ordering column (newByAgg)", ErrAggSpec, c)
 	}
 	return nil, nil, fmt.Errorf("%w: unknown function %q", ErrAggSpec, c.Func)
 }

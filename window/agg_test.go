@@ -21,7 +21,7 @@ func TestParseAggs(t *testing.T) {
 		{"count(x), first(a.b.c), last(c)", "count(x) as count_x; first(a.b.c) as first_c; last(c) as last_c", ""},
 		{"count, count", "", `"count" appears twice`},
 		{"sum", "", "sum needs a column"},
-		{"median(x)", "", `unknown function "median"`},
+		{"geomean(x)", "", `unknown function "geomean"`},
 		{"count,", "", "empty item"},
 		{"sum(x) as 1bad", "", "cannot parse"},
 	}

@@ -9,6 +9,9 @@ import (
 	"github.com/streamkit/streamkit/codec"
 )
 
+// neverNull lists the functions whose result is never null (0 or an empty array for no rows).
+var neverNull = map[string]bool{FuncCount: true, FuncCountDistinct: true, FuncApproxDistinct: true, FuncCollectList: true, FuncCollectSet: true}
+
 // Aggs is a bound list of aggregate functions with their accumulators, stored column-wise and
 // indexed by slot (one slot per open window and key; the caller allocates slot numbers).
 // Updates are vectorised: one typed loop per aggregate and batch. Every accumulator can be
@@ -22,11 +25,27 @@ import (
 //	min(x), max(x)    <name> of x's type, null when none
 //	first(x), last(x) <name> of x's type, <name>.time timestamp[us, UTC] (event time of the value)
 //	count_distinct(x) <name>.values list<x's type> (the distinct values, unordered)
+//	stddev(x), stddev_samp, stddev_pop, std, variance, var_samp, var_pop
+//	                  <name>.n int64, <name>.avg float64 (mean), <name>.m2 float64 (Σ(x−mean)²)
+//	median(x), percentile(x, p)
+//	                  <name>.values list<float64> (every non-null x, arrival order)
+//	percentile_approx(x, p[, accuracy]), approx_percentile
+//	                  <name>.count int64 (values summarised), <name>.sampled
+//	                  list<struct<value float64, g int64, delta int64>> (the quantile summary,
+//	                  ascending), <name>.head list<float64> (values not summarised yet)
+//	approx_count_distinct(x[, relativeSD])
+//	                  <name>.registers list<struct<register uint32, rank uint8>> (the non-zero
+//	                  HyperLogLog registers)
+//	collect_list(x), collect_set(x)
+//	                  <name>.values list<x's type> (the values collected, in order)
+//	max_by(x, ord), min_by(x, ord)
+//	                  <name> of x's type (null when x was), <name>.ord of ord's type (null when none)
 //
 // Aggs is not safe for concurrent use.
 type Aggs struct {
 	calls   []AggCall
 	inputs  []*codec.Path // nil for count(*)
+	ords    []*codec.Path // max_by's and min_by's ordering column, else nil
 	impls   []aggImpl
 	fields  []arrow.Field
 	sfields []arrow.Field
@@ -41,7 +60,11 @@ type Aggs struct {
 // Output types: count → int64; sum and try_sum of integers → int64 (see OnOverflow), of
 // floats → float64; avg → float64;
 // min, max, first, last keep the input type (numbers, booleans, temporal incl. timestamps,
-// strings, binaries); count_distinct → int64. Errors wrap ErrPath or ErrAggSpec.
+// strings, binaries); count_distinct → int64; stddev and variance (all forms), median and
+// percentile → float64 (percentile of array(…) → list<float64>); percentile_approx keeps the
+// input type (numbers, dates, timestamps, durations; of array(…): a list of it);
+// approx_count_distinct → int64; collect_list and collect_set → list<x's type>; max_by and
+// min_by → x's type. Errors wrap ErrPath or ErrAggSpec.
 func NewAggs(s *arrow.Schema, calls []AggCall) (*Aggs, error) {
 	a := &Aggs{calls: calls}
 	for _, c := range calls {
@@ -54,7 +77,20 @@ func NewAggs(s *arrow.Schema, calls []AggCall) (*Aggs, error) {
 			}
 			fp, dt = &p, p.Field.Type
 		}
-		impl, out, err := newAggImpl(c, dt)
+		var ord *codec.Path
+		var impl aggImpl
+		var out arrow.DataType
+		var err error
+		if c.By != "" {
+			p, perr := codec.ResolvePath(s, c.By)
+			if perr != nil {
+				return nil, fmt.Errorf("aggregate %s: %w", c, perr)
+			}
+			ord = &p
+			impl, out, err = newByAgg(c, dt, p.Field.Type)
+		} else {
+			impl, out, err = newAggImpl(c, dt)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -66,8 +102,9 @@ func NewAggs(s *arrow.Schema, calls []AggCall) (*Aggs, error) {
 			}
 		}
 		a.inputs = append(a.inputs, fp)
+		a.ords = append(a.ords, ord)
 		a.impls = append(a.impls, impl)
-		nullable := c.Func != FuncCount && c.Func != FuncCountDistinct
+		nullable := !neverNull[c.Func]
 		a.fields = append(a.fields, arrow.Field{Name: c.Name, Type: out, Nullable: nullable})
 		lo := len(a.sfields)
 		a.sfields = append(a.sfields, impl.stateFields(c.Name)...)
@@ -92,7 +129,9 @@ func (a *Aggs) Fields() []arrow.Field { return a.fields }
 // StateFields returns the accumulator columns of all calls, in spec order (see Aggs).
 func (a *Aggs) StateFields() []arrow.Field { return a.sfields }
 
-// SlotBytes estimates the accumulator bytes of one slot (count_distinct sets not included).
+// SlotBytes estimates the fixed accumulator bytes of one slot; what grows with the rows is not
+// included (count_distinct sets, the values of median, percentile and collect_*, quantile
+// summaries, HyperLogLog registers).
 func (a *Aggs) SlotBytes() int {
 	n := 0
 	for _, im := range a.impls {
@@ -124,11 +163,19 @@ func (a *Aggs) Reset(s int32) {
 func (a *Aggs) Bind(rec arrow.RecordBatch) {
 	if rec == nil {
 		clear(a.cols)
+		for i, o := range a.ords {
+			if o != nil {
+				a.impls[i].(ordBinder).bindOrd(codec.Column{})
+			}
+		}
 		return
 	}
 	for i, in := range a.inputs {
 		if in != nil {
 			a.cols[i] = in.Column(rec)
+		}
+		if o := a.ords[i]; o != nil {
+			a.impls[i].(ordBinder).bindOrd(o.Column(rec))
 		}
 	}
 }

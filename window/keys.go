@@ -124,6 +124,15 @@ func newValueCodec(dt arrow.DataType) (*valueCodec, error) {
 	return c, nil
 }
 
+// skip returns b after its first value (b holds whole values as append writes them).
+func (c *valueCodec) skip(b []byte) []byte {
+	if c.width > 0 {
+		return b[c.width:]
+	}
+	n, k := binary.Uvarint(b)
+	return b[k+int(n):]
+}
+
 // appendRaw appends one value, encoded as valueCodec does, to bld.
 func appendRaw(bld array.Builder, v []byte) error {
 	le := binary.LittleEndian

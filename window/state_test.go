@@ -38,7 +38,15 @@ type stateCase struct {
 }
 
 func stateCases() []stateCase {
-	aggs, _ := ParseAggs("count, sum(v), avg(v), min(v), max(k), first(v), last(v), count_distinct(v)")
+	return stateCasesOf("count, sum(v), avg(v), min(v), max(k), first(v), last(v), count_distinct(v)")
+}
+
+// stateCasesOf is stateCases with the aggregates of spec.
+func stateCasesOf(spec string) []stateCase {
+	aggs, err := ParseAggs(spec)
+	if err != nil {
+		panic(err)
+	}
 	wm := WatermarkOptions{Generate: true, Delay: 3 * time.Second}
 	return []stateCase{
 		{"tumbling+lateness", func() Config {
@@ -90,13 +98,16 @@ func viaIPC(t *testing.T, mem memory.Allocator, rec arrow.RecordBatch) arrow.Rec
 // TestRestoreEquivalence checks that stopping after batch k and restoring from a snapshot, from
 // the full changelog chain, or from a snapshot plus later changelogs gives the same output as
 // an uninterrupted run.
-func TestRestoreEquivalence(t *testing.T) {
+func TestRestoreEquivalence(t *testing.T) { restoreEquivalence(t, stateCases()) }
+
+// restoreEquivalence is TestRestoreEquivalence over the given cases.
+func restoreEquivalence(t *testing.T, cases []stateCase) {
 	rows := randomRows(1, 400, 6*time.Second)
 	var batches [][][]any
 	for i, n := 0, 1; i < len(rows); i, n = i+n, n%13+1 { // uneven batches of 1…13 rows
 		batches = append(batches, rows[i:min(i+n, len(rows))])
 	}
-	for _, c := range stateCases() {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			mem := checkedMem(t)
 			cfg := c.cfg()

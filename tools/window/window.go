@@ -446,6 +446,27 @@ try_sum(x) gives null for that window instead. sum of floats is a double (±Inf 
 avg a double. min and max order NaN above every other float (+Inf included); nulls are
 skipped. Decimal columns are not summed yet (refused).
 
+All aggregates, with Spark's names, arguments and result types (nulls are skipped):
+  count, count(*), count(x)          rows, or non-null x (bigint)
+  sum(x), try_sum(x), avg(x)         as above
+  min(x), max(x), first(x), last(x)  x's type; first/last by event time
+  count_distinct(x)                  exact distinct count (bigint); keeps every distinct value
+  approx_count_distinct(x[, rsd])    HyperLogLog estimate (bigint), relative standard
+                                     deviation rsd (default 0.05: 512 registers per window)
+  median(x), percentile(x, p)        exact, interpolated (double; p may be array(p1, …) for an
+                                     array); keep every value of the window, so memory grows
+                                     with the window's rows
+  percentile_approx(x, p[, acc])     a value of x within rank error ⌈n/acc⌉ (acc default
+                                     10000) of rank ⌈p·n⌉, x's type; Spark's Greenwald-Khanna
+                                     summary, bounded; exact below acc/2 rows. Also
+                                     approx_percentile
+  stddev(x), stddev_samp, std,       sample and population standard deviation and variance
+  stddev_pop, variance, var_samp,    (double); the sample forms are null for one row
+  var_pop
+  collect_list(x), collect_set(x)    array of the values in arrival order (set: distinct)
+  max_by(x, ord), min_by(x, ord)     x of the row with the largest / smallest ord (ties: the
+                                     later row)
+
 End of input: end=final fires every open window; end=pause keeps them in the checkpoint for the
 next run (logged with their number). Without a checkpoint nothing can be kept, so end=pause
 fires them as end=final does, and a warning says so. State is checkpointed at every barrier; a
@@ -518,7 +539,7 @@ func kindSpec(kind string) cli.Spec {
 			cli.DurationVar(f, &s.WatermarkDelay, "watermark-delay", 0, "bounded out-of-orderness: watermark = max event time − delay")
 			cli.DurationVar(f, &s.IdleTimeout, "idle-timeout", 0, "a source partition silent this long stops holding the watermark back (0: never)")
 			f.StringVar(&s.PartitionCol, "partition-col", "auto", "per-partition watermarks (min over source partitions of max event time − delay) come from the partition read-kafka names on every batch, whatever --columns keeps; this names the partition columns of other input: auto (topic,partition when present), none (one watermark for all rows), or dot paths")
-			f.StringVar(&s.Agg, "agg", "count", "aggregates: count, count(x), sum(x) (fails on bigint overflow), try_sum(x) (null on overflow), min(x), max(x), avg(x), first(x), last(x), count_distinct(x) [as name]")
+			f.StringVar(&s.Agg, "agg", "count", "aggregates, comma-separated, each [as name]: count, count(x), sum(x) (fails on bigint overflow), try_sum(x) (null on overflow), min(x), max(x), avg(x), first(x), last(x), count_distinct(x), approx_count_distinct(x[, rsd]), median(x), percentile(x, p), percentile_approx(x, p[, accuracy]), stddev(x), stddev_pop(x), variance(x), var_pop(x), collect_list(x), collect_set(x), max_by(x, ord), min_by(x, ord) (see window --help)")
 			cli.DurationVar(f, &s.Lateness, "allowed-lateness", 0, "keep fired windows this long past their end; late rows emit late_update rows")
 			f.StringVar(&s.LateOutput, "late-output", "", "file for rows later than the allowed lateness (.arrow or .ndjson)")
 			f.StringVar(&s.Emit, "emit", "final", "final, or update: also emit early partial results every --every")
