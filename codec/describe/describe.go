@@ -7,18 +7,17 @@
 package describe
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/codec/schema"
+	"github.com/streamkit/streamkit/internal/tabtext"
 )
 
 // Field is one top-level field of a schema.
@@ -213,7 +212,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 // keys and other schema metadata, each on its own line.
 func WriteSchemaText(w io.Writer, r *Report) error {
 	fmt.Fprintf(w, "%s (%s): %d field(s)\n", r.Source, r.Format, len(r.Fields))
-	tw := newTable(w)
+	tw := tabtext.New(w)
 	fmt.Fprintln(tw, "  #\tNAME\tTYPE\tNULLABLE\tARROW TYPE\tNOTES")
 	for i, f := range r.Fields {
 		notes := append([]string(nil), f.Roles...)
@@ -226,7 +225,7 @@ func WriteSchemaText(w io.Writer, r *Report) error {
 		return err
 	}
 	sk := r.Streamkit
-	tw = newTable(w)
+	tw = tabtext.New(w)
 	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	line("key", orNone(strings.Join(sk.Key, ",")))
 	line("event time", orNone(sk.EventTime))
@@ -266,7 +265,7 @@ func WriteStreamText(w io.Writer, r *Report) error {
 	if st == nil {
 		return nil
 	}
-	tw := newTable(w)
+	tw := tabtext.New(w)
 	line := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
 	line("data batches", "%d", st.DataBatches)
 	line("rows", "%d", st.Rows)
@@ -295,37 +294,6 @@ func WriteStreamText(w io.Writer, r *Report) error {
 	}
 	line("end", "%s", endText(st))
 	return tw.Flush()
-}
-
-// table is a tabwriter whose lines lose the padding of an empty last column.
-type table struct {
-	*tabwriter.Writer
-	buf *bytes.Buffer
-	w   io.Writer
-}
-
-func newTable(w io.Writer) *table {
-	buf := &bytes.Buffer{}
-	return &table{Writer: tabwriter.NewWriter(buf, 0, 4, 2, ' ', 0), buf: buf, w: w}
-}
-
-// Flush writes the aligned lines to the table's writer, trailing spaces trimmed.
-func (t *table) Flush() error {
-	if err := t.Writer.Flush(); err != nil {
-		return err
-	}
-	var out bytes.Buffer
-	for _, l := range strings.SplitAfter(t.buf.String(), "\n") {
-		if strings.HasSuffix(l, "\n") {
-			out.WriteString(strings.TrimRight(l, " "+"\n"))
-			out.WriteByte('\n')
-		} else {
-			out.WriteString(l)
-		}
-	}
-	t.buf.Reset()
-	_, err := t.w.Write(out.Bytes())
-	return err
 }
 
 func endText(st *Stream) string {

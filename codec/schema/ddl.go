@@ -477,7 +477,9 @@ func DDL(s *arrow.Schema) string {
 	return b.String()
 }
 
-func quoteName(n string) string {
+// QuoteName spells column name n in DDL: as it is when it is a plain identifier (letters,
+// digits, _), else back-quoted with back-quotes doubled ("my col" → `my col`).
+func QuoteName(n string) string {
 	for i := 0; i < len(n); i++ {
 		if !isIdent(n[i]) {
 			return "`" + strings.ReplaceAll(n, "`", "``") + "`"
@@ -490,7 +492,7 @@ func quoteName(n string) string {
 }
 
 func writeField(b *strings.Builder, f arrow.Field, sep string) {
-	b.WriteString(quoteName(f.Name))
+	b.WriteString(QuoteName(f.Name))
 	b.WriteString(sep)
 	b.WriteString(TypeString(f.Type))
 	if !f.Nullable {
