@@ -204,6 +204,7 @@ type Report struct {
 func WriteJSON(w io.Writer, r *Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // array<string>, not array\u003cstring\u003e
 	return enc.Encode(r)
 }
 

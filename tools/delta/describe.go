@@ -78,8 +78,8 @@ type Column struct {
 	Nullable  bool   `json:"nullable"`
 	Partition bool   `json:"partition,omitempty"`
 	// Metadata is the column's metadata (comment, delta.columnMapping.id and physicalName,
-	// delta.generationExpression …), values as JSON text; omitted when none.
-	Metadata map[string]string `json:"metadata,omitempty"`
+	// delta.generationExpression …), values as the log has them (JSON); omitted when none.
+	Metadata map[string]json.RawMessage `json:"metadata,omitempty"`
 }
 
 func describeSpec() cli.Spec {
@@ -124,6 +124,7 @@ one.`,
 			if format == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
+				enc.SetEscapeHTML(false) // array<string>, not array\u003cstring\u003e
 				return enc.Encode(d)
 			}
 			return printDetail(cmd.OutOrStdout(), d)
@@ -248,11 +249,8 @@ func (d *Detail) columns(s *delta.Snapshot) {
 	for _, f := range sc.Fields {
 		c := Column{Name: f.Name, Type: delta.SQLType(f.Type), DeltaType: f.Type.String(), ArrowType: arrowTypes[f.Name],
 			Nullable: f.Nullable, Partition: part[f.Name]}
-		for k, v := range f.Metadata {
-			if c.Metadata == nil {
-				c.Metadata = map[string]string{}
-			}
-			c.Metadata[k] = string(v)
+		if len(f.Metadata) > 0 {
+			c.Metadata = maps.Clone(f.Metadata)
 		}
 		d.Columns = append(d.Columns, c)
 	}
@@ -315,9 +313,9 @@ func printDetail(w io.Writer, d *Detail) error {
 	line("files", "%d (%d bytes)", d.NumFiles, d.SizeInBytes)
 	switch {
 	case d.NumRecords == nil:
-		line("rows", "unknown (%d of %d files have no numRecords statistics)", d.FilesWithoutStats, d.NumFiles)
+		line("rows", "unknown (%d of %d file(s) have no numRecords statistics)", d.FilesWithoutStats, d.NumFiles)
 	case d.FilesWithDeletionVectors > 0:
-		line("rows", "%d (%d deleted by the deletion vectors of %d files)", *d.NumRecords, d.DeletedRows, d.FilesWithDeletionVectors)
+		line("rows", "%d (not counting %d rows deleted by the deletion vectors of %d file(s))", *d.NumRecords, d.DeletedRows, d.FilesWithDeletionVectors)
 	default:
 		line("rows", "%d", *d.NumRecords)
 	}
@@ -340,7 +338,12 @@ func printDetail(w io.Writer, d *Detail) error {
 			notes = append(notes, "partition")
 		}
 		for _, k := range slices.Sorted(maps.Keys(c.Metadata)) {
-			notes = append(notes, k+"="+c.Metadata[k])
+			v := string(c.Metadata[k])
+			var str string
+			if json.Unmarshal(c.Metadata[k], &str) == nil {
+				v = str // comment=who, not comment="who"
+			}
+			notes = append(notes, k+"="+v)
 		}
 		at := c.ArrowType
 		if at == "" {
