@@ -123,7 +123,7 @@ print(json.dumps({"version": dt.version(), "reader": p.min_reader_version, "writ
 `, root)
 	var want struct {
 		Version, Reader, Writer, Files, Rows int64
-		ReaderFeatures, WriterFeatures []string
+		ReaderFeatures, WriterFeatures       []string
 	}
 	if err := json.Unmarshal(out, &want); err != nil {
 		t.Fatalf("%v: %s", err, out)
