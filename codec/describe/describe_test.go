@@ -29,6 +29,7 @@ var testSchema = func() *arrow.Schema {
 		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
 		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
 		{Name: "n", Type: arrow.PrimitiveTypes.Uint32, Nullable: true},
+		{Name: "d", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}, Nullable: true},
 	}, &md)
 }()
 
@@ -46,6 +47,7 @@ func TestOf(t *testing.T) {
 		"ts|timestamp|timestamp[us, tz=UTC]|event time,shard event time|",
 		"tags|array<string>|list<item: utf8, nullable>||",
 		"n|uint32|uint32||", // no Spark type: Arrow's name
+		"d|string|dictionary<values=utf8, indices=int32, ordered=false>||",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("fields\n%q\nwant\n%q", got, want)
@@ -86,6 +88,7 @@ func stream(t *testing.T, rows []int, controls ...codec.Control) []byte {
 			b.Field(2).AppendNull()
 			b.Field(3).AppendNull()
 			b.Field(4).AppendNull()
+			b.Field(5).AppendNull()
 		}
 		rec := b.NewRecordBatch()
 		if err := w.Write(rec); err != nil {
@@ -112,7 +115,7 @@ func TestReadStreamCounts(t *testing.T) {
 		codec.BarrierControl(8), codec.Control{Kind: codec.End, End: codec.Pause, Interrupted: true})
 	var sawSchema bool
 	rep, err := ReadStream(context.Background(), bytes.NewReader(in), "stdin", false, func(r *Report) error {
-		sawSchema = r.Stream == nil && len(r.Fields) == 5
+		sawSchema = r.Stream == nil && len(r.Fields) == 6
 		return nil
 	})
 	if err != nil || !sawSchema {
@@ -172,7 +175,7 @@ func TestReadStreamLive(t *testing.T) {
 	defer pw2.Close()
 	go pw2.Write(in)
 	rep, err = ReadStream(context.Background(), pr2, "stdin", true, nil)
-	if err != nil || rep.Stream != nil || len(rep.Fields) != 5 {
+	if err != nil || rep.Stream != nil || len(rep.Fields) != 6 {
 		t.Fatalf("--first: %v %+v", err, rep)
 	}
 }

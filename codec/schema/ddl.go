@@ -505,7 +505,9 @@ func writeField(b *strings.Builder, f arrow.Field, sep string) {
 	}
 }
 
-// TypeString returns the Spark DDL spelling of t ("bigint", "array<string>", ...).
+// TypeString returns the Spark DDL spelling of t ("bigint", "array<string>", ...; a
+// dictionary-encoded column its values' type), or Arrow's name of a type Spark has no name
+// for ("uint32").
 func TypeString(t arrow.DataType) string {
 	switch t := t.(type) {
 	case *arrow.BooleanType:
@@ -541,6 +543,8 @@ func TypeString(t arrow.DataType) string {
 		return "array<" + TypeString(t.Elem()) + ">"
 	case *arrow.MapType:
 		return "map<" + TypeString(t.KeyType()) + "," + TypeString(t.ItemType()) + ">"
+	case *arrow.DictionaryType:
+		return TypeString(t.ValueType) // Spark reads a dictionary-encoded column as its values' type
 	case *arrow.StructType:
 		var b strings.Builder
 		b.WriteString("struct<")
