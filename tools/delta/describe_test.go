@@ -144,3 +144,53 @@ print(json.dumps({"version": dt.version(), "reader": p.min_reader_version, "writ
 		}
 	}
 }
+
+// A table Spark (delta-spark) wrote with column mapping and deletion vectors, then deleted rows
+// from (which writes a deletion vector) and appended to with a streaming-style txn: describe
+// lists the features, the column mapping metadata, the rows Spark counts, and the txn.
+func TestDescribeSparkTable(t *testing.T) {
+	py := peertest.Python(t)
+	root := filepath.Join(t.TempDir(), "t")
+	scripts, err := filepath.Abs(filepath.Join("..", "..", "scripts", "py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := peertest.RunPython(t, py, `
+import sys, json
+sys.path.insert(0, sys.argv[2])
+import spark_delta
+s = spark_delta.session(app_name="describe")
+p = sys.argv[1]
+s.sql(f"CREATE TABLE delta.`+"`{p}`"+` (id BIGINT, region STRING COMMENT 'where') USING delta PARTITIONED BY (region) "
+      "TBLPROPERTIES ('delta.columnMapping.mode' = 'name', 'delta.enableDeletionVectors' = 'true')")
+s.range(0, 20).selectExpr("id", "IF(id % 2 = 0, 'eu', 'us') AS region").coalesce(1).write.format("delta").mode("append").save(p)
+s.sql(f"DELETE FROM delta.`+"`{p}`"+` WHERE id < 5")
+s.range(20, 23).selectExpr("id", "'eu' AS region").write.format("delta").mode("append").option("txnAppId", "spark-flow").option("txnVersion", 4).save(p)
+d = s.sql(f"DESCRIBE DETAIL delta.`+"`{p}`"+`").collect()[0]
+print(json.dumps({"rows": s.read.format("delta").load(p).count(), "numFiles": d.numFiles, "sizeInBytes": d.sizeInBytes,
+    "features": sorted(d.tableFeatures), "reader": d.minReaderVersion, "writer": d.minWriterVersion}))
+s.stop()
+`, root, scripts)
+	var want struct {
+		Rows, NumFiles, SizeInBytes int64
+		Features                    []string
+		Reader, Writer              int
+	}
+	if err := json.Unmarshal(out[bytes.LastIndexByte(bytes.TrimSpace(out), '\n')+1:], &want); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	d := runDescribe(t, root)
+	if d.NumRecords == nil || *d.NumRecords != want.Rows || int64(d.NumFiles) != want.NumFiles || d.SizeInBytes != want.SizeInBytes ||
+		!slices.Equal(d.TableFeatures, want.Features) || d.MinReaderVersion != want.Reader || d.MinWriterVersion != want.Writer {
+		t.Fatalf("describe %+v\nSpark %+v", d, want)
+	}
+	if d.FilesWithDeletionVectors == 0 || d.DeletedRows != 5 || d.Readable == "" || d.Properties["delta.columnMapping.mode"] != "name" {
+		t.Fatalf("describe %+v", d)
+	}
+	if len(d.Columns) != 2 || string(d.Columns[1].Metadata["comment"]) != `"where"` || d.Columns[1].Metadata["delta.columnMapping.physicalName"] == nil {
+		t.Fatalf("columns %+v", d.Columns)
+	}
+	if len(d.Flows) != 1 || d.Flows[0].AppID != "spark-flow" || d.Flows[0].Version != 4 {
+		t.Fatalf("flows %+v", d.Flows)
+	}
+}
