@@ -423,12 +423,21 @@ func (t *Table) Checkpoint(s *Snapshot) error { return t.writeCheckpoint(context
 // not parse.
 func (a *Add) NumRecords() int64 { return numRecordsOf(a.Stats) }
 
+// StatsNumRecords returns numRecords from the file's stats JSON and whether the stats give it
+// (false when they are absent, do not parse or have no numRecords: the count is unknown).
+func (a *Add) StatsNumRecords() (int64, bool) { return statsNumRecords(a.Stats) }
+
 func numRecordsOf(stats string) int64 {
+	n, _ := statsNumRecords(stats)
+	return n
+}
+
+func statsNumRecords(stats string) (int64, bool) {
 	var st struct {
-		NumRecords int64 `json:"numRecords"`
+		NumRecords *int64 `json:"numRecords"`
 	}
-	if stats == "" || jsonUnmarshal([]byte(stats), &st) != nil {
-		return 0
+	if stats == "" || jsonUnmarshal([]byte(stats), &st) != nil || st.NumRecords == nil {
+		return 0, false
 	}
-	return st.NumRecords
+	return *st.NumRecords, true
 }

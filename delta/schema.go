@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/streamkit/streamkit/codec/schema"
 )
 
 // DataType is a Delta column type (PROTOCOL.md "Schema Serialization Format"): a
@@ -530,4 +532,48 @@ func anyFieldMetadata(st *StructType, prefix, path string) string {
 		}
 	}
 	return ""
+}
+
+// SQLType returns the Spark SQL DDL spelling of t, as Spark's DESCRIBE prints a column:
+// Delta's long, integer, short and byte become bigint, int, smallint and tinyint, nested types
+// spell their elements so (array<bigint>, map<string,int>, struct<a:bigint,b:string>, with
+// field names back-quoted when they are not plain identifiers, and NOT NULL on non-nullable
+// struct fields); every other type keeps its Delta name (string, decimal(10,2), timestamp_ntz,
+// variant …).
+func SQLType(t DataType) string {
+	switch t := t.(type) {
+	case PrimitiveType:
+		switch t {
+		case TypeLong:
+			return "bigint"
+		case TypeInteger:
+			return "int"
+		case TypeShort:
+			return "smallint"
+		case TypeByte:
+			return "tinyint"
+		}
+		return string(t)
+	case ArrayType:
+		return "array<" + SQLType(t.ElementType) + ">"
+	case MapType:
+		return "map<" + SQLType(t.KeyType) + "," + SQLType(t.ValueType) + ">"
+	case *StructType:
+		var b strings.Builder
+		b.WriteString("struct<")
+		for i, f := range t.Fields {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(schema.QuoteName(f.Name))
+			b.WriteString(":")
+			b.WriteString(SQLType(f.Type))
+			if !f.Nullable {
+				b.WriteString(" NOT NULL")
+			}
+		}
+		b.WriteString(">")
+		return b.String()
+	}
+	return t.String()
 }

@@ -222,6 +222,21 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 // then applies the JSON commits after it in order; a missing commit is an error wrapping
 // [ErrLogIncomplete] (PROTOCOL.md "Checkpoints", "Action Reconciliation").
 func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error) {
+	return t.snapshotAt(ctx, version, true)
+}
+
+// InspectSnapshot loads the latest version as Snapshot does, but also when the table's reader
+// protocol is one this package does not support (reader features such as variantType or
+// column mapping in mode name): for describing a table (`delta describe`), never for
+// reading its data. Its protocol, metadata, schema, files and txns are what the log says; a
+// feature may change what they mean (CheckRead names it).
+func (t *Table) InspectSnapshot(ctx context.Context) (*Snapshot, error) {
+	return t.snapshotAt(ctx, -1, false)
+}
+
+// snapshotAt is SnapshotAt; checkProtocol refuses a reader protocol this package does not
+// support.
+func (t *Table) snapshotAt(ctx context.Context, version int64, checkProtocol bool) (*Snapshot, error) {
 	l, err := listLog(ctx, t.store)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("load snapshot %s: %w", t.root, ErrNotATable)
@@ -283,6 +298,9 @@ func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error
 	}
 	if err := s.validate(); err != nil {
 		return nil, err
+	}
+	if !checkProtocol {
+		return s, nil
 	}
 	if err := checkRead(s.protocol, s.metadata); err != nil {
 		return nil, fmt.Errorf("load snapshot %s: %w", t.root, err)

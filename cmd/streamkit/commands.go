@@ -13,6 +13,7 @@ import (
 	"github.com/streamkit/streamkit/tools/readdelta"
 	"github.com/streamkit/streamkit/tools/readfiles"
 	"github.com/streamkit/streamkit/tools/readkafka"
+	schematool "github.com/streamkit/streamkit/tools/schema"
 	selecttool "github.com/streamkit/streamkit/tools/select"
 	"github.com/streamkit/streamkit/tools/statedump"
 	windowtool "github.com/streamkit/streamkit/tools/window"
@@ -35,6 +36,7 @@ func specs() []cli.Spec {
 		readdelta.CommandSpec(),
 		readfiles.CommandSpec(),
 		readkafka.CommandSpec(),
+		schematool.CommandSpec(),
 		selecttool.CommandSpec(),
 		writekafka.CommandSpec(),
 		statedump.CommandSpec(),

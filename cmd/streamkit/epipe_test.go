@@ -32,9 +32,17 @@ func TestClosedStdoutIsSuccess(t *testing.T) {
 		}
 		_ = gen.Wait()
 	}
+	parquet, err := filepath.Glob(filepath.Join(table, "*.parquet"))
+	if err != nil || len(parquet) == 0 {
+		t.Fatalf("no data file in %s: %v", table, err)
+	}
 	for _, args := range [][]string{
 		{"delta", "history", table},
 		{"delta", "history", table, "--format", "json"},
+		{"delta", "describe", table},
+		{"delta", "describe", table, "--format", "json"},
+		{"schema", parquet[0]},
+		{"schema", parquet[0], "--format", "json"},
 		{"--help"},
 	} {
 		r, w, err := os.Pipe()

@@ -221,7 +221,7 @@ func openFile(f File, path string, format Format, opts Options) (Reader, error) 
 	opts.fill()
 	_, comp := DetectFormat(path)
 	var err error
-	if format == ArrowFile && !arrowFileMagic(f) {
+	if format == ArrowFile && !IsArrowFile(f) {
 		// .arrow names both Arrow IPC formats (streamkit's side outputs and `> x.arrow` write
 		// the stream format): the file format starts with its magic ARROW1, else it is a stream.
 		format = ArrowStream
@@ -288,9 +288,9 @@ func compressionMismatch(name string, comp Compression) error {
 	return fmt.Errorf("read %s: named as %s but it does not start like %s (damaged, or not compressed: rename it)", name, comp, comp)
 }
 
-// arrowFileMagic reports whether f starts with the Arrow IPC file format's magic "ARROW1"
+// IsArrowFile reports whether f starts with the Arrow IPC file format's magic "ARROW1"
 // (an Arrow IPC stream starts with a message length or continuation marker instead).
-func arrowFileMagic(f io.ReaderAt) bool {
+func IsArrowFile(f io.ReaderAt) bool {
 	var magic [6]byte
 	n, _ := f.ReadAt(magic[:], 0)
 	return string(magic[:n]) == "ARROW1"

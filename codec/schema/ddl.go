@@ -477,7 +477,9 @@ func DDL(s *arrow.Schema) string {
 	return b.String()
 }
 
-func quoteName(n string) string {
+// QuoteName spells column name n in DDL: as it is when it is a plain identifier (letters,
+// digits, _), else back-quoted with back-quotes doubled ("my col" → `my col`).
+func QuoteName(n string) string {
 	for i := 0; i < len(n); i++ {
 		if !isIdent(n[i]) {
 			return "`" + strings.ReplaceAll(n, "`", "``") + "`"
@@ -490,7 +492,7 @@ func quoteName(n string) string {
 }
 
 func writeField(b *strings.Builder, f arrow.Field, sep string) {
-	b.WriteString(quoteName(f.Name))
+	b.WriteString(QuoteName(f.Name))
 	b.WriteString(sep)
 	b.WriteString(TypeString(f.Type))
 	if !f.Nullable {
@@ -503,7 +505,9 @@ func writeField(b *strings.Builder, f arrow.Field, sep string) {
 	}
 }
 
-// TypeString returns the Spark DDL spelling of t ("bigint", "array<string>", ...).
+// TypeString returns the Spark DDL spelling of t ("bigint", "array<string>", ...; a
+// dictionary-encoded column its values' type), or Arrow's name of a type Spark has no name
+// for ("uint32").
 func TypeString(t arrow.DataType) string {
 	switch t := t.(type) {
 	case *arrow.BooleanType:
@@ -539,6 +543,8 @@ func TypeString(t arrow.DataType) string {
 		return "array<" + TypeString(t.Elem()) + ">"
 	case *arrow.MapType:
 		return "map<" + TypeString(t.KeyType()) + "," + TypeString(t.ItemType()) + ">"
+	case *arrow.DictionaryType:
+		return TypeString(t.ValueType) // Spark reads a dictionary-encoded column as its values' type
 	case *arrow.StructType:
 		var b strings.Builder
 		b.WriteString("struct<")

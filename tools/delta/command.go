@@ -1,5 +1,6 @@
-// Package deltacmd is the `streamkit delta` command group: maintenance of Delta tables —
-// history (versions, operations, metrics, progress per flow), optimize (bin-packing
+// Package deltacmd is the `streamkit delta` command group: inspection and maintenance of Delta
+// tables — describe (schema, protocol, properties, size, flows), history (versions,
+// operations, metrics, progress per flow), optimize (bin-packing
 // compaction) and vacuum (deleting files the table no longer needs). The Delta protocol is
 // implemented by packages delta (the log) and sink/delta (the data files).
 package deltacmd
@@ -34,13 +35,13 @@ func Command() *cobra.Command { return cli.Command(CommandSpec()) }
 func CommandSpec() cli.Spec {
 	return cli.Spec{
 		Use:   "delta",
-		Short: "Maintain Delta tables: history, optimize, vacuum, cleanup-log",
+		Short: "Inspect and maintain Delta tables: describe, history, optimize, vacuum, cleanup-log",
 		Long: `The delta commands inspect and maintain Delta Lake tables (local directories, file://
 URIs or bucket URLs: s3://, gs://, az://, abfss://), such as the ones write-delta produces.
 They commit like any other writer, so they are
 safe to run while write-delta processes append to the table.`,
 		Args:     cli.NoArgs,
-		Commands: []cli.Spec{historySpec(), optimizeSpec(), vacuumSpec(), cleanupLogSpec()},
+		Commands: []cli.Spec{describeSpec(), historySpec(), optimizeSpec(), vacuumSpec(), cleanupLogSpec()},
 	}
 }
 
@@ -114,7 +115,7 @@ func printHistory(w io.Writer, h *History) error {
 		files := fmt.Sprintf("+%d -%d", c.Adds, c.Removes)
 		ts := ""
 		if !c.Timestamp.IsZero() {
-			ts = c.Timestamp.Format("2006-01-02T15:04:05.000Z")
+			ts = c.Timestamp.Format(timeLayout)
 		}
 		op := c.Operation
 		if c.Metadata {
@@ -128,18 +129,23 @@ func printHistory(w io.Writer, h *History) error {
 	}
 	if len(h.Flows) > 0 {
 		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "FLOW (TXN APPID)\tCOMMITTED EPOCH (TXN VERSION)\tLAST UPDATED")
-		for _, f := range h.Flows {
-			lu := ""
-			if f.LastUpdated != nil {
-				lu = f.LastUpdated.Format("2006-01-02T15:04:05.000Z")
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\n", f.AppID, f.Version, lu)
-		}
-		return tw.Flush()
+		return printFlows(w, h.Flows)
 	}
 	return nil
+}
+
+// printFlows writes the table of flows: appId, committed epoch (txn version), last update.
+func printFlows(w io.Writer, flows []Flow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FLOW (TXN APPID)\tCOMMITTED EPOCH (TXN VERSION)\tLAST UPDATED")
+	for _, f := range flows {
+		lu := ""
+		if f.LastUpdated != nil {
+			lu = f.LastUpdated.Format(timeLayout)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", f.AppID, f.Version, lu)
+	}
+	return tw.Flush()
 }
 
 func optimizeSpec() cli.Spec {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
 	"time"
 
 	"github.com/streamkit/streamkit/delta"
@@ -117,14 +116,6 @@ func ReadHistory(ctx context.Context, loc string, limit int) (*History, error) {
 		}
 		h.Commits = append(h.Commits, c)
 	}
-	for id, t := range s.Txns() {
-		f := Flow{AppID: id, Version: t.Version}
-		if t.LastUpdated != nil {
-			lu := time.UnixMilli(*t.LastUpdated).UTC()
-			f.LastUpdated = &lu
-		}
-		h.Flows = append(h.Flows, f)
-	}
-	sort.Slice(h.Flows, func(i, j int) bool { return h.Flows[i].AppID < h.Flows[j].AppID })
+	h.Flows = flows(s)
 	return h, nil
 }
