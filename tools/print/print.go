@@ -45,6 +45,7 @@ checkpoint directory, so a restarted pipeline resumes after the last printed epo
 		Run: func(cmd *cobra.Command, _ []string) error {
 			cli.Fill(&o, cmd)
 			cfg.Color = cli.Color(cmd.OutOrStdout())
+			cfg.Seeded = cmd.Flags().Changed("seed")
 			p, err := print.New(cfg, cmd.OutOrStdout())
 			if err != nil {
 				return err
@@ -54,7 +55,12 @@ checkpoint directory, so a restarted pipeline resumes after the last printed epo
 		Flags: func(f *pflag.FlagSet) {
 			f.StringVar(&cfg.Format, "format", print.FormatTable, "output format: table, json or csv")
 			cli.Choices(f, "format", "table", "json", "csv")
-			f.Int64Var(&cfg.Limit, "limit", 0, "stop after this many rows (0: no limit)")
+			f.Int64Var(&cfg.Limit, "limit", 0, "stop after this many rows (0: no limit); with --tail or --sample, after reading this many")
+			f.Int64Var(&cfg.Tail, "tail", 0, "print only the last N rows, when the stream ends (0: every row)")
+			f.Int64Var(&cfg.Sample, "sample", 0, "print a uniform random sample of N rows of the whole stream, in stream order, when it ends (0: every row)")
+			f.Uint64Var(&cfg.Seed, "seed", 0, "seed of --sample: the same seed and input give the same sample (default: another sample each run)")
+			f.StringVar(&cfg.Binary, "binary", "", "binary values (Kafka keys, values): text (valid UTF-8 as text, else \\x and hex), base64 or hex (default: text in a table, base64 in JSON, hex in CSV)")
+			cli.Choices(f, "binary", print.BinaryText, print.BinaryBase64, print.BinaryHex)
 			f.BoolVar(&cfg.ShowControl, "show-control", false, "also print control batches (barriers, watermarks, end) in stream order")
 			f.StringVar(&cfg.NullValue, "null-value", "", "CSV: the text of a null value (default: an empty field; the empty string is written as \"\")")
 			cli.StageFlags(f, &o)
