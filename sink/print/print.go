@@ -76,7 +76,8 @@ type Printer struct {
 	txt     textout.Options
 	out     *bufio.Writer
 	schema  *arrow.Schema
-	names   [][]byte // JSON: the quoted column names
+	names   [][]byte // JSON: the quoted column names of namesOf
+	namesOf *arrow.Schema
 	buf     []byte   // one row (JSON) or up to 64 KiB of rows (CSV)
 	buf2    []byte   // one value
 	printed int64    // rows printed, or held with Tail and Sample (what Limit counts)
@@ -215,8 +216,8 @@ func (p *Printer) json(rec arrow.RecordBatch, n int64) error {
 
 // jsonLine appends row r of cols (of schema s) as one JSON object and a newline.
 func (p *Printer) jsonLine(b []byte, s *arrow.Schema, cols []arrow.Array, r int) []byte {
-	if p.names == nil {
-		p.names = make([][]byte, len(cols))
+	if p.namesOf != s {
+		p.names, p.namesOf = make([][]byte, len(cols)), s
 		for i, f := range s.Fields() {
 			p.names[i] = rescue.AppendQuoted(nil, f.Name)
 		}
