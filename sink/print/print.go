@@ -78,9 +78,9 @@ type Printer struct {
 	schema  *arrow.Schema
 	names   [][]byte // JSON: the quoted column names of namesOf
 	namesOf *arrow.Schema
-	buf     []byte   // one row (JSON) or up to 64 KiB of rows (CSV)
-	buf2    []byte   // one value
-	printed int64    // rows printed, or held with Tail and Sample (what Limit counts)
+	buf     []byte // one row (JSON) or up to 64 KiB of rows (CSV)
+	buf2    []byte // one value
+	printed int64  // rows printed, or held with Tail and Sample (what Limit counts)
 	header  bool
 	hold    *held  // the rows of Tail or Sample; nil without
 	epoch   uint64 // the newest epoch printed and not yet returned by Settle
