@@ -28,8 +28,9 @@ func TestForeignProducer(t *testing.T) {
 // TestTruncatedStream cuts pyarrow streams with `head -c` — at every message boundary before
 // the end-of-stream marker, inside every message, inside the marker — as when the upstream
 // process dies. print must fail with exit 1 and say that the input ended without an
-// end-of-stream marker. Two exceptions: the complete stream, and a stream cut after its end
-// batch (the end batch closes the stream; the reader does not read past it).
+// end-of-stream marker. Three exceptions: the complete stream, a stream cut after its end
+// batch (the end batch closes the stream; the reader does not read past it), both exit 0, and
+// an empty pipe, exit 1 without a message (stage.ErrEmptyPipe).
 func TestTruncatedStream(t *testing.T) {
 	p := needPeers(t)
 	const truncated = "input ended without an end-of-stream marker"
@@ -67,7 +68,9 @@ func TestTruncatedStream(t *testing.T) {
 				afterLast = tc{"after the end batch, inside the marker", size - 4, 0, ""}
 			}
 			tests := []tc{
-				{"empty input", 0, 1, "no Arrow IPC stream arrived"},
+				// A pipe that closes before its first byte is what an upstream failure leaves:
+				// exit 1, and no message of print's own beside the upstream's (#23).
+				{"empty input", 0, 1, ""},
 				{"inside the schema", 3, 1, truncated},
 				afterLast,
 				{"complete", size, 0, ""},
@@ -162,8 +165,9 @@ func TestUpstreamFailure(t *testing.T) {
 		wantRows int
 		wantErr  string
 	}{
-		// keyby fails before writing anything: print sees no stream at all.
-		{"cut after the schema", bounds[0], 0, "no Arrow IPC stream arrived"},
+		// keyby fails before writing anything: print sees an empty pipe and exits 1 without
+		// a message of its own, leaving keyby's as the only one (#23).
+		{"cut after the schema", bounds[0], 0, ""},
 		// keyby has forwarded rows, a watermark and barrier 1, then fails.
 		{"cut after barrier 1", bounds[3], 2, "input ended without an end-of-stream marker"},
 		{"cut inside the second data batch", strconv.Itoa(mustAtoi(t, bounds[4]) - 20), 2, "input ended without an end-of-stream marker"},
@@ -177,6 +181,9 @@ func TestUpstreamFailure(t *testing.T) {
 			wantCodes(t, exits, 0, 1, 1)
 			if !strings.Contains(exits[1].stderr, "input ended without an end-of-stream marker") {
 				t.Errorf("keyby stderr: got %q, want a truncated-input error", exits[1].stderr)
+			}
+			if tt.wantErr == "" && exits[2].stderr != "" {
+				t.Errorf("print stderr: got %q, want nothing", exits[2].stderr)
 			}
 			if !strings.Contains(exits[2].stderr, tt.wantErr) {
 				t.Errorf("print stderr: got %q, want it to contain %q", exits[2].stderr, tt.wantErr)

@@ -3,6 +3,10 @@ package stage
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
+
+	"github.com/streamkit/streamkit/codec"
 
 	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/storage"
@@ -64,3 +68,35 @@ type ChildExitError struct {
 
 func (e *ChildExitError) Error() string { return e.Err.Error() }
 func (e *ChildExitError) Unwrap() error { return e.Err }
+
+// ErrEmptyPipe is the error of a stage whose stdin is a pipe (or a socket) that closed before
+// the first byte of an Arrow IPC stream: its writer ended without starting one, which a
+// streamkit stage does only when it failed before its first batch (and said why on stderr) or
+// was killed (the shell reports that). main exits 1 without a message of its own, so the
+// upstream error is the only one on screen (`streamkit generate --bad-flag | streamkit print`);
+// data may have vanished, so the exit code is never 0. An empty file or /dev/null on stdin
+// keeps the message of codec.ErrNoStream, since nothing else explains it.
+var ErrEmptyPipe = errors.New("stdin: the pipe closed before an Arrow IPC stream began (the stage upstream failed, or wrote nothing)")
+
+// InputError is the error of tool when codec.NewReader(stdin) failed with err: ErrEmptyPipe
+// for an empty pipe, the "input is empty" message with a hint for other empty input, else err
+// prefixed with the tool and "stdin".
+func InputError(tool string, stdin io.Reader, err error) error {
+	if !errors.Is(err, codec.ErrNoStream) {
+		return fmt.Errorf("%s: stdin: %w", tool, err)
+	}
+	if isPipe(stdin) {
+		return ErrEmptyPipe
+	}
+	return fmt.Errorf("%s: stdin: %w; pipe a streamkit source (read-files, read-kafka …) into it", tool, err)
+}
+
+// isPipe reports whether r is a pipe, a FIFO or a socket.
+func isPipe(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0
+}

@@ -113,10 +113,11 @@ func (l *operatorLoop) restore(resolver StateResolver) (*codec.Reader, error) {
 	o, env := l.o, l.env
 	rd, err := codec.NewReader(o.Stdin, env.Mem)
 	if err != nil {
-		if errors.Is(err, codec.ErrNoStream) {
-			return nil, fmt.Errorf("%s: stdin: %w; pipe a streamkit source (read-files, read-kafka …) into it", o.Tool, err)
+		err = InputError(o.Tool, o.Stdin, err)
+		if err == ErrEmptyPipe {
+			o.Log.Debug(err.Error()) // main prints nothing for it
 		}
-		return nil, fmt.Errorf("%s: stdin: %w", o.Tool, err)
+		return nil, err
 	}
 	if o.RecycleInput {
 		l.bodies = codec.NewRecycler(env.Mem)

@@ -37,7 +37,9 @@ func main() {
 		err = stage.Usagef("%v; see 'streamkit --help'", err)
 	}
 	code := stage.ExitCode(err)
-	if err != nil && !errors.Is(err, stage.ErrInterrupted) {
+	// An empty pipe on stdin: the stage upstream failed and said why; a second message
+	// (the input is empty) would only bury it. The exit code is still 1.
+	if err != nil && !errors.Is(err, stage.ErrInterrupted) && !errors.Is(err, stage.ErrEmptyPipe) {
 		fmt.Fprintf(os.Stderr, "streamkit: %s\n", withTool(cmd, root, err))
 	}
 	os.Exit(code)

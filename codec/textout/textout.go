@@ -11,7 +11,8 @@
 //	                         "-Infinity" (Jackson's quoted non-numeric numbers), at every depth
 //	decimal                  the exact number with the type's scale (a JSON number)
 //	string                   a JSON string (CSV: the text; "" for the empty string)
-//	binary                   base64 in JSON; lower-case hex in CSV and tables
+//	binary                   base64 in JSON; lower-case hex in CSV and tables (Options.Binary
+//	                         chooses text, base64 or hex instead)
 //	date                     YYYY-MM-DD
 //	timestamp                ISO 8601 with as many fraction digits as the value needs, at most
 //	                         the unit's (3 ms, 6 µs, 9 ns): with a zone, in the column's zone
@@ -33,6 +34,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -42,16 +44,122 @@ import (
 	"github.com/streamkit/streamkit/codec"
 )
 
+// Binary says how binary values (binary, large_binary, binary_view, fixed_size_binary) are
+// written, at every depth.
+type Binary uint8
+
+const (
+	// BinaryDefault writes base64 (RFC 4648, padded) in JSON, as Spark's to_json does, and
+	// lower-case hex in a CSV field or a table cell: both read back unambiguously.
+	BinaryDefault Binary = iota
+	// BinaryText writes a value that is valid UTF-8 without control characters (tab, CR and LF
+	// allowed) as that text, as kcat prints keys, and any other value as `\x` and lower-case
+	// hex (PostgreSQL's bytea spelling: "\x00000001"). For people: a text value that looks like
+	// `\x…` reads the same as a fallback.
+	BinaryText
+	// BinaryBase64 writes base64 (RFC 4648, padded) everywhere.
+	BinaryBase64
+	// BinaryHex writes lower-case hex everywhere (in JSON as a string).
+	BinaryHex
+)
+
+// Options are the choices of a writer that differ from the package's defaults. The zero value
+// is the default of AppendJSON and AppendText.
+type Options struct {
+	// Binary is the spelling of binary values.
+	Binary Binary
+	// OmitNull leaves a struct's null fields out of JSON (AppendJSONOmitNull).
+	OmitNull bool
+}
+
 // AppendJSON appends the JSON of row i of a to dst (see the package doc). A struct's null
 // fields are written as null.
-func AppendJSON(dst []byte, a arrow.Array, i int) []byte { return appendJSON(dst, a, i, false) }
+func AppendJSON(dst []byte, a arrow.Array, i int) []byte { return appendJSON(dst, a, i, Options{}) }
 
 // AppendJSONOmitNull is AppendJSON leaving a struct's null fields out, as Spark's to_json and
 // JSON writer do by default (spark.sql.jsonGenerator.ignoreNullFields = true); nulls in arrays
 // and map values are kept, as there.
-func AppendJSONOmitNull(dst []byte, a arrow.Array, i int) []byte { return appendJSON(dst, a, i, true) }
+func AppendJSONOmitNull(dst []byte, a arrow.Array, i int) []byte {
+	return appendJSON(dst, a, i, Options{OmitNull: true})
+}
 
-func appendJSON(dst []byte, a arrow.Array, i int, omitNull bool) []byte {
+// AppendJSON is the package's AppendJSON with the choices of o.
+func (o Options) AppendJSON(dst []byte, a arrow.Array, i int) []byte { return appendJSON(dst, a, i, o) }
+
+// AppendText is the package's AppendText with the choices of o.
+func (o Options) AppendText(dst []byte, a arrow.Array, i int) (out []byte, null bool) {
+	return appendText(dst, a, i, o)
+}
+
+// binaryValue returns row i of a binary array of any layout; ok is false for other types.
+func binaryValue(a arrow.Array, i int) (v []byte, ok bool) {
+	switch a := a.(type) {
+	case *array.Binary:
+		return a.Value(i), true
+	case *array.LargeBinary:
+		return a.Value(i), true
+	case *array.BinaryView:
+		return a.Value(i), true
+	case *array.FixedSizeBinary:
+		return a.Value(i), true
+	}
+	return nil, false
+}
+
+// appendBinaryJSON appends b as a JSON string in the spelling of o.Binary.
+func appendBinaryJSON(dst, b []byte, o Options) []byte {
+	switch o.Binary {
+	case BinaryText:
+		if IsText(b) {
+			return rescue.AppendQuoted(dst, string(b))
+		}
+		dst = append(dst, '"', '\\', '\\', 'x')
+		dst = hex.AppendEncode(dst, b)
+		return append(dst, '"')
+	case BinaryHex:
+		dst = append(dst, '"')
+		dst = hex.AppendEncode(dst, b)
+		return append(dst, '"')
+	}
+	return appendBase64(dst, b)
+}
+
+// appendBinaryText appends b as text in the spelling of o.Binary.
+func appendBinaryText(dst, b []byte, o Options) []byte {
+	switch o.Binary {
+	case BinaryText:
+		if IsText(b) {
+			return append(dst, b...)
+		}
+		return hex.AppendEncode(append(dst, '\\', 'x'), b)
+	case BinaryBase64:
+		return base64.StdEncoding.AppendEncode(dst, b)
+	}
+	return hex.AppendEncode(dst, b)
+}
+
+// IsText reports whether b is valid UTF-8 without control characters (C0, DEL or C1) other
+// than tab, CR and LF: bytes that BinaryText shows as they are.
+func IsText(b []byte) bool {
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f {
+				return false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 || r >= 0x80 && r <= 0x9f {
+			return false
+		}
+		i += size
+	}
+	return true
+}
+
+func appendJSON(dst []byte, a arrow.Array, i int, o Options) []byte {
 	if a.IsNull(i) {
 		return append(dst, "null"...)
 	}
@@ -62,14 +170,9 @@ func appendJSON(dst []byte, a arrow.Array, i int, omitNull bool) []byte {
 		return rescue.AppendQuoted(dst, a.Value(i))
 	case *array.StringView:
 		return rescue.AppendQuoted(dst, a.Value(i))
-	case *array.Binary:
-		return appendBase64(dst, a.Value(i))
-	case *array.LargeBinary:
-		return appendBase64(dst, a.Value(i))
-	case *array.BinaryView:
-		return appendBase64(dst, a.Value(i))
-	case *array.FixedSizeBinary:
-		return appendBase64(dst, a.Value(i))
+	case *array.Binary, *array.LargeBinary, *array.BinaryView, *array.FixedSizeBinary:
+		b, _ := binaryValue(a, i)
+		return appendBinaryJSON(dst, b, o)
 	case *array.Float16:
 		return appendFloatJSON(dst, float64(a.Value(i).Float32()), 32)
 	case *array.Float32:
@@ -85,7 +188,7 @@ func appendJSON(dst []byte, a arrow.Array, i int, omitNull bool) []byte {
 		dst = append(dst, '{')
 		first := true
 		for f := 0; f < a.NumField(); f++ {
-			if omitNull && a.Field(f).IsNull(i) {
+			if o.OmitNull && a.Field(f).IsNull(i) {
 				continue
 			}
 			if !first {
@@ -94,7 +197,7 @@ func appendJSON(dst []byte, a arrow.Array, i int, omitNull bool) []byte {
 			first = false
 			dst = rescue.AppendQuoted(dst, st.Field(f).Name)
 			dst = append(dst, ':')
-			dst = appendJSON(dst, a.Field(f), i, omitNull)
+			dst = appendJSON(dst, a.Field(f), i, o)
 		}
 		return append(dst, '}')
 	case *array.Map:
@@ -107,13 +210,13 @@ func appendJSON(dst []byte, a arrow.Array, i int, omitNull bool) []byte {
 				dst = append(dst, ',')
 			}
 			if _, ok := keys.(*array.String); ok || keys.IsNull(j) {
-				dst = AppendJSON(dst, keys, j)
+				dst = appendJSON(dst, keys, j, o)
 			} else {
-				k, _ := AppendText(nil, keys, j)
+				k, _ := appendText(nil, keys, j, o)
 				dst = rescue.AppendQuoted(dst, string(k))
 			}
 			dst = append(dst, ':')
-			dst = appendJSON(dst, items, j, omitNull)
+			dst = appendJSON(dst, items, j, o)
 		}
 		return append(dst, '}')
 	case array.ListLike:
@@ -124,13 +227,13 @@ func appendJSON(dst []byte, a arrow.Array, i int, omitNull bool) []byte {
 			if j > int(start) {
 				dst = append(dst, ',')
 			}
-			dst = appendJSON(dst, vals, j, omitNull)
+			dst = appendJSON(dst, vals, j, o)
 		}
 		return append(dst, ']')
 	case *array.Dictionary:
-		return appendJSON(dst, a.Dictionary(), a.GetValueIndex(i), omitNull)
+		return appendJSON(dst, a.Dictionary(), a.GetValueIndex(i), o)
 	case array.ExtensionArray:
-		return appendJSON(dst, a.Storage(), i, omitNull)
+		return appendJSON(dst, a.Storage(), i, o)
 	}
 	if out, ok := appendScalar(dst, a, i); ok {
 		return out
@@ -146,6 +249,10 @@ func appendJSON(dst []byte, a arrow.Array, i int, omitNull bool) []byte {
 // as they are, binary as hex, nested values as their JSON, everything else as in AppendJSON
 // without quotes. null reports a null value (nothing is appended).
 func AppendText(dst []byte, a arrow.Array, i int) (out []byte, null bool) {
+	return appendText(dst, a, i, Options{})
+}
+
+func appendText(dst []byte, a arrow.Array, i int, o Options) (out []byte, null bool) {
 	if a.IsNull(i) {
 		return dst, true
 	}
@@ -156,14 +263,9 @@ func AppendText(dst []byte, a arrow.Array, i int) (out []byte, null bool) {
 		return append(dst, a.Value(i)...), false
 	case *array.StringView:
 		return append(dst, a.Value(i)...), false
-	case *array.Binary:
-		return hex.AppendEncode(dst, a.Value(i)), false
-	case *array.LargeBinary:
-		return hex.AppendEncode(dst, a.Value(i)), false
-	case *array.BinaryView:
-		return hex.AppendEncode(dst, a.Value(i)), false
-	case *array.FixedSizeBinary:
-		return hex.AppendEncode(dst, a.Value(i)), false
+	case *array.Binary, *array.LargeBinary, *array.BinaryView, *array.FixedSizeBinary:
+		b, _ := binaryValue(a, i)
+		return appendBinaryText(dst, b, o), false
 	case *array.Float16:
 		return AppendFloat(dst, float64(a.Value(i).Float32()), 32), false
 	case *array.Float32:
@@ -181,11 +283,11 @@ func AppendText(dst []byte, a arrow.Array, i int) (out []byte, null bool) {
 	case *array.Time64:
 		return appendTimeOfDay(dst, int64(a.Value(i)), a.DataType().(*arrow.Time64Type).Unit), false
 	case *array.Dictionary:
-		return AppendText(dst, a.Dictionary(), a.GetValueIndex(i))
+		return appendText(dst, a.Dictionary(), a.GetValueIndex(i), o)
 	case array.ExtensionArray:
-		return AppendText(dst, a.Storage(), i)
+		return appendText(dst, a.Storage(), i, o)
 	case *array.Struct, array.ListLike:
-		return AppendJSON(dst, a, i), false
+		return appendJSON(dst, a, i, o), false
 	}
 	if out, ok := appendScalar(dst, a, i); ok {
 		return out, false

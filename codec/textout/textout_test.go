@@ -229,3 +229,56 @@ func TestAppendJSONOmitNull(t *testing.T) {
 		t.Errorf("AppendJSON row 1: %s, want %s", got, want)
 	}
 }
+
+// TestBinaryOptions: each spelling of binary values, at the top and inside a struct, in JSON
+// and as text; the default is base64 in JSON and hex in text.
+func TestBinaryOptions(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	st := arrow.StructOf(arrow.Field{Name: "k", Type: arrow.BinaryTypes.Binary, Nullable: true})
+	b := array.NewStructBuilder(mem, st)
+	defer b.Release()
+	vals := [][]byte{[]byte("user-1"), {0, 0, 0, 1}, []byte("é\tx"), {0xff}, {}, []byte("a\u0085")}
+	for _, v := range vals {
+		b.Append(true)
+		b.FieldBuilder(0).(*array.BinaryBuilder).Append(v)
+	}
+	arr := b.NewStructArray()
+	defer arr.Release()
+	bin := arr.Field(0)
+	for _, c := range []struct {
+		o          textout.Options
+		json, text []string
+	}{
+		{textout.Options{},
+			[]string{`"dXNlci0x"`, `"AAAAAQ=="`, `"w6kJeA=="`, `"/w=="`, `""`, `"YcKF"`},
+			[]string{"757365722d31", "00000001", "c3a90978", "ff", "", "61c285"}},
+		{textout.Options{Binary: textout.BinaryText},
+			[]string{`"user-1"`, `"\\x00000001"`, `"é\tx"`, `"\\xff"`, `""`, `"\\x61c285"`},
+			[]string{"user-1", `\x00000001`, "é\tx", `\xff`, "", `\x61c285`}},
+		{textout.Options{Binary: textout.BinaryBase64},
+			[]string{`"dXNlci0x"`, `"AAAAAQ=="`, `"w6kJeA=="`, `"/w=="`, `""`, `"YcKF"`},
+			[]string{"dXNlci0x", "AAAAAQ==", "w6kJeA==", "/w==", "", "YcKF"}},
+		{textout.Options{Binary: textout.BinaryHex},
+			[]string{`"757365722d31"`, `"00000001"`, `"c3a90978"`, `"ff"`, `""`, `"61c285"`},
+			[]string{"757365722d31", "00000001", "c3a90978", "ff", "", "61c285"}},
+	} {
+		for i := range vals {
+			if got := string(c.o.AppendJSON(nil, bin, i)); got != c.json[i] {
+				t.Errorf("%+v JSON of %q: got %s, want %s", c.o, vals[i], got, c.json[i])
+			}
+			if got, _ := c.o.AppendText(nil, bin, i); string(got) != c.text[i] {
+				t.Errorf("%+v text of %q: got %s, want %s", c.o, vals[i], got, c.text[i])
+			}
+			if got, want := string(c.o.AppendJSON(nil, arr, i)), `{"k":`+c.json[i]+`}`; got != want {
+				t.Errorf("%+v JSON of struct with %q: got %s, want %s", c.o, vals[i], got, want)
+			}
+		}
+	}
+	if got := string(textout.AppendJSON(nil, bin, 0)); got != `"dXNlci0x"` {
+		t.Errorf("AppendJSON: got %s, want base64", got)
+	}
+	if got, _ := textout.AppendText(nil, bin, 0); string(got) != "757365722d31" {
+		t.Errorf("AppendText: got %s, want hex", got)
+	}
+}

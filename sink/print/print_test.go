@@ -68,10 +68,62 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{Format: FormatJSON, NullValue: "NULL"},
 		{Format: FormatCSV, NullValue: "a,b"},
 		{Limit: -1},
+		{Tail: -1},
+		{Sample: -2},
+		{Tail: 3, Sample: 3},
+		{Tail: 3, ShowControl: true},
+		{Sample: 3, ShowControl: true},
+		{Tail: 3, Limit: 3},
+		{Sample: 5, Limit: 2},
+		{Seeded: true},
+		{Tail: 3, Seeded: true},
+		{Binary: "raw"},
 	} {
 		var ue *stage.UsageError
 		if _, err := New(cfg, &bytes.Buffer{}); !errors.As(err, &ue) {
 			t.Errorf("New(%+v) = %v, want a usage error", cfg, err)
 		}
+	}
+}
+
+// TestBinaryDefaults: binary values as text in a table (hex when not text), base64 in JSON,
+// hex in CSV; --binary overrides each.
+func TestBinaryDefaults(t *testing.T) {
+	s := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.BinaryTypes.Binary}}, nil)
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Format: FormatJSON}, `{"k":"dXNlci0x"}` + "\n" + `{"k":"AAAAAQ=="}` + "\n"},
+		{Config{Format: FormatJSON, Binary: BinaryText}, `{"k":"user-1"}` + "\n" + `{"k":"\\x00000001"}` + "\n"},
+		{Config{Format: FormatCSV}, "k\n757365722d31\n00000001\n"},
+		{Config{Format: FormatCSV, Binary: BinaryBase64}, "k\ndXNlci0x\nAAAAAQ==\n"},
+		{Config{}, "┌────────────┐\n│ k          │\n├────────────┤\n│ user-1     │\n│ \\x00000001 │\n└────────────┘\n"},
+		{Config{Binary: BinaryHex}, "┌──────────────┐\n│ k            │\n├──────────────┤\n│ 757365722d31 │\n│ 00000001     │\n└──────────────┘\n"},
+	} {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+		b.AppendValues([][]byte{[]byte("user-1"), {0, 0, 0, 1}}, nil)
+		col := b.NewArray()
+		rec := array.NewRecordBatch(s, []arrow.Array{col}, 2)
+		var out bytes.Buffer
+		p, err := New(c.cfg, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Start(s)
+		if err := p.Process(context.Background(), rec, nil); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		col.Release()
+		b.Release()
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.String(); got != c.want {
+			t.Errorf("%+v:\ngot  %q\nwant %q", c.cfg, got, c.want)
+		}
+		mem.AssertSize(t, 0)
 	}
 }

@@ -204,7 +204,7 @@ func (s *Sharded) Run(ctx context.Context, o stage.Options) (err error) {
 	}
 	r := &shardRun{s: s, o: o, mem: mem}
 	if r.rd, err = codec.NewReader(o.Stdin, mem); err != nil {
-		return fmt.Errorf("keyby: stdin: %w", err)
+		return stage.InputError("keyby", o.Stdin, err)
 	}
 	defer r.rd.Release()
 	// Batches are split and written before the next one is read: their buffers, and those of
