@@ -49,11 +49,11 @@ Schema: --schema as Spark DDL ("id long, ts timestamp, tags array<string>"), or 
 that is not valid DDL, e.g. schema.json) holding DDL, a JSON Schema or an Avro schema; otherwise it is inferred from the first --infer-rows
 records (integers with doubles widen to double, conflicting types to string) and
 --schema-hints pins some columns. Values that do not fit go to the _rescued_data column (JSON
-naming the fields and the file); records that cannot be parsed at all go to --bad-records
+naming the fields and the file); records that cannot be parsed at all go to --bad-records-output
 (NDJSON: file, line, offset, reason, raw) and are counted in the progress and at exit.
 --mode permissive|dropmalformed|failfast works as in Spark. A CSV or JSON field (or a top-level
 Parquet/Arrow string value) that is not valid UTF-8 is null with its bytes base64 in
-_rescued_data under <field>_base64 (one warning per file counts the rows); a bad record that is not UTF-8 has raw_base64 in --bad-records. Parquet,
+_rescued_data under <field>_base64 (one warning per file counts the rows); a bad record that is not UTF-8 has raw_base64 in --bad-records-output. Parquet,
 Avro and Arrow columns are
 matched by name and cast to the schema's type; values that do not cast are rescued, but a
 column whose type cannot be cast at all (a record read as a number, a string as a struct: the
@@ -74,7 +74,7 @@ Zone-less timestamps are read in --tz (default UTC), never in the machine's zone
 			"# Print a CSV file\nstreamkit read-files data.csv | streamkit print --limit 20",
 			"# Every new JSON file under landing/, once per file, from cron\nstreamkit read-files --checkpoint ./ckpt/landing 'landing/**/*.json' | streamkit print --checkpoint ./ckpt/print --format json",
 			"# Every new JSON object under s3://bucket/landing/, once per object\nstreamkit read-files --checkpoint ./ckpt/s3landing 's3://bucket/landing/**/*.json' | streamkit print --format json",
-			"# Follow a directory with an explicit schema and keep unparseable records\nstreamkit read-files --follow --schema 'id long, amount decimal(10,2), ts timestamp' --bad-records bad.ndjson --tz Europe/Paris 'in/*.csv.gz' | streamkit print",
+			"# Follow a directory with an explicit schema and keep unparseable records\nstreamkit read-files --follow --schema 'id long, amount decimal(10,2), ts timestamp' --bad-records-output bad.ndjson --tz Europe/Paris 'in/*.csv.gz' | streamkit print",
 			"# Parquet files, two columns, with file metadata\nstreamkit read-files --schema 'origin string, delay int' --with-metadata 'flights/*.parquet' | streamkit print --format json",
 			"# Newline-delimited JSON from stdin\ncat events.ndjson | streamkit read-files --format json -",
 		},
