@@ -100,7 +100,9 @@ chaos-group:
 # Side-by-side benchmarks (issue #11): streamkit vs Spark Structured Streaming, kcat | delta-rs
 # and Flink on the same data and cores, W1 also with the tables on the S3 test server, written to
 # docs/benchmarks.md; installs its peers, starts the broker and the S3 test server when they are
-# not running (and stops them again). BENCH_SCALE=0.01 for a quick smoke run; see
+# not running (and stops them again). BENCH_SCALE=0.01 for a quick smoke run, reported in
+# .it/bench/benchmarks-scale-0.01.md: only a BENCH_SCALE 1 run writes docs/benchmarks.md
+# (BENCH_REPORT=FILE names another file); see
 # scripts/bench/run.sh. Not part of make test (the full run takes an hour or more).
 bench:
 	scripts/bench/run.sh

@@ -502,8 +502,13 @@ func (c *checker) resolve(id *Ident) ([]int, arrow.DataType, error) {
 
 func quoteName(s string) string { return "`" + s + "`" }
 
-// didYouMean suggests the closest of names to s (edit distance ≤ a third of its length), as
-// " (did you mean `x`?)", or "".
+// DidYouMean is the hint an unknown name gets in streamkit's messages: " (did you mean `x`?)"
+// with the closest of names (edit distance ≤ a third of its length), else " (have `a`, `b`)"
+// when there are at most 12 names, else "". Tools name unknown columns of their flags with it
+// (read-files --columns), as expressions do.
+func DidYouMean(s string, names []string) string { return didYouMean(s, names) }
+
+// didYouMean is DidYouMean.
 func didYouMean(s string, names []string) string {
 	best, bestD := "", 1<<30
 	for _, n := range names {

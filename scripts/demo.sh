@@ -23,7 +23,7 @@ pipeline() {
   "$SK" "${q[@]}" read-files "$WORK/landing" \
     | "$SK" "${q[@]}" keyby origin \
     | "$SK" "${q[@]}" dedup --key date,origin,destination,delay,distance \
-    | "$SK" "${q[@]}" window tumbling --size 24h --time date --tz UTC \
+    | "$SK" "${q[@]}" window tumbling --size 24h --event-time date --tz UTC \
         --agg 'count as flights, avg(delay) as avg_delay, max(delay) as max_delay' \
     | "$SK" "${q[@]}" write-delta "$TABLE" --flow flights-daily
 }

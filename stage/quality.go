@@ -14,7 +14,7 @@ type RejectKind int
 
 // The kinds of rejected records.
 const (
-	// BadRecord: an input record a source could not parse at all (read-files' --bad-records);
+	// BadRecord: an input record a source could not parse at all (read-files' --bad-records-output);
 	// it is not a row of the output, so it adds to the epoch's records besides the rows.
 	BadRecord RejectKind = iota
 	// RescuedRow: a row whose unparsed fields or bytes went to _rescued_data (still a row of

@@ -144,3 +144,59 @@ func TestFlagValueCompletion(t *testing.T) {
 		}
 	}
 }
+
+// TestOneFlagNamePerConcept checks the names of issue #23: the event-time column is
+// --event-time in every tool that takes one (window's --time is a hidden old name of it), and a
+// side file is --<what>-output (--late-output, --dropped-output, --bad-records-output; the
+// --bad-records of read-files, read-kafka and backfill is a hidden old name). An old name
+// sets the same variable as the new one, and no command shows it.
+func TestOneFlagNamePerConcept(t *testing.T) {
+	want := map[string][]string{ // command path → flag, or "flag=old" for a hidden old name
+		"streamkit dedup":           {"event-time", "dropped-output"},
+		"streamkit generate":        {"event-time"},
+		"streamkit filter":          {"dropped-output"},
+		"streamkit expect":          {"dropped-output"},
+		"streamkit read-files":      {"bad-records-output=bad-records"},
+		"streamkit read-kafka":      {"bad-records-output=bad-records"},
+		"streamkit backfill":        {"bad-records-output=bad-records"},
+		"streamkit window tumbling": {"event-time=time", "late-output"},
+		"streamkit window sliding":  {"event-time=time", "late-output"},
+		"streamkit window session":  {"event-time=time", "late-output"},
+		"streamkit window count":    {"event-time=time", "late-output"},
+		"streamkit window global":   {"event-time=time", "late-output"},
+	}
+	seen := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		fs := c.LocalFlags()
+		fs.VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden && (f.Name == "time" || f.Name == "bad-records") {
+				t.Errorf("%s shows --%s, an old name", c.CommandPath(), f.Name)
+			}
+		})
+		if names, ok := want[c.CommandPath()]; ok {
+			seen++
+			for _, n := range names {
+				name, old, _ := strings.Cut(n, "=")
+				f := fs.Lookup(name)
+				if f == nil || f.Hidden {
+					t.Errorf("%s has no visible --%s", c.CommandPath(), name)
+					continue
+				}
+				if old == "" {
+					continue
+				}
+				if o := fs.Lookup(old); o == nil || !o.Hidden || o.Value != f.Value {
+					t.Errorf("%s --%s is not a hidden old name of --%s", c.CommandPath(), old, name)
+				}
+			}
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRoot())
+	if seen != len(want) {
+		t.Errorf("found %d of the %d commands", seen, len(want))
+	}
+}

@@ -40,6 +40,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -88,6 +89,13 @@ type Options struct {
 	BufferSize int
 	// Infer configures inference when NewReader gets a nil schema.
 	Infer InferOptions
+	// Skip names input columns that are read past: neither decoded nor rescued, and never a
+	// reason to call a record bad (read-files --columns leaves them out, as Spark's CSV column
+	// pruning does). Names are header names, or Positions' without a header.
+	Skip []string
+	// Positions names the input columns by position when there is no header (default: the
+	// schema's columns in order), so that a file can be decoded into some of its columns.
+	Positions []string
 	// Allocator for Arrow builders (default memory.DefaultAllocator).
 	Allocator memory.Allocator
 }
@@ -130,7 +138,7 @@ type Decoder struct {
 	cols    []*column // schema columns (without the rescued one)
 	rescued *array.StringBuilder
 
-	colMap   []int    // input position -> schema column, -1 for extra
+	colMap   []int    // input position -> schema column, -1 for extra, skipped for Options.Skip
 	colNames []string // input position -> name for rescue ("_c<i>" when unnamed)
 	seen     []bool
 	res      rescue.Builder
@@ -195,10 +203,17 @@ func (d *Decoder) NewRecordBatch() arrow.RecordBatch {
 	return array.RecordFromStructArray(sa, d.schema)
 }
 
-// Bind maps input columns to schema columns by header names (nil: by position). Header names
-// not in the schema are extra columns, rescued under their name.
+// skipped marks an input column of Options.Skip in Decoder.colMap (-1 is an extra column).
+const skipped = -2
+
+// Bind maps input columns to schema columns by header names (nil: by position, or by
+// Options.Positions). Header names not in the schema are extra columns, rescued under their
+// name, unless Options.Skip names them.
 func (d *Decoder) Bind(header []string) {
 	d.colMap, d.colNames = d.colMap[:0], d.colNames[:0]
+	if header == nil && d.opts.Positions != nil {
+		header = d.opts.Positions
+	}
 	if header == nil {
 		for i := range d.cols {
 			d.colMap = append(d.colMap, i)
@@ -219,6 +234,9 @@ func (d *Decoder) Bind(header []string) {
 		}
 		if h == "" {
 			h = "_c" + strconv.Itoa(i)
+		}
+		if idx < 0 && slices.Contains(d.opts.Skip, h) {
+			idx = skipped
 		}
 		d.colMap = append(d.colMap, idx)
 		d.colNames = append(d.colNames, h)
@@ -306,6 +324,9 @@ func (d *Decoder) decode(r *record, dry bool) string {
 		ci := -1
 		if i < len(d.colMap) {
 			ci = d.colMap[i]
+		}
+		if ci == skipped {
+			continue
 		}
 		if ci < 0 {
 			if !dry && d.rescued != nil && (len(v) > 0 || quoted) {

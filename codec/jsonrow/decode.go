@@ -88,6 +88,9 @@ type Options struct {
 	EpochUnitSet bool
 	// Allocator for the Arrow builders (default memory.DefaultAllocator).
 	Allocator memory.Allocator
+	// Skip names top-level members that are read past: neither decoded nor rescued, and never
+	// a reason to call a record bad (read-files --columns leaves them out).
+	Skip []string
 }
 
 func (o *Options) fill() {
@@ -137,6 +140,7 @@ type Decoder struct {
 	root    *field
 	rescued *array.StringBuilder // nil when disabled
 	resIdx  int                  // index of the rescued column in the root struct, -1 if none
+	skip    map[string]bool      // Options.Skip
 
 	tz      tokenizer
 	data    []byte
@@ -170,6 +174,12 @@ func NewDecoder(schema *arrow.Schema, opts Options) (*Decoder, error) {
 		return nil, fmt.Errorf("jsonrow: %w", err)
 	}
 	d := &Decoder{opts: opts, resIdx: resIdx}
+	for _, name := range opts.Skip {
+		if d.skip == nil {
+			d.skip = map[string]bool{}
+		}
+		d.skip[name] = true
+	}
 	md := schema.Metadata()
 	d.schema = arrow.NewSchema(fields, &md)
 	st := arrow.StructOf(fields...)
@@ -487,6 +497,9 @@ func (d *Decoder) decodeStruct(f *field, ti int32, top bool) {
 		}
 		if ok {
 			hint = idx + 1
+		} else if top && d.skip[b2s(key)] {
+			k = d.tz.toks[vi].next
+			continue
 		}
 		if !ok || slots[idx] >= 0 {
 			// Unknown field, or an earlier duplicate: rescue the raw value.

@@ -9,7 +9,7 @@ import (
 // LineFile appends lines (bad records as JSON lines) to a file through a 64 KiB buffer; Sync
 // makes what was written durable (flush and fsync), as a source must before the offsets of an
 // epoch whose bad records it wrote are recorded. Errors are prefixed with the flag and path
-// (e.g. "--bad-records bad.ndjson: …").
+// (e.g. "--bad-records-output bad.ndjson: …").
 type LineFile struct {
 	flag, path string
 	f          *os.File

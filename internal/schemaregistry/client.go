@@ -43,7 +43,8 @@ import (
 // Config are the registry options shared by read-kafka and write-kafka.
 type Config struct {
 	// URL is the registry's base URL (--schema-registry), e.g. http://host:8081 or
-	// http://host:8080/apis/ccompat/v7 for Apicurio.
+	// http://host:8080/apis/ccompat/v7 for Apicurio (which serves the Confluent API under that
+	// path; a 404 from a bare host that is not a Confluent answer says so).
 	URL string
 	// User enables HTTP basic auth (--schema-registry-user); the password comes from
 	// PasswordFile (--schema-registry-password-file) or the environment variable PasswordEnv
@@ -64,7 +65,7 @@ const DefaultPasswordEnv = "STREAMKIT_SCHEMA_REGISTRY_PASSWORD"
 
 // AddFlags registers the --schema-registry* flags.
 func (c *Config) AddFlags(f *pflag.FlagSet) {
-	f.StringVar(&c.URL, "schema-registry", "", "Confluent-compatible schema registry URL (Confluent wire format: magic byte 0 + 4-byte schema id)")
+	f.StringVar(&c.URL, "schema-registry", "", "Confluent-compatible schema registry URL, e.g. http://host:8081 (Confluent wire format: magic byte 0 + 4-byte schema id); Apicurio Registry: http://host:8080/apis/ccompat/v7")
 	f.StringVar(&c.User, "schema-registry-user", "", "schema registry basic-auth user (password from --schema-registry-password-file or -env)")
 	f.StringVar(&c.PasswordFile, "schema-registry-password-file", "", "file holding the schema registry password")
 	f.StringVar(&c.PasswordEnv, "schema-registry-password-env", DefaultPasswordEnv, "environment variable holding the schema registry password")
@@ -163,6 +164,13 @@ func password(c Config) (string, error) {
 // URL is the registry's base URL.
 func (c *Client) URL() string { return c.base }
 
+// bareHost reports whether the base URL has no path (http://host:port), where Apicurio does
+// not serve the Confluent API.
+func (c *Client) bareHost() bool {
+	u, err := url.Parse(c.base)
+	return err == nil && strings.Trim(u.Path, "/") == ""
+}
+
 // explain turns an error of sr.Client for the request method path into streamkit's: the
 // registry unreachable, its HTTP error answer (a *NotFoundError for 404), or an answer that
 // does not decode.
@@ -181,6 +189,11 @@ func (c *Client) explain(method, path string, err error) error {
 		status := fmt.Sprintf("%d %s", re.StatusCode, http.StatusText(re.StatusCode))
 		switch re.StatusCode {
 		case http.StatusNotFound:
+			if re.ErrorCode < 10000 && c.bareHost() {
+				// Not a Confluent answer (its codes are 404xx): Apicurio answers so on its
+				// host's root, since it serves the Confluent API under a path.
+				msg += "; the registry's answer is not the Confluent API's: Apicurio Registry serves it under /apis/ccompat/v7, --schema-registry " + c.base + "/apis/ccompat/v7"
+			}
 			return &NotFoundError{What: path, Msg: msg}
 		case http.StatusUnauthorized, http.StatusForbidden:
 			return fmt.Errorf("schema registry %s %s: %s (check --schema-registry-user and its password): %s", method, path, status, msg)

@@ -3,6 +3,7 @@ package schemaregistry
 import (
 	"context"
 	"encoding/pem"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -140,5 +141,35 @@ func TestApicurio(t *testing.T) {
 	}
 	if _, err := fresh.SchemaByID(ctx, 987654); err == nil || !Permanent(err) {
 		t.Fatalf("unknown id: %v", err)
+	}
+}
+
+// TestBareHostHint checks that a 404 which is not a Confluent answer, from a registry URL
+// without a path, names Apicurio's /apis/ccompat/v7 (its host's root serves another API),
+// and that Confluent's own 404s, or any 404 under a path, carry no such hint.
+func TestBareHostHint(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		if strings.HasPrefix(r.URL.Path, "/confluent/") {
+			_, _ = w.Write([]byte(`{"error_code":40403,"message":"Schema 7 not found"}`))
+		} else {
+			_, _ = w.Write([]byte(`Resource not found`))
+		}
+	}))
+	defer srv.Close()
+	hint := "Apicurio Registry serves it under /apis/ccompat/v7, --schema-registry " + srv.URL + "/apis/ccompat/v7"
+	for _, tc := range []struct {
+		base string
+		hint bool
+	}{{srv.URL, true}, {srv.URL + "/", true}, {srv.URL + "/confluent", false}, {srv.URL + "/other", false}} {
+		c, err := New(Config{URL: tc.base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.SchemaByID(context.Background(), 7)
+		var nf *NotFoundError
+		if !errors.As(err, &nf) || !Permanent(err) || strings.Contains(err.Error(), hint) != tc.hint {
+			t.Errorf("%s: %v; want a NotFoundError, hint %v", tc.base, err, tc.hint)
+		}
 	}
 }

@@ -3,7 +3,8 @@
 # and (where it installs) Flink on the same data, machine and cores; writes docs/benchmarks.md.
 #
 #   scripts/bench/run.sh                         (make bench)
-#   BENCH_SCALE=0.01 scripts/bench/run.sh        smoke test: 1% of the rows
+#   BENCH_SCALE=0.01 scripts/bench/run.sh        smoke test: 1% of the rows, reported in
+#                                                .it/bench/benchmarks-scale-0.01.md (not docs/)
 #
 # Steps: install the peers (scripts/peers.sh python spark spark-kafka kafka kcat), build
 # bin/streamkit, start the Kafka broker unless it runs (and stop it at the end if this script
@@ -59,7 +60,7 @@
 # (STREAMKIT_CPUPROFILE) that the report uses to say where the time goes.
 #
 # Environment: BENCH_SCALE (1.0), BENCH_SEED (1), BENCH_WORKLOADS ("w0 w1 w2 w3 transform"),
-# BENCH_ENGINES ("streamkit spark kcat-deltalake flink streamkit-s3 spark-s3 kcat-deltalake-s3"), BENCH_REPORT (docs/benchmarks.md),
+# BENCH_ENGINES ("streamkit spark kcat-deltalake flink streamkit-s3 spark-s3 kcat-deltalake-s3"), BENCH_REPORT (docs/benchmarks.md at BENCH_SCALE 1, else .it/bench/benchmarks-scale-<scale>.md),
 # BENCH_TABLE_URL_BASE (bucket URL of the -s3 engines' tables, see above), STREAMKIT_S3_PORT
 # (the S3 server's port, 9000 as scripts/s3.sh), BENCH_COMMIT_EPOCHS (epochs of each commit
 # latency run, 200), BENCH_KEEP=1 keeps the engines' output tables (default: removed once checked, they are large),
@@ -78,7 +79,15 @@ SCALE="${BENCH_SCALE:-1.0}"
 SEED="${BENCH_SEED:-1}"
 WORKLOADS="${BENCH_WORKLOADS:-w0 w1 w2 w3 transform}"
 ENGINES="${BENCH_ENGINES:-streamkit spark kcat-deltalake flink streamkit-s3 spark-s3 kcat-deltalake-s3}"
-REPORT="${BENCH_REPORT:-docs/benchmarks.md}"
+# Only a full-scale run rewrites the committed docs/benchmarks.md; a scaled-down one (a smoke
+# test) writes .it/bench/benchmarks-scale-<BENCH_SCALE>.md, unless BENCH_REPORT names the file.
+if [[ -n "${BENCH_REPORT:-}" ]]; then
+  REPORT="$BENCH_REPORT"
+elif awk -v s="$SCALE" 'BEGIN { exit !(s + 0 == 1) }'; then
+  REPORT=docs/benchmarks.md
+else
+  REPORT=".it/bench/benchmarks-scale-$SCALE.md"
+fi
 export STREAMKIT_KAFKA_PORT="${STREAMKIT_KAFKA_PORT:-9092}"
 PY="$ROOT/.venv/bin/python"
 SK="$ROOT/bin/streamkit"
@@ -409,5 +418,6 @@ put_row "$RES/meta.json" commit="$(js "$COMMIT")" scale="$(js "$SCALE")" w1_reco
   workloads="$(js "$WORKLOADS")" transform="$( [[ -n "$TDATA" ]] && cat "$TDATA/transform.json" || echo null)" \
   transform_data="$(js "${TDATA#"$ROOT"/}")" \
   table_base="$(js "$TABLE_BASE")" s3_endpoint="$(js "${STREAMKIT_S3_ENDPOINT:-}")"
+mkdir -p "$(dirname "$REPORT")"
 "$PY" "$HERE/report.py" "$RES" "$REPORT"
 log "wrote $REPORT"

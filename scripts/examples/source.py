@@ -5,9 +5,12 @@ It writes an Arrow IPC stream to stdout: data batches, a barrier at the end of e
 (epochs 1..N), optionally a watermark before each barrier, and an end batch (end=pause by
 default, as a checkpointing source does at the end of its input).
 
-    scripts/examples/source.py --epochs 3 --rows 4 | streamkit print --show-control
-    scripts/examples/source.py --epochs 100 --delay 0.2 --checkpoint ckpt/src \\
+    .venv/bin/python scripts/examples/source.py --epochs 3 --rows 4 | streamkit print --show-control
+    .venv/bin/python scripts/examples/source.py --epochs 100 --delay 0.2 --checkpoint ckpt/src \\
         | streamkit print --checkpoint ckpt/print
+
+It needs pyarrow: run it with the project venv's Python (.venv/bin/python, made by
+scripts/peers.sh python), not the system's python3.
 
 Columns: id (int64, row number from 0), epoch (int64), ts (timestamp[us, UTC], event time:
 2024-01-01T00:00:00Z + id seconds), value (float64, id / 2), name (string, "user-<id % 7>").

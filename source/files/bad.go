@@ -13,7 +13,7 @@ import (
 const logBad = 10
 
 // badRecords receives the records no decoder could parse (codec/rescue handler): it appends
-// them to the --bad-records file as NDJSON lines
+// them to the --bad-records-output file as NDJSON lines
 //
 //	{"file":"/abs/x.json","line":7,"offset":312,"reason":"…","raw":"…"}
 //
@@ -49,7 +49,7 @@ func (b *badRecords) fileDone(path string) {
 func openBadRecords(path string, log *slog.Logger, onBad func()) (*badRecords, error) {
 	b := &badRecords{path: path, log: log, onBad: onBad}
 	if path != "" {
-		out, err := rescue.OpenLineFile("--bad-records", path)
+		out, err := rescue.OpenLineFile("--bad-records-output", path)
 		if err != nil {
 			return nil, err
 		}
@@ -104,7 +104,7 @@ func (b *badRecords) handle(r rescue.BadRecord) error {
 
 func (b *badRecords) dest() string {
 	if b.path == "" {
-		return "the log (use --bad-records PATH to keep them)"
+		return "the log (use --bad-records-output PATH to keep them)"
 	}
 	return b.path
 }

@@ -88,6 +88,10 @@ type Config struct {
 	RescueSchemaMismatch bool
 	// WithMetadata adds the _metadata struct column (MetadataType).
 	WithMetadata bool
+	// Columns, when set (--columns), are the output's data columns, in this order, each a
+	// top-level column of the stream schema; _rescued_data (and _metadata) follow. The
+	// checkpoint keeps the whole schema, so another run may select others. See project.
+	Columns []string
 	// Location reads zone-less timestamps (default UTC; never the machine's zone).
 	Location *time.Location
 	// Follow keeps listing every PollInterval (default 5 s); otherwise the source reads what
@@ -152,9 +156,12 @@ type Source struct {
 	stdinPlanned    bool
 
 	dec, out   *arrow.Schema
-	projecting bool // --schema given: binary formats read only its columns
-	bad        *badRecords
-	err        error // sticky (bad-records sync)
+	projecting bool // --schema or --columns given: binary formats read only its columns
+	// --columns: the stream schema's columns left out (text decoders skip them) and all its
+	// data columns in order (a CSV file's columns without a header)
+	skip, positions []string
+	bad             *badRecords
+	err             error // sticky (bad-records sync)
 
 	files, rows, rescued, missing int64
 }
@@ -226,6 +233,9 @@ func New(cfg Config) (*Source, error) {
 	if s.stdin && cfg.Schema == nil && len(cfg.Hints) > 0 {
 		return nil, stage.Usagef("read-files: --schema-hints with - (stdin) needs --schema (stdin cannot be read twice)")
 	}
+	if s.stdin && cfg.Schema == nil && len(cfg.Columns) > 0 {
+		return nil, stage.Usagef("read-files: --columns with - (stdin) needs --schema (stdin cannot be read twice)")
+	}
 	return s, nil
 }
 
@@ -290,6 +300,9 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 		return nil, stage.Usagef("read-files: %v", err)
 	}
 	if err := s.resolveSchema(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.project(); err != nil {
 		return nil, err
 	}
 	return s.out, nil
@@ -506,6 +519,12 @@ func (s *Source) readerOptions(format formats.Format, sch *arrow.Schema) formats
 		o.BatchRows = 1 << 16
 	}
 	o.CSV.BufferSize = s.cfg.BufferSize
+	if sch != nil && s.positions != nil {
+		o.CSV.Skip, o.JSON.Skip = s.skip, s.skip
+		if !o.CSV.Header {
+			o.CSV.Positions = s.positions
+		}
+	}
 	return o
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/streamkit/streamkit/codec/rescue"
 )
 
-// badFile is the --bad-records file: one JSON line per record whose key or value did not
+// badFile is the --bad-records-output file: one JSON line per record whose key or value did not
 // decode,
 //
 //	{"topic":"t","partition":0,"offset":7,"timestamp":"2024-05-01T00:00:00.123Z",
@@ -42,7 +42,7 @@ type badLine struct {
 func openBadFile(path string, start map[TP]int64) (*badFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("--bad-records: %w", err)
+		return nil, fmt.Errorf("--bad-records-output: %w", err)
 	}
 	if len(data) > 0 {
 		var keep bytes.Buffer
@@ -57,7 +57,7 @@ func openBadFile(path string, start map[TP]int64) (*badFile, error) {
 					cut++ // a torn last line of a crashed run
 					continue
 				}
-				return nil, fmt.Errorf("--bad-records %s: line %d is not a bad-record line (%v); is it the right file?", path, i+1, err)
+				return nil, fmt.Errorf("--bad-records-output %s: line %d is not a bad-record line (%v); is it the right file?", path, i+1, err)
 			}
 			if pos, ok := start[TP{l.Topic, l.Partition}]; ok && l.Offset >= pos {
 				cut++
@@ -68,14 +68,14 @@ func openBadFile(path string, start map[TP]int64) (*badFile, error) {
 		if cut > 0 {
 			tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
 			if err := os.WriteFile(tmp, keep.Bytes(), 0o644); err != nil {
-				return nil, fmt.Errorf("--bad-records: %w", err)
+				return nil, fmt.Errorf("--bad-records-output: %w", err)
 			}
 			if err := os.Rename(tmp, path); err != nil {
-				return nil, fmt.Errorf("--bad-records: %w", err)
+				return nil, fmt.Errorf("--bad-records-output: %w", err)
 			}
 		}
 	}
-	out, err := rescue.OpenLineFile("--bad-records", path)
+	out, err := rescue.OpenLineFile("--bad-records-output", path)
 	if err != nil {
 		return nil, err
 	}

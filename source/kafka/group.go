@@ -88,7 +88,7 @@ func checkGroupConfig(cfg *Config) error {
 	case cfg.MaxRecordsPerEpoch > 0:
 		return stage.Usagef("--max-records-per-epoch is not supported with --consumer-group yet")
 	case cfg.BadRecords != "":
-		return stage.Usagef("--bad-records is not supported with --consumer-group yet (its file is exactly-once only with a checkpoint)")
+		return stage.Usagef("--bad-records-output is not supported with --consumer-group yet (its file is exactly-once only with a checkpoint)")
 	}
 	if cfg.Flow == "" {
 		cfg.Flow = cfg.ConsumerGroup

@@ -234,7 +234,7 @@ type builder struct {
 	rescued    *array.StringBuilder
 	rows       int
 	bad        int64    // records whose key or value did not decode
-	badFile    *badFile // --bad-records, nil when not given
+	badFile    *badFile // --bad-records-output, nil when not given
 	badLogged  int
 	log        func(msg string, args ...any)
 	scratch    []byte
@@ -367,7 +367,7 @@ func (b *builder) rescue(r *kgo.Record, src, badKey, badVal string) []byte {
 // logBad is how many bad records are logged one by one (the rest are counted).
 const logBad = 10
 
-// badRecord logs the first few bad records and writes each to --bad-records.
+// badRecord logs the first few bad records and writes each to --bad-records-output.
 func (b *builder) badRecord(r *kgo.Record, src, badKey, badVal string) error {
 	var why []string
 	if badKey != "" {
@@ -379,7 +379,7 @@ func (b *builder) badRecord(r *kgo.Record, src, badKey, badVal string) error {
 	reason := strings.Join(why, "; ")
 	if b.badLogged < logBad && b.log != nil {
 		b.badLogged++
-		dest := "_rescued_data (--bad-records PATH also keeps them in a file)"
+		dest := "_rescued_data (--bad-records-output PATH also keeps them in a file)"
 		if b.badFile != nil {
 			dest = "_rescued_data and " + b.badFile.out.Path()
 		}

@@ -103,7 +103,7 @@ type Config struct {
 	// OnSchemaMismatch is what an avro key or value does whose writer schema the reader schema
 	// cannot resolve: SchemaMismatchFail (default) or SchemaMismatchRescue; see avro.go.
 	OnSchemaMismatch string
-	// BadRecords is the --bad-records file (JSON lines: topic, partition, offset, timestamp,
+	// BadRecords is the --bad-records-output file (JSON lines: topic, partition, offset, timestamp,
 	// reason, raw key and value) that receives every record whose key or value did not decode,
 	// besides its _rescued_data; "" keeps them in _rescued_data only.
 	BadRecords string
@@ -460,7 +460,7 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 	s.b.log = s.log.Warn
 	if s.cfg.BadRecords != "" {
 		if !s.full.HasField(ColRescued) {
-			return nil, stage.Usagef("--bad-records needs a decoding --key-format or --value-format (string, json or avro)")
+			return nil, stage.Usagef("--bad-records-output needs a decoding --key-format or --value-format (string, json or avro)")
 		}
 		start := map[TP]int64{}
 		for _, p := range s.order {
@@ -1076,7 +1076,7 @@ func (s *Source) read(ctx context.Context, limit stage.Position) (arrow.RecordBa
 	}
 }
 
-// flush returns the batch built so far, after making its --bad-records lines durable.
+// flush returns the batch built so far, after making its --bad-records-output lines durable.
 func (s *Source) flush(limit stage.Position) (arrow.RecordBatch, error) {
 	if err := s.b.badFile.sync(); err != nil {
 		return nil, err

@@ -18,8 +18,8 @@ import (
 
 // flags are read-files' raw command-line values before validation.
 type flags struct {
-	dec                 *cli.DecodeFlags
-	onRewrite, maxBytes string
+	dec                          *cli.DecodeFlags
+	onRewrite, maxBytes, columns string
 }
 
 // Command returns the cobra command of `streamkit read-files`.
@@ -49,11 +49,11 @@ Schema: --schema as Spark DDL ("id long, ts timestamp, tags array<string>"), or 
 that is not valid DDL, e.g. schema.json) holding DDL, a JSON Schema or an Avro schema; otherwise it is inferred from the first --infer-rows
 records (integers with doubles widen to double, conflicting types to string) and
 --schema-hints pins some columns. Values that do not fit go to the _rescued_data column (JSON
-naming the fields and the file); records that cannot be parsed at all go to --bad-records
+naming the fields and the file); records that cannot be parsed at all go to --bad-records-output
 (NDJSON: file, line, offset, reason, raw) and are counted in the progress and at exit.
 --mode permissive|dropmalformed|failfast works as in Spark. A CSV or JSON field (or a top-level
 Parquet/Arrow string value) that is not valid UTF-8 is null with its bytes base64 in
-_rescued_data under <field>_base64 (one warning per file counts the rows); a bad record that is not UTF-8 has raw_base64 in --bad-records. Parquet,
+_rescued_data under <field>_base64 (one warning per file counts the rows); a bad record that is not UTF-8 has raw_base64 in --bad-records-output. Parquet,
 Avro and Arrow columns are
 matched by name and cast to the schema's type; values that do not cast are rescued, but a
 column whose type cannot be cast at all (a record read as a number, a string as a struct: the
@@ -69,13 +69,19 @@ uncommitted epochs exactly. Hidden and temporary names (.x, _x, *.tmp, *._COPYIN
 --stable-after. By default read-files reads what is there and ends (end=pause with a
 checkpoint, end=final without); --follow keeps listing every --poll-interval.
 
+--columns a,b outputs only those columns of the stream schema, in that order, then
+_rescued_data: the other columns are read past, not decoded, so a value of theirs that does not
+fit is neither rescued nor a bad record; Parquet files are read for those columns only. The
+checkpoint keeps the whole schema, so a later run may select other columns.
+
 Zone-less timestamps are read in --tz (default UTC), never in the machine's zone.`,
 		Examples: []string{
 			"# Print a CSV file\nstreamkit read-files data.csv | streamkit print --limit 20",
 			"# Every new JSON file under landing/, once per file, from cron\nstreamkit read-files --checkpoint ./ckpt/landing 'landing/**/*.json' | streamkit print --checkpoint ./ckpt/print --format json",
 			"# Every new JSON object under s3://bucket/landing/, once per object\nstreamkit read-files --checkpoint ./ckpt/s3landing 's3://bucket/landing/**/*.json' | streamkit print --format json",
-			"# Follow a directory with an explicit schema and keep unparseable records\nstreamkit read-files --follow --schema 'id long, amount decimal(10,2), ts timestamp' --bad-records bad.ndjson --tz Europe/Paris 'in/*.csv.gz' | streamkit print",
+			"# Follow a directory with an explicit schema and keep unparseable records\nstreamkit read-files --follow --schema 'id long, amount decimal(10,2), ts timestamp' --bad-records-output bad.ndjson --tz Europe/Paris 'in/*.csv.gz' | streamkit print",
 			"# Parquet files, two columns, with file metadata\nstreamkit read-files --schema 'origin string, delay int' --with-metadata 'flights/*.parquet' | streamkit print --format json",
+			"# Two columns of CSV files, in this order (the others are not decoded)\nstreamkit read-files --columns user_id,amount 'orders/*.csv' | streamkit print",
 			"# Newline-delimited JSON from stdin\ncat events.ndjson | streamkit read-files --format json -",
 		},
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -101,6 +107,7 @@ Zone-less timestamps are read in --tz (default UTC), never in the machine's zone
 		},
 		Flags: func(f *pflag.FlagSet) {
 			fl.dec = cli.AddDecodeFlags(f, &cfg, "")
+			f.StringVar(&fl.columns, "columns", "", "output only these columns of the stream schema, comma-separated, in this order; the others are not decoded, so their values are never rescued or bad (Parquet reads only these); _rescued_data is always kept (default: all)")
 			f.BoolVar(&cfg.Follow, "follow", false, "keep listing for new files every --poll-interval instead of ending")
 			cli.DurationVar(f, &cfg.PollInterval, "poll-interval", 5*time.Second, "--follow: how often to list the patterns")
 			cli.DurationVar(f, &cfg.StableAfter, "stable-after", 2*time.Second, "read a file only once it has not changed for this long (0: at once)")
@@ -124,6 +131,11 @@ func resolve(cfg *files.Config, fl *flags) (map[string]string, error) {
 	}
 	if cfg.MaxBytesPerEpoch, err = cli.ParseSize(fl.maxBytes); err != nil {
 		return nil, stage.Usagef("read-files: --max-bytes-per-epoch: %v", err)
+	}
+	if fl.columns != "" {
+		if cfg.Columns, err = cli.KeyList("read-files: --columns", fl.columns); err != nil {
+			return nil, err
+		}
 	}
 	opts := fl.dec.StateOptions()
 	opts["with-metadata"] = strconv.FormatBool(cfg.WithMetadata)

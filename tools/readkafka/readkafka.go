@@ -121,7 +121,7 @@ or rename the field in --value-schema. With --schema-registry and no --value-sch
 members are those of the registry's latest schema. Columns left out are not written
 downstream.
 
---bad-records PATH also writes every record that did not decode as a JSON line (topic,
+--bad-records-output PATH also writes every record that did not decode as a JSON line (topic,
 partition, offset, timestamp, reason, key and value as text or *_base64). With the checkpoint
 it is exactly once: a restart cuts the lines of uncommitted epochs, which their replay writes
 again.
@@ -133,7 +133,7 @@ from the command line and never logged.`,
 		Examples: []string{
 			"# Everything in a topic now, then stop (cron-friendly, resumes next time)\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --until now --checkpoint ckpt/orders | streamkit print --checkpoint ckpt/print",
 			"# Live, two topics, string values, at most 100k records per epoch\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders -t refunds --value-format string --max-records-per-epoch 100000 | streamkit print --format json",
-			"# Avro values in the Confluent wire format, writer schemas from a schema registry\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format avro --schema-registry http://127.0.0.1:8081 --bad-records bad.ndjson | streamkit keyby value.user_id",
+			"# Avro values in the Confluent wire format, writer schemas from a schema registry\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format avro --schema-registry http://127.0.0.1:8081 --bad-records-output bad.ndjson | streamkit keyby value.user_id",
 			"# SCRAM over TLS, password from a file\nstreamkit read-kafka -b kafka:9094 -t orders --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user app --sasl-password-file /run/secrets/kafka | streamkit print",
 		},
 		Args: cli.NoArgs,
@@ -182,7 +182,8 @@ from the command line and never logged.`,
 			f.StringVar(&cfg.ValueSchema, "value-schema", "", "schema of json values (Spark DDL, JSON Schema, Avro or Spark JSON: inline, @file, or a file path that is not valid DDL such as orders.json), or the Avro reader schema of avro values")
 			cfg.Registry.AddFlags(f)
 			f.StringVar(&cfg.OnSchemaMismatch, "on-schema-mismatch", kafka.SchemaMismatchFail, "an avro writer schema the reader schema cannot resolve: fail (naming both schema ids and the field) or rescue (column null, record in _rescued_data)")
-			f.StringVar(&cfg.BadRecords, "bad-records", "", "also write records whose key or value did not decode to this JSON-lines file (topic, partition, offset, reason, raw bytes)")
+			f.StringVar(&cfg.BadRecords, "bad-records-output", "", "also write records whose key or value did not decode to this JSON-lines file (topic, partition, offset, reason, raw bytes)")
+			cli.Alias(f, "bad-records-output", "bad-records")
 			f.StringSliceVar(&cfg.Columns, "columns", nil, "output only these columns, in order (e.g. value.*,partition,offset: value.* flattens a json or avro value, value.seq picks one member); _rescued_data is always kept")
 			cli.DurationVar(f, &cfg.DiscoveryInterval, "discovery-interval", 0, "how often live reading looks for new partitions and topics (default 10s)")
 			cli.SourceFlags(f, &so)

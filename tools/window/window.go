@@ -35,7 +35,7 @@ type Spec struct {
 	CountSize      int64
 	CountSlide     int64
 	Key            []string // empty: the declared key, else one global key
-	Time           string   // event-time column; "" with ProcessingTime
+	Time           string   // event-time column (--event-time); "" with ProcessingTime
 	TimeUnit       string
 	TZ             string
 	ProcessingTime bool
@@ -80,10 +80,10 @@ func New(s Spec) (*Op, error) {
 		}
 	}
 	if s.Time == "" && !s.ProcessingTime && s.Kind != "count" && s.Kind != "global" {
-		return nil, stage.Usagef("window %s: give the event-time column with --time, or --processing-time", s.Kind)
+		return nil, stage.Usagef("window %s: give the event-time column with --event-time, or --processing-time", s.Kind)
 	}
 	if s.Time != "" && s.ProcessingTime {
-		return nil, stage.Usagef("window: --time and --processing-time exclude each other")
+		return nil, stage.Usagef("window: --event-time and --processing-time exclude each other")
 	}
 	switch s.Kind {
 	case "tumbling":
@@ -178,7 +178,7 @@ func (o *Op) ResolveState(in *arrow.Schema) (map[string]string, error) {
 	opts := map[string]string{
 		"window":           o.asg.String(),
 		"key":              strings.Join(o.keyPaths(in), ","),
-		"time":             o.spec.Time,
+		"time":             o.spec.Time, // --event-time; the key keeps the flag's old name, so checkpoints stay valid
 		"time-unit":        o.spec.TimeUnit,
 		"tz":               o.spec.TZ,
 		"agg":              o.spec.Agg,
@@ -429,7 +429,7 @@ func CommandSpec() cli.Spec {
 aggregates: window_start, window_end (timestamp µs UTC), the key columns, the aggregates, and
 emit (on_time, late_update or early). The semantics are Flink's DataStream windows.
 
-Event time comes from --time (a timestamp column, epoch integers with --time-unit, or RFC 3339
+Event time comes from --event-time (a timestamp column, epoch integers with --time-unit, or RFC 3339
 text; zone-less values need --tz). The watermark is the later of the upstream watermark and
 max event time − --watermark-delay, kept per source partition (the minimum over partitions that
 are not idle, --idle-timeout): read-kafka names the partition of every batch, whatever its
@@ -481,8 +481,8 @@ func kindSpec(kind string) cli.Spec {
 	var key string
 	o := stage.Options{Tool: "window", Stateful: true}
 	ex := map[string]string{
-		"tumbling": "# Hourly flight counts and delays per origin airport\nstreamkit read-files flights.parquet | streamkit window tumbling --size 1h --time date --tz UTC --key origin --agg 'count, avg(delay), max(delay)' | streamkit print",
-		"sliding":  "# 10-minute revenue every minute, tolerating 30 s of disorder\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format json --value-schema orders.json | streamkit window sliding --size 10m --slide 1m --time timestamp --watermark-delay 30s --agg 'sum(value.amount) as revenue' | streamkit print",
+		"tumbling": "# Hourly flight counts and delays per origin airport\nstreamkit read-files flights.parquet | streamkit window tumbling --size 1h --event-time date --tz UTC --key origin --agg 'count, avg(delay), max(delay)' | streamkit print",
+		"sliding":  "# 10-minute revenue every minute, tolerating 30 s of disorder\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format json --value-schema orders.json | streamkit window sliding --size 10m --slide 1m --event-time timestamp --watermark-delay 30s --agg 'sum(value.amount) as revenue' | streamkit print",
 		"session":  "# Heartbeat monitor: a row when a sensor has been silent for 5 minutes\nstreamkit read-kafka -b 127.0.0.1:9092 -t heartbeats --value-format json --value-schema hb.json | streamkit window session --processing-time --gap 5m --key value.sensor_id --agg 'last(value.sensor_type) as sensor_type, max(timestamp) as last_heartbeat_time' | streamkit print",
 		"count":    "# Average of every 100 readings per sensor\nstreamkit read-files 'readings/*.csv' | streamkit window count --size 100 --key sensor --agg 'avg(value)' | streamkit print",
 		"global":   "# Running totals per key, emitted every minute\nstreamkit read-files 'sales/*.json' | streamkit window global --key region --trigger interval:1m --agg 'sum(amount)' | streamkit print",
@@ -531,7 +531,8 @@ func kindSpec(kind string) cli.Spec {
 				f.StringVar(&s.Trigger, "trigger", "", "early firings of the one window per key: every:N (records of the key) or interval:DURATION (processing time)")
 			}
 			f.StringVar(&key, "key", "", "key columns, comma-separated dot paths (default: the declared key, else one global key)")
-			f.StringVar(&s.Time, "time", "", "event-time column: timestamp, epoch integer (with --time-unit) or RFC 3339 text")
+			f.StringVar(&s.Time, "event-time", "", "event-time column: timestamp, epoch integer (with --time-unit) or RFC 3339 text")
+			cli.Alias(f, "event-time", "time")
 			f.StringVar(&s.TimeUnit, "time-unit", "", "unit of an integer event-time column: s, ms, us or ns")
 			cli.Choices(f, "time-unit", "s", "ms", "us", "ns")
 			f.StringVar(&s.TZ, "tz", "", "time zone for calendar alignment and zone-less times (e.g. America/Los_Angeles); never the machine's")

@@ -76,7 +76,7 @@ that deliver one epoch, e.g. exporting a state snapshot.`,
 		Examples: []string{
 			"# Exactly-once ingestion of Kafka records into a partitioned table (every stage checkpointed)\nexport STREAMKIT_CHECKPOINT=./ckpt\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format json --value-schema orders.json | streamkit write-delta ./lake/orders --partition-by value.region",
 			"# Append a second flow to the same table, tagging its rows\nstreamkit read-files 'backfill/*.parquet' --checkpoint ./ckpt/backfill-files | streamkit write-delta ./lake/orders --flow backfill-2024 --with record_source=backfill --checkpoint ./ckpt/backfill",
-			"# Export a state snapshot, replacing the table's contents\nstreamkit state-dump ./ckpt/dedup | streamkit write-delta file:///data/dedup_state --mode overwrite --compression zstd",
+			"# Export the dedup stage's keyed state (an Arrow stream), replacing the table's contents\nstreamkit state-dump ./ckpt --stage dedup --format arrow | streamkit write-delta file:///data/dedup_state --mode overwrite --compression zstd",
 			"# A foreign producer (plain Arrow IPC, no barriers) writes one commit\npython3 make_arrow.py | streamkit write-delta ./lake/events --merge-schema --table-property delta.checkpointInterval=20",
 		},
 		Args: cli.ExactArgs(1),
