@@ -38,7 +38,8 @@ func main() {
 	}
 	code := stage.ExitCode(err)
 	if err != nil && !errors.Is(err, stage.ErrInterrupted) {
-		fmt.Fprintf(os.Stderr, "streamkit: %s\n", withTool(cmd, root, err))
+		// Through the console: on a terminal the message goes above a pipeline's view.
+		fmt.Fprintf(stage.Console(os.Stderr, cli.G.Progress), "streamkit: %s\n", withTool(cmd, root, err))
 	}
 	os.Exit(code)
 }
