@@ -236,6 +236,13 @@ func startReader(ctx context.Context, rd *codec.Reader) *inbox {
 	return in
 }
 
+// AbortHook, when set (by main, before any stage runs), is called on a stage's second
+// SIGINT/SIGTERM, after the stage's context is cancelled. A stage then returns
+// ErrInterrupted as soon as it notices, but a read or write blocked in the kernel (stdin
+// before the upstream sent its schema, a full pipe) does not notice: main uses the hook to
+// end the process shortly after in any case, with exit code 130.
+var AbortHook func()
+
 // signals turns the first SIGINT/SIGTERM into a "finish the epoch and stop" request and the
 // second into an abort (ctx cancellation).
 type signals struct {
@@ -277,6 +284,9 @@ func watchSignals(o *Options, abort context.CancelFunc) *signals {
 				o.Log.Warn("second interrupt: aborting")
 				close(s.aborted)
 				abort()
+				if h := AbortHook; h != nil {
+					h()
+				}
 				return
 			}
 		}

@@ -70,7 +70,7 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 
 	l.bind()
 	inq := startReader(ctx, rd)
-	defer stopReader(cancel, inq, rd)
+	defer stopReader(cancel, inq, rd, sig.aborted)
 	return l.run(inq)
 }
 
@@ -181,7 +181,8 @@ func (l *operatorLoop) bind() {
 // stopReader stops the reader goroutine and frees what it read ahead. It may be blocked
 // reading an idle upstream; it waits a bounded time (the process exits anyway), and after that
 // the reader is freed whenever it ends, so that a stage run in-process (tests) leaks nothing.
-func stopReader(cancel context.CancelFunc, inq *inbox, rd *codec.Reader) {
+// After an abort (a second Ctrl-C) it does not wait at all: the process is to end at once.
+func stopReader(cancel context.CancelFunc, inq *inbox, rd *codec.Reader, aborted <-chan struct{}) {
 	cancel()
 	go func() {
 		for r := range inq.ch {
@@ -194,6 +195,11 @@ func stopReader(cancel context.CancelFunc, inq *inbox, rd *codec.Reader) {
 	select {
 	case <-inq.done:
 		rd.Release()
+	case <-aborted:
+		go func() {
+			<-inq.done
+			rd.Release()
+		}()
 	case <-time.After(time.Second):
 		go func() {
 			<-inq.done

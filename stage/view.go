@@ -104,7 +104,7 @@ type wireStats struct {
 	Bad       int64  `json:"bad,omitempty"`   // bad records, rows without event time, rejected or dropped by expectations
 	Rescued   int64  `json:"rescued,omitempty"`
 	Quality   string `json:"quality,omitempty"` // expectation counters, short (DataQuality.ProgressText)
-	Final     bool   `json:"final,omitempty"` // the stage's last report
+	Final     bool   `json:"final,omitempty"`   // the stage's last report
 }
 
 // wire returns the stage's counters now as a stats payload.
