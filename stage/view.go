@@ -305,7 +305,7 @@ func (v *view) stop() {
 		b.WriteString("\n")
 		v.tail = nil
 	}
-	b.WriteString(ansi.Truncate(v.summary(v.now()), v.width()-1, "…") + "\n")
+	b.WriteString(v.summary(v.now(), v.width()) + "\n")
 	io.WriteString(v.out, b.String())
 }
 
@@ -400,24 +400,32 @@ func (v *view) render(now time.Time, width, height int) string {
 }
 
 // summary is the line that replaces the view at the end: every stage's rows out, in pipeline
-// order, what was set aside, and the time taken.
-func (v *view) summary(now time.Time) string {
+// order, what was set aside, and the time taken; in fewer words when it would be wider than
+// width.
+func (v *view) summary(now time.Time, width int) string {
 	var parts []string
 	var late, bad, rescued int64
 	for _, r := range v.ordered() {
 		parts = append(parts, fmt.Sprintf("%s %s", r.last.Stage, human(float64(r.last.Out))))
 		late, bad, rescued = late+r.last.Late, bad+r.last.Bad, rescued+r.last.Rescued
 	}
-	s := strings.Join(parts, " → ") + " rows"
+	var aside string
 	for _, x := range []struct {
 		n    int64
 		name string
 	}{{late, "late"}, {bad, "bad"}, {rescued, "rescued"}} {
 		if x.n > 0 {
-			s += fmt.Sprintf(", %s %s", human(float64(x.n)), x.name)
+			aside += fmt.Sprintf(", %s %s", human(float64(x.n)), x.name)
 		}
 	}
-	return s + fmt.Sprintf(" in %s", now.Sub(v.start).Round(10*time.Millisecond))
+	took := " in " + now.Sub(v.start).Round(10*time.Millisecond).String()
+	var s string
+	for _, f := range []struct{ sep, rows string }{{" → ", " rows"}, {"→", " rows"}, {"→", ""}} {
+		if s = strings.Join(parts, f.sep) + f.rows + aside + took; ansi.StringWidth(s) < width {
+			break
+		}
+	}
+	return ansi.Truncate(s, width-1, "…")
 }
 
 // watermarkText shows a watermark as its time of day (UTC) and its lag behind now; the end of
