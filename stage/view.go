@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -441,14 +442,15 @@ func watermarkText(wm string, now time.Time) string {
 	if !t.Before(codec.EndOfTime) {
 		return "end"
 	}
-	return t.UTC().Format("15:04:05") + " -" + lagText(now.Sub(t))
+	return t.UTC().Format("15:04:05") + " " + lagText(now.Sub(t))
 }
 
-// lagText is a duration in its largest unit, one decimal for seconds ("1.2s", "3m", "2d").
+// lagText is a watermark's lag d behind the clock in its largest unit, one decimal for
+// seconds ("-1.2s", "-3m", "-2d"; "+1.0s" ahead of the clock).
 func lagText(d time.Duration) string {
-	neg := ""
+	neg := "-"
 	if d < 0 {
-		neg, d = "+", -d // ahead of the wall clock
+		neg, d = "+", -d
 	}
 	var s string
 	switch {
@@ -550,25 +552,31 @@ func (c *consoleWriter) Write(p []byte) (int, error) {
 		}
 		return c.w.Write(append([]byte("\r"+ansi.EraseScreenBelow), p...))
 	}
+	return c.into(v, p)
+}
+
+// into writes p above the view v.
+func (c *consoleWriter) into(v *view, p []byte) (int, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.done {
 		return c.w.Write(p)
 	}
+	n := len(p)
 	if c.rows {
 		buf := append(v.tail, p...)
-		i := strings.LastIndexByte(string(buf), '\n')
+		i := bytes.LastIndexByte(buf, '\n')
 		v.tail = append([]byte(nil), buf[i+1:]...)
 		if i >= 0 {
 			v.write(buf[:i+1])
 		}
-		return len(p), nil
+		return n, nil
 	}
-	if len(p) > 0 && p[len(p)-1] != '\n' {
-		p = append(p[:len(p):len(p)], '\n')
+	if n > 0 && p[n-1] != '\n' {
+		p = append(p[:n:n], '\n')
 	}
 	v.write(p)
-	return len(p), nil
+	return n, nil
 }
 
 // sameFile reports whether a and b are files of the same device or file (stdout and stderr
