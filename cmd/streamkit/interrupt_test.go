@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,7 +25,10 @@ func TestSecondInterrupt(t *testing.T) {
 	// The upstream in a process group of its own: only print gets the signals.
 	gen := exec.Command(bin, "generate", "--rate", "0.5", "--epoch-interval", "1h", "--progress", "off")
 	gen.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	prt := exec.Command(bin, "print", "--progress", "off")
+	// print opens its checkpoint after it installed its signal handler: the directory says
+	// when a SIGINT no longer kills it outright.
+	ckpt := filepath.Join(t.TempDir(), "print")
+	prt := exec.Command(bin, "print", "--progress", "off", "--checkpoint", ckpt)
 	pipe, err := gen.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +55,14 @@ func TestSecondInterrupt(t *testing.T) {
 		close(lines)
 	}()
 	exited := make(chan error, 1)
-	time.Sleep(300 * time.Millisecond) // print is reading rows
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(ckpt, "metadata.json")); err == nil {
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("print did not open its checkpoint in 20 s")
+		}
+	}
 	prt.Process.Signal(syscall.SIGINT)
 	deadline := time.After(10 * time.Second)
 	for said := false; !said; {
