@@ -50,6 +50,11 @@ import (
 // foreign stage's logs) writes at the blank line, and its line scrolls above the next frame.
 // The frame's lines are cut to the terminal's width, so none wraps and the cursor's way back
 // up is exact. At the end the view is replaced by a one-line summary.
+//
+// Layout and colour come from lipgloss, the escape sequences from charmbracelet/x/ansi.
+// bubbletea's renderer does not fit: it owns the terminal (input, raw mode, the alternate
+// screen or its own line count) and repaints assuming nothing else writes to it, while here
+// several processes share the terminal and none may read its input.
 
 // progressRole is what a stage's progress reporter does.
 type progressRole int

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/internal/peertest"
 )
 
@@ -231,5 +237,68 @@ func checkFinal(t *testing.T, screen string) {
 	}
 	if summary+1 >= len(lines) || lines[summary+1] != "EXIT=0" {
 		t.Errorf("want EXIT=0 right after the summary:\n%s", screen)
+	}
+}
+
+// TestStatsThroughShards: on a terminal, the stats that generate sends downstream pass through
+// `keyby --shards 2 -- dedup` once each (every shard forwards them; keyby passes one copy on),
+// with the hop of the shard, and its final report among them. keyby's output goes to a file,
+// read back here.
+func TestStatsThroughShards(t *testing.T) {
+	bin := peertest.Binary(t)
+	_, tty := openPTY(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.arrow")
+	cmd := exec.Command("sh", "-c", fmt.Sprintf(`%[1]q generate --rows 3000 --rate 2000 | %[1]q keyby value --shards 2 -- dedup --key value > %[2]q`, bin, out))
+	cmd.Stderr = tty
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd, err := codec.NewReader(f, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	seen := map[int64]bool{}
+	final := false
+	for {
+		m, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Batch != nil {
+			m.Batch.Release()
+			continue
+		}
+		if m.Control.Kind != codec.Stats {
+			continue
+		}
+		var w struct {
+			Stage string `json:"stage"`
+			T     int64  `json:"t"`
+			Final bool   `json:"final"`
+		}
+		if err := json.Unmarshal([]byte(m.Control.Stats), &w); err != nil {
+			t.Fatal(err)
+		}
+		if w.Stage != "generate" || m.Control.Hops != 1 {
+			t.Errorf("stats of %q with %d hops, want generate's with 1 (the shard's)", w.Stage, m.Control.Hops)
+		}
+		if seen[w.T] {
+			t.Errorf("generate's report of %d passed keyby twice", w.T)
+		}
+		seen[w.T] = true
+		final = final || w.Final
+	}
+	if !final || len(seen) < 2 {
+		t.Errorf("%d reports of generate, final among them: %v; want its periodic ones and its final one", len(seen), final)
 	}
 }
