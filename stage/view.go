@@ -316,7 +316,8 @@ func (v *view) stop() {
 }
 
 // render lays out the frame for a terminal width columns wide and height lines high: a blank
-// line, a header, a line per stage, no line wider than width-1.
+// line, a header, a line per stage, no line wider than width-1: when the columns do not fit,
+// the total rows out, the epoch, the sparkline and the Kafka lag are left out, in that order.
 func (v *view) render(now time.Time, width, height int) string {
 	rows := v.ordered()
 	if max := height - 3; max > 0 && len(rows) > max {
@@ -372,6 +373,22 @@ func (v *view) render(now time.Time, width, height int) string {
 		for _, c := range cells {
 			widths[j] = max(widths[j], ansi.StringWidth(c[j]))
 		}
+	}
+	// Too wide for the terminal: leave out the columns that matter least, one at a time.
+	total := func() int {
+		n := 0
+		for j := range cols {
+			if used[j] {
+				n += widths[j] + 2
+			}
+		}
+		return n - 2
+	}
+	for _, j := range []int{3, 4, 9, 6} { // out, epoch, rate, lag
+		if total() <= width-1 {
+			break
+		}
+		used[j] = false
 	}
 	line := func(c []string, style func(j int) lipgloss.Style) string {
 		var parts []string
