@@ -175,20 +175,24 @@ func (r *viewRow) update(w wireStats) {
 }
 
 // view is the drawer's state: the rows of the stages, what is on the terminal, and the
-// terminal itself. Its methods are safe for concurrent use.
+// terminal itself. Its methods are safe for concurrent use. A write to the terminal may block
+// (a paused terminal): it holds wmu only, so the stage's take of a stats control, under mu,
+// never waits for one.
 type view struct {
-	mu    sync.Mutex
-	out   io.Writer
-	fd    int // of out, for its width; -1 when unknown
+	mu    sync.Mutex // rows
 	rows  map[string]*viewRow
-	drawn int    // lines of the frame on screen; 0 = none
-	frame string // the last frame, drawn again after a log line
 	start time.Time
 	now   func() time.Time
+
+	wmu   sync.Mutex // the terminal and the fields below; taken before mu
+	out   io.Writer
+	fd    int    // of out, for its width; -1 when unknown
+	drawn int    // lines of the frame on screen; 0 = none
+	frame string // the last frame, drawn again after a log line
 	done  bool
+	tail  []byte // console: a partial last line of print's rows, held until it ends
 
 	head, name, dim, warn lipgloss.Style
-	tail                  []byte // console: a partial last line of print's rows, held until it ends
 }
 
 // newView returns the view of a drawer writing to the terminal out.
@@ -273,17 +277,20 @@ func (v *view) height() int {
 
 // redraw draws the current frame in place of the one on screen.
 func (v *view) redraw() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.wmu.Lock()
+	defer v.wmu.Unlock()
 	if v.done {
 		return
 	}
-	v.frame = v.render(v.now(), v.width(), v.height())
+	w, h := v.width(), v.height()
+	v.mu.Lock()
+	v.frame = v.render(v.now(), w, h)
+	v.mu.Unlock()
 	v.write(nil)
 }
 
 // write erases the frame, writes p (whole lines) and draws the frame again, in one write.
-// Called with mu held.
+// Called with wmu held.
 func (v *view) write(p []byte) {
 	var b strings.Builder
 	b.WriteString("\r" + ansi.EraseScreenBelow)
@@ -298,8 +305,8 @@ func (v *view) write(p []byte) {
 
 // stop replaces the view by its one-line summary (after any held partial line).
 func (v *view) stop() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.wmu.Lock()
+	defer v.wmu.Unlock()
 	if v.done {
 		return
 	}
@@ -311,7 +318,11 @@ func (v *view) stop() {
 		b.WriteString("\n")
 		v.tail = nil
 	}
-	b.WriteString(v.summary(v.now(), v.width()) + "\n")
+	w := v.width()
+	v.mu.Lock()
+	summary := v.summary(v.now(), w)
+	v.mu.Unlock()
+	b.WriteString(summary + "\n")
 	io.WriteString(v.out, b.String())
 }
 
@@ -579,8 +590,8 @@ func (c *consoleWriter) Write(p []byte) (int, error) {
 
 // into writes p above the view v.
 func (c *consoleWriter) into(v *view, p []byte) (int, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.wmu.Lock()
+	defer v.wmu.Unlock()
 	if v.done {
 		return c.w.Write(p)
 	}
