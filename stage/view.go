@@ -452,7 +452,13 @@ func (v *view) summary(now time.Time, width int) string {
 			aside += fmt.Sprintf(", %s %s", human(float64(x.n)), x.name)
 		}
 	}
-	took := " in " + now.Sub(v.start).Round(10*time.Millisecond).String()
+	d := now.Sub(v.start)
+	if d < 10*time.Second {
+		d = d.Round(time.Millisecond)
+	} else {
+		d = d.Round(100 * time.Millisecond)
+	}
+	took := " in " + d.String()
 	var s string
 	for _, f := range []struct{ sep, rows string }{{" → ", " rows"}, {"→", " rows"}, {"→", ""}} {
 		if s = strings.Join(parts, f.sep) + f.rows + aside + took; ansi.StringWidth(s) < width {
