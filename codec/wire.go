@@ -17,7 +17,7 @@ import (
 // All keys are namespaced "streamkit." so foreign metadata passes through untouched.
 const (
 	// KeyControl marks a zero-row batch as a control batch; values: "barrier", "watermark",
-	// "progress", "end".
+	// "progress", "stats", "end".
 	KeyControl = "streamkit.control"
 	// KeyEpoch is the decimal epoch number (uint64, starting at 1) of a barrier.
 	KeyEpoch = "streamkit.epoch"
@@ -30,6 +30,12 @@ const (
 	// KeyReason optionally says why an end batch was sent; "interrupt" means a SIGINT/SIGTERM
 	// stopped the pipeline, so every downstream stage exits 130 as well.
 	KeyReason = "streamkit.reason"
+	// KeyStats is the JSON payload of a stats control: one stage's live counters, for the
+	// view the last stage of a pipeline draws (docs/protocol.md §2).
+	KeyStats = "streamkit.stats"
+	// KeyHops, on a stats control, is how many stages forwarded it (decimal, absent = 0): the
+	// drawing stage orders the stages of its view by it.
+	KeyHops = "streamkit.hops"
 	// KeyOffsets, on a barrier of a consumer-group source, is the progress of every source
 	// partition that moved during the epoch, as JSON (docs/protocol.md §2, §13); stages
 	// forward it with the barrier.
@@ -92,6 +98,10 @@ const (
 	// before the keyBy for the same reason). Only keyby sends it, only to its streamkit
 	// children; a stage consumes it and never forwards it.
 	Progress
+	// Stats carries one upstream stage's live counters (Control.Stats, JSON) to the stage
+	// that draws the pipeline's view on the terminal. Every stage forwards it (Hops + 1)
+	// unless it draws the view itself; it carries no stream semantics, and a sink ignores it.
+	Stats
 )
 
 // String returns the wire value of k ("barrier", "watermark", "end").
@@ -105,6 +115,8 @@ func (k Kind) String() string {
 		return "end"
 	case Progress:
 		return "progress"
+	case Stats:
+		return "stats"
 	}
 	return "unknown"
 }
@@ -139,6 +151,10 @@ type Control struct {
 	// Offsets is the barrier's KeyOffsets (Barrier only): the JSON progress of the source
 	// partitions of a consumer-group source, "" when the barrier has none.
 	Offsets string
+	// Stats is the JSON payload of a stats control (Stats only), Hops how many stages
+	// forwarded it.
+	Stats string
+	Hops  int
 }
 
 // String renders c as it is carried on the wire, e.g. "barrier epoch=3".
@@ -150,6 +166,8 @@ func (c Control) String() string {
 		return "watermark " + FormatWatermark(c.Watermark)
 	case Progress:
 		return "progress " + FormatWatermark(c.Watermark)
+	case Stats:
+		return fmt.Sprintf("stats hops=%d %s", c.Hops, c.Stats)
 	case End:
 		if c.Interrupted {
 			return "end " + c.End.String() + " (interrupt)"
@@ -180,6 +198,9 @@ func ProgressControl(t time.Time) Control {
 	return c
 }
 
+// StatsControl returns a stats control carrying payload (JSON), not yet forwarded.
+func StatsControl(payload string) Control { return Control{Kind: Stats, Stats: payload} }
+
 // EndControl returns the control for the end of the stream.
 func EndControl(e EndKind) Control { return Control{Kind: End, End: e} }
 
@@ -198,6 +219,11 @@ func (c Control) Metadata() arrow.Metadata {
 		return arrow.NewMetadata([]string{KeyControl, KeyWatermark}, []string{"watermark", FormatWatermark(c.Watermark)})
 	case Progress:
 		return arrow.NewMetadata([]string{KeyControl, KeyProgress}, []string{"progress", FormatWatermark(c.Watermark)})
+	case Stats:
+		if c.Hops > 0 {
+			return arrow.NewMetadata([]string{KeyControl, KeyStats, KeyHops}, []string{"stats", c.Stats, strconv.Itoa(c.Hops)})
+		}
+		return arrow.NewMetadata([]string{KeyControl, KeyStats}, []string{"stats", c.Stats})
 	default:
 		if c.Interrupted {
 			return arrow.NewMetadata([]string{KeyControl, KeyEnd, KeyReason}, []string{"end", c.End.String(), "interrupt"})
@@ -261,6 +287,16 @@ func ParseControlMetadata(md arrow.Metadata) (c Control, ok bool, err error) {
 			return c, true, fmt.Errorf("control batch: %s=%q is not an RFC 3339 instant", key, v)
 		}
 		return mk(t), true, nil
+	case "stats":
+		// Only a view reads the payload, and a bad one costs a row of it, not the stream.
+		c = StatsControl("")
+		c.Stats, _ = md.GetValue(KeyStats)
+		if v, ok := md.GetValue(KeyHops); ok {
+			if n, perr := strconv.Atoi(v); perr == nil && n >= 0 {
+				c.Hops = n
+			}
+		}
+		return c, true, nil
 	case "end":
 		v, _ := md.GetValue(KeyEnd)
 		reason, _ := md.GetValue(KeyReason)
@@ -275,7 +311,7 @@ func ParseControlMetadata(md arrow.Metadata) (c Control, ok bool, err error) {
 		c.Interrupted = reason == "interrupt"
 		return c, true, nil
 	}
-	return c, true, fmt.Errorf("control batch: unknown %s=%q (want barrier, watermark, progress or end)", KeyControl, kind)
+	return c, true, fmt.Errorf("control batch: unknown %s=%q (want barrier, watermark, progress, stats or end)", KeyControl, kind)
 }
 
 // StreamInfo is what a stream's schema metadata tells downstream stages.

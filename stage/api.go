@@ -207,3 +207,11 @@ type PartitionProgress interface {
 type SourceWatermarker interface {
 	Watermark() (time.Time, bool)
 }
+
+// OutputCounter is implemented by a sink that writes fewer rows than it is given (print
+// --limit): RowsWritten is the rows it wrote so far, shown as the sink's rows out in the
+// progress reports. The stage calls it after each Process, on the stage goroutine. A sink
+// without it counts every row it was given as written.
+type OutputCounter interface {
+	RowsWritten() int64
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/streamkit/streamkit/codec"
 
@@ -91,12 +90,3 @@ func InputError(tool string, stdin io.Reader, err error) error {
 	return fmt.Errorf("%s: stdin: %w; pipe a streamkit source (read-files, read-kafka …) into it", tool, err)
 }
 
-// isPipe reports whether r is a pipe, a FIFO or a socket.
-func isPipe(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0
-}

@@ -50,6 +50,12 @@ type writer struct {
 	mu   sync.Mutex
 	err  error
 	done chan struct{}
+
+	// finalStats, when set (before the first send), returns the stage's last stats control,
+	// written just before the end control.
+	finalStats func() codec.Control
+	statsMu    sync.Mutex // sendStats against close
+	closed     bool       // ch is closed
 }
 
 // startWriter starts the writer of stream schema s on w; with schemaFirst (a shard of keyby
@@ -69,10 +75,17 @@ func startWriter(w io.Writer, s *arrow.Schema, mem memory.Allocator, schemaFirst
 		ended := false
 		for it := range wr.ch {
 			if err == nil {
-				if it.rec != nil {
+				switch {
+				case it.rec != nil:
 					err = cw.Write(it.rec)
-				} else {
-					err = cw.WriteControl(*it.ctrl)
+				case ended: // a stats control the ticker sent after the end: the end is the last batch
+				default:
+					if it.ctrl.Kind == codec.End && wr.finalStats != nil {
+						err = cw.WriteControl(wr.finalStats())
+					}
+					if err == nil {
+						err = cw.WriteControl(*it.ctrl)
+					}
 					ended = it.ctrl.Kind == codec.End
 				}
 				if err != nil {
@@ -138,11 +151,28 @@ func (w *writer) send(ctx context.Context, it outItem) error {
 	return ErrInterrupted
 }
 
+// sendStats queues stats control c unless the queue is full or closed: it never waits, so
+// a stage's progress reports add no back-pressure (a report dropped is followed by the next).
+func (w *writer) sendStats(c codec.Control) {
+	w.statsMu.Lock()
+	defer w.statsMu.Unlock()
+	if w.closed || w.getErr() != nil {
+		return
+	}
+	select {
+	case w.ch <- outItem{ctrl: &c}:
+	default:
+	}
+}
+
 // close flushes and ends the stream; it returns the first write error. After an abort (ctx
 // done: a second Ctrl-C) it does not wait for a write blocked on a full pipe: the process is
 // about to exit, and waiting would make the abort hang until the reader drains.
 func (w *writer) close(aborted <-chan struct{}) error {
+	w.statsMu.Lock()
+	w.closed = true
 	close(w.ch)
+	w.statsMu.Unlock()
 	done := make(chan struct{})
 	go func() { w.wg.Wait(); close(done) }()
 	select {
@@ -206,6 +236,13 @@ func startReader(ctx context.Context, rd *codec.Reader) *inbox {
 	return in
 }
 
+// AbortHook, when set (by main, before any stage runs), is called on a stage's second
+// SIGINT/SIGTERM, after the stage's context is cancelled. A stage then returns
+// ErrInterrupted as soon as it notices, but a read or write blocked in the kernel (stdin
+// before the upstream sent its schema, a full pipe) does not notice: main uses the hook to
+// end the process shortly after in any case, with exit code 130.
+var AbortHook func()
+
 // signals turns the first SIGINT/SIGTERM into a "finish the epoch and stop" request and the
 // second into an abort (ctx cancellation).
 type signals struct {
@@ -247,6 +284,9 @@ func watchSignals(o *Options, abort context.CancelFunc) *signals {
 				o.Log.Warn("second interrupt: aborting")
 				close(s.aborted)
 				abort()
+				if h := AbortHook; h != nil {
+					h()
+				}
 				return
 			}
 		}

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
-	"github.com/charmbracelet/lipgloss"
 	"golang.org/x/term"
 
 	"github.com/streamkit/streamkit/codec"
@@ -16,14 +14,22 @@ import (
 
 // Progress modes of --progress.
 const (
-	ProgressAuto = "auto" // a status line when stderr is a terminal, nothing otherwise
+	// ProgressAuto: on a terminal, the last stage of a pipeline draws one live view of every
+	// stage and the others send it their counters in-band (view.go); nothing otherwise.
+	ProgressAuto = "auto"
 	ProgressJSON = "json" // one JSON object per line on stderr every interval and at the end
 	ProgressOff  = "off"
 )
 
-// progress reports Stats on stderr until stop is called.
+// viewFrame is how often a drawer draws its view; the counters behind it change every
+// --progress interval (default 1 s), but a line another stage wrote over the view is soon
+// followed by the view again.
+const viewFrame = 250 * time.Millisecond
+
+// progress reports Stats on stderr until stop is called: JSON lines, the view of a drawer,
+// or stats controls in-band (progressRole).
 type progress struct {
-	mode     string
+	role     progressRole
 	name     string
 	w        io.Writer
 	stats    *Stats
@@ -32,8 +38,11 @@ type progress struct {
 	start    time.Time
 	lastIn   int64
 	lastT    time.Time
-	styles   lipgloss.Style
-	label    lipgloss.Style
+	now      func() time.Time
+
+	out   *writer // roleUpstream: the output stream the stats controls go into
+	view  *view   // roleDrawer
+	lastS time.Time
 }
 
 // isTerminal reports whether f (stdin, stdout or stderr) is a terminal.
@@ -42,33 +51,49 @@ func isTerminal(v any) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func startProgress(mode, name string, w io.Writer, stats *Stats, interval time.Duration) *progress {
-	if mode == ProgressAuto {
-		if !isTerminal(w) {
-			mode = ProgressOff
-		}
-	}
-	p := &progress{mode: mode, name: name, w: w, stats: stats, interval: interval,
-		start: time.Now(), lastT: time.Now()}
-	if mode == ProgressOff {
+// startProgress starts the progress reports of stage o, whose counters are stats; out is its
+// output stream, nil for a sink.
+func startProgress(o *Options, stats *Stats, out *writer) *progress {
+	role := progressRoleOf(o.Progress, o.Stderr, o.Stdout, out != nil, o.shard().IsShard())
+	p := &progress{role: role, name: o.StageName(), w: o.Stderr, stats: stats, interval: o.ProgressInterval,
+		start: time.Now(), lastT: time.Now(), now: time.Now}
+	switch role {
+	case roleOff:
 		return p
+	case roleJSON:
+		p.tick = startTicker(p.interval, p.report)
+	case roleUpstream:
+		p.out = out
+		out.finalStats = func() codec.Control { return statsControl(wireOf(p.name, stats, p.now(), true)) }
+		p.tick = startTicker(p.interval, p.report)
+	case roleDrawer:
+		p.view = newView(o.Stderr, p.now)
+		p.view.self(wireOf(p.name, stats, p.now(), false))
+		p.lastS = p.now()
+		setConsoleView(p.view)
+		p.tick = startTicker(min(viewFrame, p.interval), p.report)
 	}
-	color := os.Getenv("NO_COLOR") == ""
-	p.styles = lipgloss.NewStyle()
-	p.label = lipgloss.NewStyle()
-	if color {
-		p.label = p.label.Bold(true).Foreground(lipgloss.Color("6"))
-		p.styles = p.styles.Foreground(lipgloss.Color("8"))
-	}
-	p.tick = startTicker(interval, p.report)
 	return p
 }
 
+// take handles a stats control from upstream; it returns true when the stage consumed it
+// (it draws the view, or is a sink), false when the stage must forward it.
+func (p *progress) take(c codec.Control, sink bool) bool {
+	if p.view != nil {
+		p.view.take(c)
+		return true
+	}
+	return sink
+}
+
 func (p *progress) stop() {
-	if p.mode == ProgressOff {
+	if p.role == roleOff {
 		return
 	}
 	p.tick.stop()
+	if p.view != nil {
+		setConsoleView(nil)
+	}
 }
 
 // Snapshot is one progress report; --progress=json prints it as a JSON line.
@@ -89,7 +114,7 @@ type Snapshot struct {
 	DataQuality any  `json:"data_quality,omitempty"`
 	Final       bool `json:"final,omitempty"`
 
-	qualityText string // DataQuality's status-line text
+	qualityText string // DataQuality's status-line text, for the view (wireStats.Quality)
 }
 
 func (p *progress) snapshot(final bool) Snapshot {
@@ -128,42 +153,25 @@ func (p *progress) snapshot(final bool) Snapshot {
 }
 
 func (p *progress) report(final bool) {
-	s := p.snapshot(final)
-	if p.mode == ProgressJSON {
-		b, _ := json.Marshal(s)
+	switch p.role {
+	case roleJSON:
+		b, _ := json.Marshal(p.snapshot(final))
 		fmt.Fprintf(p.w, "%s\n", b)
-		return
+	case roleUpstream:
+		if !final { // the final report goes with the end control (writer.finalStats)
+			p.out.sendStats(statsControl(wireOf(p.name, p.stats, p.now(), false)))
+		}
+	case roleDrawer:
+		if now := p.now(); final || now.Sub(p.lastS) >= p.interval {
+			p.lastS = now
+			p.view.self(wireOf(p.name, p.stats, now, final))
+		}
+		if final {
+			p.view.stop()
+			return
+		}
+		p.view.redraw()
 	}
-	parts := []string{
-		p.label.Render(s.Stage),
-		fmt.Sprintf("in %s (%s/s)", human(float64(s.RecordsIn)), human(s.RateIn)),
-		fmt.Sprintf("out %s", human(float64(s.RecordsOut))),
-		fmt.Sprintf("epoch %d", s.Epoch),
-	}
-	if s.Watermark != "" {
-		parts = append(parts, "wm "+s.Watermark)
-	}
-	if s.Partitions != nil {
-		parts = append(parts, fmt.Sprintf("partitions %d", *s.Partitions))
-	}
-	if s.Lag != nil {
-		parts = append(parts, "lag "+human(float64(*s.Lag)))
-	}
-	if s.StateKeys != nil {
-		parts = append(parts, "keys "+human(float64(*s.StateKeys)))
-	}
-	if s.BadRecords > 0 {
-		parts = append(parts, fmt.Sprintf("bad %d", s.BadRecords))
-	}
-	if s.qualityText != "" {
-		parts = append(parts, s.qualityText)
-	}
-	line := strings.Join(parts, p.styles.Render(" │ "))
-	end := ""
-	if final {
-		end = "\n"
-	}
-	fmt.Fprintf(p.w, "\r\x1b[K%s%s", line, end)
 }
 
 // human formats n with a K/M/G suffix.

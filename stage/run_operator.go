@@ -65,12 +65,12 @@ func RunOperator(ctx context.Context, o Options, op Operator) (err error) {
 	} else if l.env.Shard.IsShard() {
 		closeSinkShardStdout(o.Stdout)
 	}
-	prog := startProgress(o.Progress, o.StageName(), o.Stderr, l.env.Stats, o.ProgressInterval)
-	defer prog.stop()
+	l.prog = startProgress(&o, l.env.Stats, l.w)
+	defer l.prog.stop()
 
 	l.bind()
 	inq := startReader(ctx, rd)
-	defer stopReader(cancel, inq, rd)
+	defer stopReader(cancel, inq, rd, sig.aborted)
 	return l.run(inq)
 }
 
@@ -97,6 +97,9 @@ type operatorLoop struct {
 	lastOut time.Time // the newest watermark forwarded for owner
 
 	bodies *codec.Recycler // the input batches' buffers with Options.RecycleInput, else nil
+
+	prog    *progress
+	written OutputCounter // nil unless op is a sink that counts the rows it wrote
 }
 
 // releaseBodies gives the recycled input buffers back to Env.Mem.
@@ -171,12 +174,16 @@ func (l *operatorLoop) bind() {
 		l.durable = as.Durable()
 	}
 	l.ticker, _ = l.op.(Ticker)
+	if l.w == nil {
+		l.written, _ = l.op.(OutputCounter)
+	}
 }
 
 // stopReader stops the reader goroutine and frees what it read ahead. It may be blocked
 // reading an idle upstream; it waits a bounded time (the process exits anyway), and after that
 // the reader is freed whenever it ends, so that a stage run in-process (tests) leaks nothing.
-func stopReader(cancel context.CancelFunc, inq *inbox, rd *codec.Reader) {
+// After an abort (a second Ctrl-C) it does not wait at all: the process is to end at once.
+func stopReader(cancel context.CancelFunc, inq *inbox, rd *codec.Reader, aborted <-chan struct{}) {
 	cancel()
 	go func() {
 		for r := range inq.ch {
@@ -189,6 +196,11 @@ func stopReader(cancel context.CancelFunc, inq *inbox, rd *codec.Reader) {
 	select {
 	case <-inq.done:
 		rd.Release()
+	case <-aborted:
+		go func() {
+			<-inq.done
+			rd.Release()
+		}()
 	case <-time.After(time.Second):
 		go func() {
 			<-inq.done
@@ -346,6 +358,12 @@ func (l *operatorLoop) handle(m codec.Message) error {
 		return l.barrier(c)
 	case codec.End:
 		return l.end(c)
+	case codec.Stats:
+		if l.prog.take(c, l.w == nil) {
+			return nil
+		}
+		c.Hops++
+		return l.sendCtrl(c)
 	}
 	return nil
 }
@@ -354,8 +372,16 @@ func (l *operatorLoop) handle(m codec.Message) error {
 func (l *operatorLoop) data(rec arrow.RecordBatch) error {
 	l.env.Stats.RecordsIn.Add(rec.NumRows())
 	l.env.Stats.BatchesIn.Add(1)
+	n := rec.NumRows()
 	err := l.op.Process(l.ctx, rec, l.emit)
 	rec.Release()
+	if l.w == nil { // a sink's rows out are the rows it wrote
+		if l.written != nil {
+			l.env.Stats.RecordsOut.Store(l.written.RowsWritten())
+		} else if err == nil {
+			l.env.Stats.RecordsOut.Add(n)
+		}
+	}
 	if err != nil {
 		return err
 	}

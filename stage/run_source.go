@@ -70,7 +70,7 @@ func RunSource(ctx context.Context, o SourceOptions, src Source) (err error) {
 		}
 	}()
 	l.bind()
-	prog := startProgress(o.Progress, o.StageName(), o.Stderr, l.env.Stats, o.ProgressInterval)
+	prog := startProgress(&o.Options, l.env.Stats, l.w)
 	defer prog.stop()
 
 	if err := l.replay(replay); err != nil {

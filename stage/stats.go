@@ -15,6 +15,7 @@ type Stats struct {
 	watermark  atomic.Int64  // µs since the Unix epoch; 0 = none
 	Lag        atomic.Int64  // records behind the source's end, -1 = unknown
 	StateKeys  atomic.Int64  // keys held by the operator's state, -1 = stateless
+	StateBytes atomic.Int64  // bytes of memory the operator's state holds, -1 = unknown
 	Partitions atomic.Int64  // source partitions a consumer-group member holds, -1 = not a group member
 	BadRecords atomic.Int64  // records set aside: bad records, _rescued_data, late rows (see Reject)
 
@@ -51,6 +52,7 @@ func newStats() *Stats {
 	s := &Stats{}
 	s.Lag.Store(-1)
 	s.StateKeys.Store(-1)
+	s.StateBytes.Store(-1)
 	s.Partitions.Store(-1)
 	return s
 }

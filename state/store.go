@@ -156,6 +156,10 @@ func (s *Store[V]) DeleteFunc(del func(k string, v V) bool) int {
 // Len is the number of keys held.
 func (s *Store[V]) Len() int { return s.t.live }
 
+// Bytes is the memory the store holds for its keys and values (index, key arena, entries),
+// for progress reports; O(number of 1 MiB arena chunks).
+func (s *Store[V]) Bytes() int64 { return s.t.bytes() }
+
 // Range calls f for every key in unspecified order until f returns false. k is a copy (it may
 // be kept). f may Delete keys; keys Put during Range may or may not be visited.
 func (s *Store[V]) Range(f func(k string, v V) bool) {

@@ -568,3 +568,12 @@ func radixSort(items, tmp []sortItem) {
 		copy(items, src)
 	}
 }
+
+// bytes is the memory the table holds: index slots, key arena chunks and entry chunks.
+func (t *table[V]) bytes() int64 {
+	n := int64(len(t.slots)) * 8
+	for _, c := range t.arena {
+		n += int64(cap(c))
+	}
+	return n + int64(len(t.entries))*entryChunkSize*int64(unsafe.Sizeof(entry[V]{}))
+}

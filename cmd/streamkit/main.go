@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +26,11 @@ func main() {
 	// A closed stdout (EPIPE) must come back as a write error, not kill us with SIGPIPE, so
 	// stages can stop quietly when a downstream reader (e.g. `| head`) goes away.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	// A second Ctrl-C ends the process at once (exit 130), even when the stage is blocked in a
+	// read or write that its cancelled context cannot interrupt.
+	stage.AbortHook = func() {
+		time.AfterFunc(abortGrace, func() { os.Exit(stage.ExitInterrupted) })
+	}
 	stopProfile := startCPUProfile()
 	root := newRoot()
 	cmd, err := root.ExecuteContextC(context.Background())
@@ -40,10 +46,16 @@ func main() {
 	// An empty pipe on stdin: the stage upstream failed and said why; a second message
 	// (the input is empty) would only bury it. The exit code is still 1.
 	if err != nil && !errors.Is(err, stage.ErrInterrupted) && !errors.Is(err, stage.ErrEmptyPipe) {
-		fmt.Fprintf(os.Stderr, "streamkit: %s\n", withTool(cmd, root, err))
+		// Through the console: on a terminal the message goes above a pipeline's view.
+		fmt.Fprintf(stage.Console(os.Stderr, cli.G.Progress), "streamkit: %s
+", withTool(cmd, root, err))
 	}
 	os.Exit(code)
 }
+
+// abortGrace is how long a stage may take to return after a second interrupt before the
+// process ends anyway.
+const abortGrace = 200 * time.Millisecond
 
 // stdoutClosed reports whether err is a write to our stdout that failed because its reader
 // went away (EPIPE), which is success, as for any Unix filter: the stages' run loops stop

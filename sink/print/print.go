@@ -151,6 +151,9 @@ func (p *Printer) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*ar
 	return nil, nil
 }
 
+// RowsWritten is the data rows printed so far (stage.OutputCounter).
+func (p *Printer) RowsWritten() int64 { return p.printed }
+
 // Start prepares printing batches of schema in outside a stage (state-dump uses it); then
 // call Process for each batch and Close.
 func (p *Printer) Start(in *arrow.Schema) {

@@ -37,7 +37,7 @@ func AddGlobalFlags(root *cobra.Command) {
 func addGlobalFlags(pf *pflag.FlagSet, g *Globals) {
 	pf.StringVar(&g.LogLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
 	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
-	pf.StringVar(&g.Progress, "progress", stage.ProgressAuto, "progress on stderr: auto (a status line on a terminal), json (JSON lines), off")
+	pf.StringVar(&g.Progress, "progress", stage.ProgressAuto, "progress on stderr: auto (on a terminal, the last stage draws one live view of the pipeline), json (JSON lines), off")
 	Choices(pf, "log-level", "debug", "info", "warn", "error")
 	Choices(pf, "log-format", "text", "json")
 	Choices(pf, "progress", stage.ProgressAuto, "json", "off")
@@ -59,20 +59,22 @@ func Setup(stderr io.Writer) error {
 	default:
 		return stage.Usagef("--log-level must be debug, info, warn or error, got %q", G.LogLevel)
 	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	var h slog.Handler
-	switch G.LogFormat {
-	case "text":
-		h = slog.NewTextHandler(stderr, opts)
-	case "json":
-		h = slog.NewJSONHandler(stderr, opts)
-	default:
-		return stage.Usagef("--log-format must be text or json, got %q", G.LogFormat)
-	}
 	switch G.Progress {
 	case stage.ProgressAuto, stage.ProgressJSON, stage.ProgressOff:
 	default:
 		return stage.Usagef("--progress must be auto, json or off, got %q", G.Progress)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	// On a terminal, log lines go above the pipeline's live view, never through it.
+	logOut := stage.Console(stderr, G.Progress)
+	var h slog.Handler
+	switch G.LogFormat {
+	case "text":
+		h = slog.NewTextHandler(logOut, opts)
+	case "json":
+		h = slog.NewJSONHandler(logOut, opts)
+	default:
+		return stage.Usagef("--log-format must be text or json, got %q", G.LogFormat)
 	}
 	slog.SetDefault(slog.New(h))
 	return nil

@@ -229,6 +229,7 @@ func (d *Dedup) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arro
 		d.dropMask = array.NewBooleanBuilder(env.Mem)
 	}
 	env.Stats.StateKeys.Store(int64(d.store.Len()))
+	env.Stats.StateBytes.Store(d.store.Bytes())
 	info := codec.Info(in)
 	if d.cfg.EventTime != "" && info.EventTime == "" {
 		info.EventTime = d.cfg.EventTime
@@ -364,6 +365,7 @@ func (d *Dedup) Process(ctx context.Context, rec arrow.RecordBatch, emit stage.E
 	defer mask.Release()
 	d.dropped += int64(n - kept - late)
 	d.env.Stats.StateKeys.Store(int64(d.store.Len()))
+	d.env.Stats.StateBytes.Store(d.store.Bytes())
 	ctx = compute.WithAllocator(ctx, d.env.Mem)
 	if d.side != nil {
 		drop := d.dropMask.NewBooleanArray()
@@ -452,6 +454,7 @@ func (d *Dedup) Barrier(_ context.Context, n uint64, _ stage.Emit) error {
 	d.expire()
 	d.epochWM = d.wm.Current()
 	d.env.Stats.StateKeys.Store(int64(d.store.Len()))
+	d.env.Stats.StateBytes.Store(d.store.Bytes())
 	x := extra{Watermark: d.wm.Current()}
 	if d.side != nil {
 		var err error

@@ -993,6 +993,10 @@ func (m *merger) control(i int, c codec.Control) error {
 				return err
 			}
 		}
+	case codec.Stats:
+		if i == 0 { // every child forwards the upstream stages' stats: pass them on once
+			return writeControl(c)
+		}
 	case codec.End:
 		m.ended++
 		if c.End == codec.Pause {

@@ -63,7 +63,8 @@ checkpoint directory, so a restarted pipeline resumes after the last printed epo
 			cli.Fill(&o, cmd)
 			cfg.Color = cli.Color(cmd.OutOrStdout())
 			cfg.Seeded = cmd.Flags().Changed("seed")
-			p, err := print.New(cfg, cmd.OutOrStdout())
+			// On a terminal the rows go above the pipeline's view (stage.ConsoleRows).
+			p, err := print.New(cfg, stage.ConsoleRows(cmd.OutOrStdout(), o.Progress))
 			if err != nil {
 				return err
 			}

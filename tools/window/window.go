@@ -269,7 +269,9 @@ func (o *Op) Open(_ context.Context, env *stage.Env, in *arrow.Schema) (*arrow.S
 	info := codec.Info(out)
 	info.Key = cfg.Key
 	info.EventTime = "window_end"
-	env.Stats.StateKeys.Store(int64(m.Stats().Windows))
+	st := m.Stats()
+	env.Stats.StateKeys.Store(int64(st.Windows))
+	env.Stats.StateBytes.Store(st.StateBytes)
 	return codec.WithInfo(out, info), nil
 }
 
@@ -290,7 +292,9 @@ func (o *Op) flush(emit stage.Emit) error {
 			return err
 		}
 	}
-	o.env.Stats.StateKeys.Store(int64(o.m.Stats().Windows))
+	st := o.m.Stats()
+	o.env.Stats.StateKeys.Store(int64(st.Windows))
+	o.env.Stats.StateBytes.Store(st.StateBytes)
 	return nil
 }
 

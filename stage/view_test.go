@@ -1,0 +1,250 @@
+package stage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/streamkit/streamkit/codec"
+)
+
+// controls reads the stream in and returns its controls, in order.
+func controls(t *testing.T, in []byte) []codec.Control {
+	t.Helper()
+	rd, err := codec.NewReader(bytes.NewReader(in), memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	var out []codec.Control
+	for {
+		m, err := rd.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Batch != nil {
+			m.Batch.Release()
+			continue
+		}
+		out = append(out, *m.Control)
+	}
+}
+
+// TestStatsForwarded: a stage that does not draw the view forwards a stats control with one
+// hop more and its payload unchanged, in stream order; the end comes last.
+func TestStatsForwarded(t *testing.T) {
+	var in bytes.Buffer
+	w := codec.NewWriter(&in, intSchema, memory.DefaultAllocator)
+	st := codec.StatsControl(`{"stage":"generate","pid":1,"t":1,"in":5,"out":5}`)
+	st.Hops = 2
+	for _, c := range []codec.Control{st, codec.BarrierControl(1), codec.EndControl(codec.Final)} {
+		if err := w.WriteControl(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	var out bytes.Buffer
+	o := Options{Tool: "pass", Stdin: &in, Stdout: &out, Stderr: io.Discard, Progress: ProgressAuto, NoSignals: true, Shard: &ShardEnv{}}
+	if err := RunOperator(context.Background(), o, &passOp{}); err != nil {
+		t.Fatal(err)
+	}
+	got := controls(t, out.Bytes())
+	if len(got) != 3 || got[0].Kind != codec.Stats || got[0].Hops != 3 || got[0].Stats != st.Stats ||
+		got[1].Kind != codec.Barrier || got[2].Kind != codec.End {
+		t.Fatalf("controls out: %v; want the stats (hops 3, same payload), the barrier, the end", got)
+	}
+}
+
+// TestFinalStatsBeforeEnd: the writer of an upstream stage sends its last stats right before
+// the end control, and nothing after it (a report the ticker queues late is dropped).
+func TestFinalStatsBeforeEnd(t *testing.T) {
+	var out bytes.Buffer
+	w := startWriter(&out, intSchema, memory.DefaultAllocator, false)
+	st := newStats()
+	st.RecordsIn.Add(7)
+	st.RecordsOut.Add(7)
+	w.finalStats = func() codec.Control { return statsControl(wireOf("gen", st, time.UnixMicro(9), true)) }
+	ctx := context.Background()
+	end := codec.EndControl(codec.Final)
+	if err := w.send(ctx, outItem{ctrl: &end}); err != nil {
+		t.Fatal(err)
+	}
+	w.sendStats(statsControl(wireOf("gen", st, time.UnixMicro(10), false)))
+	if err := w.close(nil); err != nil {
+		t.Fatal(err)
+	}
+	w.sendStats(statsControl(wireOf("gen", st, time.UnixMicro(11), false))) // after close: no panic, nothing
+	got := controls(t, out.Bytes())
+	if len(got) != 2 || got[0].Kind != codec.Stats || got[1].Kind != codec.End {
+		t.Fatalf("controls out: %v; want the final stats, then the end", got)
+	}
+	var ws wireStats
+	if err := json.Unmarshal([]byte(got[0].Stats), &ws); err != nil || !ws.Final || ws.In != 7 || ws.Stage != "gen" || ws.Time != 9 {
+		t.Fatalf("final stats %q (%v)", got[0].Stats, err)
+	}
+}
+
+func statsOf(t *testing.T, w wireStats, hops int) codec.Control {
+	t.Helper()
+	c := statsControl(w)
+	c.Hops = hops
+	return c
+}
+
+// TestViewFrame: the view shows the stages in pipeline order, the drawer last, with rates
+// from two reports, the end of time as "end", state keys and bytes, what was set aside and a
+// sparkline; no line is wider than the terminal less one column; the summary names every
+// stage's rows out.
+func TestViewFrame(t *testing.T) {
+	now := time.Date(2024, 3, 10, 12, 0, 10, 0, time.UTC)
+	var out bytes.Buffer
+	v := newView(&out, func() time.Time { return now })
+	v.start = now.Add(-4 * time.Second)
+	keys, size := int64(1200), int64(3<<20)
+	t0 := now.Add(-2 * time.Second).UnixMicro()
+	for i, in := range []int64{1000, 3000, 7000} {
+		ts := t0 + int64(i)*1e6
+		v.take(statsOf(t, wireStats{Stage: "generate", PID: 1, Time: ts, In: in, Out: in, Epoch: 2, Watermark: codec.FormatWatermark(codec.EndOfTime)}, 2))
+		v.take(statsOf(t, wireStats{Stage: "dedup", PID: 2, Time: ts, In: in, Out: in / 10, Keys: &keys, Bytes: &size, Late: 3,
+			Watermark: codec.FormatWatermark(now.Add(-90 * time.Second))}, 1))
+	}
+	v.take(codec.StatsControl("not json")) // ignored
+	v.self(wireStats{Stage: "print", Time: t0, In: 100, Out: 100})
+	v.self(wireStats{Stage: "print", Time: t0 + 2e6, In: 500, Out: 500})
+	for _, width := range []int{80, 60} {
+		frame := v.render(now, width, 24)
+		lines := strings.Split(frame, "\n")
+		if len(lines) != 5 || lines[0] != "" || !strings.HasPrefix(lines[1], "stage") {
+			t.Fatalf("width %d: frame\n%s", width, frame)
+		}
+		for i, name := range []string{"generate", "dedup", "print"} {
+			if f := strings.Fields(ansi.Strip(lines[2+i])); len(f) == 0 || f[0] != name {
+				t.Errorf("width %d: row %d is %q, want stage %s", width, i, lines[2+i], name)
+			}
+		}
+		for _, l := range lines {
+			if w := ansi.StringWidth(l); w > width-1 {
+				t.Errorf("width %d: line %q is %d wide", width, l, w)
+			}
+		}
+		if width == 80 {
+			for _, want := range []string{"4000", "400", "end", "11:58:40 -2m", "1200 3.0MiB", "late 3", "▅█", "200"} {
+				if !strings.Contains(frame, want) {
+					t.Errorf("frame lacks %q:\n%s", want, frame)
+				}
+			}
+			if strings.Contains(frame, "9999") {
+				t.Errorf("the end of time shows as a date:\n%s", frame)
+			}
+		}
+	}
+	if got, want := v.summary(now, 80), "generate 7000 → dedup 700 → print 500 rows, 3 late in 4s"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	if got := v.summary(now, 40); ansi.StringWidth(got) > 39 || !strings.HasPrefix(got, "generate 7000→dedup 700→print 500") {
+		t.Errorf("summary at 40 columns: %q", got)
+	}
+}
+
+// TestConsoleAboveView: with a view on screen, a log line erases the frame, is written, and
+// the frame follows, in one write; print's rows go in whole lines only; at the end the view
+// gives way to its summary and what was held back.
+func TestConsoleAboveView(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Unix(100, 0)
+	v := newView(&out, func() time.Time { return now })
+	v.self(wireStats{Stage: "print", Time: now.UnixMicro()})
+	v.redraw()
+	frame := v.frame
+	if !strings.HasPrefix(out.String(), "\r"+ansi.EraseScreenBelow+frame+"\r"+ansi.CursorUp(2)) {
+		t.Fatalf("frame written as %q", out.String())
+	}
+	out.Reset()
+	log := &consoleWriter{w: &out}
+	rows := &consoleWriter{w: &out, rows: true}
+	write := func(c *consoleWriter, p string) { c.into(v, []byte(p)) }
+	write(log, "time=x msg=hello\n")
+	if got, want := out.String(), "\r"+ansi.EraseScreenBelow+"time=x msg=hello\n"+frame+"\r"+ansi.CursorUp(2); got != want {
+		t.Errorf("log line written as %q, want %q", got, want)
+	}
+	out.Reset()
+	write(rows, "row 1\nrow")
+	if got := out.String(); !strings.Contains(got, "row 1\n"+frame) || strings.Contains(got, "row"+frame) {
+		t.Errorf("rows written as %q: want the whole line, the partial one held", got)
+	}
+	out.Reset()
+	v.stop()
+	if got := out.String(); !strings.HasPrefix(got, "\r"+ansi.EraseScreenBelow+"row\nprint 0 rows in 0s\n") {
+		t.Errorf("at the end: %q, want the held row then the summary", got)
+	}
+	// Without a view, a log line on a terminal starts by erasing whatever view another stage
+	// draws below the cursor.
+	out.Reset()
+	log.Write([]byte("time=y\n"))
+	if got := out.String(); got != "\r"+ansi.EraseScreenBelow+"time=y\n" {
+		t.Errorf("log line without a view: %q", got)
+	}
+	out.Reset()
+	rows.Write([]byte("a"))
+	if got := out.String(); got != "a" {
+		t.Errorf("rows without a view: %q, want them as they are", got)
+	}
+}
+
+// TestProgressRole: JSON and off are what they say; auto without a terminal, or as a shard,
+// is off; the drawer/upstream choice on a terminal is covered by TestLiveView (tmux).
+func TestProgressRole(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for _, tt := range []struct {
+		mode  string
+		shard bool
+		want  progressRole
+	}{
+		{ProgressJSON, false, roleJSON},
+		{ProgressOff, false, roleOff},
+		{ProgressAuto, false, roleOff}, // stderr is a pipe here
+		{ProgressAuto, true, roleOff},
+	} {
+		if got := progressRoleOf(tt.mode, w, w, true, tt.shard); got != tt.want {
+			t.Errorf("%s shard=%v: role %d, want %d", tt.mode, tt.shard, got, tt.want)
+		}
+	}
+	if !isPipe(w) || isPipe(&bytes.Buffer{}) {
+		t.Error("isPipe")
+	}
+}
+
+// TestWatermarkText: a watermark shows as its time of day and lag; the end of time as "end".
+func TestWatermarkText(t *testing.T) {
+	now := time.Date(2024, 3, 10, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		wm   time.Time
+		want string
+	}{
+		{codec.EndOfTime, "end"},
+		{now.Add(-1500 * time.Millisecond), "11:59:58 -1.5s"},
+		{now.Add(-3 * time.Hour), "09:00:00 -3h"},
+		{now.Add(-30 * 24 * time.Hour), "12:00:00 -30d"},
+		{now.Add(2 * time.Second), "12:00:02 +2.0s"},
+	} {
+		if got := watermarkText(codec.FormatWatermark(tt.wm), now); got != tt.want {
+			t.Errorf("%v: %q, want %q", tt.wm, got, tt.want)
+		}
+	}
+}
