@@ -89,4 +89,3 @@ func InputError(tool string, stdin io.Reader, err error) error {
 	}
 	return fmt.Errorf("%s: stdin: %w; pipe a streamkit source (read-files, read-kafka …) into it", tool, err)
 }
-

@@ -47,8 +47,7 @@ func main() {
 	// (the input is empty) would only bury it. The exit code is still 1.
 	if err != nil && !errors.Is(err, stage.ErrInterrupted) && !errors.Is(err, stage.ErrEmptyPipe) {
 		// Through the console: on a terminal the message goes above a pipeline's view.
-		fmt.Fprintf(stage.Console(os.Stderr, cli.G.Progress), "streamkit: %s
-", withTool(cmd, root, err))
+		fmt.Fprintf(stage.Console(os.Stderr, cli.G.Progress), "streamkit: %s\n", withTool(cmd, root, err))
 	}
 	os.Exit(code)
 }
