@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/codec/describe"
 	"github.com/streamkit/streamkit/codec/formats"
 	"github.com/streamkit/streamkit/stage"
@@ -60,10 +61,10 @@ their first rows. The format comes from the extension unless --input-format name
 --format json prints one JSON document (fields, streamkit, metadata, stream) when schema is
 done, for scripts; its field names are stable.`,
 		Examples: []string{
-			"# What does a source produce?\nstreamkit read-files 'data/*.csv' | streamkit schema",
+			"# What does a source produce?\nstreamkit read-files 'orders/*.csv' | streamkit schema",
 			"# The schema of a live topic, at once\nstreamkit read-kafka -b localhost:9092 -t orders | streamkit schema --first",
 			"# The key and event time after keyby, for a script\nstreamkit read-files data.csv | streamkit keyby id | streamkit schema --format json | jq '.streamkit'",
-			"# The schema of a Parquet file\nstreamkit schema part-00000.parquet",
+			"# The schema of a Parquet file\nstreamkit schema orders/part-0.parquet",
 		},
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -101,6 +102,10 @@ done, for scripts; its field names are stable.`,
 					slog.Warn("waiting for an Arrow IPC stream on stdin, which is a terminal: pipe a streamkit source into this stage, e.g. streamkit read-files data.csv | streamkit schema")
 				}
 				rep, err = describe.ReadStream(ctx, cmd.InOrStdin(), "stdin", first, onSchema)
+				if rep == nil && errors.Is(err, codec.ErrNoStream) {
+					// An empty pipe: the stage upstream failed and said why (stage.InputError).
+					err = stage.InputError("schema", cmd.InOrStdin(), codec.ErrNoStream)
+				}
 			} else {
 				var f formats.File
 				if f, err = openFile(ctx, args[0]); err != nil {
