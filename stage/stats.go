@@ -17,6 +17,10 @@ type Stats struct {
 	StateKeys  atomic.Int64  // keys held by the operator's state, -1 = stateless
 	Partitions atomic.Int64  // source partitions a consumer-group member holds, -1 = not a group member
 	BadRecords atomic.Int64  // records set aside: bad records, _rescued_data, late rows (see Reject)
+	// FilesPruned is the number of data files a source skipped without opening them because
+	// their partition values or statistics rule out its filter (read-delta --where), -1 = the
+	// source prunes no files.
+	FilesPruned atomic.Int64
 
 	rejects [numRejectKinds]atomic.Int64 // BadRecords by kind (Reject)
 
@@ -52,6 +56,7 @@ func newStats() *Stats {
 	s.Lag.Store(-1)
 	s.StateKeys.Store(-1)
 	s.Partitions.Store(-1)
+	s.FilesPruned.Store(-1)
 	return s
 }
 
