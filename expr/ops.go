@@ -184,6 +184,9 @@ func (n *isNullNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 	if n.x.Type().Kind == KNull { // the kernels count no nulls in an Arrow null array
 		return scalar.MakeArrayFromScalar(scalar.NewBooleanScalar(!n.not), c.n, c.mem)
 	}
+	if n.x.Type().Kind == KDecimal {
+		return n.evalValidity(c, active)
+	}
 	d, err := c.datum(n.x, active)
 	if err != nil {
 		return nil, err
@@ -194,6 +197,38 @@ func (n *isNullNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 		fn = "is_not_null"
 	}
 	return c.call(fn, nil, d)
+}
+
+// evalValidity answers IS [NOT] NULL from the operand's validity bitmap: arrow-go's is_null
+// kernel dispatches decimal arguments through its binary decimal cast and panics (index out
+// of range) on the single argument.
+func (n *isNullNode) evalValidity(c *evalCtx, active []bool) (arrow.Array, error) {
+	a, err := c.arr(n.x, active)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Release()
+	buf := memory.NewResizableBuffer(c.mem)
+	buf.Resize(int(bitutil.BytesForBits(int64(c.n))))
+	bits := buf.Bytes()
+	d := a.Data()
+	switch {
+	case a.NullN() == 0 || d.Buffers()[0] == nil:
+		v := byte(0)
+		if n.not {
+			v = 0xFF
+		}
+		for i := range bits {
+			bits[i] = v
+		}
+	case n.not:
+		bitutil.CopyBitmap(d.Buffers()[0].Bytes(), d.Offset(), c.n, bits, 0)
+	default:
+		bitutil.InvertBitmap(d.Buffers()[0].Bytes(), d.Offset(), c.n, bits, 0)
+	}
+	out := array.NewBoolean(c.n, buf, nil, 0)
+	buf.Release()
+	return out, nil
 }
 
 // cmpNode compares two operands of one type. Doubles compare as Spark does (NaN equals NaN

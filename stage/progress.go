@@ -110,6 +110,8 @@ type Snapshot struct {
 	StateKeys  *int64    `json:"state_keys,omitempty"`
 	Partitions *int64    `json:"partitions,omitempty"` // held by a consumer-group member
 	BadRecords int64     `json:"bad_records"`
+	// FilesPruned: data files the source skipped by their statistics (Stats.FilesPruned).
+	FilesPruned *int64 `json:"files_pruned,omitempty"`
 	// DataQuality is a stage's expectation counters (Stats.SetDataQuality), absent otherwise.
 	DataQuality any  `json:"data_quality,omitempty"`
 	Final       bool `json:"final,omitempty"`
@@ -148,6 +150,9 @@ func (p *progress) snapshot(final bool) Snapshot {
 	}
 	if v := p.stats.Partitions.Load(); v >= 0 {
 		s.Partitions = &v
+	}
+	if v := p.stats.FilesPruned.Load(); v >= 0 {
+		s.FilesPruned = &v
 	}
 	return s
 }

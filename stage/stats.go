@@ -18,6 +18,10 @@ type Stats struct {
 	StateBytes atomic.Int64  // bytes of memory the operator's state holds, -1 = unknown
 	Partitions atomic.Int64  // source partitions a consumer-group member holds, -1 = not a group member
 	BadRecords atomic.Int64  // records set aside: bad records, _rescued_data, late rows (see Reject)
+	// FilesPruned is the number of data files a source skipped without opening them because
+	// their partition values or statistics rule out its filter (read-delta --where), -1 = the
+	// source prunes no files.
+	FilesPruned atomic.Int64
 
 	rejects [numRejectKinds]atomic.Int64 // BadRecords by kind (Reject)
 
@@ -54,6 +58,7 @@ func newStats() *Stats {
 	s.StateKeys.Store(-1)
 	s.StateBytes.Store(-1)
 	s.Partitions.Store(-1)
+	s.FilesPruned.Store(-1)
 	return s
 }
 

@@ -6,9 +6,13 @@
 //
 // # Reading files ([Reader], [Scan])
 //
-// A [Reader] is bound to one table schema (metaData) and an optional projection and partition
-// filter ([Filter], read-delta --where; delta optimize --where evaluates the same filter on
-// the log's partition values with [ParseTableFilter] and [Filter.MatchPartitionValues]). A
+// A [Reader] is bound to one table schema (metaData), an optional projection and an optional
+// read-delta --where [Predicate]: Spark SQL over any column (package expr), evaluated on every
+// batch of the files that are read, and used to skip the files whose partition values or
+// add-action statistics prove that no row matches ([Reader.Verdict], prune.go); a condition
+// the older partition syntax accepts is a partition [Filter] with that syntax's meaning.
+// backfill --from-where and delta optimize --where take the partition syntax only
+// ([ParseTableFilter], [Filter.MatchPartitionValues]). A
 // [Scan] reads a list of data files in order: a planner opens each file's footer and splits it
 // into work units of whole row groups (about 256K rows), workers decode units concurrently
 // with pqarrow, and the consumer receives the batches in file order, each tagged with the file

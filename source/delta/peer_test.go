@@ -1,6 +1,8 @@
 package delta
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,4 +105,98 @@ func TestPeerSparkTables(t *testing.T) {
 	}
 	cases = append(cases, [2]string{p + "@4", p + "\x00--version\x004"})
 	compareWithDeltaRs(t, dir, cases)
+}
+
+// TestPeerWhere reads tables written by delta-rs and by Spark (their own statistics: strings
+// cut at 32 code points, ms timestamps, NaN in a double column) with read-delta --where, and
+// compares the rows with DuckDB's delta_scan … WHERE and, for the Spark table, with Spark's own
+// filter of the same predicate; predicates that statistics decide must also skip files.
+func TestPeerWhere(t *testing.T) {
+	py := peertest.Python(t)
+	dir := t.TempDir()
+	tables := strings.Fields(whereRun(t, py, "deltars", dir))
+	if err := exec.Command(py, "-c", "import pyspark, delta").Run(); err == nil {
+		tables = append(tables, strings.Fields(whereRun(t, py, "spark", dir))...)
+	} else if os.Getenv("STREAMKIT_REQUIRE_PEERS") == "1" {
+		t.Fatalf("pyspark/delta-spark missing: run scripts/peers.sh spark")
+	}
+	long := strings.Repeat("x", 31)
+	preds := []struct {
+		where  string
+		pruned bool // the statistics or partition values rule files out
+	}{
+		{"id > 45", true},
+		{"id BETWEEN 12 AND 17 OR id = 55", true},
+		{"NOT (id >= 5 AND id <= 50)", true},
+		{"s = '" + long + "b12'", false},
+		{"s >= '" + long + "z'", false},
+		{"s < '" + long + "a'", true},
+		{"s IS NULL AND part = 'A'", true},
+		{"f > 100", false},
+		{"f < 0.5", true},
+		{"f = 3.5 OR f <> f", false},
+		{"d >= 0.55", true},
+		{"day < DATE '2024-01-03' AND id % 2 = 0", true},
+		{"ts > TIMESTAMP '2024-03-10 12:00:05.012339'", true},
+		{"ts >= TIMESTAMP '2024-03-10 12:00:02.029615' AND ts <= TIMESTAMP '2024-03-10 12:00:02.029617'", true},
+		{"part IN ('A', 'B') AND s LIKE '%y%'", true},
+		{"part IS NULL OR upper(s) LIKE '%Z%'", false},
+	}
+	var args []string
+	for _, tb := range tables {
+		p := filepath.Join(dir, tb)
+		for i, c := range preds {
+			out := filepath.Join(dir, fmt.Sprintf("%s-%d.arrows", tb, i))
+			pruned := readDeltaPruned(t, out, p, c.where)
+			if c.pruned && pruned == 0 {
+				t.Errorf("%s --where %q: no file pruned", tb, c.where)
+			}
+			args = append(args, p, c.where, out)
+		}
+	}
+	res := whereRun(t, py, append([]string{"compare"}, args...)...)
+	t.Logf("%s", res)
+	if strings.Count(res, "ok ") != len(tables)*len(preds) {
+		t.Fatalf("compare: %s", res)
+	}
+}
+
+func whereRun(t *testing.T, py string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(py, append([]string{filepath.Join("testdata", "where_peers.py")}, args...)...)
+	cmd.Env = append(os.Environ(), "TZ=UTC")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("where_peers.py %s: %v\n%s%s", args[0], err, out, stderr.String())
+	}
+	return string(out)
+}
+
+// readDeltaPruned runs read-delta TABLE --where WHERE into out and returns files_pruned from
+// its last --progress=json line.
+func readDeltaPruned(t *testing.T, out, table, where string) int64 {
+	t.Helper()
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(peertest.Binary(t), "read-delta", "--progress", "json", table, "--where", where)
+	cmd.Stdout = f
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("read-delta --where %q: %v\n%s", where, err, stderr.String())
+	}
+	var last struct {
+		FilesPruned int64 `json:"files_pruned"`
+	}
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.HasPrefix(l, "{") {
+			json.Unmarshal([]byte(l), &last)
+		}
+	}
+	return last.FilesPruned
 }

@@ -14,12 +14,14 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	dl "github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/expr"
 	"github.com/streamkit/streamkit/storage"
 )
 
@@ -34,6 +36,12 @@ type ReadOptions struct {
 	Where *Filter
 	// WhereText is parsed against the table's partition columns when Where is nil.
 	WhereText string
+	// Predicate is a read-delta --where condition ([ParsePredicate]: Spark SQL over any
+	// column, or the partition syntax), used when Where and WhereText are not set: the files
+	// it rules out ([Reader.Verdict]) are skipped, the rows of the others are filtered (a row
+	// whose condition is false or NULL is dropped). Columns it reads that the projection
+	// leaves out are read too, for the evaluation only.
+	Predicate string
 	// BatchRows bounds the rows per output batch; default 65536.
 	BatchRows int
 	// Workers is the number of goroutines decoding Parquet row groups ahead of the reader
@@ -66,8 +74,12 @@ type Reader struct {
 	partCols  []string
 	partTypes map[string]arrow.DataType
 	filter    *Filter
+	pred      *Predicate    // a Spark SQL --where (nil: none, or the partition syntax in filter)
+	nOut      int           // fields[:nOut] are the output; the rest are read for pred only
+	readSc    *arrow.Schema // the schema of fields (schema when nOut == len(fields))
 	batchRows int
 	workers   int
+	opened    atomic.Int64 // data files opened (tests: pruning opens none of the skipped ones)
 }
 
 type outField struct {
@@ -162,6 +174,34 @@ func NewReader(s storage.Store, meta *dl.Metadata, opts ReadOptions) (*Reader, e
 			return nil, err
 		}
 	}
+	r.nOut = len(r.fields)
+	if r.filter == nil && strings.TrimSpace(opts.WhereText) == "" {
+		p, err := ParsePredicate(opts.Predicate, meta)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil && p.Partition() != nil {
+			r.filter = p.Partition()
+		} else if p != nil {
+			r.pred = p
+			for _, c := range p.Columns() {
+				if len(r.schema.FieldIndices(c)) > 0 {
+					continue
+				}
+				f, _ := full.FieldsByName(c)
+				of := outField{name: c, dt: f[0].Type, part: isPart[c]}
+				r.fields = append(r.fields, of)
+				fields = append(fields, f[0])
+				if !of.part {
+					r.dataCols = append(r.dataCols, of)
+				}
+			}
+		}
+	}
+	r.readSc = r.schema
+	if len(r.fields) > r.nOut {
+		r.readSc = arrow.NewSchema(fields, nil)
+	}
 	if s.LocalDir() != "" {
 		if r.rt, err = os.OpenRoot(abs); err != nil {
 			return nil, fmt.Errorf("read table %s: %w", root, err)
@@ -218,24 +258,45 @@ func lookupPartitionValue(raw map[string]*string, c string) *string {
 	return nil
 }
 
-// Match reports whether the file passes the partition filter (true without one).
+// Match reports whether the file may hold rows that pass the filter or predicate (true
+// without one): Verdict is not VerdictNone.
 func (r *Reader) Match(add *dl.Add) (bool, error) {
-	if r.filter == nil {
-		return true, nil
-	}
-	pv, err := r.partitionValues(add)
-	if err != nil {
-		return false, err
-	}
-	return r.filter.Match(pv), nil
+	v, err := r.Verdict(add)
+	return v != VerdictNone, err
 }
 
+// Verdict says what the file's partition values (and, for a Spark SQL predicate, its
+// statistics) prove about the filter or predicate: VerdictAll without one. A partition value
+// that does not parse as its column's type is an error.
+func (r *Reader) Verdict(add *dl.Add) (Verdict, error) {
+	switch {
+	case r.filter != nil:
+		pv, err := r.partitionValues(add)
+		if err != nil {
+			return VerdictNone, err
+		}
+		if r.filter.Match(pv) {
+			return VerdictAll, nil
+		}
+		return VerdictNone, nil
+	case r.pred != nil:
+		return r.pred.Verdict(add)
+	}
+	return VerdictAll, nil
+}
+
+// Predicate returns the Spark SQL --where condition whose rows the reader filters (nil: none;
+// a condition of the partition syntax is the [Reader.Filter]).
+func (r *Reader) Predicate() *Predicate { return r.pred }
+
 // FileRef is one data file to scan: its add action and the rows [Start, End) to emit (End < 0:
-// to the end of the file).
+// to the end of the file). Matched says every row of the file is known to match the
+// predicate (VerdictAll), so it is not evaluated; otherwise each batch is filtered by it.
 type FileRef struct {
-	Add   *dl.Add
-	Start int64
-	End   int64
+	Add     *dl.Add
+	Start   int64
+	End     int64
+	Matched bool
 }
 
 // Batch is one step of a [Scan]: a record batch of File's rows ending just before file row
@@ -290,6 +351,7 @@ type fileCtx struct {
 	leaves []int   // leaf columns to read
 	cols   []int   // per data column: index in the record reader's schema, -1 = missing
 	pv     []value // per output partition column (in r.fields order)
+	eval   bool    // filter the rows by r.pred
 	refs   atomic.Int32
 }
 
@@ -349,6 +411,7 @@ func (s *Scan) plan(refs []FileRef) {
 			send(&unit{file: i, err: err, out: make(chan rowBatch)})
 			return
 		}
+		fc.eval = s.r.pred != nil && !ref.Matched
 		var units []*unit
 		row := int64(0)
 		end := ref.End
@@ -416,6 +479,7 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 	if add.DeletionVector != nil {
 		return nil, nil, fmt.Errorf("data file %s: %w: reader feature deletionVectors (the file has a deletion vector)", add.Path, dl.ErrUnsupportedProtocol)
 	}
+	r.opened.Add(1)
 	fc := &fileCtx{add: add}
 	for _, f := range r.fields {
 		if f.part {
@@ -515,17 +579,29 @@ func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
 
 func (s *Scan) worker() {
 	defer s.wg.Done()
+	var prog *expr.Program // the worker's own: a Program is not safe for concurrent use
 	for u := range s.work {
-		u.err = s.r.decode(s.ctx, u)
+		u.err = s.r.decode(s.ctx, u, &prog)
 		close(u.out)
 		u.fc.release()
 	}
 }
 
-// decode reads unit u into output batches.
-func (r *Reader) decode(ctx context.Context, u *unit) error {
+// decode reads unit u into output batches; *prog is the worker's compiled predicate (compiled
+// on first use).
+func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error {
 	fc := u.fc
+	if fc.eval && *prog == nil {
+		p, err := r.pred.Compile(r.readSc, r.mem)
+		if err != nil {
+			return fmt.Errorf("--where: %w", err)
+		}
+		*prog = p
+	}
 	emit := func(rec arrow.RecordBatch, row int64) error {
+		if rec == nil { // every row filtered out
+			return nil
+		}
 		select {
 		case u.out <- rowBatch{rec, row}:
 			return nil
@@ -566,7 +642,7 @@ func (r *Reader) decode(ctx context.Context, u *unit) error {
 			if !ok {
 				continue
 			}
-			rec, err := r.assemble(ctx, fc, nil, int(hi-lo))
+			rec, err := r.assemble(ctx, fc, nil, int(hi-lo), *prog, start+lo)
 			if err != nil {
 				return err
 			}
@@ -602,7 +678,7 @@ func (r *Reader) decode(ctx context.Context, u *unit) error {
 		} else {
 			rec.Retain()
 		}
-		out, err := r.assemble(ctx, fc, in, int(hi-lo))
+		out, err := r.assemble(ctx, fc, in, int(hi-lo), *prog, start+lo)
 		in.Release()
 		if err != nil {
 			return err
@@ -618,8 +694,10 @@ func (r *Reader) decode(ctx context.Context, u *unit) error {
 }
 
 // assemble builds an output batch of n rows from the file columns in rec (nil when no data
-// column is read) and the file's partition values.
-func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatch, n int) (arrow.RecordBatch, error) {
+// column is read) and the file's partition values; when the file's rows are filtered, only
+// the rows where prog is true, nil when there are none (firstRow: the file row of rec's first
+// row, for errors).
+func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatch, n int, prog *expr.Program, firstRow int64) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, 0, len(r.fields))
 	release := func() {
 		for _, c := range cols {
@@ -648,9 +726,33 @@ func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatc
 		d.Release()
 		cols = append(cols, a)
 	}
-	out := array.NewRecordBatch(r.schema, cols, int64(n))
-	release()
-	return out, nil
+	defer release()
+	if !fc.eval {
+		return array.NewRecordBatch(r.schema, cols[:r.nOut], int64(n)), nil
+	}
+	read := array.NewRecordBatch(r.readSc, cols, int64(n))
+	defer read.Release()
+	mask, err := prog.Eval(ctx, read, func(i int) string {
+		return fmt.Sprintf("data file %s row %d", fc.add.Path, firstRow+int64(i))
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer mask.Release()
+	out := read
+	if len(cols) > r.nOut {
+		out = array.NewRecordBatch(r.schema, cols[:r.nOut], int64(n))
+		defer out.Release()
+	}
+	kept, err := expr.FilterBatch(compute.WithAllocator(ctx, r.mem), out, mask)
+	if err != nil {
+		return nil, err
+	}
+	if kept.NumRows() == 0 {
+		kept.Release()
+		return nil, nil
+	}
+	return kept, nil
 }
 
 // Next returns the next batch or file end; io.EOF after the last file.

@@ -26,7 +26,8 @@ type Config struct {
 	// Store is the opened table root (tools/cli.OpenStore: a local directory or a bucket
 	// prefix). Nil or local: the local directory Table (named as given in messages).
 	Store storage.Store
-	// Columns, Where, Workers: see [ReadOptions] (projection, partition filter, decoders).
+	// Columns, Workers: see [ReadOptions] (projection, decoders). Where is the --where
+	// condition, ReadOptions.Predicate: Spark SQL over any column, or the partition syntax.
 	Columns []string
 	Where   string
 	Workers int
@@ -97,6 +98,8 @@ type Source struct {
 	pos    position
 
 	files    []*dl.Add // change set of pos.Version
+	verdicts []Verdict // per file of files, once the scan of the change set starts (nil before)
+	pruned   int64     // files skipped by --where so far
 	loaded   bool      // files holds pos's change set
 	scan     *Scan
 	scanIdx  []int // scan ref → change set index
@@ -170,7 +173,7 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 		schemaSnap = latest
 	}
 	s.meta = schemaSnap.Metadata()
-	s.rd, err = NewReader(s.tbl.Store(), s.meta, ReadOptions{Name: s.cfg.Table, Columns: s.cfg.Columns, WhereText: s.cfg.Where,
+	s.rd, err = NewReader(s.tbl.Store(), s.meta, ReadOptions{Name: s.cfg.Table, Columns: s.cfg.Columns, Predicate: s.cfg.Where,
 		BatchRows: env.BatchRows, Workers: s.cfg.Workers, Allocator: env.Mem})
 	if err != nil {
 		var ue *stage.UsageError
@@ -387,8 +390,51 @@ func (s *Source) loadInitial(ctx context.Context) error {
 	return s.checkFiles(s.pos.Version, s.files)
 }
 
+// judge decides, once per change set, which of its files --where rules out (the files from
+// pos on; those before it were read already), counts and logs them.
+func (s *Source) judge() error {
+	if s.verdicts != nil {
+		return nil
+	}
+	s.verdicts = make([]Verdict, len(s.files))
+	if s.rd.Filter() == nil && s.rd.Predicate() == nil {
+		for i := range s.verdicts {
+			s.verdicts[i] = VerdictAll
+		}
+		return nil
+	}
+	considered, pruned := 0, 0
+	for i, a := range s.files {
+		if i < s.pos.File || (!s.pos.Initial && !a.DataChange) {
+			continue
+		}
+		v, err := s.rd.Verdict(a)
+		if err != nil {
+			return s.wrap(err)
+		}
+		s.verdicts[i] = v
+		considered++
+		if v == VerdictNone {
+			pruned++
+		}
+	}
+	s.pruned += int64(pruned)
+	if s.env.Stats != nil {
+		s.env.Stats.FilesPruned.Store(s.pruned)
+	}
+	log := s.env.Log.Debug
+	if s.pos.Initial {
+		log = s.env.Log.Info
+	}
+	log("--where skips the files that cannot match", "version", s.pos.Version, "files", considered, "files_pruned", pruned)
+	return nil
+}
+
 // startScan scans the change set from pos, up to limit when it falls in this version.
 func (s *Source) startScan(ctx context.Context, limit *position) error {
+	if err := s.judge(); err != nil {
+		return err
+	}
 	s.scanIdx = s.scanIdx[:0]
 	var refs []FileRef
 	for i := s.pos.File; i < len(s.files); i++ {
@@ -408,13 +454,10 @@ func (s *Source) startScan(ctx context.Context, limit *position) error {
 		if !s.pos.Initial && !a.DataChange {
 			continue
 		}
-		ok, err := s.rd.Match(a)
-		if err != nil {
-			return s.wrap(err)
-		}
-		if !ok {
+		if s.verdicts[i] == VerdictNone {
 			continue
 		}
+		ref.Matched = s.verdicts[i] == VerdictAll
 		refs = append(refs, ref)
 		s.scanIdx = append(s.scanIdx, i)
 	}
@@ -434,7 +477,7 @@ func (s *Source) closeScan() {
 func (s *Source) nextVersion() {
 	s.closeScan()
 	s.pos = position{TableID: s.pos.TableID, Version: s.pos.Version + 1}
-	s.files, s.loaded = nil, false
+	s.files, s.verdicts, s.loaded = nil, nil, false
 }
 
 // Read returns the next batch (see [stage.Source]).

@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -111,28 +112,8 @@ func TestFollowSnapshotThenCommits(t *testing.T) {
 	if p.Version != 5 || p.Initial || p.File != 0 {
 		t.Fatalf("position after v4 = %+v, want version 5 file 0", p)
 	}
-	all := append(rows, more...)
-	poss = append(append([]stage.Position{start}, poss...), poss2...)
-	cum = append([]int{0}, cum...)
-	for _, c := range cum2 {
-		cum = append(cum, len(rows)+c)
-	}
-	// Every position resumes exactly after the rows read before it, and replaying the range
-	// between two positions (an epoch) yields exactly the rows between them.
-	for i := range poss {
-		r := openSource(t, cfg(dir, func(c *Config) { c.Follow = true }), env, poss[i])
-		rest, _, _ := readAll(t, r, nil, 3)
-		if got, want := ids(t, rest), ids(t, all[cum[i]:]); !reflect.DeepEqual(got, want) {
-			t.Fatalf("resume at %s: %v, want %v", poss[i], got, want)
-		}
-		if i+1 < len(poss) {
-			r2 := openSource(t, cfg(dir, func(c *Config) { c.Follow = true }), env, poss[i])
-			ep, _, _ := readAll(t, r2, poss[i+1], 3)
-			if got, want := ids(t, ep), ids(t, all[cum[i]:cum[i+1]]); !reflect.DeepEqual(got, want) {
-				t.Fatalf("replay %s..%s: %v, want %v", poss[i], poss[i+1], got, want)
-			}
-		}
-	}
+	all, poss, cum := joinReads(start, rows, poss, cum, more, poss2, cum2)
+	checkResumes(t, cfg(dir, func(c *Config) { c.Follow = true }), env, all, poss, cum)
 	// Replaying a range with different batch sizes splits batches at the recorded rows.
 	env2 := testEnv(mem)
 	env2.BatchRows = 1000
@@ -140,6 +121,38 @@ func TestFollowSnapshotThenCommits(t *testing.T) {
 	ep, _, _ := readAll(t, r, poss[4], 3)
 	if got, want := ids(t, ep), ids(t, all[cum[1]:cum[4]]); !reflect.DeepEqual(got, want) {
 		t.Fatalf("replay with big batches: %v, want %v", got, want)
+	}
+}
+
+// joinReads joins two readAll calls made after position start: all the rows, every position
+// (start first) and the number of rows read before each.
+func joinReads(start stage.Position, rows []string, poss []stage.Position, cum []int, more []string, poss2 []stage.Position, cum2 []int) ([]string, []stage.Position, []int) {
+	all := append(rows, more...)
+	poss = append(append([]stage.Position{start}, poss...), poss2...)
+	cum = append([]int{0}, cum...)
+	for _, c := range cum2 {
+		cum = append(cum, len(rows)+c)
+	}
+	return all, poss, cum
+}
+
+// checkResumes: every position resumes exactly after the rows read before it, and replaying
+// the range between two positions (an epoch) yields exactly the rows between them.
+func checkResumes(t *testing.T, conf Config, env *stage.Env, all []string, poss []stage.Position, cum []int) {
+	t.Helper()
+	for i := range poss {
+		r := openSource(t, conf, env, poss[i])
+		rest, _, _ := readAll(t, r, nil, 3)
+		if got, want := ids(t, rest), ids(t, all[cum[i]:]); !reflect.DeepEqual(got, want) {
+			t.Fatalf("resume at %s: %v, want %v", poss[i], got, want)
+		}
+		if i+1 < len(poss) {
+			r2 := openSource(t, conf, env, poss[i])
+			ep, _, _ := readAll(t, r2, poss[i+1], 3)
+			if got, want := ids(t, ep), ids(t, all[cum[i]:cum[i+1]]); !reflect.DeepEqual(got, want) {
+				t.Fatalf("replay %s..%s: %v, want %v", poss[i], poss[i+1], got, want)
+			}
+		}
 	}
 }
 
@@ -382,5 +395,110 @@ func TestWhereSkipsFilesAndTimestampTravel(t *testing.T) {
 	rows, _, _ = readAll(t, openSource(t, cfg(dir, func(c *Config) { c.Timestamp = t0.Add(30 * time.Minute); c.Where = "p = 'b'" }), env, nil), nil, 2)
 	if got := sorted(ids(t, rows)); !reflect.DeepEqual(got, seq(3, 6)) {
 		t.Fatalf("timestamp travel: %v", got)
+	}
+}
+
+// TestWherePredicatePrunesAndFollows: a Spark SQL --where over a data column and a partition
+// column filters the rows of the snapshot and of the followed commits, and the files it rules
+// out by their statistics or partition values are never opened (they are deleted from disk
+// here, and the reader counts what it opens); positions resume exactly under the filter.
+func TestWherePredicatePrunesAndFollows(t *testing.T) {
+	mem := newMem(t)
+	dir := t.TempDir()
+	appendRows(t, mem, dir, idSchema, &dl.CreateOptions{PartitionColumns: []string{"p"}}, idRows(0, 5, "a"), idRows(5, 10, "b")) // v0
+	appendRows(t, mem, dir, idSchema, nil, idRows(10, 20, "a"))                                                                  // v1
+	removeFiles := func(match func(a *dl.Add) bool) {
+		t.Helper()
+		snap, err := dl.NewTable(dir, mem).Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range snap.Files() {
+			if match(f) {
+				p, _ := dl.DecodePath(f.Path)
+				if err := os.Remove(filepath.Join(dir, p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	// The file of ids 0..4 (p = a) can match neither side of the OR.
+	removeFiles(func(a *dl.Add) bool { return a.NumRecords() == 5 && *a.PartitionValues["p"] == "a" })
+	where := "id >= 12 OR (p = 'b' AND id % 2 = 0)"
+	env := testEnv(mem)
+	env.Stats = &stage.Stats{}
+	conf := cfg(dir, func(c *Config) { c.Follow = true; c.Where = where })
+	src := openSource(t, conf, env, nil)
+	start := src.Position()
+	rows, poss, cum := readAll(t, src, nil, 3)
+	if got := sorted(ids(t, rows)); !reflect.DeepEqual(got, append([]int{6, 8}, seq(12, 20)...)) {
+		t.Fatalf("snapshot rows %v", got)
+	}
+	if n := src.rd.opened.Load(); n != 2 {
+		t.Fatalf("opened %d files, want 2 (one pruned)", n)
+	}
+	// Followed commits: one that matches (ids 20..24), one pruned by statistics and partition
+	// (ids 0..3 in p = c), one with a match in the middle of the file.
+	appendRows(t, mem, dir, idSchema, nil, idRows(20, 25, "a"))
+	appendRows(t, mem, dir, idSchema, nil, idRows(0, 4, "c"))
+	removeFiles(func(a *dl.Add) bool { return *a.PartitionValues["p"] == "c" })
+	appendRows(t, mem, dir, idSchema, nil, `[{"id":1,"p":"d"},{"id":30,"p":"d"},{"id":2,"p":"d"}]`)
+	more, poss2, cum2 := readAll(t, src, nil, 3)
+	if got := ids(t, more); !reflect.DeepEqual(got, append(seq(20, 25), 30)) {
+		t.Fatalf("followed rows %v", got)
+	}
+	if n, p := src.rd.opened.Load(), env.Stats.FilesPruned.Load(); n != 4 || p != 2 {
+		t.Fatalf("opened %d files, pruned %d; want 4 and 2", n, p)
+	}
+	all, poss, cum := joinReads(start, rows, poss, cum, more, poss2, cum2)
+	checkResumes(t, conf, testEnv(mem), all, poss, cum)
+	// A column the predicate reads but --columns leaves out is read for the evaluation only.
+	proj := openSource(t, cfg(dir, func(c *Config) { c.Where = "id = 30 OR (id < 7 AND p = 'b')"; c.Columns = []string{"p"} }), testEnv(mem), nil)
+	if got := proj.schema.String(); !strings.Contains(got, "p: type=utf8") || strings.Contains(got, "id") {
+		t.Fatalf("projected schema %s", got)
+	}
+	prow, _, _ := readAll(t, proj, nil, 2)
+	sort.Strings(prow)
+	if want := []string{`{"p":"b"}`, `{"p":"b"}`, `{"p":"d"}`}; !reflect.DeepEqual(prow, want) {
+		t.Fatalf("projected rows %v, want %v", prow, want)
+	}
+}
+
+// TestWherePredicateErrors: errors of the predicate before and while reading.
+func TestWherePredicateErrors(t *testing.T) {
+	mem := newMem(t)
+	dir := t.TempDir()
+	appendRows(t, mem, dir, idSchema, &dl.CreateOptions{PartitionColumns: []string{"p"}}, idRows(0, 5, "a"))
+	for where, want := range map[string]string{
+		"idd > 1":          "unknown column `idd` (did you mean `id`?)",
+		"id >":             "syntax error at position 5",
+		"id + 1":           "must be boolean",
+		"p = a AND id > 1": "unknown column `a`",
+		"10 / id > 1":      "",
+	} {
+		src, err := NewSource(cfg(dir, func(c *Config) { c.Where = where }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = src.Open(context.Background(), testEnv(mem), nil)
+		if want == "" {
+			if err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			_, err = src.Read(context.Background(), nil)
+			for err == nil {
+				_, err = src.Read(context.Background(), nil)
+			}
+			if !strings.Contains(err.Error(), "[DIVIDE_BY_ZERO]") || !strings.Contains(err.Error(), "row 0") {
+				t.Fatalf("%s: %v", where, err)
+			}
+			src.Close()
+			continue
+		}
+		var ue *stage.UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: %v, want a usage error with %q", where, err, want)
+		}
+		src.Close()
 	}
 }

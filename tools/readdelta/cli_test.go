@@ -51,7 +51,10 @@ func TestCLIRefusals(t *testing.T) {
 		{"bad timestamp", []string{"--timestamp", "yesterday", "x"}, 2, "--timestamp"},
 		{"bad starting version", []string{"--follow", "--starting-version", "soon", "x"}, 2, "--starting-version"},
 		{"no table", nil, 2, "takes 1 argument"},
-		{"where on a data column", []string{"--where", "id = 1", craft(t, v1, "")}, 2, "--where filters partition columns only"},
+		{"where on a data column", []string{"--where", "id = 1", craft(t, v1, "")}, 0, ""},
+		{"where on an unknown column", []string{"--where", "idd = 1", craft(t, v1, "")}, 2, "unknown column `idd` (did you mean `id`?)"},
+		{"where that does not parse", []string{"--where", "id = = 1", craft(t, v1, "")}, 2, "syntax error at position 6"},
+		{"where that is not boolean", []string{"--where", "id + 1", craft(t, v1, "")}, 2, "must be boolean"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(bin, append([]string{"read-delta", "--progress", "off"}, c.args...)...)

@@ -41,10 +41,23 @@ func CommandSpec() cli.Spec {
 		Short: "Read a Delta table, or follow the rows its new commits add",
 		Long: `read-delta reads the Delta table TABLE (a directory, a file:// URI, or a bucket URL:
 s3://BUCKET/PATH, gs://…, az://…, abfss://…, with the cloud SDKs' usual credentials) as an
-Arrow stream: the latest version, or --version N / --timestamp T (time travel). --columns projects, and --where filters on
-partition columns, so files of other partitions are never opened. Partition columns are
-restored from the log's partitionValues; INT96, ms, µs and ns timestamps all come out as
-µs timestamps; columns missing from older files are null.
+Arrow stream: the latest version, or --version N / --timestamp T (time travel). --columns
+projects. Partition columns are restored from the log's partitionValues; INT96, ms, µs and
+ns timestamps all come out as µs timestamps; columns missing from older files are null.
+
+--where PREDICATE keeps the rows for which a Spark SQL predicate over any column is true, in
+the language of streamkit filter (a row whose predicate is false or NULL is dropped); it
+is type-checked against the table schema before anything is read (a syntax error, an
+unknown column or a type mismatch exits 2 with a caret under the position). Data files
+whose partition values or add-action statistics (minValues, maxValues, nullCount,
+numRecords) prove that no row can match are skipped without being opened: comparisons of
+a column with literals (= <> < <= > >= IN BETWEEN IS [NOT] NULL) under AND, OR and NOT;
+anything else reads the file. Statistics are taken as bounds: string maxima may be
+truncated, timestamp statistics have ms precision, and x > c on a float column never skips
+a file (writers may leave NaN out of max). The number of skipped files is logged and shown
+as files_pruned in --progress=json. A predicate the older partition syntax accepts keeps
+its meaning there: bare words are values of the partition column's type
+(date >= 2024-05-01, region = eu).
 
 --follow streams: first the current snapshot (or the snapshot of --version), then the files
 added by every new commit, in commit order; --starting-version N reads the commits from N
@@ -67,6 +80,7 @@ the log that point outside the table are refused.`,
 			"# Read the latest version\nstreamkit read-delta ./lake/orders | streamkit print",
 			"# A table on S3 (or an S3-compatible server through AWS_ENDPOINT_URL)\nstreamkit read-delta s3://lake/orders --columns order_id,amount | streamkit print",
 			"# Time travel, two columns, one month of a date-partitioned table\nstreamkit read-delta ./lake/orders --version 12 --columns order_id,amount --where \"date >= 2024-05-01 and date < 2024-06-01\" | streamkit print",
+			"# Large orders of two regions: files whose partition or statistics rule them out are not read\nstreamkit read-delta ./lake/orders --where \"amount > 100 AND region IN ('eu', 'us')\" | streamkit print",
 			"# Bronze to silver: follow new commits, drop duplicates, append exactly once\nexport STREAMKIT_CHECKPOINT=./ckpt/silver\nstreamkit read-delta --follow ./lake/bronze | streamkit dedup --key id | streamkit write-delta ./lake/silver",
 		},
 		Args: cli.ExactArgs(1),
@@ -118,7 +132,7 @@ the log that point outside the table are refused.`,
 		},
 		Flags: func(f *pflag.FlagSet) {
 			f.StringVar(&columns, "columns", "", "read only these columns, comma-separated, in this order (default: all)")
-			f.StringVar(&cfg.Where, "where", "", "filter on partition columns, e.g. \"date >= 2024-05-01 and region in ('eu', 'us')\"; other partitions' files are skipped")
+			f.StringVar(&cfg.Where, "where", "", "keep the rows where this Spark SQL predicate is true, e.g. \"amount > 100 AND region IN ('eu', 'us')\"; files that cannot match are skipped")
 			f.Int64Var(&cfg.Version, "version", -1, "read the table as of this version (time travel)")
 			f.StringVar(&timestamp, "timestamp", "", "read the newest version committed at or before this time (RFC 3339, or a UTC date/time)")
 			f.BoolVar(&cfg.Follow, "follow", false, "after the snapshot, keep streaming the rows of new commits")

@@ -62,7 +62,8 @@ type KV struct{ Key, Value string }
 // Config are backfill's options.
 type Config struct {
 	// FromDelta is the source Delta table (--from-delta); FromVersion its version (-1:
-	// latest) and FromWhere a partition filter on it (read-delta --where syntax).
+	// latest) and FromWhere a partition filter on it (the partition syntax of read-delta
+	// --where, source/delta.Filter).
 	FromDelta   string
 	FromVersion int64
 	FromWhere   string
