@@ -90,10 +90,7 @@ var examplesNotRun = map[string]string{
 // merged later (a substring of exactly one example → the reason). They still run: an entry
 // whose example passes, or that matches none, fails the test, so the list is emptied as the
 // fixes land.
-var examplesKnownFailing = map[string]string{
-	"streamkit state-dump ./ckpt/dedup | streamkit write-delta":    "state-dump without --stage prints a text summary, not Arrow; r-flags fixes this example (issue #23)",
-	"--bad-records bad.ndjson | streamkit keyby value.user_id | …": "ends in '| …'; r-flags fixes this example's registry URL (issue #23), the tail goes with it",
-}
+var examplesKnownFailing = map[string]string{}
 
 // Timeouts: a bounded example must end within boundedTimeout; an unbounded one (a live Kafka
 // read, --follow, generate --rate without --rows) is interrupted with SIGINT once it has
