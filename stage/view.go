@@ -307,6 +307,11 @@ func (v *view) write(p []byte) {
 func (v *view) stop() {
 	v.wmu.Lock()
 	defer v.wmu.Unlock()
+	v.stopLocked()
+}
+
+// stopLocked is stop with wmu held.
+func (v *view) stopLocked() {
 	if v.done {
 		return
 	}
@@ -632,6 +637,31 @@ func sameFile(a, b io.Writer) bool {
 	sa, err1 := fa.Stat()
 	sb, err2 := fb.Stat()
 	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// StopView replaces the view this process draws, if any, by its summary line, as the end of
+// the stage would: main calls it before it exits on a second interrupt, when the stage may
+// still be blocked (on a full pipe) and would leave the last frame on the terminal, with the
+// cursor parked at its top for the shell to write over. It never waits: when a write to the
+// terminal is in flight (a paused terminal) it leaves the frame, and it gives up on a write of
+// its own that has not finished within wait, so the exit is not held up.
+func StopView(wait time.Duration) {
+	console.mu.Lock()
+	v := console.view
+	console.mu.Unlock()
+	if v == nil || !v.wmu.TryLock() {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer v.wmu.Unlock()
+		v.stopLocked()
+	}()
+	select {
+	case <-done:
+	case <-time.After(wait):
+	}
 }
 
 // setConsoleView makes writes through Console go above v (nil: straight to the terminal).

@@ -248,3 +248,50 @@ func TestWatermarkText(t *testing.T) {
 		}
 	}
 }
+
+// blockingWriter is a terminal whose writes never finish (a paused terminal).
+type blockingWriter struct{ release chan struct{} }
+
+func (b blockingWriter) Write(p []byte) (int, error) { <-b.release; return len(p), nil }
+
+// TestStopView: on a second interrupt main replaces the view by its summary even though the
+// stage never got to stop it, and it never waits on the terminal: not while another write
+// holds it, not on a write of its own that blocks.
+func TestStopView(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Unix(100, 0)
+	v := newView(&out, func() time.Time { return now })
+	v.self(wireStats{Stage: "print", Time: now.UnixMicro()})
+	v.redraw()
+	setConsoleView(v)
+	defer setConsoleView(nil)
+	out.Reset()
+	StopView(time.Second)
+	if got, want := out.String(), "\r"+ansi.EraseScreenBelow+"print 0 rows in 0s\n"; got != want || !v.done {
+		t.Errorf("after StopView: %q (done %v), want %q", got, v.done, want)
+	}
+	StopView(time.Second) // stopped already: nothing more
+	if got := out.String(); strings.Count(got, "rows in") != 1 {
+		t.Errorf("a second StopView wrote again: %q", got)
+	}
+
+	busy := newView(&out, func() time.Time { return now })
+	setConsoleView(busy)
+	busy.wmu.Lock() // a write in flight
+	start := time.Now()
+	StopView(time.Minute)
+	busy.wmu.Unlock()
+	if busy.done || time.Since(start) > 5*time.Second {
+		t.Errorf("StopView with the terminal busy: done %v after %v; want it to leave at once", busy.done, time.Since(start))
+	}
+
+	bw := blockingWriter{release: make(chan struct{})}
+	defer close(bw.release)
+	paused := newView(bw, func() time.Time { return now })
+	setConsoleView(paused)
+	start = time.Now()
+	StopView(50 * time.Millisecond)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("StopView on a paused terminal took %v", d)
+	}
+}

@@ -29,7 +29,10 @@ func main() {
 	// A second Ctrl-C ends the process at once (exit 130), even when the stage is blocked in a
 	// read or write that its cancelled context cannot interrupt.
 	stage.AbortHook = func() {
-		time.AfterFunc(abortGrace, func() { os.Exit(stage.ExitInterrupted) })
+		time.AfterFunc(abortGrace, func() {
+			stage.StopView(abortGrace) // a stage still blocked would leave its frame on the terminal
+			os.Exit(stage.ExitInterrupted)
+		})
 	}
 	stopProfile := startCPUProfile()
 	root := newRoot()
