@@ -258,7 +258,45 @@ func (l *operatorLoop) run(inq *inbox) error {
 			return err
 		}
 		if r.msg.Control != nil && r.msg.Control.Kind == codec.Barrier && l.sig.requested() {
-			return l.pause()
+			return l.pause(inq)
+		}
+	}
+}
+
+// pauseDrain is how long a stage that pauses on an interrupt waits for what its upstream
+// sends after the barrier: the Ctrl-C reached every stage, so that is the upstream's last
+// stats and its end, at once.
+const pauseDrain = 500 * time.Millisecond
+
+// drainStats handles the stats controls that follow the barrier a stage pauses at, until the
+// upstream's end, anything else (a data batch: the upstream was not interrupted and goes on),
+// an error, an abort or pauseDrain: the upstream stages paused at the same barrier and sent
+// their final counters after it (writer.finalStats), and without them the view's summary
+// showed each stage's counters of its last periodic report, a second apart (generate 5831 →
+// keyby 4022 → print 6857).
+func (l *operatorLoop) drainStats(inq *inbox) {
+	deadline := time.NewTimer(pauseDrain)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		case r, ok := <-inq.ch:
+			if !ok {
+				return
+			}
+			inq.received(r)
+			if r.err != nil || r.msg.Control == nil || r.msg.Control.Kind != codec.Stats {
+				if r.msg.Batch != nil {
+					r.msg.Batch.Release()
+				}
+				return
+			}
+			if err := l.handle(r.msg); err != nil {
+				return
+			}
 		}
 	}
 }
@@ -275,8 +313,11 @@ func (l *operatorLoop) tick() error {
 }
 
 // pause ends the stage after the barrier that finished the epoch of an interrupt: it tells
-// the operator and downstream this is a pause and returns ErrInterrupted.
-func (l *operatorLoop) pause() error {
+// the operator and downstream this is a pause and returns ErrInterrupted. First it takes the
+// stats controls upstream stages send after that barrier (drainStats), so that their last
+// counters reach the view and its summary.
+func (l *operatorLoop) pause(inq *inbox) error {
+	l.drainStats(inq)
 	if err := l.settle(true); err != nil {
 		return err
 	}

@@ -295,3 +295,35 @@ func TestStopView(t *testing.T) {
 		t.Errorf("StopView on a paused terminal took %v", d)
 	}
 }
+
+// TestPauseForwardsFinalStats: a stage that pauses at the barrier of an interrupt first
+// forwards the stats its upstream sent after that barrier (the upstream's last counters), so
+// the view's summary does not show an upstream stage's report of a second before.
+func TestPauseForwardsFinalStats(t *testing.T) {
+	var in bytes.Buffer
+	w := codec.NewWriter(&in, intSchema, memory.DefaultAllocator)
+	last := codec.StatsControl(`{"stage":"generate","pid":1,"t":2,"in":9,"out":9,"final":true}`)
+	end := codec.EndControl(codec.Pause)
+	end.Interrupted = true
+	for _, c := range []codec.Control{codec.StatsControl(`{"stage":"generate","pid":1,"t":1,"in":5,"out":5}`), codec.BarrierControl(1), last, end} {
+		if err := w.WriteControl(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	interrupt := make(chan struct{}, 1)
+	interrupt <- struct{}{}
+	var out bytes.Buffer
+	o := Options{Tool: "pass", Stdin: &in, Stdout: &out, Stderr: io.Discard, Progress: ProgressAuto, NoSignals: true, Interrupt: interrupt, Shard: &ShardEnv{}}
+	if err := RunOperator(context.Background(), o, &passOp{}); err != ErrInterrupted {
+		t.Fatalf("RunOperator: %v, want ErrInterrupted", err)
+	}
+	got := controls(t, out.Bytes())
+	var kinds []string
+	for _, c := range got {
+		kinds = append(kinds, c.Kind.String())
+	}
+	if len(got) != 4 || got[2].Kind != codec.Stats || got[2].Stats != last.Stats || got[3].Kind != codec.End {
+		t.Fatalf("controls out: %v; want the first stats, the barrier, the upstream's final stats, the end", kinds)
+	}
+}
