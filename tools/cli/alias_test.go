@@ -37,7 +37,7 @@ func TestAlias(t *testing.T) {
 		{nil, vars{"", 5 * time.Second, false, "a"}},
 		{[]string{"--time", "ts", "--retention", "1d", "--tail", "--how", "b"}, vars{"ts", 24 * time.Hour, true, "b"}},
 		{[]string{"--event-time=ts", "--retain=1d", "--follow", "--mode=b"}, vars{"ts", 24 * time.Hour, true, "b"}},
-		{[]string{"--time", "old", "--event-time", "new"}, vars{"new", 5 * time.Second, false, "a"}}, // the last wins
+		{[]string{"--time", "ts", "--event-time", "ts", "--tail", "--follow"}, vars{"ts", 5 * time.Second, true, "a"}}, // both names, one value
 	} {
 		var got vars
 		f := define(&got)
@@ -47,6 +47,10 @@ func TestAlias(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%q: got %+v, want %+v", tc.args, got, tc.want)
 		}
+	}
+	// Two names with contradicting values: a usage error naming both, not the last one silently.
+	if err := define(new(vars)).Parse([]string{"--time", "old", "--event-time", "new"}); err == nil || !strings.Contains(err.Error(), "--time old and --event-time new are one flag under two names") {
+		t.Errorf("--time old --event-time new: %v", err)
 	}
 	f := define(new(vars))
 	for old, name := range map[string]string{"time": "event-time", "retention": "retain", "tail": "follow", "how": "mode"} {

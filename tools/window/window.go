@@ -456,14 +456,17 @@ All aggregates, with Spark's names, arguments and result types (nulls are skippe
   min(x), max(x), first(x), last(x)  x's type; first/last by event time
   count_distinct(x)                  exact distinct count (bigint); keeps every distinct value
   approx_count_distinct(x[, rsd])    HyperLogLog estimate (bigint), relative standard
-                                     deviation rsd (default 0.05: 512 registers per window)
+                                     deviation rsd (default 0.05: 512 registers per window);
+                                     within Spark's error bound, but not Spark's number (the
+                                     hash differs)
   median(x), percentile(x, p)        exact, interpolated (double; p may be array(p1, …) for an
                                      array); keep every value of the window, so memory grows
                                      with the window's rows
   percentile_approx(x, p[, acc])     a value of x within rank error ⌈n/acc⌉ (acc default
                                      10000) of rank ⌈p·n⌉, x's type; Spark's Greenwald-Khanna
-                                     summary, bounded; exact below acc/2 rows. Also
-                                     approx_percentile
+                                     algorithm (its buffer is smaller: answers may differ
+                                     from Spark's within the bound), bounded; exact below
+                                     acc/2 rows. Also approx_percentile
   stddev(x), stddev_samp, std,       sample and population standard deviation and variance
   stddev_pop, variance, var_samp,    (double); the sample forms are null for one row
   var_pop
