@@ -293,7 +293,7 @@ func (v *view) redraw() {
 // Called with wmu held.
 func (v *view) write(p []byte) {
 	var b strings.Builder
-	b.WriteString("\r" + ansi.EraseScreenBelow)
+	v.erase(&b)
 	b.Write(p)
 	b.WriteString(v.frame)
 	v.drawn = strings.Count(v.frame, "\n") + 1
@@ -301,6 +301,24 @@ func (v *view) write(p []byte) {
 		b.WriteString("\r" + ansi.CursorUp(v.drawn-1))
 	}
 	io.WriteString(v.out, b.String())
+}
+
+// erase writes to b what clears the drawn frame and leaves the cursor at its top. It erases
+// the frame's lines one by one and the rest of the screen only from its last line: an
+// erase-below from the top-left corner clears the whole screen, which tmux (scroll-on-clear,
+// on by default) copies into the history, one old frame per redraw after a `clear`.
+func (v *view) erase(b *strings.Builder) {
+	b.WriteString("\r")
+	for i := 0; i < v.drawn; i++ {
+		if i > 0 {
+			b.WriteString(ansi.CursorDown(1))
+		}
+		b.WriteString(ansi.EraseEntireLine)
+	}
+	b.WriteString(ansi.EraseScreenBelow)
+	if v.drawn > 1 {
+		b.WriteString(ansi.CursorUp(v.drawn - 1))
+	}
 }
 
 // stop replaces the view by its one-line summary (after any held partial line).
@@ -317,7 +335,7 @@ func (v *view) stopLocked() {
 	}
 	v.done = true
 	var b strings.Builder
-	b.WriteString("\r" + ansi.EraseScreenBelow)
+	v.erase(&b)
 	if len(v.tail) > 0 {
 		b.Write(v.tail)
 		b.WriteString("\n")

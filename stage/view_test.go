@@ -175,7 +175,7 @@ func TestConsoleAboveView(t *testing.T) {
 	rows := &consoleWriter{w: &out, rows: true}
 	write := func(c *consoleWriter, p string) { c.into(v, []byte(p)) }
 	write(log, "time=x msg=hello\n")
-	if got, want := out.String(), "\r"+ansi.EraseScreenBelow+"time=x msg=hello\n"+frame+"\r"+ansi.CursorUp(2); got != want {
+	if got, want := out.String(), erased3+"time=x msg=hello\n"+frame+"\r"+ansi.CursorUp(2); got != want {
 		t.Errorf("log line written as %q, want %q", got, want)
 	}
 	out.Reset()
@@ -185,7 +185,7 @@ func TestConsoleAboveView(t *testing.T) {
 	}
 	out.Reset()
 	v.stop()
-	if got := out.String(); !strings.HasPrefix(got, "\r"+ansi.EraseScreenBelow+"row\nprint 0 rows in 0s\n") {
+	if got := out.String(); !strings.HasPrefix(got, erased3+"row\nprint 0 rows in 0s\n") {
 		t.Errorf("at the end: %q, want the held row then the summary", got)
 	}
 	// Without a view, a log line on a terminal starts by erasing whatever view another stage
@@ -267,7 +267,7 @@ func TestStopView(t *testing.T) {
 	defer setConsoleView(nil)
 	out.Reset()
 	StopView(time.Second)
-	if got, want := out.String(), "\r"+ansi.EraseScreenBelow+"print 0 rows in 0s\n"; got != want || !v.done {
+	if got, want := out.String(), erased3+"print 0 rows in 0s\n"; got != want || !v.done {
 		t.Errorf("after StopView: %q (done %v), want %q", got, v.done, want)
 	}
 	StopView(time.Second) // stopped already: nothing more
@@ -327,3 +327,8 @@ func TestPauseForwardsFinalStats(t *testing.T) {
 		t.Fatalf("controls out: %v; want the first stats, the barrier, the upstream's final stats, the end", kinds)
 	}
 }
+
+// erased3 is what clears a drawn 3-line frame from its top (view.erase): each line, then the
+// screen below its last line, then back to the top.
+var erased3 = "\r" + ansi.EraseEntireLine + ansi.CursorDown(1) + ansi.EraseEntireLine + ansi.CursorDown(1) +
+	ansi.EraseEntireLine + ansi.EraseScreenBelow + ansi.CursorUp(2)
