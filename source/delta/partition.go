@@ -183,20 +183,7 @@ func compare(dt arrow.DataType, a, b value) int {
 	case arrow.STRING, arrow.BINARY:
 		return strings.Compare(a.s, b.s)
 	case arrow.FLOAT32, arrow.FLOAT64:
-		an, bn := math.IsNaN(a.f), math.IsNaN(b.f)
-		switch {
-		case an && bn:
-			return 0
-		case an:
-			return 1
-		case bn:
-			return -1
-		case a.f < b.f:
-			return -1
-		case a.f > b.f:
-			return 1
-		}
-		return 0
+		return floatCompare(a.f, b.f)
 	case arrow.DECIMAL128:
 		return a.d.Cmp(b.d)
 	}
@@ -241,4 +228,23 @@ func typeName(dt arrow.DataType) string {
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale)
 	}
 	return dt.String()
+}
+
+// floatCompare orders doubles as Spark does: NaN equals NaN and is greater than every other
+// value, -0.0 equals 0.0.
+func floatCompare(a, b float64) int {
+	an, bn := math.IsNaN(a), math.IsNaN(b)
+	switch {
+	case an && bn:
+		return 0
+	case an:
+		return 1
+	case bn:
+		return -1
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

@@ -138,20 +138,7 @@ func dcompare(d domain, a, b dval) int {
 	case domExact:
 		return a.r.Cmp(b.r)
 	case domDouble:
-		an, bn := math.IsNaN(a.f), math.IsNaN(b.f)
-		switch {
-		case an && bn:
-			return 0
-		case an:
-			return 1
-		case bn:
-			return -1
-		case a.f < b.f:
-			return -1
-		case a.f > b.f:
-			return 1
-		}
-		return 0
+		return floatCompare(a.f, b.f)
 	case domString:
 		return strings.Compare(a.s, b.s)
 	}
