@@ -349,7 +349,7 @@ func compareAt(t Type, a arrow.Array, i int, b arrow.Array, j int) int {
 	case KBigInt, KTimestamp, KInterval:
 		return cmpOrdered(i64s(a)[i], i64s(b)[j])
 	case KDouble:
-		return cmpFloat(f64s(a)[i], f64s(b)[j])
+		return CompareDouble(f64s(a)[i], f64s(b)[j])
 	case KDecimal:
 		return decs(a)[i].Cmp(decs(b)[j])
 	case KString:

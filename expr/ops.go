@@ -287,7 +287,7 @@ func (n *cmpNode) evalLoop(c *evalCtx, active []bool) (arrow.Array, error) {
 					continue
 				}
 			}
-			out.set(i, cmpResult(n.op, cmpFloat(lv[i], rv[i])))
+			out.set(i, cmpResult(n.op, CompareDouble(lv[i], rv[i])))
 		}
 		return out.array(), nil
 	}
@@ -327,8 +327,9 @@ func (n *cmpNode) evalLoop(c *evalCtx, active []bool) (arrow.Array, error) {
 	return out.array(), nil
 }
 
-// cmpFloat orders doubles as Spark does: NaN = NaN, NaN above +Inf, -0.0 = 0.0.
-func cmpFloat(a, b float64) int {
+// CompareDouble orders doubles as Spark does (-1, 0 or 1): NaN = NaN, NaN above +Inf,
+// -0.0 = 0.0 (Spark SQL reference, "NaN Semantics").
+func CompareDouble(a, b float64) int {
 	an, bn := math.IsNaN(a), math.IsNaN(b)
 	switch {
 	case an && bn:

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/expr"
 )
 
 // value is one typed partition value or filter literal. Which field is meaningful depends on
@@ -183,7 +185,7 @@ func compare(dt arrow.DataType, a, b value) int {
 	case arrow.STRING, arrow.BINARY:
 		return strings.Compare(a.s, b.s)
 	case arrow.FLOAT32, arrow.FLOAT64:
-		return floatCompare(a.f, b.f)
+		return expr.CompareDouble(a.f, b.f)
 	case arrow.DECIMAL128:
 		return a.d.Cmp(b.d)
 	}
@@ -228,23 +230,4 @@ func typeName(dt arrow.DataType) string {
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale)
 	}
 	return dt.String()
-}
-
-// floatCompare orders doubles as Spark does: NaN equals NaN and is greater than every other
-// value, -0.0 equals 0.0.
-func floatCompare(a, b float64) int {
-	an, bn := math.IsNaN(a), math.IsNaN(b)
-	switch {
-	case an && bn:
-		return 0
-	case an:
-		return 1
-	case bn:
-		return -1
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -138,7 +138,7 @@ func dcompare(d domain, a, b dval) int {
 	case domExact:
 		return a.r.Cmp(b.r)
 	case domDouble:
-		return floatCompare(a.f, b.f)
+		return expr.CompareDouble(a.f, b.f)
 	case domString:
 		return strings.Compare(a.s, b.s)
 	}
