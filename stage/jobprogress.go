@@ -44,7 +44,7 @@ func StartJobProgress(w io.Writer, mode, name string, total int64) *JobProgress 
 	p := &JobProgress{w: w, name: name, mode: mode, total: total, start: time.Now()}
 	p.phase.Store("reading")
 	if os.Getenv("NO_COLOR") == "" {
-		p.bar = lipgloss.NewStyle().Foreground(lipgloss.Color("6"))
+		p.bar = ColorRenderer(w).NewStyle().Foreground(lipgloss.Color("6"))
 	}
 	if mode == ProgressOff {
 		return p

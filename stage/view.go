@@ -201,7 +201,7 @@ func newView(out io.Writer, now func() time.Time) *view {
 	if f, ok := out.(*os.File); ok {
 		v.fd = int(f.Fd())
 	}
-	r := lipgloss.NewRenderer(out)
+	r := ColorRenderer(out)
 	v.head, v.name, v.dim, v.warn = r.NewStyle(), r.NewStyle(), r.NewStyle(), r.NewStyle()
 	if os.Getenv("NO_COLOR") == "" {
 		v.head = v.head.Faint(true)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
 
 	"github.com/streamkit/streamkit/codec"
 )
@@ -332,3 +333,28 @@ func TestPauseForwardsFinalStats(t *testing.T) {
 // screen below its last line, then back to the top.
 var erased3 = "\r" + ansi.EraseEntireLine + ansi.CursorDown(1) + ansi.EraseEntireLine + ansi.CursorDown(1) +
 	ansi.EraseEntireLine + ansi.EraseScreenBelow + ansi.CursorUp(2)
+
+// TestColorProfile: TERM=screen (tmux without a 256-colour terminfo) still gets the 16
+// colours the view uses; NO_COLOR and TERM=dumb get none (CI's TestLiveView failure).
+func TestColorProfile(t *testing.T) {
+	for _, tt := range []struct {
+		term, noColor string
+		want          termenv.Profile
+	}{
+		{"screen", "", termenv.ANSI},
+		{"xterm-256color", "", termenv.ANSI256},
+		{"screen", "1", termenv.Ascii},
+		{"dumb", "", termenv.Ascii},
+		{"", "", termenv.Ascii},
+	} {
+		t.Setenv("TERM", tt.term)
+		t.Setenv("NO_COLOR", tt.noColor)
+		detected := termenv.Ascii
+		if tt.term == "xterm-256color" {
+			detected = termenv.ANSI256
+		}
+		if got := ColorProfile(detected); got != tt.want {
+			t.Errorf("TERM=%q NO_COLOR=%q: profile %v, want %v", tt.term, tt.noColor, got, tt.want)
+		}
+	}
+}

@@ -34,6 +34,7 @@ func main() {
 			os.Exit(stage.ExitInterrupted)
 		})
 	}
+	stage.UseColorProfile() // print's tables and state-dump's summary on TERM=screen
 	stopProfile := startCPUProfile()
 	root := newRoot()
 	cmd, err := root.ExecuteContextC(context.Background())
