@@ -37,6 +37,39 @@ func int96Micros(v parquet.Int96) int64 {
 	return (day-julianDayOfEpoch)*86_400_000_000 + nanos/1000
 }
 
+// sparkLegacyInt96 is the key of a Parquet file's key-value metadata by which Spark marks INT96
+// values written with int96RebaseModeInWrite=LEGACY: instants before the Gregorian switch were
+// written as readings of the hybrid Julian calendar (java.util.GregorianCalendar).
+const sparkLegacyInt96 = "org.apache.spark.legacyINT96"
+
+// gregorianSwitchMicros is 1582-10-15 00:00:00 UTC, the first day of the Gregorian calendar in
+// Spark's hybrid one: later instants are the same in both.
+const gregorianSwitchMicros = -12_219_292_800_000_000
+
+// rebaseJulianMicros turns an instant us before the Gregorian switch, read from a LEGACY INT96
+// value (a reading of the Julian calendar in UTC), into the proleptic Gregorian instant of the
+// same reading, as Spark's RebaseDateTime.rebaseJulianToGregorianMicros does for UTC. Spark
+// rebases in the writer's zone; for other zones the result can differ from Spark's by the
+// zone's local-mean-time offset, which only zones' pre-1900 history has.
+func rebaseJulianMicros(us int64) int64 {
+	day := us / 86_400_000_000
+	if us%86_400_000_000 < 0 {
+		day--
+	}
+	tod := us - day*86_400_000_000
+	// Julian calendar date of the Julian day number (Richards' algorithm; the day number of
+	// year 1 is positive, so / is a floor here).
+	c := day + julianDayOfEpoch + 32082
+	d := (4*c + 3) / 1461
+	e := c - 1461*d/4
+	m := (5*e + 2) / 153
+	dom := e - (153*m+2)/5 + 1
+	month := m + 3 - 12*(m/10)
+	year := d - 4800 + m/10
+	g := time.Date(int(year), time.Month(month), int(dom), 0, 0, 0, 0, time.UTC).Unix() / 86400
+	return g*86_400_000_000 + tod
+}
+
 // int96Micro is the type of a decoded INT96 column: Spark's TIMESTAMP, an instant.
 var int96Micro = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 
@@ -51,6 +84,7 @@ type int96Column struct {
 	pf     *file.Reader
 	leaf   int
 	maxDef int16 // 0 for a required column, 1 for an optional one
+	legacy bool  // the file's INT96 values are Julian readings before 1582-10-15 (sparkLegacyInt96)
 	rgs    []int // row groups still to open
 	cr     *file.Int96ColumnChunkReader
 	vals   []parquet.Int96
@@ -58,7 +92,8 @@ type int96Column struct {
 }
 
 func newInt96Column(pf *file.Reader, leaf int, rowGroups []int) *int96Column {
-	return &int96Column{pf: pf, leaf: leaf, maxDef: pf.MetaData().Schema.Column(leaf).MaxDefinitionLevel(), rgs: rowGroups}
+	return &int96Column{pf: pf, leaf: leaf, maxDef: pf.MetaData().Schema.Column(leaf).MaxDefinitionLevel(), rgs: rowGroups,
+		legacy: pf.MetaData().KeyValueMetadata().FindValue(sparkLegacyInt96) != nil}
 }
 
 // next decodes the next n rows into timestamp[µs, UTC] data (a new reference). Errors are
@@ -117,7 +152,11 @@ func (c *int96Column) next(mem memory.Allocator, n int) (arrow.ArrayData, error)
 				nulls++
 				continue
 			}
-			out[done+i] = int96Micros(c.vals[j])
+			us := int96Micros(c.vals[j])
+			if c.legacy && us < gregorianSwitchMicros {
+				us = rebaseJulianMicros(us)
+			}
+			out[done+i] = us
 			j++
 			if valid != nil {
 				bitutil.SetBit(valid, done+i)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	dl "github.com/streamkit/streamkit/delta"
@@ -33,7 +34,7 @@ func int96Of(us int64) parquet.Int96 {
 // writeInt96File writes a Parquet file of columns id (int64), t (optional INT96) and st
 // (optional struct of an optional INT96 n), one row group per element of rowGroups (the row
 // indices into ids/ts; a zero instant in ts or nts is null).
-func writeInt96File(t *testing.T, path string, ids []int64, ts, nts []*time.Time, rowGroups [][2]int) int64 {
+func writeInt96File(t *testing.T, path string, ids []int64, ts, nts []*time.Time, rowGroups [][2]int, opts ...file.WriteOption) int64 {
 	t.Helper()
 	n96 := schema.NewInt96Node("n", parquet.Repetitions.Optional, -1)
 	st, err := schema.NewGroupNode("st", parquet.Repetitions.Optional, schema.FieldList{n96}, -1)
@@ -52,7 +53,7 @@ func writeInt96File(t *testing.T, path string, ids []int64, ts, nts []*time.Time
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := file.NewParquetWriter(f, root, file.WithWriterProps(parquet.NewWriterProperties(parquet.WithDictionaryDefault(false))))
+	w := file.NewParquetWriter(f, root, append(opts, file.WithWriterProps(parquet.NewWriterProperties(parquet.WithDictionaryDefault(false))))...)
 	values := func(col []*time.Time, lo, hi int, present int16) ([]parquet.Int96, []int16) {
 		var vs []parquet.Int96
 		var defs []int16
@@ -227,5 +228,42 @@ func TestNestedInt96OutOfRangeFailsBeforeFirstRow(t *testing.T) {
 	defer rd2.Close()
 	if rows := scanAll(t, rd2, snap.Files()); len(rows) != 100 {
 		t.Errorf("%d rows", len(rows))
+	}
+}
+
+// A file Spark wrote with int96RebaseModeInWrite=LEGACY holds readings of the Julian calendar
+// before 1582-10-15; they are read as the proleptic Gregorian instants of the same readings,
+// as Spark reads them (later instants are the same in both calendars).
+func TestInt96LegacyRebase(t *testing.T) {
+	mem := newMem(t)
+	dir := t.TempDir()
+	julian := func(jdn int64, tod time.Duration) *time.Time { // the instant Spark stored for that Julian day
+		v := time.UnixMicro((jdn-julianDayOfEpoch)*86_400_000_000 + tod.Microseconds()).UTC()
+		return &v
+	}
+	ts := []*time.Time{
+		julian(1721424, 0),                        // Julian 0001-01-01
+		julian(2299160, 23*time.Hour+time.Second), // Julian 1582-10-04, the day before the switch
+		julian(2299161, 0),                        // 1582-10-15, the switch: not rebased
+		julian(2440588, 0),                        // 1970-01-01
+	}
+	nts := make([]*time.Time, len(ts))
+	kv := metadata.NewKeyValueMetadata()
+	kv.Append("org.apache.spark.legacyINT96", "")
+	size := writeInt96File(t, filepath.Join(dir, "part-0.parquet"), []int64{0, 1, 2, 3}, ts, nts, [][2]int{{0, 4}}, file.WithWriteMetadata(kv))
+	writeCommit(t, dir, 0, protoV1, metaLine(int96Schema, "[]"), addLine("part-0.parquet", size, "{}"))
+	snap, err := dl.NewTable(dir, mem).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, Columns: []string{"t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	got := strings.Join(scanAll(t, rd, snap.Files()), "\n")
+	want := strings.Join([]string{`{"t":"0001-01-01T00:00:00Z"}`, `{"t":"1582-10-04T23:00:01Z"}`, `{"t":"1582-10-15T00:00:00Z"}`, `{"t":"1970-01-01T00:00:00Z"}`}, "\n")
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
