@@ -764,9 +764,9 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 }
 
 // assemble builds an output batch of n rows from the file columns in rec (nil when no data
-// column is read), the top-level INT96 columns in x96 and the file's partition values; when the file's rows are filtered, only
-// the rows where prog is true, nil when there are none (firstRow: the file row of rec's first
-// row, for errors).
+// column is read), the top-level INT96 columns in x96 and the file's partition values; when
+// the file's rows are filtered, only the rows where prog is true, nil when there are none
+// (firstRow: the file row of rec's first row, for errors).
 func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatch, x96 []arrow.ArrayData, n int, prog *expr.Program, firstRow int64) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, 0, len(r.fields))
 	release := func() {
@@ -831,9 +831,12 @@ func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatc
 	return kept, nil
 }
 
+// releaseData releases the non-nil elements of ds.
 func releaseData(ds []arrow.ArrayData) {
 	for _, d := range ds {
-		d.Release()
+		if d != nil {
+			d.Release()
+		}
 	}
 }
 
