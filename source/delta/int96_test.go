@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	dl "github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/internal/s3test"
+	"github.com/streamkit/streamkit/storage"
 )
 
 // int96Of encodes the instant us (µs since the epoch) as Spark writes INT96: the nanoseconds
@@ -263,6 +265,51 @@ func TestInt96LegacyRebase(t *testing.T) {
 	defer rd.Close()
 	got := strings.Join(scanAll(t, rd, snap.Files()), "\n")
 	want := strings.Join([]string{`{"t":"0001-01-01T00:00:00Z"}`, `{"t":"1582-10-04T23:00:01Z"}`, `{"t":"1582-10-15T00:00:00Z"}`, `{"t":"1970-01-01T00:00:00Z"}`}, "\n")
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// On a bucket the INT96 column chunks are fetched with the unit's other chunks (prefetch) and
+// decoded the same way.
+func TestS3Int96(t *testing.T) {
+	s3test.Server(t)
+	bucket := s3test.Bucket(t)
+	ctx := context.Background()
+	mem := newMem(t)
+	dir := t.TempDir()
+	y1 := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	y9999 := time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	now := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	size := writeInt96File(t, filepath.Join(dir, "part-0.parquet"), []int64{0, 1, 2}, []*time.Time{&y1, nil, &y9999}, []*time.Time{&now, &now, nil}, [][2]int{{0, 1}, {1, 3}})
+	writeCommit(t, dir, 0, protoV1, metaLine(int96Schema, "[]"), addLine("part-0.parquet", size, "{}"))
+	st, err := storage.Open(ctx, "s3://"+bucket+"/tables/int96", storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"part-0.parquet", "_delta_log/00000000000000000000.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.WriteFile(ctx, name, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl := dl.OpenTable(st, mem)
+	snap, err := tbl.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := NewReader(st, snap.Metadata(), ReadOptions{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	got := strings.Join(scanAll(t, rd, snap.Files()), "\n")
+	want := `{"id":0,"st":{"n":"2024-05-01T00:00:00Z"},"t":"0001-01-01T00:00:00Z"}` + "\n" +
+		`{"id":1,"st":{"n":"2024-05-01T00:00:00Z"},"t":null}` + "\n" +
+		`{"id":2,"st":{"n":null},"t":"9999-12-31T23:59:59.999999Z"}`
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
