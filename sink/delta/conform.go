@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/delta"
 )
 
@@ -246,9 +247,19 @@ func (c *conformer) array(path string, arr arrow.Array, dst arrow.DataType) (arr
 		}
 		return b.NewArray(), nil
 	}
-	opts := compute.SafeCastOptions(dst)
-	opts.AllowTimeTruncate = c.truncate
-	out, err := compute.CastArray(context.Background(), arr, opts)
+	if st, ok := src.(*arrow.TimestampType); ok && c.truncate && st.Unit > dst.(*arrow.TimestampType).Unit {
+		// Truncation floors (−1 ns is 1969-12-31 23:59:59.999999): the cast kernel's
+		// AllowTimeTruncate rounds toward zero, i.e. toward 1970.
+		d := codec.FloorTimestamps(c.mem, arr.Data(), dst.(*arrow.TimestampType))
+		defer d.Release()
+		return array.MakeFromData(d), nil
+	}
+	if src.ID() == arrow.DATE64 && c.truncate {
+		d := codec.FloorDate64(c.mem, arr.Data())
+		defer d.Release()
+		return array.MakeFromData(d), nil
+	}
+	out, err := compute.CastArray(context.Background(), arr, compute.SafeCastOptions(dst))
 	if err != nil {
 		if ts, ok := src.(*arrow.TimestampType); ok && ts.Unit == arrow.Nanosecond && !c.truncate {
 			return nil, fmt.Errorf("column %s: Delta stores timestamps in microseconds and the input has nanosecond digits (allow truncation to drop them): %w", path, err)

@@ -110,3 +110,56 @@ func TestConformFixedSizeBinaryWithoutNulls(t *testing.T) {
 		}
 	}
 }
+
+// --truncate-timestamps floors nanoseconds to the microsecond that holds them, also inside
+// structs and lists: −1 ns is 1969-12-31 23:59:59.999999, not 1970-01-01 (issue #22).
+func TestConformTruncateFloorsBefore1970(t *testing.T) {
+	mem := newMem(t)
+	us := &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+	ntz := &arrow.TimestampType{Unit: arrow.Microsecond}
+	target := arrow.NewSchema([]arrow.Field{
+		{Name: "t", Type: us, Nullable: true},
+		{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "n", Type: ntz, Nullable: true}), Nullable: true},
+		{Name: "l", Type: arrow.ListOfField(arrow.Field{Name: "element", Type: us, Nullable: true}), Nullable: true},
+	}, nil)
+	ns := &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+	inSc := arrow.NewSchema([]arrow.Field{
+		{Name: "t", Type: ns, Nullable: true},
+		{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "n", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}, Nullable: true}), Nullable: true},
+		{Name: "l", Type: arrow.ListOf(ns), Nullable: true},
+	}, nil)
+	in := recFromJSON(t, mem, inSc, `[
+		{"t": -1, "s": {"n": -1001}, "l": [-1, 1, null, -86400000000000]},
+		{"t": null, "s": null, "l": null},
+		{"t": -1000, "s": {"n": 999}, "l": [-999999999]}]`)
+	defer in.Release()
+	sliced := in.NewSlice(1, 3)
+	defer sliced.Release()
+	for _, c := range []struct {
+		rec  arrow.RecordBatch
+		want string
+	}{
+		{in, `[{"l":["1969-12-31T23:59:59.999999Z","1970-01-01T00:00:00Z",null,"1969-12-31T00:00:00Z"],"s":{"n":"1969-12-31T23:59:59.999998"},"t":"1969-12-31T23:59:59.999999Z"}` + "\n" +
+			`,{"l":null,"s":null,"t":null}` + "\n" +
+			`,{"l":["1969-12-31T23:59:59Z"],"s":{"n":"1970-01-01T00:00:00"},"t":"1969-12-31T23:59:59.999999Z"}` + "\n]"},
+		{sliced, `[{"l":null,"s":null,"t":null}` + "\n" +
+			`,{"l":["1969-12-31T23:59:59Z"],"s":{"n":"1970-01-01T00:00:00"},"t":"1969-12-31T23:59:59.999999Z"}` + "\n]"},
+	} {
+		out, err := (&conformer{mem: mem, target: target, truncate: true}).record(c.rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := out.MarshalJSON()
+		out.Release()
+		if string(got) != c.want {
+			t.Errorf("conformed\n got: %s\nwant: %s", got, c.want)
+		}
+	}
+	// Without truncation the sub-µs digits are refused, whichever side of 1970.
+	if out, err := (&conformer{mem: mem, target: target}).record(in); err == nil {
+		out.Release()
+		t.Error("nanosecond digits accepted without truncation")
+	} else if !strings.Contains(err.Error(), "nanosecond digits") {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -9,14 +9,16 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
 )
 
 // conformData converts the data of one column read from a Parquet data file to the table's
 // canonical Arrow type dst ([dl.StructType.ToArrow]), as readers must accept what other
-// writers produce (DELTA.md "Types"): INT96 and ms/ns timestamps become µs (sub-µs digits
-// dropped), a zone-less Parquet timestamp in a timestamp column (and the reverse) keeps its
-// instant, large/view strings and binaries, dictionaries, Date64, narrower integers, float32
-// and other decimal widths are cast; list elements, map entries and struct fields are matched
+// writers produce (DELTA.md "Types"): ms/ns timestamps become µs (sub-µs digits floored, as
+// Spark reads them: −1 ns is −1 µs), a zone-less Parquet timestamp in a timestamp column (and
+// the reverse) keeps its instant, Date64 becomes days (floored), large/view strings and
+// binaries, dictionaries, narrower integers, float32 and other decimal widths are cast; list elements, map entries and struct fields are matched
 // to the table schema whatever their Parquet names and nullability (struct fields by name,
 // missing ones null, extra ones dropped). Nulls in non-nullable columns are passed through.
 // Nested data is retyped without copying whenever the values themselves already match. The
@@ -124,14 +126,14 @@ func conformData(ctx context.Context, mem memory.Allocator, d arrow.ArrayData, d
 		if !ok {
 			return nil, mismatch()
 		}
-		if st.Unit == dt.Unit {
-			return array.NewData(dst, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset()), nil
+		if st.Unit >= dt.Unit {
+			// An instant's µs is floor(ns/1000), as Spark reads it (the cast kernel would
+			// round one before 1970 toward it).
+			return codec.FloorTimestamps(mem, d, dt), nil
 		}
 		arr := array.MakeFromData(d)
 		defer arr.Release()
-		opts := compute.SafeCastOptions(&arrow.TimestampType{Unit: dt.Unit, TimeZone: st.TimeZone})
-		opts.AllowTimeTruncate = true
-		out, err := compute.CastArray(ctx, arr, opts)
+		out, err := compute.CastArray(ctx, arr, compute.SafeCastOptions(&arrow.TimestampType{Unit: dt.Unit, TimeZone: st.TimeZone}))
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", path, err)
 		}
@@ -141,6 +143,9 @@ func conformData(ctx context.Context, mem memory.Allocator, d arrow.ArrayData, d
 	}
 	if !leafCastable(src, dst) {
 		return nil, mismatch()
+	}
+	if src.ID() == arrow.DATE64 {
+		return codec.FloorDate64(mem, d), nil // a time of day left in a Date64 cannot fail the read
 	}
 	arr := array.MakeFromData(d)
 	defer arr.Release()

@@ -22,7 +22,8 @@
 // the selected columns. Partition columns are built from the add action's partitionValues
 // (never from directory names; an empty value is null), columns a file lacks are null, and
 // file types are conformed as readers must accept them from other writers: INT96 and
-// ms/ns timestamps become µs, zone-less Parquet timestamps in a timestamp column keep their
+// ms/ns timestamps become µs (floored, as Spark reads them; a top-level INT96 column is decoded
+// by int96.go straight to µs, years 1 to 9999), zone-less Parquet timestamps in a timestamp column keep their
 // instant, large/view strings, dictionaries, unsigned and narrower integers, float32 and other
 // decimal widths are cast, and nested fields are matched by name whatever the Parquet list,
 // map and struct naming (DELTA.md "Types").
@@ -35,6 +36,14 @@
 // root); local files are opened through an [os.Root] of the table directory so a symlink
 // cannot escape it, bucket objects through the table's storage.Store, with the column chunks
 // of each work unit fetched in coalesced ranged reads (prefetch.go).
+//
+// No row of a file that then fails on a value is emitted: the conversions of conformData
+// cannot fail on a value except the ones listed here, and INT96 inside nested columns, which
+// pqarrow decodes through nanoseconds, is range-checked by the file's first work unit before
+// its first batch (checkNestedInt96). Still value-dependent, mid-file: an s/ms timestamp
+// beyond ±292,000 years (Spark fails on it too), a file column wider than the table's type
+// (an integer or decimal that does not fit; Delta writers produce none), and errors of a
+// --where predicate's evaluation (ANSI casts and arithmetic).
 //
 // # The stream ([Source])
 //

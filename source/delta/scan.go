@@ -330,6 +330,7 @@ type unit struct {
 	skip      int64 // rows to skip at the start of the unit
 	take      int64 // rows to emit (< 0: all)
 	last      bool  // last unit of the file: the consumer emits Done after it
+	check     []int // first unit of a file with nested INT96 leaves: the file's row groups to check first
 	endRow    int64 // with last: the file row the file ends at
 	out       chan rowBatch
 	err       error // set before out is closed
@@ -349,7 +350,9 @@ type fileCtx struct {
 	pf     *file.Reader
 	fr     *pqarrow.FileReader
 	leaves []int   // leaf columns to read
-	cols   []int   // per data column: index in the record reader's schema, -1 = missing
+	cols   []int   // per data column: index in the record reader's schema, -1 = missing, -2-k = int96[k]
+	int96  []int   // top-level INT96 leaf columns, read by int96Column rather than the record reader
+	int96N []int   // INT96 leaves inside nested columns, read by the record reader (checkNestedInt96)
 	pv     []value // per output partition column (in r.fields order)
 	eval   bool    // filter the rows by r.pred
 	refs   atomic.Int32
@@ -446,6 +449,11 @@ func (s *Scan) plan(refs []FileRef) {
 			fc.refs.Store(int32(len(units)))
 		}
 		units[len(units)-1].last = true
+		if len(fc.int96N) > 0 && units[0].fc != nil {
+			for _, v := range units {
+				units[0].check = append(units[0].check, v.rowGroups...)
+			}
+		}
 		units[len(units)-1].endRow = max(endRow, ref.Start)
 		for k, u := range units {
 			if !send(u) {
@@ -543,13 +551,25 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 		picked = append(picked, idx)
 	}
 	// The record reader returns the picked fields in file order; find each one's position.
+	// A top-level INT96 column is read apart, to µs (int96.go).
 	pos := map[int]int{}
 	n := 0
 	for i := range mf {
-		if used[i] {
+		switch {
+		case !used[i]:
+		case isInt96Leaf(pf, &mf[i]):
+			pos[i] = -2 - len(fc.int96)
+			fc.int96 = append(fc.int96, mf[i].ColIndex)
+		default:
 			pos[i] = n
 			n++
+			k := len(fc.leaves)
 			fc.leaves = appendLeaves(fc.leaves, &mf[i])
+			for _, leaf := range fc.leaves[k:] {
+				if pf.MetaData().Schema.Column(leaf).PhysicalType() == parquet.Types.Int96 {
+					fc.int96N = append(fc.int96N, leaf)
+				}
+			}
 		}
 	}
 	for _, idx := range picked {
@@ -627,8 +647,48 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 		}
 		return lo, hi, hi > lo
 	}
+	if fc.pre != nil && len(fc.leaves)+len(fc.int96) > 0 {
+		done, err := fc.pre.fetch(append(fc.leaves[:len(fc.leaves):len(fc.leaves)], fc.int96...), u.rowGroups)
+		if err != nil {
+			return fmt.Errorf("data file %s: %w", fc.add.Path, err)
+		}
+		defer done()
+	}
+	if len(u.check) > 0 {
+		if err := checkNestedInt96(fc.pf, fc.int96N, u.check); err != nil {
+			return fmt.Errorf("data file %s: %w", fc.add.Path, err)
+		}
+	}
+	// x96 reads the top-level INT96 columns' next n rows, the rows [lo, hi) of them kept.
+	cols96 := make([]*int96Column, len(fc.int96))
+	for k, leaf := range fc.int96 {
+		cols96[k] = newInt96Column(fc.pf, leaf, u.rowGroups)
+	}
+	defer func() {
+		for _, c := range cols96 {
+			c.close()
+		}
+	}()
+	x96 := func(n, lo, hi int64) ([]arrow.ArrayData, error) {
+		out := make([]arrow.ArrayData, len(cols96))
+		for k, c := range cols96 {
+			d, err := c.next(r.mem, int(n))
+			if err != nil {
+				releaseData(out)
+				return nil, fmt.Errorf("data file %s: %w", fc.add.Path, err)
+			}
+			if lo > 0 || hi < n {
+				sl := array.NewSliceData(d, lo, hi)
+				d.Release()
+				d = sl
+			}
+			out[k] = d
+		}
+		return out, nil
+	}
 	if len(fc.leaves) == 0 {
-		// Only partition columns (or columns missing from the file): rows come from metadata.
+		// Only partition columns, columns missing from the file and top-level INT96 columns:
+		// the row count comes from metadata.
 		var total int64
 		for _, rg := range u.rowGroups {
 			total += fc.pf.MetaData().RowGroup(rg).NumRows()
@@ -639,10 +699,19 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 			lo, hi, ok := cut(n)
 			start := pos
 			pos += n
+			var x []arrow.ArrayData
+			if len(cols96) > 0 {
+				var err error
+				if x, err = x96(n, lo, hi); err != nil {
+					return err
+				}
+			}
 			if !ok {
+				releaseData(x)
 				continue
 			}
-			rec, err := r.assemble(ctx, fc, nil, int(hi-lo), *prog, start+lo)
+			rec, err := r.assemble(ctx, fc, nil, x, int(hi-lo), *prog, start+lo)
+			releaseData(x)
 			if err != nil {
 				return err
 			}
@@ -651,13 +720,6 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 			}
 		}
 		return nil
-	}
-	if fc.pre != nil {
-		done, err := fc.pre.fetch(fc.leaves, u.rowGroups)
-		if err != nil {
-			return fmt.Errorf("data file %s: %w", fc.add.Path, err)
-		}
-		defer done()
 	}
 	rr, err := fc.fr.GetRecordReader(ctx, fc.leaves, u.rowGroups)
 	if err != nil {
@@ -669,7 +731,14 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 		lo, hi, ok := cut(rec.NumRows())
 		start := pos
 		pos += rec.NumRows()
+		var x []arrow.ArrayData
+		if len(cols96) > 0 {
+			if x, err = x96(rec.NumRows(), lo, hi); err != nil {
+				return err
+			}
+		}
 		if !ok {
+			releaseData(x)
 			continue
 		}
 		var in arrow.RecordBatch = rec
@@ -678,8 +747,9 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 		} else {
 			rec.Retain()
 		}
-		out, err := r.assemble(ctx, fc, in, int(hi-lo), *prog, start+lo)
+		out, err := r.assemble(ctx, fc, in, x, int(hi-lo), *prog, start+lo)
 		in.Release()
+		releaseData(x)
 		if err != nil {
 			return err
 		}
@@ -694,10 +764,10 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 }
 
 // assemble builds an output batch of n rows from the file columns in rec (nil when no data
-// column is read) and the file's partition values; when the file's rows are filtered, only
-// the rows where prog is true, nil when there are none (firstRow: the file row of rec's first
-// row, for errors).
-func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatch, n int, prog *expr.Program, firstRow int64) (arrow.RecordBatch, error) {
+// column is read), the top-level INT96 columns in x96 and the file's partition values; when
+// the file's rows are filtered, only the rows where prog is true, nil when there are none
+// (firstRow: the file row of rec's first row, for errors).
+func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatch, x96 []arrow.ArrayData, n int, prog *expr.Program, firstRow int64) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, 0, len(r.fields))
 	release := func() {
 		for _, c := range cols {
@@ -713,11 +783,17 @@ func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatc
 		}
 		ci := fc.cols[di]
 		di++
-		if ci < 0 || rec == nil {
+		var src arrow.ArrayData
+		switch {
+		case ci <= -2:
+			src = x96[-2-ci]
+		case ci < 0 || rec == nil:
 			cols = append(cols, array.MakeArrayOfNull(r.mem, f.dt, n))
 			continue
+		default:
+			src = rec.Column(ci).Data()
 		}
-		d, err := conformData(ctx, r.mem, rec.Column(ci).Data(), f.dt, f.name)
+		d, err := conformData(ctx, r.mem, src, f.dt, f.name)
 		if err != nil {
 			release()
 			return nil, fmt.Errorf("data file %s: %w", fc.add.Path, err)
@@ -753,6 +829,15 @@ func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatc
 		return nil, nil
 	}
 	return kept, nil
+}
+
+// releaseData releases the non-nil elements of ds.
+func releaseData(ds []arrow.ArrayData) {
+	for _, d := range ds {
+		if d != nil {
+			d.Release()
+		}
+	}
 }
 
 // Next returns the next batch or file end; io.EOF after the last file.

@@ -319,6 +319,46 @@ func matrixTables(t *testing.T, mem memory.Allocator, dir string) []manifestEntr
 		out = append(out, manifestEntry{Name: "timestamp-ntz", Table: root, Expected: []string{expect("ntz", ntzSchema, all...)},
 			Key: "id", Readers: allReaders})
 	}
+	// --truncate-timestamps floors nanoseconds: before 1970 an instant stays in its
+	// microsecond, second, day and year (-1 ns is 1969-12-31 23:59:59.999999), also inside a
+	// struct and a list; every reader must read the floored values back.
+	{
+		ns := &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+		us := &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+		schemaOf := func(t arrow.DataType) *arrow.Schema {
+			return arrow.NewSchema([]arrow.Field{
+				{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+				{Name: "ts", Type: t, Nullable: true},
+				{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "t", Type: t, Nullable: true}), Nullable: true},
+				{Name: "l", Type: arrow.ListOfField(arrow.Field{Name: "element", Type: t, Nullable: true}), Nullable: true},
+			}, nil)
+		}
+		in := []int64{-1, -1001, -86_400_000_000_001, -9_000_000_000_000_000_001, 1, 999_999_999}
+		var rowsNs, rowsUs []string
+		for i, v := range in {
+			f := v / 1000
+			if v%1000 < 0 {
+				f--
+			}
+			row := `{"id":%d,"ts":%d,"st":{"t":%d},"l":[%d,null]}`
+			rowsNs = append(rowsNs, fmt.Sprintf(row, i, v, v-1, v))
+			fm := (v - 1) / 1000
+			if (v-1)%1000 < 0 {
+				fm--
+			}
+			rowsUs = append(rowsUs, fmt.Sprintf(row, i, f, fm, f))
+		}
+		rowsNs = append(rowsNs, `{"id":6,"ts":null,"st":null,"l":null}`)
+		rowsUs = append(rowsUs, `{"id":6,"ts":null,"st":null,"l":null}`)
+		r := fromJSON(t, mem, schemaOf(ns), rowsNs)
+		defer r.Release()
+		want := fromJSON(t, mem, schemaOf(us), rowsUs)
+		defer want.Release()
+		root := table("truncated_timestamps")
+		writeDelta(t, mem, schemaOf(ns), [][]arrow.RecordBatch{{r}}, root, "--truncate-timestamps")
+		out = append(out, manifestEntry{Name: "truncate-timestamps-before-1970", Table: root, Expected: []string{expect("truncated", schemaOf(us), want)},
+			Key: "id", Readers: allReaders})
+	}
 	// Past 10 and past 100 commits: classic checkpoints at 10, 20, … 100. Every 7th epoch is
 	// empty and makes no commit, so n commits take more than n epochs.
 	for _, n := range []int{12, 105} {

@@ -220,8 +220,14 @@ func (c *Column) TimestampFromText(b []byte, loc *time.Location) (int64, bool) {
 		case hasZone || loc == nil || loc == time.UTC:
 			return civil - offset, true
 		}
-		us := textconv.Instant(civil/1000, 0, false, loc) // the zone's offset is whole seconds
-		return us*1000 + civil%1000, true
+		// The zone's offset is whole seconds; split at the floored µs so a reading before
+		// 1970 stays in its second.
+		sub := civil % 1000
+		if sub < 0 {
+			sub += 1000
+		}
+		us := textconv.Instant((civil-sub)/1000, 0, false, loc)
+		return us*1000 + sub, true
 	}
 	civil, offset, hasZone, ok := textconv.ParseCivil(b)
 	switch {

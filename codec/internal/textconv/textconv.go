@@ -486,7 +486,8 @@ func DecodeBase64(dst, b []byte) ([]byte, bool) {
 }
 
 // EpochToMicros converts an epoch number in unit (seconds, ms, µs or ns per arrow.TimeUnit
-// order 0..3) to microseconds; fractional input is truncated toward zero below a microsecond.
+// order 0..3) to microseconds; a fraction of a microsecond is floored (−0.5 µs is the
+// microsecond −1, before 1970, as for integer nanoseconds).
 func EpochToMicros(v float64, unit int) (int64, bool) {
 	var us float64
 	switch unit {
@@ -499,13 +500,15 @@ func EpochToMicros(v float64, unit int) (int64, bool) {
 	case 3:
 		us = v / 1e3
 	}
-	if math.IsNaN(us) || us > math.MaxInt64 || us < math.MinInt64 {
+	us = math.Floor(us)
+	if math.IsNaN(us) || us >= math.MaxInt64 || us < math.MinInt64 {
 		return 0, false
 	}
 	return int64(us), true
 }
 
-// EpochIntToMicros converts an integer epoch value in unit (0 s, 1 ms, 2 µs, 3 ns) to µs.
+// EpochIntToMicros converts an integer epoch value in unit (0 s, 1 ms, 2 µs, 3 ns) to µs;
+// nanoseconds are floored (−1 ns is the microsecond −1, 1969-12-31 23:59:59.999999).
 func EpochIntToMicros(v int64, unit int) (int64, bool) {
 	switch unit {
 	case 0:
@@ -521,7 +524,11 @@ func EpochIntToMicros(v int64, unit int) (int64, bool) {
 	case 2:
 		return v, true
 	}
-	return v / 1e3, true
+	us := v / 1000
+	if v%1000 < 0 {
+		us--
+	}
+	return us, true
 }
 
 // FormatMicros renders µs since the epoch as RFC 3339 in UTC with 6 fraction digits.

@@ -101,3 +101,28 @@ func TestDaysFromCivil(t *testing.T) {
 		}
 	}
 }
+
+// Epoch numbers in a finer unit than µs floor, so an instant before 1970 stays in its second.
+func TestEpochToMicrosFloors(t *testing.T) {
+	for _, c := range []struct {
+		v    int64
+		unit int
+		want int64
+	}{{-1, 3, -1}, {-1000, 3, -1}, {-1001, 3, -2}, {999, 3, 0}, {-1, 1, -1000}, {-1, 0, -1_000_000}, {5, 2, 5}} {
+		if got, ok := EpochIntToMicros(c.v, c.unit); !ok || got != c.want {
+			t.Errorf("EpochIntToMicros(%d, %d) = %d, %v; want %d", c.v, c.unit, got, ok, c.want)
+		}
+	}
+	for _, c := range []struct {
+		v    float64
+		unit int
+		want int64
+	}{{-1, 3, -1}, {-0.0000005, 0, -1}, {1.5, 2, 1}, {-1.5, 2, -2}, {-1.5, 0, -1_500_000}} {
+		if got, ok := EpochToMicros(c.v, c.unit); !ok || got != c.want {
+			t.Errorf("EpochToMicros(%v, %d) = %d, %v; want %d", c.v, c.unit, got, ok, c.want)
+		}
+	}
+	if _, ok := EpochToMicros(9.3e18, 2); ok {
+		t.Error("EpochToMicros accepted a value beyond int64")
+	}
+}

@@ -2,6 +2,8 @@
 
     peers.py deltars DIR            tables written by delta-rs (deltalake) under DIR
     peers.py spark DIR              tables written by Spark + delta-spark under DIR
+    peers.py compare-spark J OUT... compare read-delta outputs of spark_int96_range with
+                                    Spark's own read J (spark_int96_range.json)
     peers.py compare T OUT [T OUT]  compare read-delta's output (Arrow IPC stream files OUT)
                                     with delta-rs's own read of table T; a table argument
                                     may be "T@V" (version V) or "T?col=val" (partition filter)
@@ -236,6 +238,20 @@ def spark(base):
 
         s.createDataFrame([conv(r) for r in nrows], nested).write.format("delta").save(p)
         print("spark_nested_int96")
+
+        # INT96 over years 1 to 9999 (issue #22) with the CORRECTED rebase modes (proleptic
+        # Gregorian as written, no Julian rebase), all rows in one file, year 1 first. Not
+        # printed: delta-rs reads INT96 through nanoseconds. Spark's own read, as µs since the
+        # epoch, goes to spark_int96_range.json for compare-spark.
+        s.conf.set("spark.sql.parquet.int96RebaseModeInWrite", "CORRECTED")
+        s.conf.set("spark.sql.parquet.datetimeRebaseModeInWrite", "CORRECTED")
+        p = os.path.join(base, "spark_int96_range")
+        micros = [-62135596800000000, -1, 0, 253402300799999999, None]
+        s.createDataFrame([(i, m) for i, m in enumerate(micros)], "id LONG, us LONG").selectExpr(
+            "id", "timestamp_micros(us) AS ts").coalesce(1).sortWithinPartitions("id").write.format("delta").save(p)
+        got = s.read.format("delta").load(p).selectExpr("id", "unix_micros(ts)").collect()
+        with open(p + ".json", "w") as f:
+            json.dump(sorted([list(r) for r in got]), f)
     finally:
         s.stop()
 
@@ -308,6 +324,25 @@ def compare(args):
 
 
 
+def compare_spark(args):
+    """compare-spark EXPECTED OUT...: read-delta outputs OUT (columns id and ts) hold the rows
+    of EXPECTED (Spark's read: [id, µs of ts] pairs)."""
+    import pyarrow.compute as pc
+
+    with open(args[0]) as f:
+        want = json.load(f)
+    for out in args[1:]:
+        with open(out, "rb") as f:
+            got = ipc.open_stream(f).read_all()
+        ids = got.column("id").to_pylist()
+        us = pc.cast(got.column("ts"), pa.int64()).to_pylist()
+        rows = sorted([list(r) for r in zip(ids, us)])
+        if rows != want:
+            print("%s: read-delta %s\n Spark %s" % (out, rows, want))
+            sys.exit(1)
+        print("ok %s %d" % (out, len(rows)))
+
+
 def _hard_exit(run):
     """Run run() and leave with its status through os._exit: delta-rs and pyarrow threads can
     abort the interpreter's own shutdown ("terminate called without an active exception") after
@@ -338,6 +373,8 @@ def _run():
         spark(sys.argv[2])
     elif cmd == "compare":
         compare(sys.argv[2:])
+    elif cmd == "compare-spark":
+        compare_spark(sys.argv[2:])
     else:
         sys.exit("unknown command " + cmd)
 

@@ -1,0 +1,247 @@
+package delta
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// Spark writes TIMESTAMP columns as INT96 (a Julian day and the nanoseconds of that day) when
+// spark.sql.parquet.outputTimestampType=INT96, the default before Spark 3.x and still common.
+// arrow-go's pqarrow decodes INT96 to nanoseconds only, failing for instants outside
+// 1677-09-21 … 2262-04-11 (0001-01-01 and 9999-12-31 are ordinary Spark values), and has no
+// option to coerce INT96 to another unit. So the scan reads a top-level INT96 column itself,
+// with the Parquet column chunk reader, straight to microseconds (int96Column): it cannot
+// fail on a value. INT96 leaves inside structs, lists and maps are still decoded by pqarrow
+// (nanoseconds, then floored to µs); their range is checked before the file's first row
+// (checkNestedInt96), so such a file fails before any of its rows is emitted.
+
+// julianDayOfEpoch is the Julian day number of 1970-01-01.
+const julianDayOfEpoch = 2_440_588
+
+// int96Micros is the instant of an INT96 timestamp in µs since the epoch, computed as Spark's
+// reader does (DateTimeUtils.fromJulianDay): (day − 2440588) × 86400·10⁶ + nanos / 1000, in
+// wrapping 64-bit arithmetic; for a valid value (nanos within the day) the division floors.
+func int96Micros(v parquet.Int96) int64 {
+	nanos := int64(binary.LittleEndian.Uint64(v[:8]))
+	day := int64(int32(binary.LittleEndian.Uint32(v[8:])))
+	return (day-julianDayOfEpoch)*86_400_000_000 + nanos/1000
+}
+
+// sparkLegacyInt96 is the key of a Parquet file's key-value metadata by which Spark marks INT96
+// values written with int96RebaseModeInWrite=LEGACY: instants before the Gregorian switch were
+// written as readings of the hybrid Julian calendar (java.util.GregorianCalendar).
+const sparkLegacyInt96 = "org.apache.spark.legacyINT96"
+
+// gregorianSwitchMicros is 1582-10-15 00:00:00 UTC, the first day of the Gregorian calendar in
+// Spark's hybrid one: later instants are the same in both.
+const gregorianSwitchMicros = -12_219_292_800_000_000
+
+// rebaseJulianMicros turns an instant us before the Gregorian switch, read from a LEGACY INT96
+// value (a reading of the Julian calendar in UTC), into the proleptic Gregorian instant of the
+// same reading, as Spark's RebaseDateTime.rebaseJulianToGregorianMicros does for UTC. Spark
+// rebases in the writer's zone; for other zones the result can differ from Spark's by the
+// zone's local-mean-time offset, which only zones' pre-1900 history has.
+func rebaseJulianMicros(us int64) int64 {
+	day := us / 86_400_000_000
+	if us%86_400_000_000 < 0 {
+		day--
+	}
+	tod := us - day*86_400_000_000
+	// Julian calendar date of the Julian day number (Richards' algorithm; the day number of
+	// year 1 is positive, so / is a floor here).
+	c := day + julianDayOfEpoch + 32082
+	d := (4*c + 3) / 1461
+	e := c - 1461*d/4
+	m := (5*e + 2) / 153
+	dom := e - (153*m+2)/5 + 1
+	month := m + 3 - 12*(m/10)
+	year := d - 4800 + m/10
+	g := time.Date(int(year), time.Month(month), int(dom), 0, 0, 0, 0, time.UTC).Unix() / 86400
+	return g*86_400_000_000 + tod
+}
+
+// int96Micro is the type of a decoded INT96 column: Spark's TIMESTAMP, an instant.
+var int96Micro = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+
+// isInt96Leaf reports whether f is an INT96 leaf column of file pf.
+func isInt96Leaf(pf *file.Reader, f *pqarrow.SchemaField) bool {
+	return f.IsLeaf() && pf.MetaData().Schema.Column(f.ColIndex).PhysicalType() == parquet.Types.Int96
+}
+
+// int96Column reads one top-level INT96 column over the row groups of a work unit, in runs of
+// rows aligned with the record reader's batches of the file's other columns.
+type int96Column struct {
+	pf     *file.Reader
+	leaf   int
+	maxDef int16 // 0 for a required column, 1 for an optional one
+	legacy bool  // the file's INT96 values are Julian readings before 1582-10-15 (sparkLegacyInt96)
+	rgs    []int // row groups still to open
+	cr     *file.Int96ColumnChunkReader
+	vals   []parquet.Int96
+	defs   []int16
+}
+
+func newInt96Column(pf *file.Reader, leaf int, rowGroups []int) *int96Column {
+	return &int96Column{pf: pf, leaf: leaf, maxDef: pf.MetaData().Schema.Column(leaf).MaxDefinitionLevel(), rgs: rowGroups,
+		legacy: pf.MetaData().KeyValueMetadata().FindValue(sparkLegacyInt96) != nil}
+}
+
+// next decodes the next n rows into timestamp[µs, UTC] data (a new reference). Errors are
+// the Parquet reader's (a corrupt or truncated column chunk), never a value's.
+func (c *int96Column) next(mem memory.Allocator, n int) (arrow.ArrayData, error) {
+	vals := memory.NewResizableBuffer(mem)
+	vals.Resize(arrow.Int64Traits.BytesRequired(n))
+	out := arrow.Int64Traits.CastFromBytes(vals.Bytes())
+	var bm *memory.Buffer
+	var valid []byte
+	nulls := 0
+	if c.maxDef > 0 {
+		bm = memory.NewResizableBuffer(mem)
+		bm.Resize(int(bitutil.BytesForBits(int64(n))))
+		valid = bm.Bytes()
+		clear(valid)
+	}
+	release := func() {
+		vals.Release()
+		if bm != nil {
+			bm.Release()
+		}
+	}
+	if cap(c.vals) < n {
+		c.vals = make([]parquet.Int96, n)
+		c.defs = make([]int16, n)
+	}
+	for done := 0; done < n; {
+		if c.cr == nil || !c.cr.HasNext() {
+			if len(c.rgs) == 0 {
+				release()
+				return nil, fmt.Errorf("INT96 column %s: %d rows fewer than the row groups hold", c.name(), n-done)
+			}
+			c.close()
+			cr, err := int96Reader(c.pf, c.rgs[0], c.leaf)
+			if err != nil {
+				release()
+				return nil, err
+			}
+			c.rgs = c.rgs[1:]
+			c.cr = cr
+			continue
+		}
+		var defs []int16
+		if c.maxDef > 0 {
+			defs = c.defs[:n-done]
+		}
+		levels, _, err := c.cr.ReadBatch(int64(n-done), c.vals[:n-done], defs, nil)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("INT96 column %s: %w", c.name(), err)
+		}
+		j := 0
+		for i := 0; i < int(levels); i++ {
+			if c.maxDef > 0 && defs[i] < c.maxDef {
+				nulls++
+				continue
+			}
+			us := int96Micros(c.vals[j])
+			if c.legacy && us < gregorianSwitchMicros {
+				us = rebaseJulianMicros(us)
+			}
+			out[done+i] = us
+			j++
+			if valid != nil {
+				bitutil.SetBit(valid, done+i)
+			}
+		}
+		done += int(levels)
+	}
+	if nulls == 0 && bm != nil {
+		bm.Release()
+		bm = nil
+	}
+	d := array.NewData(int96Micro, n, []*memory.Buffer{bm, vals}, nil, nulls, 0)
+	release()
+	return d, nil
+}
+
+// close releases the column chunk reader of the current row group.
+func (c *int96Column) close() {
+	if c.cr != nil {
+		c.cr.Close()
+		c.cr = nil
+	}
+}
+
+// int96Reader opens the INT96 column chunk of leaf in row group rg of pf.
+func int96Reader(pf *file.Reader, rg, leaf int) (*file.Int96ColumnChunkReader, error) {
+	cc, err := pf.RowGroup(rg).Column(leaf)
+	if err != nil {
+		return nil, err
+	}
+	cr, ok := cc.(*file.Int96ColumnChunkReader)
+	if !ok {
+		cc.Close()
+		return nil, fmt.Errorf("INT96 column %s: the column reader is a %T", pf.MetaData().Schema.Column(leaf).Path(), cc)
+	}
+	return cr, nil
+}
+
+func (c *int96Column) name() string { return c.pf.MetaData().Schema.Column(c.leaf).Path() }
+
+// checkNestedInt96 reads the INT96 leaves of nested columns (values only) in rowGroups and
+// fails when one lies outside the nanosecond range pqarrow decodes (years 1677 to 2262), so a
+// file that would fail mid-way fails before its first row is emitted.
+func checkNestedInt96(pf *file.Reader, leaves []int, rowGroups []int) error {
+	const batch = 4096
+	vals := make([]parquet.Int96, batch)
+	defs := make([]int16, batch)
+	reps := make([]int16, batch)
+	for _, leaf := range leaves {
+		col := pf.MetaData().Schema.Column(leaf)
+		for _, rg := range rowGroups {
+			cr, err := int96Reader(pf, rg, leaf)
+			if err != nil {
+				return err
+			}
+			err = checkInt96Chunk(cr, col, vals, defs, reps)
+			cr.Close()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkInt96Chunk(cr *file.Int96ColumnChunkReader, col *schema.Column, vals []parquet.Int96, defs, reps []int16) error {
+	for cr.HasNext() {
+		_, n, err := cr.ReadBatch(int64(len(vals)), vals, defs, reps)
+		if err != nil {
+			return fmt.Errorf("INT96 column %s: %w", col.Path(), err)
+		}
+		for _, v := range vals[:n] {
+			if _, err := v.ToTimestamp(); err != nil {
+				return fmt.Errorf("column %s: INT96 timestamp %s inside a %s: only top-level INT96 columns are read over years 1 to 9999, nested ones over 1677 to 2262: %w",
+					col.Path(), time.UnixMicro(int96Micros(v)).UTC().Format("2006-01-02 15:04:05.999999"), nestedKind(col), err)
+			}
+		}
+	}
+	return nil
+}
+
+// nestedKind names what holds an INT96 leaf, for the error of checkNestedInt96.
+func nestedKind(col *schema.Column) string {
+	if col.MaxRepetitionLevel() > 0 {
+		return "list or map"
+	}
+	return "struct"
+}

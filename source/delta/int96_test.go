@@ -1,0 +1,316 @@
+package delta
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	dl "github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/internal/s3test"
+	"github.com/streamkit/streamkit/storage"
+)
+
+// int96Of encodes the instant us (µs since the epoch) as Spark writes INT96: the nanoseconds
+// of the day, then the Julian day number, little-endian.
+func int96Of(us int64) parquet.Int96 {
+	day := us / 86_400_000_000
+	if us%86_400_000_000 < 0 {
+		day--
+	}
+	var v parquet.Int96
+	binary.LittleEndian.PutUint64(v[:8], uint64((us-day*86_400_000_000)*1000))
+	binary.LittleEndian.PutUint32(v[8:], uint32(day+julianDayOfEpoch))
+	return v
+}
+
+// writeInt96File writes a Parquet file of columns id (int64), t (optional INT96) and st
+// (optional struct of an optional INT96 n), one row group per element of rowGroups (the row
+// indices into ids/ts; a zero instant in ts or nts is null).
+func writeInt96File(t *testing.T, path string, ids []int64, ts, nts []*time.Time, rowGroups [][2]int, opts ...file.WriteOption) int64 {
+	t.Helper()
+	n96 := schema.NewInt96Node("n", parquet.Repetitions.Optional, -1)
+	st, err := schema.NewGroupNode("st", parquet.Repetitions.Optional, schema.FieldList{n96}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := schema.NewGroupNode("spark_schema", parquet.Repetitions.Required, schema.FieldList{
+		schema.NewInt64Node("id", parquet.Repetitions.Required, -1),
+		schema.NewInt96Node("t", parquet.Repetitions.Optional, -1),
+		st,
+	}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := file.NewParquetWriter(f, root, append(opts, file.WithWriterProps(parquet.NewWriterProperties(parquet.WithDictionaryDefault(false))))...)
+	values := func(col []*time.Time, lo, hi int, present int16) ([]parquet.Int96, []int16) {
+		var vs []parquet.Int96
+		var defs []int16
+		for _, v := range col[lo:hi] {
+			if v == nil {
+				defs = append(defs, present-1)
+				continue
+			}
+			defs = append(defs, present)
+			vs = append(vs, int96Of(v.UnixMicro()))
+		}
+		return vs, defs
+	}
+	for _, g := range rowGroups {
+		rg := w.AppendRowGroup()
+		cw, _ := rg.NextColumn()
+		if _, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch(ids[g[0]:g[1]], nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		cw.Close()
+		vs, defs := values(ts, g[0], g[1], 1)
+		cw, _ = rg.NextColumn()
+		if _, err := cw.(*file.Int96ColumnChunkWriter).WriteBatch(vs, defs, nil); err != nil {
+			t.Fatal(err)
+		}
+		cw.Close()
+		vs, defs = values(nts, g[0], g[1], 2)
+		cw, _ = rg.NextColumn()
+		if _, err := cw.(*file.Int96ColumnChunkWriter).WriteBatch(vs, defs, nil); err != nil {
+			t.Fatal(err)
+		}
+		cw.Close()
+		rg.Close()
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(path)
+	return fi.Size()
+}
+
+const int96Schema = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},` +
+	`{"name":"t","type":"timestamp","nullable":true,"metadata":{}},` +
+	`{"name":"st","type":{"type":"struct","fields":[{"name":"n","type":"timestamp","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}}]}`
+
+// Spark's INT96 TIMESTAMP values over years 1 to 9999 read exactly (to µs, not through
+// nanoseconds), across row groups and batches, with row ranges, alone or with other columns.
+func TestInt96FullRange(t *testing.T) {
+	mem := newMem(t)
+	dir := t.TempDir()
+	at := func(s string) *time.Time {
+		v, err := time.Parse("2006-01-02 15:04:05.999999", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &v
+	}
+	ts := []*time.Time{at("0001-01-01 00:00:00"), at("1969-12-31 23:59:59.999999"), nil, at("1970-01-01 00:00:00"), at("9999-12-31 23:59:59.999999"), at("1582-10-04 12:00:00.5")}
+	nts := []*time.Time{at("2000-01-01 00:00:00"), nil, nil, at("1677-09-22 00:00:00"), at("2262-04-10 23:59:59.999999"), nil}
+	ids := []int64{0, 1, 2, 3, 4, 5}
+	size := writeInt96File(t, filepath.Join(dir, "part-0.parquet"), ids, ts, nts, [][2]int{{0, 2}, {2, 5}, {5, 6}})
+	writeCommit(t, dir, 0, protoV1, metaLine(int96Schema, "[]"), addLine("part-0.parquet", size, "{}"))
+	snap, err := dl.NewTable(dir, mem).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`{"id":0,"st":{"n":"2000-01-01T00:00:00Z"},"t":"0001-01-01T00:00:00Z"}`,
+		`{"id":1,"st":{"n":null},"t":"1969-12-31T23:59:59.999999Z"}`,
+		`{"id":2,"st":{"n":null},"t":null}`,
+		`{"id":3,"st":{"n":"1677-09-22T00:00:00Z"},"t":"1970-01-01T00:00:00Z"}`,
+		`{"id":4,"st":{"n":"2262-04-10T23:59:59.999999Z"},"t":"9999-12-31T23:59:59.999999Z"}`,
+		`{"id":5,"st":{"n":null},"t":"1582-10-04T12:00:00.5Z"}`,
+	}
+	for _, c := range []struct {
+		cols       []string
+		batch      int
+		start, end int64
+		want       []string
+	}{
+		{nil, 0, 0, -1, want},
+		{nil, 2, 0, -1, want}, // batches cross row groups
+		{nil, 2, 1, 5, want[1:5]},
+		{[]string{"t"}, 4, 0, -1, nil}, // no other leaf: rows counted from metadata
+		{[]string{"t", "id"}, 1, 3, -1, nil},
+	} {
+		rd, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, Columns: c.cols, BatchRows: c.batch, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := rd.Scan(context.Background(), []FileRef{{Add: snap.Files()[0], Start: c.start, End: c.end}})
+		var got []string
+		for {
+			b, err := sc.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Rec != nil {
+				got = append(got, recRows(t, b.Rec)...)
+				b.Rec.Release()
+			}
+		}
+		sc.Close()
+		rd.Close()
+		w := c.want
+		if w == nil {
+			end := int(c.end)
+			if end < 0 {
+				end = len(ts)
+			}
+			for i := int(c.start); i < end; i++ {
+				row := `{"t":null}`
+				if ts[i] != nil {
+					row = `{"t":"` + strings.TrimSuffix(ts[i].Format("2006-01-02T15:04:05.999999"), ".") + `Z"}`
+				}
+				if len(c.cols) == 2 {
+					row = `{"id":` + itoa(ids[i]) + `,` + row[1:]
+				}
+				w = append(w, row)
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(w, "\n") {
+			t.Errorf("columns %v batch %d rows [%d, %d):\n got %s\nwant %s", c.cols, c.batch, c.start, c.end, strings.Join(got, "\n"), strings.Join(w, "\n"))
+		}
+	}
+}
+
+// An INT96 inside a struct is still decoded through nanoseconds: a value outside 1677–2262
+// there fails the file before its first row goes out, not after.
+func TestNestedInt96OutOfRangeFailsBeforeFirstRow(t *testing.T) {
+	mem := newMem(t)
+	dir := t.TempDir()
+	y1 := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	var ids []int64
+	var ts, nts []*time.Time
+	for i := range 100 {
+		ids = append(ids, int64(i))
+		ts = append(ts, &now)
+		nts = append(nts, &now)
+	}
+	nts[97] = &y1 // in the last row group
+	size := writeInt96File(t, filepath.Join(dir, "part-0.parquet"), ids, ts, nts, [][2]int{{0, 50}, {50, 100}})
+	writeCommit(t, dir, 0, protoV1, metaLine(int96Schema, "[]"), addLine("part-0.parquet", size, "{}"))
+	snap, err := dl.NewTable(dir, mem).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, BatchRows: 10, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	sc := rd.Scan(context.Background(), []FileRef{{Add: snap.Files()[0], End: -1}})
+	defer sc.Close()
+	b, err := sc.Next()
+	if err == nil {
+		b.Rec.Release()
+		t.Fatalf("first batch of %d rows emitted from a file that fails", b.Rec.NumRows())
+	}
+	if !strings.Contains(err.Error(), "column st.n: INT96 timestamp 0001-01-01 00:00:00 inside a struct") {
+		t.Errorf("err = %v", err)
+	}
+	// Projecting the top-level INT96 column only reads the file.
+	rd2, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, Columns: []string{"id", "t"}, BatchRows: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd2.Close()
+	if rows := scanAll(t, rd2, snap.Files()); len(rows) != 100 {
+		t.Errorf("%d rows", len(rows))
+	}
+}
+
+// A file Spark wrote with int96RebaseModeInWrite=LEGACY holds readings of the Julian calendar
+// before 1582-10-15; they are read as the proleptic Gregorian instants of the same readings,
+// as Spark reads them (later instants are the same in both calendars).
+func TestInt96LegacyRebase(t *testing.T) {
+	mem := newMem(t)
+	dir := t.TempDir()
+	julian := func(jdn int64, tod time.Duration) *time.Time { // the instant Spark stored for that Julian day
+		v := time.UnixMicro((jdn-julianDayOfEpoch)*86_400_000_000 + tod.Microseconds()).UTC()
+		return &v
+	}
+	ts := []*time.Time{
+		julian(1721424, 0),                        // Julian 0001-01-01
+		julian(2299160, 23*time.Hour+time.Second), // Julian 1582-10-04, the day before the switch
+		julian(2299161, 0),                        // 1582-10-15, the switch: not rebased
+		julian(2440588, 0),                        // 1970-01-01
+	}
+	nts := make([]*time.Time, len(ts))
+	kv := metadata.NewKeyValueMetadata()
+	kv.Append("org.apache.spark.legacyINT96", "")
+	size := writeInt96File(t, filepath.Join(dir, "part-0.parquet"), []int64{0, 1, 2, 3}, ts, nts, [][2]int{{0, 4}}, file.WithWriteMetadata(kv))
+	writeCommit(t, dir, 0, protoV1, metaLine(int96Schema, "[]"), addLine("part-0.parquet", size, "{}"))
+	snap, err := dl.NewTable(dir, mem).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, Columns: []string{"t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	got := strings.Join(scanAll(t, rd, snap.Files()), "\n")
+	want := strings.Join([]string{`{"t":"0001-01-01T00:00:00Z"}`, `{"t":"1582-10-04T23:00:01Z"}`, `{"t":"1582-10-15T00:00:00Z"}`, `{"t":"1970-01-01T00:00:00Z"}`}, "\n")
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// On a bucket the INT96 column chunks are fetched with the unit's other chunks (prefetch) and
+// decoded the same way.
+func TestS3Int96(t *testing.T) {
+	s3test.Server(t)
+	bucket := s3test.Bucket(t)
+	ctx := context.Background()
+	mem := newMem(t)
+	dir := t.TempDir()
+	y1 := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	y9999 := time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	now := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	size := writeInt96File(t, filepath.Join(dir, "part-0.parquet"), []int64{0, 1, 2}, []*time.Time{&y1, nil, &y9999}, []*time.Time{&now, &now, nil}, [][2]int{{0, 1}, {1, 3}})
+	writeCommit(t, dir, 0, protoV1, metaLine(int96Schema, "[]"), addLine("part-0.parquet", size, "{}"))
+	st, err := storage.Open(ctx, "s3://"+bucket+"/tables/int96", storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"part-0.parquet", "_delta_log/00000000000000000000.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.WriteFile(ctx, name, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl := dl.OpenTable(st, mem)
+	snap, err := tbl.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := NewReader(st, snap.Metadata(), ReadOptions{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	got := strings.Join(scanAll(t, rd, snap.Files()), "\n")
+	want := `{"id":0,"st":{"n":"2024-05-01T00:00:00Z"},"t":"0001-01-01T00:00:00Z"}` + "\n" +
+		`{"id":1,"st":{"n":"2024-05-01T00:00:00Z"},"t":null}` + "\n" +
+		`{"id":2,"st":{"n":null},"t":"9999-12-31T23:59:59.999999Z"}`
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
