@@ -16,10 +16,11 @@ import (
 	"github.com/streamkit/streamkit/internal/textdiff"
 )
 
-// livePipeline is a checkpointed pipeline paced by generate --rate RATE (1500/s first: about
-// six seconds, long enough for ten rounds of dumps on a loaded machine, slower when not): 9000 rows in epochs of 200 (about 7 epochs a second), deduplicated by id (no
-// TTL: the state after epoch n is the distinct ids of its first 200·n rows), then counted and
-// summed per user in 1-minute event-time windows (no lateness: the open windows are those
+// livePipeline is a checkpointed pipeline paced by generate --rate RATE: at 1500/s it runs
+// for about six seconds, long enough for ten rounds of dumps on a loaded machine, and the
+// test runs it slower when that was not enough. 9000 rows in epochs of 200, deduplicated by id
+// (no TTL: the state after epoch n is the distinct ids of its first 200·n rows), then counted
+// and summed per user in 1-minute event-time windows (no lateness: the open windows are those
 // whose end lies after the largest event time seen).
 const (
 	liveRows     = 9000
