@@ -367,6 +367,7 @@ func checkpointActions(rec arrow.RecordBatch, v2 *v2Parts) ([]Action, error) {
 	}
 	n := int(rec.NumRows())
 	out := make([]Action, 0, n)
+	cmV, scV := cols["checkpointMetadata"], cols["sidecar"]
 	for i := 0; i < n; i++ {
 		if v := cols["add"]; v.valid(i) {
 			a := &Add{Path: getStrV(v.f("path"), i), PartitionValues: getStrMap(v.f("partitionValues"), i),
@@ -438,25 +439,25 @@ func checkpointActions(rec arrow.RecordBatch, v2 *v2Parts) ([]Action, error) {
 			}
 			out = append(out, Action{DomainMetadata: d})
 		}
-		if err := checkpointOnlyActions(cols, i, v2); err != nil {
+		if err := checkpointOnlyActions(cmV, scV, i, v2); err != nil {
 			return nil, fmt.Errorf("row %d: %w", i, err)
 		}
 	}
 	return out, nil
 }
 
-// checkpointOnlyActions hands the checkpointMetadata and sidecar action of row i, if any, to
-// v2; nil v2 refuses them.
-func checkpointOnlyActions(cols map[string]*sv, i int, v2 *v2Parts) error {
+// checkpointOnlyActions hands the checkpointMetadata (column cmV) and sidecar (column scV)
+// action of row i, if any, to v2; nil v2 refuses them.
+func checkpointOnlyActions(cmV, scV *sv, i int, v2 *v2Parts) error {
 	var meta *CheckpointMetadata
 	var sc *SidecarFile
-	if v := cols["checkpointMetadata"]; v.valid(i) {
+	if v := cmV; v.valid(i) {
 		meta = &CheckpointMetadata{Tags: getStrMapV(v.f("tags"), i)}
 		if p := getI64(v.f("version"), i); p != nil {
 			meta.Version = *p
 		}
 	}
-	if v := cols["sidecar"]; v.valid(i) {
+	if v := scV; v.valid(i) {
 		sc = &SidecarFile{Path: getStrV(v.f("path"), i), Tags: getStrMapV(v.f("tags"), i)}
 		if p := getI64(v.f("sizeInBytes"), i); p != nil {
 			sc.SizeInBytes = *p
