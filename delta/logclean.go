@@ -138,8 +138,9 @@ func (t *Table) CleanupLog(ctx context.Context, retention time.Duration, dryRun 
 // steps 4 and 5): those that no remaining checkpoint (version ≥ keep, as listed in l)
 // references and that were modified before both the cut-off and the midnight UTC one day
 // before now, so that a checkpoint being written, whose top-level file is not there yet,
-// keeps its sidecars. A remaining checkpoint that cannot be read is an error: nothing is
-// deleted then.
+// keeps its sidecars. The checksum file Hadoop writes beside a sidecar (.<name>.crc) goes
+// with it and is otherwise kept. A remaining checkpoint that cannot be read is an error:
+// nothing is deleted then.
 func (t *Table) unreferencedSidecars(ctx context.Context, l *logListing, keep int64, cutoff time.Time) ([]string, error) {
 	entries, err := t.store.ReadDir(ctx, logName(SidecarDir))
 	if err != nil {
@@ -150,8 +151,13 @@ func (t *Table) unreferencedSidecars(ctx context.Context, l *logListing, keep in
 		before = cutoff
 	}
 	var old []string
+	crc := map[string]bool{}
 	for _, e := range entries {
-		if !e.IsDir && e.ModTime.Before(before) {
+		switch {
+		case e.IsDir:
+		case strings.HasPrefix(e.Name, "."):
+			crc[e.Name] = true // Hadoop's .<name>.crc: goes with <name>
+		case e.ModTime.Before(before):
 			old = append(old, e.Name)
 		}
 	}
@@ -178,6 +184,9 @@ func (t *Table) unreferencedSidecars(ctx context.Context, l *logListing, keep in
 	for _, name := range old {
 		if !used[name] {
 			out = append(out, SidecarDir+"/"+name)
+			if c := "." + name + ".crc"; crc[c] {
+				out = append(out, SidecarDir+"/"+c)
+			}
 		}
 	}
 	return out, nil

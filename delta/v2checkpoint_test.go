@@ -270,8 +270,9 @@ func TestCleanupLogSidecars(t *testing.T) {
 		t.Fatalf("checkpoints %v, sidecars %v", tops, sidecars)
 	}
 	side := func(name string) string { return filepath.Join(root, LogDir, SidecarDir, name) }
-	// Every sidecar is old; an orphan is old and one is fresh.
-	for _, n := range append(sidecars, "orphan-old.parquet", "orphan-new.parquet") {
+	// Every sidecar is old; an orphan is old and one is fresh; Hadoop's checksum files of the
+	// orphan and of a kept sidecar.
+	for _, n := range append(sidecars, "orphan-old.parquet", "orphan-new.parquet", ".orphan-old.parquet.crc", "."+sidecars[1]+".crc") {
 		if n != sidecars[0] && n != sidecars[1] && n != sidecars[2] {
 			os.WriteFile(side(n), []byte("x"), 0o644)
 		}
@@ -284,12 +285,13 @@ func TestCleanupLogSidecars(t *testing.T) {
 		t.Fatalf("cleanup: %+v, %v", res, err)
 	}
 	_, left := v2Names(t, root)
-	want := []string{"orphan-new.parquet", sidecars[1], sidecars[2]}
+	want := []string{"." + sidecars[1] + ".crc", "orphan-new.parquet", sidecars[1], sidecars[2]}
 	slices.Sort(want)
 	if !slices.Equal(left, want) {
 		t.Fatalf("sidecars after cleanup: %v, want %v (deleted %v)", left, want, res.Files)
 	}
-	if !slices.Contains(res.Files, SidecarDir+"/"+sidecars[0]) || !slices.Contains(res.Files, SidecarDir+"/orphan-old.parquet") {
+	if !slices.Contains(res.Files, SidecarDir+"/"+sidecars[0]) || !slices.Contains(res.Files, SidecarDir+"/orphan-old.parquet") ||
+		!slices.Contains(res.Files, SidecarDir+"/.orphan-old.parquet.crc") {
 		t.Errorf("deleted files %v", res.Files)
 	}
 	got, err := NewTable(root, tbl.mem).Snapshot(context.Background())
