@@ -1,8 +1,14 @@
 package delta
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net/url"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -11,20 +17,154 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// readCheckpoint reads the checkpoint file(s) names of `_delta_log` and applies their actions
-// to s.
-func (s *Snapshot) readCheckpoint(ctx context.Context, names []string) error {
+// v2Parts collects what a v2 spec checkpoint's top-level file says beyond the actions it
+// holds itself (PROTOCOL.md "V2 Spec"): its checkpointMetadata and sidecar actions.
+type v2Parts struct {
+	meta     *CheckpointMetadata
+	sidecars []SidecarFile
+}
+
+func (p *v2Parts) add(meta *CheckpointMetadata, sc *SidecarFile) error {
+	if meta != nil {
+		if p.meta != nil {
+			return errors.New("more than one checkpointMetadata action")
+		}
+		p.meta = meta
+	}
+	if sc != nil {
+		p.sidecars = append(p.sidecars, *sc)
+	}
+	return nil
+}
+
+// readCheckpoint reads the checkpoint of version v made of the files names of `_delta_log`
+// (one file, or every part of a multi-part checkpoint) and applies its actions to s. A
+// top-level file is Parquet, or JSON for a UUID-named checkpoint "v.checkpoint.<uuid>.json".
+// A v2 spec checkpoint (PROTOCOL.md "V2 Spec") has one checkpointMetadata action, required
+// of a UUID-named one and naming version v; the add and remove actions of its sidecar
+// actions' files (`_delta_log/_sidecars/<name>`) are applied too. An error (a missing
+// sidecar, a malformed file) leaves the caller to fall back to an older checkpoint.
+func (s *Snapshot) readCheckpoint(ctx context.Context, v int64, names []string) error {
+	var v2 v2Parts
+	if err := s.readTopLevel(ctx, names, &v2, false); err != nil {
+		return err
+	}
+	if len(names) == 1 && len(names[0]) > 21 && isV2CheckpointName(names[0][21:]) && v2.meta == nil {
+		return fmt.Errorf("read checkpoint %s: a UUID-named checkpoint without a checkpointMetadata action", names[0])
+	}
+	if v2.meta != nil && v2.meta.Version != v {
+		return fmt.Errorf("read checkpoint %s: checkpointMetadata names version %d", names[0], v2.meta.Version)
+	}
+	for _, sc := range v2.sidecars {
+		name, err := sidecarName(sc.Path)
+		if err != nil {
+			return fmt.Errorf("read checkpoint %s: %w", names[0], err)
+		}
+		if err := s.readParquetActions(ctx, logName(SidecarDir+"/"+name), nil, false); err != nil {
+			return fmt.Errorf("read checkpoint %s: sidecar %s: %w", names[0], name, err)
+		}
+	}
+	return nil
+}
+
+// sidecarRefs returns the names, in `_delta_log/_sidecars`, of the sidecar files the
+// checkpoint files names reference (s is scratch). A file that is gone (a concurrent cleanup)
+// references none.
+func (s *Snapshot) sidecarRefs(ctx context.Context, names []string) ([]string, error) {
+	var v2 v2Parts
+	if err := s.readTopLevel(ctx, names, &v2, true); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(v2.sidecars))
+	for _, sc := range v2.sidecars {
+		name, err := sidecarName(sc.Path)
+		if err != nil {
+			return nil, fmt.Errorf("read checkpoint %s: %w", names[0], err)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// sidecarName returns the file name, in `_delta_log/_sidecars`, of a sidecar action's path:
+// a URI-encoded file name, or a path or URI whose last directories are
+// `_delta_log/_sidecars` (sidecars always live in the table's own sidecar directory). Names
+// that could point elsewhere are refused with [ErrUnsafePath].
+func sidecarName(path string) (string, error) {
+	p, err := url.PathUnescape(path)
+	if err != nil {
+		return "", fmt.Errorf("sidecar path %q: %w", path, err)
+	}
+	name := p
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		name = p[i+1:]
+		if !strings.HasSuffix(p[:i], "/"+LogDir+"/"+SidecarDir) && p[:i] != LogDir+"/"+SidecarDir {
+			return "", fmt.Errorf("sidecar path %q: %w: not in %s/%s", path, ErrUnsafePath, LogDir, SidecarDir)
+		}
+	}
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "\\\x00") {
+		return "", fmt.Errorf("sidecar path %q: %w", path, ErrUnsafePath)
+	}
+	return name, nil
+}
+
+// v2CheckpointLine is one line of a JSON (v2 spec) checkpoint: an action, or one of the
+// checkpoint-only actions, which never appear in commits (PROTOCOL.md "Action
+// Reconciliation").
+type v2CheckpointLine struct {
+	Action
+	CheckpointMetadata *CheckpointMetadata `json:"checkpointMetadata,omitempty"`
+	Sidecar            *SidecarFile        `json:"sidecar,omitempty"`
+}
+
+// readCheckpointJSON reads a JSON top-level checkpoint file whole (one request on a bucket)
+// and applies its actions to s.
+func (s *Snapshot) readCheckpointJSON(ctx context.Context, name string, v2 *v2Parts) error {
+	b, err := s.store.ReadFile(ctx, name)
+	if err != nil {
+		return err
+	}
+	var actions []Action
+	err = scanJSONLines(bytes.NewReader(b), func(line []byte) error {
+		var l v2CheckpointLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			return err
+		}
+		if l.Action != (Action{}) {
+			actions = append(actions, l.Action)
+		}
+		return v2.add(l.CheckpointMetadata, l.Sidecar)
+	})
+	if err != nil {
+		return err
+	}
+	return s.apply(actions)
+}
+
+// readTopLevel reads the checkpoint files names of `_delta_log` (JSON or Parquet, see
+// readParquetActions) into s and v2. forRefs reads only what may name sidecars, and skips
+// files that are gone (a concurrent cleanup).
+func (s *Snapshot) readTopLevel(ctx context.Context, names []string, v2 *v2Parts, forRefs bool) error {
 	for _, name := range names {
-		if err := s.readCheckpointFile(ctx, logName(name)); err != nil {
+		var err error
+		if strings.HasSuffix(name, ".json") {
+			err = s.readCheckpointJSON(ctx, logName(name), v2)
+		} else {
+			err = s.readParquetActions(ctx, logName(name), v2, forRefs)
+		}
+		if err != nil && !(forRefs && errors.Is(err, fs.ErrNotExist)) {
 			return fmt.Errorf("read checkpoint %s: %w", name, err)
 		}
 	}
 	return nil
 }
 
-// readCheckpointFile reads one checkpoint Parquet file through the store: ranged reads of
-// its footer and column chunks (io.ReaderAt), as from a local file.
-func (s *Snapshot) readCheckpointFile(ctx context.Context, name string) error {
+// readParquetActions reads one checkpoint Parquet file through the store: ranged reads of its
+// footer and column chunks (io.ReaderAt), as from a local file. v2 collects its
+// checkpointMetadata and sidecar actions; nil for a sidecar file, which may hold file actions
+// only. withSidecarsOnly reads nothing from a file without a sidecar column (a V1 spec
+// checkpoint).
+func (s *Snapshot) readParquetActions(ctx context.Context, name string, v2 *v2Parts, withSidecarsOnly bool) error {
 	f, err := s.store.Open(ctx, name)
 	if err != nil {
 		return err
@@ -40,13 +180,18 @@ func (s *Snapshot) readCheckpointFile(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if withSidecarsOnly {
+		if sc, err := fr.Schema(); err != nil || len(sc.FieldIndices("sidecar")) == 0 {
+			return err
+		}
+	}
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		return err
 	}
 	defer rr.Release()
 	for rr.Next() {
-		actions, err := checkpointActions(rr.RecordBatch())
+		actions, err := checkpointActions(rr.RecordBatch(), v2)
 		if err != nil {
 			return err
 		}
@@ -212,15 +357,17 @@ func getDV(arr arrow.Array, i int) *DeletionVector {
 	return dv
 }
 
-// checkpointActions converts one batch of checkpoint rows to actions. Missing columns and
-// fields read as null.
-func checkpointActions(rec arrow.RecordBatch) ([]Action, error) {
+// checkpointActions converts one batch of checkpoint rows to actions, and hands the
+// checkpointMetadata and sidecar rows of a v2 spec checkpoint to v2 (nil: such rows are an
+// error, as in a sidecar file). Missing columns and fields read as null.
+func checkpointActions(rec arrow.RecordBatch, v2 *v2Parts) ([]Action, error) {
 	cols := map[string]*sv{}
 	for i, f := range rec.Schema().Fields() {
 		cols[f.Name] = structView(rec.Column(i))
 	}
 	n := int(rec.NumRows())
 	out := make([]Action, 0, n)
+	cmV, scV := cols["checkpointMetadata"], cols["sidecar"]
 	for i := 0; i < n; i++ {
 		if v := cols["add"]; v.valid(i) {
 			a := &Add{Path: getStrV(v.f("path"), i), PartitionValues: getStrMap(v.f("partitionValues"), i),
@@ -292,6 +439,41 @@ func checkpointActions(rec arrow.RecordBatch) ([]Action, error) {
 			}
 			out = append(out, Action{DomainMetadata: d})
 		}
+		if err := checkpointOnlyActions(cmV, scV, i, v2); err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
 	}
 	return out, nil
+}
+
+// checkpointOnlyActions hands the checkpointMetadata (column cmV) and sidecar (column scV)
+// action of row i, if any, to v2; nil v2 refuses them.
+func checkpointOnlyActions(cmV, scV *sv, i int, v2 *v2Parts) error {
+	var meta *CheckpointMetadata
+	var sc *SidecarFile
+	if v := cmV; v.valid(i) {
+		meta = &CheckpointMetadata{Tags: getStrMapV(v.f("tags"), i)}
+		if p := getI64(v.f("version"), i); p != nil {
+			meta.Version = *p
+		}
+	}
+	if v := scV; v.valid(i) {
+		sc = &SidecarFile{Path: getStrV(v.f("path"), i), Tags: getStrMapV(v.f("tags"), i)}
+		if p := getI64(v.f("sizeInBytes"), i); p != nil {
+			sc.SizeInBytes = *p
+		}
+		if p := getI64(v.f("modificationTime"), i); p != nil {
+			sc.ModificationTime = *p
+		}
+		if sc.Path == "" {
+			return errors.New("sidecar without path")
+		}
+	}
+	if meta == nil && sc == nil {
+		return nil
+	}
+	if v2 == nil {
+		return errors.New("a checkpointMetadata or sidecar action in a sidecar file")
+	}
+	return v2.add(meta, sc)
 }

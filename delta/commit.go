@@ -415,8 +415,9 @@ func (t *Table) finishCommit(req CommitRequest, ours []Action, newer [][]Action,
 	return res
 }
 
-// Checkpoint writes a classic checkpoint of snapshot s and points `_last_checkpoint` at it
-// (unless that already names a newer version).
+// Checkpoint writes a checkpoint of snapshot s (classic, or v2 when the table's
+// delta.checkpointPolicy is v2) and points `_last_checkpoint` at it (unless that already names
+// a newer version).
 func (t *Table) Checkpoint(s *Snapshot) error { return t.writeCheckpoint(context.Background(), s) }
 
 // NumRecords returns numRecords from the file's stats JSON; 0 when the stats are absent or do

@@ -25,9 +25,11 @@
 //   - Transactions. commit.go: [Table.Commit] writes one commit with put-if-absent and
 //     optimistic-concurrency retries; conflict.go: the conflict checker deciding whether a
 //     concurrent commit conflicts with ours ([ConflictError]).
-//   - Checkpoints. checkpoint.go writes a classic Parquet checkpoint every
-//     delta.checkpointInterval commits and `_last_checkpoint`; checkpointread.go reads
-//     classic and multi-part checkpoints.
+//   - Checkpoints. checkpoint.go writes a checkpoint every delta.checkpointInterval commits
+//     and `_last_checkpoint`: a classic Parquet one, or for a table with
+//     delta.checkpointPolicy=v2 a UUID-named v2 one (JSON top-level file + Parquet sidecar);
+//     checkpointread.go reads classic, multi-part and v2 checkpoints (JSON or Parquet
+//     top-level file, sidecars in `_delta_log/_sidecars`).
 //   - Log cleanup. logclean.go: [Table.CleanupLog] deletes log files older than
 //     delta.logRetentionDuration that no retained version needs, after a checkpoint.
 //   - flowlock.go: [Table.LockFlow] takes the per-flow lock `_streamkit/flows/<flow>.lock` in

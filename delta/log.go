@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/streamkit/streamkit/storage"
 )
 
@@ -31,14 +33,29 @@ func CommitFileName(v int64) string { return fmt.Sprintf("%020d.json", v) }
 // version v: v zero-padded to 20 digits + ".checkpoint.parquet".
 func CheckpointFileName(v int64) string { return fmt.Sprintf("%020d.checkpoint.parquet", v) }
 
+// SidecarDir is the directory, inside `_delta_log`, of the sidecar files of v2 checkpoints
+// (PROTOCOL.md "Sidecar Files").
+const SidecarDir = "_sidecars"
+
+// V2CheckpointFileName returns the file name of the UUID-named (v2 spec) checkpoint of version
+// v (PROTOCOL.md "UUID-named checkpoint"): v zero-padded to 20 digits + ".checkpoint." + id +
+// "." + ext, where ext is "json" or "parquet".
+func V2CheckpointFileName(v int64, id uuid.UUID, ext string) string {
+	return fmt.Sprintf("%020d.checkpoint.%s.%s", v, id, ext)
+}
+
 // logName is the store name of file name inside `_delta_log`.
 func logName(name string) string { return LogDir + "/" + name }
 
 // logListing is what a directory listing of _delta_log tells about the table.
 type logListing struct {
-	commits     map[int64]bool
-	checkpoints map[int64][]string // version → checkpoint file names (classic: 1; multi-part: all parts)
-	maxCommit   int64              // -1 when there is none
+	commits map[int64]bool
+	// checkpoints are the complete checkpoints of each version, preferred first: classic,
+	// UUID-named (v2) by name, multi-part; each is its file names in `_delta_log` (one, or all
+	// parts of a multi-part checkpoint). A version may have several (racing writers, a v2
+	// table's compatibility checkpoint); any one of them gives the same snapshot.
+	checkpoints map[int64][][]string
+	maxCommit   int64 // -1 when there is none
 	// entries are the listed objects (files) of _delta_log, sorted by name: log cleanup reads
 	// the .crc and compaction files from them, and version times come from their ModTime, so
 	// that a bucket is listed once rather than asked for every object.
@@ -62,12 +79,14 @@ func listLog(ctx context.Context, s storage.Store) (*logListing, error) {
 			return nil, err
 		}
 	}
-	l := &logListing{commits: map[int64]bool{}, checkpoints: map[int64][]string{}, maxCommit: -1, mod: map[string]time.Time{}}
+	l := &logListing{commits: map[int64]bool{}, checkpoints: map[int64][][]string{}, maxCommit: -1, mod: map[string]time.Time{}}
 	type multi struct {
 		total int
 		parts map[int]string
 	}
 	multis := map[int64]map[int]*multi{} // version → total parts → parts seen
+	classic := map[int64]string{}
+	uuids := map[int64][]string{}
 	for _, e := range entries {
 		if e.IsDir {
 			continue
@@ -90,13 +109,15 @@ func listLog(ctx context.Context, s storage.Store) (*logListing, error) {
 				l.maxCommit = v
 			}
 		case rest == "checkpoint.parquet":
-			l.checkpoints[v] = []string{name}
+			classic[v] = name
+		case isV2CheckpointName(rest):
+			uuids[v] = append(uuids[v], name) // entries are sorted by name
 		case strings.HasPrefix(rest, "checkpoint.") && strings.HasSuffix(rest, ".parquet"):
 			// multi-part: checkpoint.<part 10 digits>.<total 10 digits>.parquet
 			mid := strings.TrimSuffix(strings.TrimPrefix(rest, "checkpoint."), ".parquet")
 			a, b, ok := strings.Cut(mid, ".")
 			if !ok || len(a) != 10 || len(b) != 10 || !allDigits(a) || !allDigits(b) {
-				continue // UUID-named (v2) checkpoints are not supported
+				continue
 			}
 			part, _ := strconv.Atoi(a)
 			total, _ := strconv.Atoi(b)
@@ -114,11 +135,22 @@ func listLog(ctx context.Context, s storage.Store) (*logListing, error) {
 			m.parts[part] = name
 		}
 	}
-	for v, byTotal := range multis {
-		if _, classic := l.checkpoints[v]; classic {
-			continue
+	for v, name := range classic {
+		l.checkpoints[v] = append(l.checkpoints[v], []string{name})
+	}
+	for v, names := range uuids {
+		for _, name := range names {
+			l.checkpoints[v] = append(l.checkpoints[v], []string{name})
 		}
-		for total, m := range byTotal {
+	}
+	for v, byTotal := range multis {
+		totals := make([]int, 0, len(byTotal))
+		for total := range byTotal {
+			totals = append(totals, total)
+		}
+		sort.Ints(totals)
+		for _, total := range totals {
+			m := byTotal[total]
 			if len(m.parts) != total {
 				continue // incomplete multi-part checkpoint: ignore
 			}
@@ -126,11 +158,28 @@ func listLog(ctx context.Context, s storage.Store) (*logListing, error) {
 			for p := 1; p <= total; p++ {
 				names = append(names, m.parts[p])
 			}
-			l.checkpoints[v] = names
-			break
+			l.checkpoints[v] = append(l.checkpoints[v], names)
 		}
 	}
 	return l, nil
+}
+
+// isV2CheckpointName reports whether rest, a `_delta_log` file name after "<version>.", names
+// a UUID-named checkpoint: "checkpoint.<uuid>.json" or "checkpoint.<uuid>.parquet".
+func isV2CheckpointName(rest string) bool {
+	mid, ok := strings.CutPrefix(rest, "checkpoint.")
+	if !ok {
+		return false
+	}
+	id, ok := strings.CutSuffix(mid, ".json")
+	if !ok {
+		id, ok = strings.CutSuffix(mid, ".parquet")
+	}
+	if !ok || len(id) != 36 {
+		return false
+	}
+	_, err := uuid.Parse(id)
+	return err == nil
 }
 
 func allDigits(s string) bool {
@@ -171,27 +220,38 @@ func readCommit(ctx context.Context, s storage.Store, v int64) ([]Action, error)
 // parseActions parses newline-delimited JSON actions, skipping blank lines and unknown
 // action kinds; a line longer than maxActionLineBytes is an error.
 func parseActions(r io.Reader) ([]Action, error) {
+	var out []Action
+	err := scanJSONLines(r, func(line []byte) error {
+		var a Action
+		if err := json.Unmarshal(line, &a); err != nil {
+			return err
+		}
+		if a != (Action{}) {
+			out = append(out, a)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// scanJSONLines calls fn for every non-blank line of newline-delimited JSON (a commit, a JSON
+// checkpoint), at most maxActionsPerCommit of them; a line longer than maxActionLineBytes is
+// an error. Errors name the line.
+func scanJSONLines(r io.Reader, fn func(line []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxActionLineBytes)
-	var out []Action
+	n := 0
 	for lineNo := 1; sc.Scan(); lineNo++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
-		var a Action
-		if err := json.Unmarshal(line, &a); err != nil {
-			return nil, fmt.Errorf("line %d: %w", lineNo, err)
+		if err := fn(line); err != nil {
+			return fmt.Errorf("line %d: %w", lineNo, err)
 		}
-		if a != (Action{}) {
-			out = append(out, a)
-		}
-		if len(out) > maxActionsPerCommit {
-			return nil, fmt.Errorf("more than %d actions", maxActionsPerCommit)
+		if n++; n > maxActionsPerCommit {
+			return fmt.Errorf("more than %d actions", maxActionsPerCommit)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return sc.Err()
 }

@@ -19,7 +19,8 @@ type LogCleanup struct {
 	// Checkpoint is the newest complete checkpoint committed at or before Cutoff, from which
 	// every version from it on stays loadable; -1 when there is none (nothing is deleted).
 	Checkpoint int64
-	// Files are the deleted `_delta_log` file names, oldest version first.
+	// Files are the deleted `_delta_log` file names, oldest version first, then the deleted
+	// sidecar files of v2 checkpoints as `_sidecars/<name>`.
 	Files []string
 }
 
@@ -44,8 +45,11 @@ type logFile struct {
 // ending before C. So every version committed after the cut-off, and the version current at the
 // cut-off (time travel "as of" it), can still be loaded; C's own commit is kept. Files are
 // deleted oldest version first, so an interrupted cleanup leaves a contiguous log. Nothing is
-// deleted when there is no such checkpoint, or when the log has a gap after it. With dryRun
-// the files are only listed. Files that vanish meanwhile (a concurrent cleanup) are ignored.
+// deleted when there is no such checkpoint, or when the log has a gap after it. When a
+// checkpoint was deleted, so are the sidecar files in `_delta_log/_sidecars` that no
+// remaining checkpoint references and that are older than both the cut-off and one day. With
+// dryRun the files are only listed. Files that vanish meanwhile (a concurrent cleanup) are
+// ignored.
 func (t *Table) CleanupLog(ctx context.Context, retention time.Duration, dryRun bool) (*LogCleanup, error) {
 	if retention < 0 {
 		s, err := t.Snapshot(ctx)
@@ -82,7 +86,7 @@ func (t *Table) CleanupLog(ctx context.Context, retention time.Duration, dryRun 
 		}
 		name := CommitFileName(v)
 		if !l.commits[v] {
-			name = l.checkpoints[v][0]
+			name = l.checkpoints[v][0][0]
 		}
 		ms := max(l.mod[name].UnixMilli(), prev+1)
 		prev = ms
@@ -101,6 +105,7 @@ func (t *Table) CleanupLog(ctx context.Context, retention time.Duration, dryRun 
 			return res, nil // a gap after the checkpoint: leave the log as it is
 		}
 	}
+	checkpointDeleted := false
 	for _, f := range l.expiredLogFiles(res.Checkpoint) {
 		if !dryRun {
 			if err := t.store.Remove(ctx, logName(f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -108,8 +113,83 @@ func (t *Table) CleanupLog(ctx context.Context, retention time.Duration, dryRun 
 			}
 		}
 		res.Files = append(res.Files, f.name)
+		checkpointDeleted = checkpointDeleted || strings.HasPrefix(f.name[21:], "checkpoint.")
+	}
+	if !checkpointDeleted {
+		return res, nil // as delta-spark: sidecars are looked at only when a checkpoint went
+	}
+	names, err := t.unreferencedSidecars(ctx, l, res.Checkpoint, cutoff)
+	if err != nil {
+		return res, fmt.Errorf("clean up log %s: %w", t.root, err)
+	}
+	for _, name := range names {
+		if !dryRun {
+			if err := t.store.Remove(ctx, logName(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return res, fmt.Errorf("clean up log %s: %w", t.root, err)
+			}
+		}
+		res.Files = append(res.Files, name)
 	}
 	return res, nil
+}
+
+// unreferencedSidecars lists the sidecar files (as `_sidecars/<name>`) that log cleanup
+// deletes once the checkpoints before version keep are gone (PROTOCOL.md "Metadata Cleanup",
+// steps 4 and 5): those that no remaining checkpoint (version ≥ keep, as listed in l)
+// references and that were modified before both the cut-off and the midnight UTC one day
+// before now, so that a checkpoint being written, whose top-level file is not there yet,
+// keeps its sidecars. The checksum file Hadoop writes beside a sidecar (.<name>.crc) goes
+// with it and is otherwise kept. A remaining checkpoint that cannot be read is an error:
+// nothing is deleted then.
+func (t *Table) unreferencedSidecars(ctx context.Context, l *logListing, keep int64, cutoff time.Time) ([]string, error) {
+	entries, err := t.store.ReadDir(ctx, logName(SidecarDir))
+	if err != nil {
+		return nil, err
+	}
+	before := t.now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	if cutoff.Before(before) {
+		before = cutoff
+	}
+	var old []string
+	crc := map[string]bool{}
+	for _, e := range entries {
+		switch {
+		case e.IsDir:
+		case strings.HasPrefix(e.Name, "."):
+			crc[e.Name] = true // Hadoop's .<name>.crc: goes with <name>
+		case e.ModTime.Before(before):
+			old = append(old, e.Name)
+		}
+	}
+	if len(old) == 0 {
+		return nil, nil
+	}
+	used := map[string]bool{}
+	scratch := t.newSnapshot()
+	for v, cps := range l.checkpoints {
+		if v < keep {
+			continue
+		}
+		for _, names := range cps {
+			refs, err := scratch.sidecarRefs(ctx, names)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range refs {
+				used[r] = true
+			}
+		}
+	}
+	var out []string
+	for _, name := range old {
+		if !used[name] {
+			out = append(out, SidecarDir+"/"+name)
+			if c := "." + name + ".crc"; crc[c] {
+				out = append(out, SidecarDir+"/"+c)
+			}
+		}
+	}
+	return out, nil
 }
 
 // expiredLogFiles lists the files of `_delta_log` that belong only to versions before keep:

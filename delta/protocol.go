@@ -31,6 +31,7 @@ const (
 	FeatureDomainMetadata      = "domainMetadata"
 	FeatureVacuumProtocolCheck = "vacuumProtocolCheck"
 	FeatureAllowColumnDefaults = "allowColumnDefaults"
+	FeatureV2Checkpoint        = "v2Checkpoint"
 )
 
 // writerFeaturesOf returns the writer features a protocol enables: the listed ones at writer
@@ -82,6 +83,7 @@ func checkRead(p *Protocol, m *Metadata) error {
 		for _, f := range p.ReaderFeatures {
 			switch f {
 			case FeatureTimestampNTZ, FeatureDeletionVectors, FeatureVacuumProtocolCheck:
+			case FeatureV2Checkpoint: // UUID-named checkpoints and sidecars are read (checkpointread.go)
 			case FeatureColumnMapping:
 				if !noMapping {
 					return unsupported("reader feature columnMapping in mode %q", mode)
@@ -119,6 +121,8 @@ func checkWrite(p *Protocol, m *Metadata) error {
 			// appendOnly is enforced in Commit; appends and full overwrites need no CDC files;
 			// domains are preserved in checkpoints; vacuumProtocolCheck asks VACUUM to pass
 			// this write check first, which `streamkit delta vacuum` does; removes carry the DV.
+		case FeatureV2Checkpoint:
+			// checkpoints follow delta.checkpointPolicy (checkpoint.go); never multi-part.
 		case FeatureInvariants:
 			if col := anyFieldMetadata(schema, "delta.invariants", ""); col != "" {
 				return unsupported("column %s has a delta.invariants constraint (writer feature invariants), which streamkit cannot evaluate", col)
@@ -159,6 +163,9 @@ func checkWrite(p *Protocol, m *Metadata) error {
 	if hasType(schema, TypeTimestampNTZ) && !slices.Contains(writerFeaturesOf(p), FeatureTimestampNTZ) {
 		return unsupported("table has a timestamp_ntz column but not the timestampNtz feature")
 	}
+	if v := m.Configuration["delta.checkpointPolicy"]; strings.EqualFold(v, "v2") && !slices.Contains(writerFeaturesOf(p), FeatureV2Checkpoint) {
+		return unsupported("table property delta.checkpointPolicy=%s needs feature v2Checkpoint", v)
+	}
 	return checkProperties(m.Configuration)
 }
 
@@ -168,7 +175,6 @@ var featureProperties = []struct{ key, bad, feature string }{
 	{"delta.enableRowTracking", "true", "rowTracking"},
 	{"delta.enableInCommitTimestamps", "true", "inCommitTimestamp"},
 	{"delta.enableTypeWidening", "true", "typeWidening"},
-	{"delta.checkpointPolicy", "v2", "v2Checkpoint"},
 	{"delta.enableIcebergCompatV1", "true", "icebergCompatV1"},
 	{"delta.enableIcebergCompatV2", "true", "icebergCompatV2"},
 	{"delta.enableVariantShredding", "true", "variantShredding"},
@@ -214,8 +220,9 @@ type CreateOptions struct {
 // described by the Arrow schema sc (see [FromArrowSchema] for the type mapping). The protocol
 // is {minReaderVersion 1, minWriterVersion 2}, or reader 3 / writer 7 with feature
 // timestampNtz in both lists when a (nested) column is a timestamp without time zone
-// (PROTOCOL.md "Timestamp without timezone"); a writer-7 table also lists appendOnly and
-// changeDataFeed when the matching properties are "true". Errors name the offending column
+// (PROTOCOL.md "Timestamp without timezone") and feature v2Checkpoint in both lists when
+// delta.checkpointPolicy is v2 (PROTOCOL.md "V2 Checkpoint Table Feature"); a writer-7 table
+// also lists appendOnly and changeDataFeed when the matching properties are "true". Errors name the offending column
 // or property.
 func NewTableMetadata(sc *arrow.Schema, opts CreateOptions) (*Protocol, *Metadata, error) {
 	schema, err := FromArrowSchema(sc)
@@ -251,9 +258,18 @@ func newTableMetadata(schema *StructType, opts CreateOptions) (*Protocol, *Metad
 		return nil, nil, fmt.Errorf("create table: every column is a partition column; at least one column must be stored in data files")
 	}
 	p := &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
-	if hasType(schema, TypeTimestampNTZ) {
-		p = &Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
-			ReaderFeatures: []string{FeatureTimestampNTZ}, WriterFeatures: []string{FeatureTimestampNTZ}}
+	ntz, v2 := hasType(schema, TypeTimestampNTZ), strings.EqualFold(conf["delta.checkpointPolicy"], "v2")
+	if ntz || v2 {
+		p = &Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{}, WriterFeatures: []string{}}
+		if ntz {
+			p.ReaderFeatures = append(p.ReaderFeatures, FeatureTimestampNTZ)
+			p.WriterFeatures = append(p.WriterFeatures, FeatureTimestampNTZ)
+		}
+		if v2 {
+			p.ReaderFeatures = append(p.ReaderFeatures, FeatureV2Checkpoint)
+			p.WriterFeatures = append(p.WriterFeatures, FeatureV2Checkpoint)
+		}
+		sort.Strings(p.ReaderFeatures)
 		if strings.EqualFold(conf["delta.appendOnly"], "true") {
 			p.WriterFeatures = append(p.WriterFeatures, FeatureAppendOnly)
 		}

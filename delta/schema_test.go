@@ -117,7 +117,7 @@ func TestCheckWriteRefusesUnknownFeatures(t *testing.T) {
 		p    Protocol
 		want string
 	}{
-		{Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"v2Checkpoint"}, WriterFeatures: []string{"v2Checkpoint"}}, `reader feature "v2Checkpoint"`},
+		{Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"variantType"}, WriterFeatures: []string{"variantType"}}, `reader feature "variantType"`},
 		{Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"rowTracking"}}, `writer feature "rowTracking"`},
 		{Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"someFutureThing"}}, `writer feature "someFutureThing"`},
 		{Protocol{MinReaderVersion: 4, MinWriterVersion: 7}, "reader version 4"},

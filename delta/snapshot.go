@@ -267,15 +267,18 @@ func (t *Table) snapshotAt(ctx context.Context, version int64, checkProtocol boo
 	}
 	s := t.newSnapshot()
 	var cpErr error
+versions:
 	for _, cv := range l.checkpointVersions(target) {
-		cs := t.newSnapshot()
-		if err := cs.readCheckpoint(ctx, l.checkpoints[cv]); err != nil {
-			cpErr = err
-			continue
+		for _, names := range l.checkpoints[cv] {
+			cs := t.newSnapshot()
+			if err := cs.readCheckpoint(ctx, cv, names); err != nil {
+				cpErr = err
+				continue
+			}
+			cs.version = cv
+			s = cs
+			break versions
 		}
-		cs.version = cv
-		s = cs
-		break
 	}
 	if s.version < 0 && cpErr != nil && !l.commits[0] {
 		return nil, fmt.Errorf("load snapshot %s: %w", t.root, cpErr)

@@ -445,7 +445,7 @@ func TestUnsupportedReaderFeaturesRefused(t *testing.T) {
 		want             string
 	}{
 		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["someFutureFeature"],"writerFeatures":["someFutureFeature"]}}`, `{}`, "", `reader feature "someFutureFeature"`},
-		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["v2Checkpoint"],"writerFeatures":["v2Checkpoint"]}}`, `{}`, "", `reader feature "v2Checkpoint"`},
+		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["variantType"],"writerFeatures":["variantType"]}}`, `{}`, "", `reader feature "variantType"`},
 		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["typeWidening"],"writerFeatures":["typeWidening"]}}`, `{}`, "", `reader feature "typeWidening"`},
 		{`{"protocol":{"minReaderVersion":2,"minWriterVersion":5}}`, `{"delta.columnMapping.mode":"name"}`, "", `column mapping mode "name"`},
 		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["columnMapping"],"writerFeatures":["columnMapping"]}}`, `{"delta.columnMapping.mode":"id"}`, "", `columnMapping in mode "id"`},

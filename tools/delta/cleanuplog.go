@@ -65,7 +65,9 @@ func cleanupLogSpec() cli.Spec {
 		Long: `cleanup-log deletes the commit files, checkpoints, .crc and log compaction files of TABLE's
 _delta_log that are older than the log retention and precede the newest checkpoint that is
 itself older than it — as Delta writers (Spark, write-delta, delta optimize/vacuum) do after
-every checkpoint unless delta.enableExpiredLogCleanup is false. Every version committed within
+every checkpoint unless delta.enableExpiredLogCleanup is false. When a checkpoint goes, so do
+the v2 checkpoint sidecars (_delta_log/_sidecars) that no remaining checkpoint references and
+that are older than the cut-off and a day. Every version committed within
 the retention stays loadable (time travel), and so does the version current at the cut-off.
 The cut-off is now minus the retention, truncated to the previous midnight UTC, as in Spark;
 the retention defaults to the table's delta.logRetentionDuration (30 days unless set), and a

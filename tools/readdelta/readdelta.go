@@ -71,11 +71,12 @@ their unchanged rows come again); compactions (dataChange=false) are skipped.
 Without --follow but with a checkpoint, a run reads what is new since the last run and
 stops ("available now", for cron).
 
-Tables are read directly from the transaction log (JSON commits and classic checkpoints;
-the newest complete checkpoint is found by listing, whatever _last_checkpoint says). Tables
-needing reader features streamkit lacks (column mapping, deletion vectors on live files, v2
-checkpoints, type widening …) are refused with a message naming the feature, and paths in
-the log that point outside the table are refused.`,
+Tables are read directly from the transaction log (JSON commits and checkpoints: classic,
+multi-part and v2 ones, UUID-named with a JSON or Parquet top-level file and sidecars; the
+newest complete checkpoint is found by listing, whatever _last_checkpoint says). Tables
+needing reader features streamkit lacks (column mapping, deletion vectors on live files,
+type widening …) are refused with a message naming the feature, and paths in the log that
+point outside the table are refused.`,
 		Examples: []string{
 			"# Read the latest version\nstreamkit read-delta ./lake/orders | streamkit print",
 			"# A table on S3 (or an S3-compatible server through AWS_ENDPOINT_URL)\nstreamkit read-delta s3://lake/orders --columns order_id,amount | streamkit print",
