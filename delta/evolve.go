@@ -103,10 +103,15 @@ func mergeType(table, in DataType, path string) (DataType, bool, error) {
 // EvolveMetadata returns a copy of meta with schema st, and the protocol the new schema
 // needs: p itself, or an upgrade to reader 3 / writer 7 with the timestampNtz feature when st
 // gains a timestamp_ntz column (legacy features implied by the old writer version are listed
-// explicitly). newProtocol is nil when p suffices. Commit both with CommitRequest.Metadata
+// explicitly). Under column mapping (mode name or id) every new (nested) column gets a new
+// column id and physical name, and delta.columnMapping.maxColumnId is raised to the largest
+// id. newProtocol is nil when p suffices. Commit both with CommitRequest.Metadata
 // (and .Protocol); concurrent writers then fail with ConflictMetadata and must reload.
 func EvolveMetadata(p *Protocol, meta *Metadata, st *StructType) (newProtocol *Protocol, newMeta *Metadata) {
 	m := *meta
+	if meta.ColumnMapping().Mapped() {
+		st, m.Configuration = assignColumnMapping(st, meta.Configuration)
+	}
 	m.SchemaString = st.JSON()
 	if !hasType(st, TypeTimestampNTZ) || slices.Contains(writerFeaturesOf(p), FeatureTimestampNTZ) {
 		return nil, &m
