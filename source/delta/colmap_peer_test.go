@@ -78,7 +78,9 @@ func TestPeerSparkColumnMapping(t *testing.T) {
 		}
 	}
 	var compare [][2]string
-	out := func(name string) string { return filepath.Join(dir, "out-"+strings.NewReplacer("@", "-at-", "?", "-where-").Replace(name)+".arrows") }
+	out := func(name string) string {
+		return filepath.Join(dir, "out-"+strings.NewReplacer("@", "-at-", "?", "-where-").Replace(name)+".arrows")
+	}
 	for _, c := range manifest.Cases {
 		args := []string{manifest.Tables[c.Table]}
 		if c.Version >= 0 {
