@@ -15,9 +15,14 @@ import (
 // struct (also inside arrays and maps), all new fields nullable. Columns are matched by name
 // ignoring case. A column whose input type cannot be written into the existing Delta type
 // (see the DataWriter's conversions) is an error naming it; existing columns are never
-// retyped. changed reports whether anything was added.
+// retyped. changed reports whether anything was added. A table whose columns carry physical
+// names (column mapping) accepts any column name (see [FromArrowSchemaFor]).
 func MergeSchema(table *StructType, in *arrow.Schema) (merged *StructType, changed bool, err error) {
-	inSt, err := FromArrowSchema(in)
+	mode := MappingNone
+	if anyFieldMetadata(table, PhysicalNameKey, "") != "" {
+		mode = MappingName
+	}
+	inSt, err := FromArrowSchemaFor(in, mode)
 	if err != nil {
 		return nil, false, fmt.Errorf("merge schema: %w", err)
 	}
@@ -25,7 +30,7 @@ func MergeSchema(table *StructType, in *arrow.Schema) (merged *StructType, chang
 	if err != nil {
 		return nil, false, fmt.Errorf("merge schema: %w", err)
 	}
-	if err := validateNames(out, ""); err != nil {
+	if err := validateNames(out, "", !mode.Mapped()); err != nil {
 		return nil, false, fmt.Errorf("merge schema: %w", err)
 	}
 	return out, changed, nil

@@ -208,7 +208,7 @@ type CreateOptions struct {
 // changeDataFeed when the matching properties are "true". Errors name the offending column
 // or property.
 func NewTableMetadata(sc *arrow.Schema, opts CreateOptions) (*Protocol, *Metadata, error) {
-	schema, err := FromArrowSchema(sc)
+	schema, err := FromArrowSchemaFor(sc, ColumnMappingMode(opts.Configuration[ColumnMappingModeKey]))
 	if err != nil {
 		return nil, nil, fmt.Errorf("create table: %w", err)
 	}

@@ -127,7 +127,6 @@ def phase1(s, base):
         p = make(s, base, mode)
         name = "cm_" + mode
         tables[name] = p
-        latest = s.sql("DESCRIBE HISTORY delta.`%s`" % p).agg({"version": "max"}).collect()[0][0]
 
         def case(cname, version, where, df):
             path = os.path.join(base, "expected", cname + ".json")
@@ -135,10 +134,11 @@ def phase1(s, base):
                 json.dump(spark_rows(df), f)
             cases.append({"name": cname, "table": name, "version": version, "where": where, "expected": path})
 
-        for v in range(latest + 1):
+        # The versions right after a rename, a drop and the re-add (Spark is slow: a few).
+        for v in (2, 4, 6, 9):
             case("%s@%d" % (name, v), v, "", s.read.format("delta").option("versionAsOf", v).load(p))
         cur = s.read.format("delta").load(p)
-        for i, w in enumerate(["region = 'a'", "id >= 45", "info.town = 'c1' AND id < 20", "amount IS NOT NULL", "full_name IS NULL OR region IS NULL"]):
+        for i, w in enumerate(["region = 'a' AND id >= 45", "info.town = 'c1' AND amount IS NOT NULL", "full_name IS NULL OR region IS NULL"]):
             case("%s?%d" % (name, i), -1, w, cur.where(w))
         with open(os.path.join(base, "expected", name + ".latest.json"), "w") as f:
             json.dump(spark_rows(cur), f)

@@ -1,0 +1,123 @@
+package delta
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	dl "github.com/streamkit/streamkit/delta"
+)
+
+// TestColumnMappingRoundTrip writes a table in column mapping modes name and id (streamkit's
+// own writer: physical names, field ids, physical partition keys and statistics), renames a
+// column and a nested field, drops a column and adds it again under its old name, and reads
+// every state back by display names, also with --where pruning on the partition column and a
+// renamed nested field.
+func TestColumnMappingRoundTrip(t *testing.T) {
+	for _, mode := range []string{"name", "id"} {
+		t.Run(mode, func(t *testing.T) {
+			mem := newMem(t)
+			dir := t.TempDir()
+			ctx := context.Background()
+			info := arrow.StructOf(arrow.Field{Name: "city", Type: arrow.BinaryTypes.String, Nullable: true}, arrow.Field{Name: "zip", Type: arrow.PrimitiveTypes.Int32, Nullable: true})
+			sc := arrow.NewSchema([]arrow.Field{
+				{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+				{Name: "user name", Type: arrow.BinaryTypes.String, Nullable: true},
+				{Name: "part", Type: arrow.BinaryTypes.String, Nullable: true},
+				{Name: "info", Type: info, Nullable: true},
+			}, nil)
+			appendRows(t, mem, dir, sc, &dl.CreateOptions{PartitionColumns: []string{"part"}, Configuration: map[string]string{dl.ColumnMappingModeKey: mode}},
+				`[{"id":1,"user name":"ann","part":"a","info":{"city":"x","zip":1}},{"id":2,"user name":"bob","part":"b","info":{"city":"y","zip":2}}]`)
+			tbl := dl.NewTable(dir, mem)
+			snap, err := tbl.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := snap.Protocol(); p.MinReaderVersion != 2 || p.MinWriterVersion != 5 || snap.Metadata().Configuration[dl.MaxColumnIDKey] != "6" {
+				t.Fatalf("protocol %+v, configuration %v", p, snap.Metadata().Configuration)
+			}
+			for _, a := range snap.Files() {
+				if _, ok := a.PartitionValues["part"]; ok || !strings.Contains(a.Stats, `"col-`) || !strings.HasPrefix(a.Path, "col-") {
+					t.Fatalf("add not keyed by physical names: %+v", a)
+				}
+			}
+			// Rename `user name` to who and info.city to town: metadata only.
+			st := snap.Schema()
+			st.Fields[1].Name = "who"
+			st.Fields[3].Type.(*dl.StructType).Fields[0].Name = "town"
+			m := *snap.Metadata()
+			m.SchemaString = st.JSON()
+			commit(t, tbl, snap, &m)
+			read := func(where string) string {
+				s, err := tbl.Snapshot(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rd, err := NewReader(tbl.Store(), s.Metadata(), ReadOptions{Allocator: mem, Predicate: where})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rd.Close()
+				var files []*dl.Add
+				for _, a := range s.Files() {
+					if v, err := rd.Verdict(a); err != nil {
+						t.Fatal(err)
+					} else if v != VerdictNone {
+						files = append(files, a)
+					}
+				}
+				return strings.Join(scanAll(t, rd, files), "\n")
+			}
+			want := `{"id":1,"info":{"town":"x","zip":1},"part":"a","who":"ann"}
+{"id":2,"info":{"town":"y","zip":2},"part":"b","who":"bob"}`
+			if got := read(""); got != want {
+				t.Fatalf("after rename:\n%s\nwant\n%s", got, want)
+			}
+			// New rows under the new names.
+			sc2 := arrow.NewSchema([]arrow.Field{sc.Field(0), {Name: "who", Type: arrow.BinaryTypes.String, Nullable: true}, sc.Field(2),
+				{Name: "info", Type: arrow.StructOf(arrow.Field{Name: "town", Type: arrow.BinaryTypes.String, Nullable: true}, arrow.Field{Name: "zip", Type: arrow.PrimitiveTypes.Int32, Nullable: true}), Nullable: true}}, nil)
+			appendRows(t, mem, dir, sc2, nil, `[{"id":3,"who":"cid","part":"a","info":{"town":"z","zip":3}}]`)
+			if got, want := read("part = 'a' AND info.town = 'z'"), `{"id":3,"info":{"town":"z","zip":3},"part":"a","who":"cid"}`; got != want {
+				t.Fatalf("--where after rename: %s, want %s", got, want)
+			}
+			// Drop who, then add it again (a new column: new id and physical name).
+			snap, _ = tbl.Snapshot(ctx)
+			st = snap.Schema()
+			st.Fields = append(st.Fields[:1], st.Fields[2:]...)
+			m = *snap.Metadata()
+			m.SchemaString = st.JSON()
+			commit(t, tbl, snap, &m)
+			snap, _ = tbl.Snapshot(ctx)
+			st = snap.Schema()
+			st.Fields = append(st.Fields, dl.StructField{Name: "who", Type: dl.TypeString, Nullable: true})
+			p := snap.Protocol()
+			_, nm := dl.EvolveMetadata(&p, snap.Metadata(), st)
+			if nm.Configuration[dl.MaxColumnIDKey] != "7" {
+				t.Fatalf("maxColumnId after adding a column: %v", nm.Configuration)
+			}
+			commit(t, tbl, snap, nm)
+			sc3 := arrow.NewSchema([]arrow.Field{sc2.Field(0), sc2.Field(2), sc2.Field(3), sc2.Field(1)}, nil)
+			appendRows(t, mem, dir, sc3, nil, `[{"id":4,"who":"dan","part":null,"info":null}]`)
+			want = `{"id":1,"info":{"town":"x","zip":1},"part":"a","who":null}
+{"id":2,"info":{"town":"y","zip":2},"part":"b","who":null}
+{"id":3,"info":{"town":"z","zip":3},"part":"a","who":null}
+{"id":4,"info":null,"part":null,"who":"dan"}`
+			if got := read(""); got != want {
+				t.Fatalf("after drop and re-add:\n%s\nwant\n%s", got, want)
+			}
+			if got, want := read("who IS NOT NULL OR part = 'b'"), `{"id":2,"info":{"town":"y","zip":2},"part":"b","who":null}
+{"id":4,"info":null,"part":null,"who":"dan"}`; got != want {
+				t.Fatalf("--where after re-add:\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+func commit(t *testing.T, tbl *dl.Table, read *dl.Snapshot, m *dl.Metadata) {
+	t.Helper()
+	if _, err := tbl.Commit(context.Background(), dl.CommitRequest{Read: read, Metadata: m}); err != nil {
+		t.Fatal(err)
+	}
+}
