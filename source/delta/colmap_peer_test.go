@@ -168,7 +168,8 @@ func run(t *testing.T, bin string, stdin []byte, args ...string) {
 }
 
 // readFollow runs read-delta --follow ARGS into out until its output has not grown for a
-// second, then stops it with SIGINT (which ends the stream cleanly).
+// second (one epoch per hour: no barrier batches while idle), at most a minute, then stops it
+// with SIGINT (which ends the stream cleanly).
 func readFollow(t *testing.T, bin, out string, args ...string) {
 	t.Helper()
 	f, err := os.Create(out)
@@ -176,7 +177,7 @@ func readFollow(t *testing.T, bin, out string, args ...string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	cmd := exec.Command(bin, append([]string{"read-delta", "--progress", "off", "--follow", "--poll-interval", "50ms", "--epoch-interval", "100ms"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"read-delta", "--progress", "off", "--follow", "--poll-interval", "50ms", "--epoch-interval", "1h"}, args...)...)
 	cmd.Stdout = f
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -184,7 +185,7 @@ func readFollow(t *testing.T, bin, out string, args ...string) {
 		t.Fatal(err)
 	}
 	var last int64 = -1
-	for stable := 0; stable < 10; {
+	for stable, waited := 0, 0; stable < 10 && waited < 600; waited++ {
 		time.Sleep(100 * time.Millisecond)
 		fi, _ := f.Stat()
 		if fi.Size() > 0 && fi.Size() == last {
