@@ -505,9 +505,10 @@ func sparkTables(t *testing.T, mem memory.Allocator, dir string, spark *sparkSer
 		"properties": map[string]string{"delta.columnMapping.mode": "name", "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}}); err != nil {
 		t.Fatal(err)
 	}
-	// Column mapping mode name: write-delta writes physical names and field ids, and every
-	// reader must find the appended rows.
+	// Column mapping mode name: write-delta writes physical names and field ids, and the
+	// readers must find the appended rows. Not delta-rs: deltalake 1.6.6 reads every column
+	// of Spark's own column-mapped files as null.
 	writeDelta(t, mem, appendSchema, [][]arrow.RecordBatch{{r2}}, colmap, "--flow", "after-spark-colmap")
 	return []manifestEntry{{Name: "spark-created+write-delta", Table: root, Expected: []string{f1, f2}, Key: "id", Readers: allReaders},
-		{Name: "spark-colmap+write-delta", Table: colmap, Expected: []string{f1, f2}, Key: "id", Readers: allReaders}}
+		{Name: "spark-colmap+write-delta", Table: colmap, Expected: []string{f1, f2}, Key: "id", Readers: []string{"duckdb", "spark"}}}
 }
