@@ -15,9 +15,14 @@ import (
 // struct (also inside arrays and maps), all new fields nullable. Columns are matched by name
 // ignoring case. A column whose input type cannot be written into the existing Delta type
 // (see the DataWriter's conversions) is an error naming it; existing columns are never
-// retyped. changed reports whether anything was added.
+// retyped. changed reports whether anything was added. A table whose columns carry physical
+// names (column mapping) accepts any column name (see [FromArrowSchemaFor]).
 func MergeSchema(table *StructType, in *arrow.Schema) (merged *StructType, changed bool, err error) {
-	inSt, err := FromArrowSchema(in)
+	mode := MappingNone
+	if anyFieldMetadata(table, PhysicalNameKey, "") != "" {
+		mode = MappingName
+	}
+	inSt, err := FromArrowSchemaFor(in, mode)
 	if err != nil {
 		return nil, false, fmt.Errorf("merge schema: %w", err)
 	}
@@ -25,7 +30,7 @@ func MergeSchema(table *StructType, in *arrow.Schema) (merged *StructType, chang
 	if err != nil {
 		return nil, false, fmt.Errorf("merge schema: %w", err)
 	}
-	if err := validateNames(out, ""); err != nil {
+	if err := validateNames(out, "", !mode.Mapped()); err != nil {
 		return nil, false, fmt.Errorf("merge schema: %w", err)
 	}
 	return out, changed, nil
@@ -103,10 +108,15 @@ func mergeType(table, in DataType, path string) (DataType, bool, error) {
 // EvolveMetadata returns a copy of meta with schema st, and the protocol the new schema
 // needs: p itself, or an upgrade to reader 3 / writer 7 with the timestampNtz feature when st
 // gains a timestamp_ntz column (legacy features implied by the old writer version are listed
-// explicitly). newProtocol is nil when p suffices. Commit both with CommitRequest.Metadata
+// explicitly). Under column mapping (mode name or id) every new (nested) column gets a new
+// column id and physical name, and delta.columnMapping.maxColumnId is raised to the largest
+// id. newProtocol is nil when p suffices. Commit both with CommitRequest.Metadata
 // (and .Protocol); concurrent writers then fail with ConflictMetadata and must reload.
 func EvolveMetadata(p *Protocol, meta *Metadata, st *StructType) (newProtocol *Protocol, newMeta *Metadata) {
 	m := *meta
+	if meta.ColumnMapping().Mapped() {
+		st, m.Configuration = assignColumnMapping(st, meta.Configuration)
+	}
 	m.SchemaString = st.JSON()
 	if !hasType(st, TypeTimestampNTZ) || slices.Contains(writerFeaturesOf(p), FeatureTimestampNTZ) {
 		return nil, &m

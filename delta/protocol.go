@@ -64,30 +64,24 @@ func unsupported(format string, args ...any) error {
 }
 
 // checkRead verifies that this package can interpret the log and data of a table with
-// protocol p and metadata m (DELTA.md "Reader safety"): reader version 1; 2 only without
-// column mapping; 3 only with reader features timestampNtz, deletionVectors,
-// vacuumProtocolCheck or columnMapping in mode none; provider "parquet".
+// protocol p and metadata m (DELTA.md "Reader safety"): reader version 1 or 2; 3 only with
+// reader features timestampNtz, deletionVectors, vacuumProtocolCheck or columnMapping;
+// column mapping in mode none, name or id, only where the protocol supports it
+// ([checkMappingMode]); provider "parquet".
 func checkRead(p *Protocol, m *Metadata) error {
 	if m.Format.Provider != "" && !strings.EqualFold(m.Format.Provider, "parquet") {
 		return unsupported("data file format %q (only parquet)", m.Format.Provider)
 	}
-	mode := m.Configuration["delta.columnMapping.mode"]
-	noMapping := mode == "" || mode == "none"
+	if err := checkMappingMode(p, m); err != nil {
+		return err
+	}
 	switch p.MinReaderVersion {
-	case 1:
-	case 2:
-		if !noMapping {
-			return unsupported("column mapping mode %q (reader version 2)", mode)
-		}
+	case 1, 2:
 	case 3:
 		for _, f := range p.ReaderFeatures {
 			switch f {
-			case FeatureTimestampNTZ, FeatureDeletionVectors, FeatureVacuumProtocolCheck:
+			case FeatureTimestampNTZ, FeatureDeletionVectors, FeatureVacuumProtocolCheck, FeatureColumnMapping:
 			case FeatureV2Checkpoint: // UUID-named checkpoints and sidecars are read (checkpointread.go)
-			case FeatureColumnMapping:
-				if !noMapping {
-					return unsupported("reader feature columnMapping in mode %q", mode)
-				}
 			default:
 				return unsupported("reader feature %q", f)
 			}
@@ -146,9 +140,8 @@ func checkWrite(p *Protocol, m *Metadata) error {
 				return unsupported("column %s has a default value (writer feature allowColumnDefaults)", col)
 			}
 		case FeatureColumnMapping:
-			if mode := m.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
-				return unsupported("writer feature columnMapping in mode %q", mode)
-			}
+			// Data files are written with physical names and field ids, partition values
+			// and statistics keyed by physical names, new columns get new ids (EvolveMetadata).
 		default:
 			return unsupported("writer feature %q", f)
 		}
@@ -189,9 +182,6 @@ func checkProperties(conf map[string]string) error {
 			return unsupported("table property %s=%s needs feature %s", fp.key, v, fp.feature)
 		}
 	}
-	if mode := conf["delta.columnMapping.mode"]; mode != "" && mode != "none" {
-		return unsupported("table property delta.columnMapping.mode=%s needs feature columnMapping", mode)
-	}
 	return nil
 }
 
@@ -225,7 +215,7 @@ type CreateOptions struct {
 // also lists appendOnly and changeDataFeed when the matching properties are "true". Errors name the offending column
 // or property.
 func NewTableMetadata(sc *arrow.Schema, opts CreateOptions) (*Protocol, *Metadata, error) {
-	schema, err := FromArrowSchema(sc)
+	schema, err := FromArrowSchemaFor(sc, ColumnMappingMode(opts.Configuration[ColumnMappingModeKey]))
 	if err != nil {
 		return nil, nil, fmt.Errorf("create table: %w", err)
 	}
@@ -258,6 +248,13 @@ func newTableMetadata(schema *StructType, opts CreateOptions) (*Protocol, *Metad
 		return nil, nil, fmt.Errorf("create table: every column is a partition column; at least one column must be stored in data files")
 	}
 	p := &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+	mapped := ColumnMappingMode(conf[ColumnMappingModeKey]).Mapped()
+	if mapped {
+		// Every column gets an id and a physical name; reader 2 / writer 5 is the legacy
+		// protocol of column mapping (PROTOCOL.md "Column Mapping").
+		schema, conf = assignColumnMapping(schema, conf)
+		p = &Protocol{MinReaderVersion: 2, MinWriterVersion: 5}
+	}
 	ntz, v2 := hasType(schema, TypeTimestampNTZ), strings.EqualFold(conf["delta.checkpointPolicy"], "v2")
 	if ntz || v2 {
 		p = &Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{}, WriterFeatures: []string{}}
@@ -269,6 +266,10 @@ func newTableMetadata(schema *StructType, opts CreateOptions) (*Protocol, *Metad
 			p.ReaderFeatures = append(p.ReaderFeatures, FeatureV2Checkpoint)
 			p.WriterFeatures = append(p.WriterFeatures, FeatureV2Checkpoint)
 		}
+		if mapped {
+			p.ReaderFeatures = append(p.ReaderFeatures, FeatureColumnMapping)
+			p.WriterFeatures = append(p.WriterFeatures, FeatureColumnMapping)
+		}
 		sort.Strings(p.ReaderFeatures)
 		if strings.EqualFold(conf["delta.appendOnly"], "true") {
 			p.WriterFeatures = append(p.WriterFeatures, FeatureAppendOnly)
@@ -278,7 +279,7 @@ func newTableMetadata(schema *StructType, opts CreateOptions) (*Protocol, *Metad
 		}
 		sort.Strings(p.WriterFeatures)
 	} else if strings.EqualFold(conf["delta.enableChangeDataFeed"], "true") {
-		p.MinWriterVersion = 4
+		p.MinWriterVersion = max(p.MinWriterVersion, 4)
 	}
 	now := opts.Now
 	if now.IsZero() {

@@ -274,8 +274,14 @@ var ErrUnsupportedType = errors.New("unsupported type")
 // Float16, Time, Duration, Interval, Union, Null, run-end-encoded and extension types are
 // refused with an error naming the column and wrapping [ErrUnsupportedType]. Column names must
 // be unique ignoring case and, as the table has no column mapping, must not contain any of
-// ` ,;{}()\n\t=`.
+// ` ,;{}()\n\t=` (see [FromArrowSchemaFor]).
 func FromArrowSchema(sc *arrow.Schema) (*StructType, error) {
+	return FromArrowSchemaFor(sc, MappingNone)
+}
+
+// FromArrowSchemaFor is [FromArrowSchema] for a table in column mapping mode mode: under
+// mode name or id column names may contain ` ,;{}()\n\t=` (data files use physical names).
+func FromArrowSchemaFor(sc *arrow.Schema, mode ColumnMappingMode) (*StructType, error) {
 	st := &StructType{}
 	for _, f := range sc.Fields() {
 		t, err := fromArrowType(f.Name, f.Type)
@@ -284,7 +290,7 @@ func FromArrowSchema(sc *arrow.Schema) (*StructType, error) {
 		}
 		st.Fields = append(st.Fields, StructField{Name: f.Name, Type: t, Nullable: true})
 	}
-	if err := validateNames(st, ""); err != nil {
+	if err := validateNames(st, "", !mode.Mapped()); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -364,14 +370,14 @@ func fromArrowType(path string, dt arrow.DataType) (DataType, error) {
 
 const invalidNameChars = " ,;{}()\n\t="
 
-func validateNames(st *StructType, prefix string) error {
+func validateNames(st *StructType, prefix string, strict bool) error {
 	seen := map[string]string{}
 	for _, f := range st.Fields {
 		full := prefix + f.Name
 		if f.Name == "" {
 			return fmt.Errorf("column %q: empty column name", full)
 		}
-		if strings.ContainsAny(f.Name, invalidNameChars) {
+		if strict && strings.ContainsAny(f.Name, invalidNameChars) {
 			return fmt.Errorf("column %q: name contains one of ' ,;{}()\\n\\t=' (not allowed in Delta tables without column mapping; rename it upstream)", full)
 		}
 		low := strings.ToLower(f.Name)
@@ -379,24 +385,24 @@ func validateNames(st *StructType, prefix string) error {
 			return fmt.Errorf("column %q: duplicate of %q ignoring case", full, prefix+other)
 		}
 		seen[low] = f.Name
-		if err := validateNestedNames(f.Type, full+"."); err != nil {
+		if err := validateNestedNames(f.Type, full+".", strict); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func validateNestedNames(t DataType, prefix string) error {
+func validateNestedNames(t DataType, prefix string, strict bool) error {
 	switch t := t.(type) {
 	case *StructType:
-		return validateNames(t, prefix)
+		return validateNames(t, prefix, strict)
 	case ArrayType:
-		return validateNestedNames(t.ElementType, prefix)
+		return validateNestedNames(t.ElementType, prefix, strict)
 	case MapType:
-		if err := validateNestedNames(t.KeyType, prefix); err != nil {
+		if err := validateNestedNames(t.KeyType, prefix, strict); err != nil {
 			return err
 		}
-		return validateNestedNames(t.ValueType, prefix)
+		return validateNestedNames(t.ValueType, prefix, strict)
 	}
 	return nil
 }

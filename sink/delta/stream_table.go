@@ -58,7 +58,7 @@ func (w *StreamWriter) buildWriteSchema(in *arrow.Schema, snap *delta.Snapshot) 
 	}
 	fields = append(fields, w.promotedFields()...)
 	w.aug.Schema = arrow.NewSchema(fields, nil)
-	if _, err := delta.FromArrowSchema(w.aug.Schema); err != nil {
+	if _, err := delta.FromArrowSchemaFor(w.aug.Schema, w.mappingMode(snap)); err != nil {
 		return fmt.Errorf("write-delta: table %s: %w", w.cfg.Table, err)
 	}
 	return nil
@@ -94,7 +94,7 @@ func (w *StreamWriter) adopt(s *delta.Snapshot) error {
 	if w.cfg.Mode == ModeOverwrite && strings.EqualFold(meta.Configuration["delta.appendOnly"], "true") {
 		return stage.Usagef("write-delta: table %s is append-only (delta.appendOnly=true): --mode overwrite is not allowed", root)
 	}
-	inSt, err := delta.FromArrowSchema(w.aug.Schema)
+	inSt, err := delta.FromArrowSchemaFor(w.aug.Schema, meta.ColumnMapping())
 	if err != nil {
 		return fmt.Errorf("write-delta: table %s: %w", root, err)
 	}
@@ -226,4 +226,13 @@ func (w *StreamWriter) committedAt(ctx context.Context, res *delta.CommitResult)
 	w.meta = s.Metadata()
 	w.pendProto, w.pendMeta = nil, nil
 	return nil
+}
+
+// mappingMode is the column mapping mode of the table written: snap's, or for a table to be
+// created the one its --table-property asks for.
+func (w *StreamWriter) mappingMode(snap *delta.Snapshot) delta.ColumnMappingMode {
+	if snap != nil {
+		return snap.Metadata().ColumnMapping()
+	}
+	return delta.ColumnMappingMode(w.cfg.Properties[delta.ColumnMappingModeKey])
 }

@@ -74,11 +74,14 @@ type DataWriter struct {
 	store     storage.Store
 	root      string // the store's location, for messages
 	partCols  []string
-	partIdx   []int // partition column indices in the table schema
-	dataIdx   []int // data column indices in the table schema
-	dataSch   *arrow.Schema
+	partKeys  []string      // the partition values' keys: partCols, or their physical names under column mapping
+	partIdx   []int         // partition column indices in the table schema
+	dataIdx   []int         // data column indices in the table schema
+	dataSch   *arrow.Schema // the data columns as stored in files (physical names and field ids under column mapping)
+	logSch    *arrow.Schema // the data columns by display name (dataSch without column mapping)
+	retype    []bool        // per data column: its display type names nested fields otherwise than dataSch
 	conf      conformer
-	dataConf  *conformer // for WritePartition: conforms to dataSch
+	dataConf  *conformer // for WritePartition: conforms to logSch
 	mem       memory.Allocator
 	opts      WriterOptions
 	props     *parquet.WriterProperties
@@ -167,7 +170,18 @@ func NewDataWriter(s storage.Store, meta *delta.Metadata, opts WriterOptions) (*
 		isPart[c] = i
 	}
 	w.partIdx = make([]int, len(meta.PartitionColumns))
-	var dataFields []arrow.Field
+	// Under column mapping data files, partition values and statistics use physical names,
+	// and the Parquet schema carries the column ids as field ids (PROTOCOL.md "Writer
+	// Requirements for Column Mapping").
+	mode := meta.ColumnMapping()
+	physical, err := schema.PhysicalArrow(mode)
+	if err != nil {
+		return nil, fmt.Errorf("new data writer %s: %w", root, err)
+	}
+	for _, c := range meta.PartitionColumns {
+		w.partKeys = append(w.partKeys, schema.PhysicalColumn(mode, c))
+	}
+	var dataFields, logFields []arrow.Field
 	for i, f := range target.Fields() {
 		if pi, ok := isPart[f.Name]; ok {
 			w.partIdx[pi] = i
@@ -175,12 +189,19 @@ func NewDataWriter(s storage.Store, meta *delta.Metadata, opts WriterOptions) (*
 			continue
 		}
 		w.dataIdx = append(w.dataIdx, i)
-		dataFields = append(dataFields, f)
+		logFields = append(logFields, f)
+		dataFields = append(dataFields, physical.Field(i))
+		w.retype = append(w.retype, !arrow.TypeEqual(f.Type, physical.Field(i).Type))
 	}
 	for c := range isPart {
 		return nil, fmt.Errorf("new data writer %s: partition column %q is not in the schema", root, c)
 	}
-	w.dataSch = arrow.NewSchema(dataFields, nil)
+	w.dataSch, w.logSch = arrow.NewSchema(dataFields, nil), nil
+	if mode.Mapped() {
+		w.logSch = arrow.NewSchema(logFields, nil)
+	} else {
+		w.logSch = w.dataSch
+	}
 	w.props = parquet.NewWriterProperties(
 		parquet.WithCompression(codec),
 		parquet.WithAllocator(opts.Allocator),
@@ -257,7 +278,7 @@ func (w *DataWriter) Write(rec arrow.RecordBatch) error {
 		g := groups[key]
 		if g == nil {
 			m := make(map[string]*string, len(vals))
-			for j, c := range w.partCols {
+			for j, c := range w.partKeys {
 				m[c] = vals[j]
 			}
 			g = &group{values: m}
@@ -275,7 +296,7 @@ func (w *DataWriter) Write(rec arrow.RecordBatch) error {
 	total := codec.BatchBytes(data)
 	if len(groups) == 1 {
 		g := groups[keys[0]]
-		return w.writeTo(PartitionDir(w.partCols, g.values), g.values, data, total)
+		return w.writeTo(PartitionDir(w.partKeys, g.values), g.values, data, total)
 	}
 	for _, key := range keys {
 		g := groups[key]
@@ -288,7 +309,7 @@ func (w *DataWriter) Write(rec arrow.RecordBatch) error {
 				return fmt.Errorf("write data %s: %w", w.root, err)
 			}
 		}
-		err := w.writeTo(PartitionDir(w.partCols, g.values), g.values, sub, total*int64(len(g.rows))/int64(n))
+		err := w.writeTo(PartitionDir(w.partKeys, g.values), g.values, sub, total*int64(len(g.rows))/int64(n))
 		sub.Release()
 		if err != nil {
 			return err
@@ -298,8 +319,8 @@ func (w *DataWriter) Write(rec arrow.RecordBatch) error {
 }
 
 // WritePartition appends the rows of rec, which holds only data columns (partition columns
-// absent), to the partition whose logged partition values (as in add.partitionValues: column →
-// serialized string, nil = null) are values. The values are kept byte for byte, so files
+// absent), to the partition whose logged partition values (as in add.partitionValues: column,
+// or its physical name under column mapping → serialized string, nil = null) are values. The values are kept byte for byte, so files
 // rewritten by a compaction (streamkit delta optimize) keep the partition values another writer
 // logged. rec is borrowed. Errors name the column that does not fit the table schema.
 func (w *DataWriter) WritePartition(values map[string]*string, rec arrow.RecordBatch) error {
@@ -310,35 +331,69 @@ func (w *DataWriter) WritePartition(values map[string]*string, rec arrow.RecordB
 		return nil
 	}
 	if w.dataConf == nil {
-		w.dataConf = &conformer{mem: w.mem, target: w.dataSch, truncate: w.opts.TruncateTimestamps}
+		w.dataConf = &conformer{mem: w.mem, target: w.logSch, truncate: w.opts.TruncateTimestamps}
 	}
-	for _, c := range w.partCols {
+	for i, c := range w.partKeys {
 		if _, ok := values[c]; !ok {
-			return fmt.Errorf("write data %s: partition value of column %s missing", w.root, c)
+			return fmt.Errorf("write data %s: partition value of column %s missing", w.root, w.partCols[i])
 		}
 	}
-	data, err := w.dataConf.record(rec)
+	conformed, err := w.dataConf.record(rec)
 	if err != nil {
 		return fmt.Errorf("write data %s: %w", w.root, err)
 	}
+	data := conformed
+	if w.logSch != w.dataSch {
+		data = w.physicalRecord(conformed, nil)
+		conformed.Release()
+	}
 	defer data.Release()
-	pv := make(map[string]*string, len(w.partCols))
-	for _, c := range w.partCols {
+	pv := make(map[string]*string, len(w.partKeys))
+	for _, c := range w.partKeys {
 		pv[c] = values[c]
 	}
 	if len(w.partCols) == 0 {
 		pv = nil
 	}
-	return w.writeTo(PartitionDir(w.partCols, pv), pv, data, codec.BatchBytes(data))
+	return w.writeTo(PartitionDir(w.partKeys, pv), pv, data, codec.BatchBytes(data))
 }
 
 // project drops the partition columns.
 func (w *DataWriter) project(rec arrow.RecordBatch) arrow.RecordBatch {
+	if w.logSch != w.dataSch {
+		return w.physicalRecord(rec, w.dataIdx)
+	}
 	cols := make([]arrow.Array, len(w.dataIdx))
 	for i, ci := range w.dataIdx {
 		cols[i] = rec.Column(ci)
 	}
 	return array.NewRecordBatch(w.dataSch, cols, rec.NumRows())
+}
+
+// physicalRecord returns the data columns of rec (at indices idx, or all when nil) as a
+// record of dataSch, whose nested fields carry physical names: the buffers are shared
+// (codec.Retype), nothing is copied.
+func (w *DataWriter) physicalRecord(rec arrow.RecordBatch, idx []int) arrow.RecordBatch {
+	cols := make([]arrow.Array, w.dataSch.NumFields())
+	var made []arrow.Array
+	for i := range cols {
+		ci := i
+		if idx != nil {
+			ci = idx[i]
+		}
+		cols[i] = rec.Column(ci)
+		if w.retype[i] {
+			d := codec.Retype(cols[i].Data(), w.dataSch.Field(i).Type)
+			cols[i] = array.MakeFromData(d)
+			d.Release()
+			made = append(made, cols[i])
+		}
+	}
+	out := array.NewRecordBatch(w.dataSch, cols, rec.NumRows())
+	for _, c := range made {
+		c.Release()
+	}
+	return out
 }
 
 func (w *DataWriter) take(rec arrow.RecordBatch, rows []int32) (arrow.RecordBatch, error) {

@@ -29,8 +29,8 @@
 // map and struct naming (DELTA.md "Types").
 //
 // Reader safety (DELTA.md "Reader safety"): the protocol is checked by package delta when a
-// snapshot loads (unknown reader features, column mapping, type widening … are refused
-// naming the feature); files with deletion vectors are refused; every logged path
+// snapshot loads (unknown reader features, type widening … are refused naming the feature;
+// column mapping is read, colmap.go); files with deletion vectors are refused; every logged path
 // is validated before anything is read ([resolvePath]: percent-decoding, no "..", ".", empty
 // segments, backslashes, NUL or _delta_log, absolute paths and URLs only inside the table
 // root); local files are opened through an [os.Root] of the table directory so a symlink

@@ -1,7 +1,6 @@
 package delta
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -29,6 +28,7 @@ type Predicate struct {
 	cols   []string
 	prune  pnode
 	types  map[string]arrow.DataType // partition column types
+	phys   map[string]string         // column mapping: partition value keys (nil: the names)
 }
 
 // String returns the condition as given.
@@ -62,7 +62,7 @@ func (p *Predicate) Verdict(add *dl.Add) (Verdict, error) {
 		}
 		return VerdictAll, nil
 	}
-	f := &fileFacts{add: add, types: p.types}
+	f := &fileFacts{add: add, types: p.types, phys: p.phys}
 	if f.empty() {
 		return VerdictNone, nil
 	}
@@ -103,7 +103,7 @@ func ParsePredicate(src string, meta *dl.Metadata) (*Predicate, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Predicate{src: src, types: types}
+	p := &Predicate{src: src, types: types, phys: physicalColumns(st, meta)}
 	used := map[int]bool{}
 	for _, ref := range expr.ColumnRefs(n) {
 		if i := fieldIndex(full.Fields(), ref[0]); i >= 0 {
@@ -115,8 +115,7 @@ func ParsePredicate(src string, meta *dl.Metadata) (*Predicate, error) {
 			p.cols = append(p.cols, f.Name)
 		}
 	}
-	b := &pruneBuilder{st: st, full: full, parts: meta.PartitionColumns,
-		physical: meta.Configuration["delta.columnMapping.mode"] == "name" || meta.Configuration["delta.columnMapping.mode"] == "id"}
+	b := &pruneBuilder{st: st, full: full, parts: meta.PartitionColumns, mode: meta.ColumnMapping()}
 	p.prune = b.derive(n, false)
 	return p, nil
 }
@@ -139,10 +138,10 @@ func fieldIndex(fields []arrow.Field, name string) int {
 
 // pruneBuilder derives the pruning tree of a parsed condition.
 type pruneBuilder struct {
-	st       *dl.StructType
-	full     *arrow.Schema
-	parts    []string
-	physical bool // column mapping: statistics are keyed by physical names
+	st    *dl.StructType
+	full  *arrow.Schema
+	parts []string
+	mode  dl.ColumnMappingMode // column mapping: statistics are keyed by physical names
 }
 
 var (
@@ -365,13 +364,5 @@ func (b *pruneBuilder) column(n expr.Node, anyType bool) *pcol {
 
 // statsName is the key of a field's statistics: its physical name under column mapping.
 func (b *pruneBuilder) statsName(f dl.StructField) string {
-	if b.physical {
-		if raw, ok := f.Metadata["delta.columnMapping.physicalName"]; ok {
-			var s string
-			if json.Unmarshal(raw, &s) == nil && s != "" {
-				return s
-			}
-		}
-	}
-	return f.Name
+	return f.PhysicalName(b.mode)
 }

@@ -265,6 +265,7 @@ func (n *pNull) verdict(f *fileFacts) (Verdict, error) {
 type fileFacts struct {
 	add    *dl.Add
 	types  map[string]arrow.DataType // partition column types
+	phys   map[string]string         // column mapping: partition value keys
 	parsed bool
 	stats  *rawStats // nil: none or unreadable
 }
@@ -296,7 +297,11 @@ func (f *fileFacts) empty() bool {
 }
 
 func (f *fileFacts) partValue(c *pcol) (value, error) {
-	return parseValue(f.types[c.part], lookupPartitionValue(f.add.PartitionValues, c.part))
+	key := c.part
+	if p, ok := f.phys[c.part]; ok {
+		key = p
+	}
+	return parseValue(f.types[c.part], lookupPartitionValue(f.add.PartitionValues, key))
 }
 
 // lookupStat finds the statistic at path in m (nested objects, keys exact else ignoring case).

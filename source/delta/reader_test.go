@@ -447,8 +447,11 @@ func TestUnsupportedReaderFeaturesRefused(t *testing.T) {
 		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["someFutureFeature"],"writerFeatures":["someFutureFeature"]}}`, `{}`, "", `reader feature "someFutureFeature"`},
 		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["variantType"],"writerFeatures":["variantType"]}}`, `{}`, "", `reader feature "variantType"`},
 		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["typeWidening"],"writerFeatures":["typeWidening"]}}`, `{}`, "", `reader feature "typeWidening"`},
-		{`{"protocol":{"minReaderVersion":2,"minWriterVersion":5}}`, `{"delta.columnMapping.mode":"name"}`, "", `column mapping mode "name"`},
-		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["columnMapping"],"writerFeatures":["columnMapping"]}}`, `{"delta.columnMapping.mode":"id"}`, "", `columnMapping in mode "id"`},
+		// Column mapping is read (colmap_test.go); refused: an unknown mode, a mode the protocol
+		// does not support, id mode without column ids.
+		{`{"protocol":{"minReaderVersion":2,"minWriterVersion":5}}`, `{"delta.columnMapping.mode":"names"}`, "", `column mapping mode "names"`},
+		{`{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}`, `{"delta.columnMapping.mode":"name"}`, "", `without the columnMapping feature`},
+		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["columnMapping"],"writerFeatures":["columnMapping"]}}`, `{"delta.columnMapping.mode":"id"}`, "", `column id has no delta.columnMapping.id`},
 		{`{"protocol":{"minReaderVersion":4,"minWriterVersion":7}}`, `{}`, "", `reader version 4`},
 		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors"]}}`, `{}`,
 			`{"add":{"path":"a.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true,"deletionVector":{"storageType":"u","pathOrInlineDv":"ab^-aqEH.-t@S}K{vb[*k^","offset":4,"sizeInBytes":40,"cardinality":6}}}`,

@@ -73,6 +73,7 @@ type Reader struct {
 	dataCols  []outField // output fields stored in data files
 	partCols  []string
 	partTypes map[string]arrow.DataType
+	cm        colmap // column mapping: physical names and ids (colmap.go)
 	filter    *Filter
 	pred      *Predicate    // a Spark SQL --where (nil: none, or the partition syntax in filter)
 	nOut      int           // fields[:nOut] are the output; the rest are read for pred only
@@ -112,6 +113,9 @@ func NewReader(s storage.Store, meta *dl.Metadata, opts ReadOptions) (*Reader, e
 	}
 	r := &Reader{root: abs, store: s, mem: opts.Allocator, partCols: meta.PartitionColumns, partTypes: map[string]arrow.DataType{},
 		batchRows: opts.BatchRows, workers: opts.Workers}
+	if r.cm, err = newColmap(st, meta.ColumnMapping()); err != nil {
+		return nil, fmt.Errorf("read table %s: %w", root, err)
+	}
 	if r.mem == nil {
 		r.mem = memory.DefaultAllocator
 	}
@@ -173,6 +177,7 @@ func NewReader(s storage.Store, meta *dl.Metadata, opts ReadOptions) (*Reader, e
 		if r.filter, err = ParseFilter(opts.WhereText, r.partCols, r.partTypes); err != nil {
 			return nil, err
 		}
+		r.filter.phys = r.cm.phys
 	}
 	r.nOut = len(r.fields)
 	if r.filter == nil && strings.TrimSpace(opts.WhereText) == "" {
@@ -234,7 +239,7 @@ func (r *Reader) CheckPath(logged string) error {
 func (r *Reader) partitionValues(add *dl.Add) (map[string]value, error) {
 	pv := make(map[string]value, len(r.partCols))
 	for _, c := range r.partCols {
-		v, err := parseValue(r.partTypes[c], lookupPartitionValue(add.PartitionValues, c))
+		v, err := parseValue(r.partTypes[c], lookupPartitionValue(add.PartitionValues, r.cm.key(c)))
 		if err != nil {
 			return nil, fmt.Errorf("data file %s: partition column %s: %w", add.Path, c, err)
 		}
@@ -349,12 +354,13 @@ type fileCtx struct {
 	pre    *prefetcher // bucket files: the coalesced ranges of the units being decoded
 	pf     *file.Reader
 	fr     *pqarrow.FileReader
-	leaves []int   // leaf columns to read
-	cols   []int   // per data column: index in the record reader's schema, -1 = missing, -2-k = int96[k]
-	int96  []int   // top-level INT96 leaf columns, read by int96Column rather than the record reader
-	int96N []int   // INT96 leaves inside nested columns, read by the record reader (checkNestedInt96)
-	pv     []value // per output partition column (in r.fields order)
-	eval   bool    // filter the rows by r.pred
+	leaves []int            // leaf columns to read
+	cols   []int            // per data column: index in the record reader's schema, -1 = missing, -2-k = int96[k]
+	types  []arrow.DataType // per data column under column mapping: the type read (nil: the output type)
+	int96  []int            // top-level INT96 leaf columns, read by int96Column rather than the record reader
+	int96N []int            // INT96 leaves inside nested columns, read by the record reader (checkNestedInt96)
+	pv     []value          // per output partition column (in r.fields order)
+	eval   bool             // filter the rows by r.pred
 	refs   atomic.Int32
 }
 
@@ -525,30 +531,24 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 	if fc.pre != nil {
 		fc.pre.md = pf.MetaData()
 	}
-	// Map each data column to a top-level field of the file, exactly or ignoring case.
+	// Map each data column to a top-level field of the file: exactly or ignoring case, by
+	// physical name or field id under column mapping.
 	mf := fr.Manifest.Fields
 	used := make([]bool, len(mf))
 	var picked []int // manifest field indices, in data column order
 	for _, dc := range r.dataCols {
-		idx := -1
-		for i := range mf {
-			if !used[i] && mf[i].Field.Name == dc.name {
-				idx = i
-				break
-			}
+		idx, err := r.cm.match(mf, used, dc.name)
+		if err != nil {
+			pf.Close()
+			return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
 		}
-		if idx < 0 {
-			for i := range mf {
-				if !used[i] && strings.EqualFold(mf[i].Field.Name, dc.name) {
-					idx = i
-					break
-				}
-			}
-		}
+		var ft arrow.DataType
 		if idx >= 0 {
 			used[idx] = true
+			ft = r.cm.fileType(dc.name, mf[idx].Field.Type)
 		}
 		picked = append(picked, idx)
+		fc.types = append(fc.types, ft)
 	}
 	// The record reader returns the picked fields in file order; find each one's position.
 	// A top-level INT96 column is read apart, to µs (int96.go).
@@ -781,7 +781,7 @@ func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatc
 			pi++
 			continue
 		}
-		ci := fc.cols[di]
+		ci, ft := fc.cols[di], fc.types[di]
 		di++
 		var src arrow.ArrayData
 		switch {
@@ -793,7 +793,13 @@ func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatc
 		default:
 			src = rec.Column(ci).Data()
 		}
-		d, err := conformData(ctx, r.mem, src, f.dt, f.name)
+		var d arrow.ArrayData
+		var err error
+		if ft == nil {
+			d, err = conformData(ctx, r.mem, src, f.dt, f.name)
+		} else {
+			d, err = conformMapped(ctx, r.mem, src, ft, f.dt, f.name)
+		}
 		if err != nil {
 			release()
 			return nil, fmt.Errorf("data file %s: %w", fc.add.Path, err)

@@ -88,14 +88,15 @@ func (p position) less(o position) bool {
 // on a restart with a checkpoint, the commits since), or with Follow a stream of the files
 // added by every new commit, in commit order.
 type Source struct {
-	cfg    Config
-	env    *stage.Env
-	tbl    *dl.Table
-	rd     *Reader
-	meta   *dl.Metadata
-	schema *arrow.Schema
-	bound  int64 // last version to read when not following
-	pos    position
+	cfg           Config
+	env           *stage.Env
+	tbl           *dl.Table
+	rd            *Reader
+	meta          *dl.Metadata
+	schema        *arrow.Schema
+	bound         int64 // last version to read when not following
+	schemaVersion int64 // the version whose schema the output has
+	pos           position
 
 	files    []*dl.Add // change set of pos.Version
 	verdicts []Verdict // per file of files, once the scan of the change set starts (nil before)
@@ -172,7 +173,7 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 		s.bound = -1
 		schemaSnap = latest
 	}
-	s.meta = schemaSnap.Metadata()
+	s.meta, s.schemaVersion = schemaSnap.Metadata(), schemaSnap.Version()
 	s.rd, err = NewReader(s.tbl.Store(), s.meta, ReadOptions{Name: s.cfg.Table, Columns: s.cfg.Columns, Predicate: s.cfg.Where,
 		BatchRows: env.BatchRows, Workers: s.cfg.Workers, Allocator: env.Mem})
 	if err != nil {
@@ -287,7 +288,7 @@ func (s *Source) loadChanges(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, s.wrap(err)
 		}
-		if err := s.readable(snap.Metadata()); err != nil {
+		if err := s.readable(snap.Metadata(), v); err != nil {
 			return false, fmt.Errorf("read-delta %s: version %d changes the table: %w; restart read-delta to read with the new schema", s.cfg.Table, v, err)
 		}
 	}
@@ -322,11 +323,15 @@ func orUnknown(s string) string {
 	return s
 }
 
-// readable checks that data written under meta (a metaData action met while following)
-// reads into the output schema: the same partition columns, and every column of meta either
-// in the output with a type it reads into, or projected away. Columns added later are fine
-// (older files read them as null); a column the output lacks or a changed type is not.
-func (s *Source) readable(meta *dl.Metadata) error {
+// readable checks that data written under meta (a metaData action of version v met while
+// following) reads into the output schema: the same partition columns, and every column of
+// meta either in the output with a type it reads into, or projected away. Columns added later
+// are fine (older files read them as null); a column the output lacks or a changed type is
+// not. Under column mapping columns are identified by physical name (readableMapped).
+func (s *Source) readable(meta *dl.Metadata, v int64) error {
+	if s.rd.cm.mode.Mapped() || meta.ColumnMapping().Mapped() {
+		return s.readableMapped(meta, v)
+	}
 	if strings.Join(meta.PartitionColumns, ",") != strings.Join(s.meta.PartitionColumns, ",") {
 		return fmt.Errorf("partition columns changed from [%s] to [%s]", strings.Join(s.meta.PartitionColumns, ", "), strings.Join(meta.PartitionColumns, ", "))
 	}

@@ -32,6 +32,7 @@ type Filter struct {
 	src   string
 	cols  []string
 	types map[string]arrow.DataType // of cols
+	phys  map[string]string         // column mapping: the partition value key of each column (nil: its name)
 }
 
 // String returns the filter as given.
@@ -212,7 +213,25 @@ func ParseTableFilter(src string, meta *dl.Metadata) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParseFilter(src, meta.PartitionColumns, types)
+	f, err := ParseFilter(src, meta.PartitionColumns, types)
+	if f != nil {
+		f.phys = physicalColumns(st, meta)
+	}
+	return f, err
+}
+
+// physicalColumns maps each top-level column to its physical name under the table's column
+// mapping (the key of its partition value); nil without column mapping.
+func physicalColumns(st *dl.StructType, meta *dl.Metadata) map[string]string {
+	mode := meta.ColumnMapping()
+	if !mode.Mapped() {
+		return nil
+	}
+	m := make(map[string]string, len(st.Fields))
+	for i := range st.Fields {
+		m[st.Fields[i].Name] = st.Fields[i].PhysicalName(mode)
+	}
+	return m
 }
 
 // partitionTypes returns the canonical Arrow type of each partition column of st.
@@ -247,7 +266,11 @@ func (f *Filter) MatchPartitionValues(raw map[string]*string) (bool, error) {
 	}
 	pv := make(map[string]value, len(f.cols))
 	for _, c := range f.cols {
-		v, err := parseValue(f.types[c], lookupPartitionValue(raw, c))
+		key := c
+		if p, ok := f.phys[c]; ok {
+			key = p
+		}
+		v, err := parseValue(f.types[c], lookupPartitionValue(raw, key))
 		if err != nil {
 			return false, fmt.Errorf("partition column %s: %w", c, err)
 		}

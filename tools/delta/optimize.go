@@ -90,6 +90,7 @@ func Optimize(ctx context.Context, st storage.Store, opts OptimizeOptions) (*Opt
 		}
 	}
 	// Group the small files by partition.
+	partKeys := partitionKeys(meta)
 	groups := map[string][]*delta.Add{}
 	var keys []string
 	for _, a := range s.Files() {
@@ -101,7 +102,7 @@ func Optimize(ctx context.Context, st storage.Store, opts OptimizeOptions) (*Opt
 		} else if !ok {
 			continue
 		}
-		k := partitionKey(meta.PartitionColumns, a.PartitionValues)
+		k := partitionKey(partKeys, a.PartitionValues)
 		if groups[k] == nil {
 			keys = append(keys, k)
 		}
@@ -144,6 +145,13 @@ func Optimize(ctx context.Context, st storage.Store, opts OptimizeOptions) (*Opt
 	}
 	now := time.Now().UnixMilli()
 	ext := true
+	var mapped *rd.Reader // column mapping: files are read by physical names or field ids
+	if meta.ColumnMapping().Mapped() {
+		if mapped, err = mappedReader(st, meta, opts.Mem); err != nil {
+			return nil, fmt.Errorf("optimize: %w", err)
+		}
+		defer mapped.Close()
+	}
 	for _, bin := range bins {
 		w, err := deltasink.NewDataWriter(st, meta, deltasink.WriterOptions{TargetFileSize: 2 * target, Compression: opts.Compression, Allocator: opts.Mem, Context: ctx})
 		if err != nil {
@@ -152,7 +160,12 @@ func Optimize(ctx context.Context, st storage.Store, opts OptimizeOptions) (*Opt
 		}
 		writers = append(writers, w)
 		for _, f := range bin {
-			n, err := copyFile(ctx, w, st, f, meta.PartitionColumns, opts.Mem)
+			var n int64
+			if mapped != nil {
+				n, err = copyMapped(ctx, w, mapped, f)
+			} else {
+				n, err = copyFile(ctx, w, st, f, meta.PartitionColumns, opts.Mem)
+			}
 			if err != nil {
 				abort()
 				return nil, fmt.Errorf("optimize: %s: %w", f.Path, err)
@@ -163,7 +176,7 @@ func Optimize(ctx context.Context, st storage.Store, opts OptimizeOptions) (*Opt
 				ExtendedFileMetadata: &ext, PartitionValues: f.PartitionValues, Size: &size,
 				BaseRowID: f.BaseRowID, DefaultRowCommitVersion: f.DefaultRowCommitVersion})
 			res.BytesRemoved += f.Size
-			touched[partitionKey(meta.PartitionColumns, f.PartitionValues)] = true
+			touched[partitionKey(partKeys, f.PartitionValues)] = true
 		}
 		out, err := w.Close()
 		if err != nil {

@@ -74,9 +74,10 @@ stops ("available now", for cron).
 Tables are read directly from the transaction log (JSON commits and checkpoints: classic,
 multi-part and v2 ones, UUID-named with a JSON or Parquet top-level file and sidecars; the
 newest complete checkpoint is found by listing, whatever _last_checkpoint says). Tables
-needing reader features streamkit lacks (column mapping, deletion vectors on live files,
-type widening …) are refused with a message naming the feature, and paths in the log that
-point outside the table are refused.`,
+needing reader features streamkit lacks (deletion vectors on live files, type widening …)
+are refused with a message naming the feature, and paths in the log that point outside the
+table are refused. Column mapping (name and id modes, after RENAME or DROP COLUMN) is read by
+physical names or Parquet field ids; the output has the display names.`,
 		Examples: []string{
 			"# Read the latest version\nstreamkit read-delta ./lake/orders | streamkit print",
 			"# A table on S3 (or an S3-compatible server through AWS_ENDPOINT_URL)\nstreamkit read-delta s3://lake/orders --columns order_id,amount | streamkit print",
