@@ -65,7 +65,8 @@ func unsupported(format string, args ...any) error {
 // checkRead verifies that this package can interpret the log and data of a table with
 // protocol p and metadata m (DELTA.md "Reader safety"): reader version 1; 2 only without
 // column mapping; 3 only with reader features timestampNtz, deletionVectors,
-// vacuumProtocolCheck or columnMapping in mode none; provider "parquet".
+// vacuumProtocolCheck, columnMapping in mode none or typeWidening(-preview) whose
+// delta.typeChanges are all supported widenings ([WideningSupported]); provider "parquet".
 func checkRead(p *Protocol, m *Metadata) error {
 	if m.Format.Provider != "" && !strings.EqualFold(m.Format.Provider, "parquet") {
 		return unsupported("data file format %q (only parquet)", m.Format.Provider)
@@ -82,6 +83,14 @@ func checkRead(p *Protocol, m *Metadata) error {
 		for _, f := range p.ReaderFeatures {
 			switch f {
 			case FeatureTimestampNTZ, FeatureDeletionVectors, FeatureVacuumProtocolCheck:
+			case FeatureTypeWidening, FeatureTypeWideningPreview:
+				schema, err := m.Schema()
+				if err != nil {
+					return err
+				}
+				if err := checkTypeChanges(schema, ""); err != nil {
+					return err
+				}
 			case FeatureColumnMapping:
 				if !noMapping {
 					return unsupported("reader feature columnMapping in mode %q", mode)
@@ -115,7 +124,8 @@ func checkWrite(p *Protocol, m *Metadata) error {
 	for _, f := range writerFeaturesOf(p) {
 		switch f {
 		case FeatureAppendOnly, FeatureChangeDataFeed, FeatureTimestampNTZ, FeatureDomainMetadata,
-			FeatureVacuumProtocolCheck, FeatureDeletionVectors:
+			FeatureVacuumProtocolCheck, FeatureDeletionVectors, FeatureTypeWidening, FeatureTypeWideningPreview:
+			// typeWidening: appends write the current types and keep delta.typeChanges;
 			// appendOnly is enforced in Commit; appends and full overwrites need no CDC files;
 			// domains are preserved in checkpoints; vacuumProtocolCheck asks VACUUM to pass
 			// this write check first, which `streamkit delta vacuum` does; removes carry the DV.
@@ -159,7 +169,7 @@ func checkWrite(p *Protocol, m *Metadata) error {
 	if hasType(schema, TypeTimestampNTZ) && !slices.Contains(writerFeaturesOf(p), FeatureTimestampNTZ) {
 		return unsupported("table has a timestamp_ntz column but not the timestampNtz feature")
 	}
-	return checkProperties(m.Configuration)
+	return checkProperties(withoutTypeWideningProperty(p, m.Configuration))
 }
 
 // featureProperties are table properties that turn on a feature this package cannot honour.

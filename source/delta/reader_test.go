@@ -446,7 +446,6 @@ func TestUnsupportedReaderFeaturesRefused(t *testing.T) {
 	}{
 		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["someFutureFeature"],"writerFeatures":["someFutureFeature"]}}`, `{}`, "", `reader feature "someFutureFeature"`},
 		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["v2Checkpoint"],"writerFeatures":["v2Checkpoint"]}}`, `{}`, "", `reader feature "v2Checkpoint"`},
-		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["typeWidening"],"writerFeatures":["typeWidening"]}}`, `{}`, "", `reader feature "typeWidening"`},
 		{`{"protocol":{"minReaderVersion":2,"minWriterVersion":5}}`, `{"delta.columnMapping.mode":"name"}`, "", `column mapping mode "name"`},
 		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["columnMapping"],"writerFeatures":["columnMapping"]}}`, `{"delta.columnMapping.mode":"id"}`, "", `columnMapping in mode "id"`},
 		{`{"protocol":{"minReaderVersion":4,"minWriterVersion":7}}`, `{}`, "", `reader version 4`},
