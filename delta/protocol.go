@@ -124,8 +124,10 @@ func checkWrite(p *Protocol, m *Metadata) error {
 	for _, f := range writerFeaturesOf(p) {
 		switch f {
 		case FeatureAppendOnly, FeatureChangeDataFeed, FeatureTimestampNTZ, FeatureDomainMetadata,
-			FeatureVacuumProtocolCheck, FeatureDeletionVectors, FeatureTypeWidening, FeatureTypeWideningPreview:
+			FeatureVacuumProtocolCheck, FeatureDeletionVectors, FeatureTypeWidening, FeatureTypeWideningPreview,
+			FeatureClustering:
 			// typeWidening: appends write the current types and keep delta.typeChanges;
+			// clustering: checkClustering (statistics of the clustering columns);
 			// appendOnly is enforced in Commit; appends and full overwrites need no CDC files;
 			// domains are preserved in checkpoints; vacuumProtocolCheck asks VACUUM to pass
 			// this write check first, which `streamkit delta vacuum` does; removes carry the DV.
