@@ -1,0 +1,89 @@
+"""One Spark + delta-spark session taking commands on stdin, for write-delta's tests of tables
+with table features (type widening, clustering): the test runs SQL in Spark (CREATE, ALTER,
+INSERT, OPTIMIZE), streamkit writes in between, and Spark reads the result.
+
+    delta_features.py spark-server
+
+Commands, one JSON object a line; each answer is one line "RESULT {json}" with "ok":
+    {"cmd": "sql", "sql": [STATEMENT, ...]}   run the statements in order
+    {"cmd": "rows", "query": SQL}             the query's rows, each as compact JSON with sorted
+                                              keys (dates and timestamps ISO 8601, decimals
+                                              as strings), sorted; and its column types
+    {"cmd": "detail", "path": P}              DESCRIBE DETAIL of the table at P
+    {"cmd": "quit"}
+"""
+import datetime
+import decimal
+import json
+import os
+import sys
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def plain(v):
+    if isinstance(v, (datetime.datetime, datetime.date)):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    return v
+
+
+def rows(spark, query):
+    df = spark.sql(query)
+    out = [json.dumps(plain(r.asDict(recursive=True)), sort_keys=True, separators=(",", ":")) for r in df.collect()]
+    return {"rows": sorted(out), "types": {f.name: f.dataType.simpleString() for f in df.schema.fields}}
+
+
+def detail(spark, path):
+    r = spark.sql("DESCRIBE DETAIL delta.`%s`" % path).collect()[0].asDict(recursive=True)
+    return {"detail": plain(r)}
+
+
+def spark_server():
+    import spark_delta
+
+    out = sys.stdout
+    sys.stdout = sys.stderr  # anything Spark prints goes to stderr; results go to out
+    spark = spark_delta.session(app_name="streamkit-delta-features-it")
+
+    def reply(obj):
+        out.write("RESULT " + json.dumps(obj) + "\n")
+        out.flush()
+
+    reply({"ok": True, "ready": True, "spark": spark.version})
+    try:
+        for line in sys.stdin:
+            line = line.strip()
+            if not line:
+                continue
+            cmd = json.loads(line)
+            try:
+                if cmd["cmd"] == "quit":
+                    reply({"ok": True})
+                    break
+                if cmd["cmd"] == "sql":
+                    for stmt in cmd["sql"]:
+                        spark.sql(stmt).collect()
+                    reply({"ok": True})
+                elif cmd["cmd"] == "rows":
+                    reply(dict(ok=True, **rows(spark, cmd["query"])))
+                elif cmd["cmd"] == "detail":
+                    reply(dict(ok=True, **detail(spark, cmd["path"])))
+                else:
+                    reply({"ok": False, "error": "unknown command %r" % cmd["cmd"]})
+            except Exception:
+                reply({"ok": False, "error": traceback.format_exc()})
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["spark-server"]:
+        sys.exit(__doc__)
+    spark_server()
