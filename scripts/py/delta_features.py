@@ -17,7 +17,6 @@ import decimal
 import json
 import os
 import sys
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -45,45 +44,19 @@ def detail(spark, path):
     return {"detail": plain(r)}
 
 
-def spark_server():
-    import spark_delta
-
-    out = sys.stdout
-    sys.stdout = sys.stderr  # anything Spark prints goes to stderr; results go to out
-    spark = spark_delta.session(app_name="streamkit-delta-features-it")
-
-    def reply(obj):
-        out.write("RESULT " + json.dumps(obj) + "\n")
-        out.flush()
-
-    reply({"ok": True, "ready": True, "spark": spark.version})
-    try:
-        for line in sys.stdin:
-            line = line.strip()
-            if not line:
-                continue
-            cmd = json.loads(line)
-            try:
-                if cmd["cmd"] == "quit":
-                    reply({"ok": True})
-                    break
-                if cmd["cmd"] == "sql":
-                    for stmt in cmd["sql"]:
-                        spark.sql(stmt).collect()
-                    reply({"ok": True})
-                elif cmd["cmd"] == "rows":
-                    reply(dict(ok=True, **rows(spark, cmd["query"])))
-                elif cmd["cmd"] == "detail":
-                    reply(dict(ok=True, **detail(spark, cmd["path"])))
-                else:
-                    reply({"ok": False, "error": "unknown command %r" % cmd["cmd"]})
-            except Exception:
-                reply({"ok": False, "error": traceback.format_exc()})
-    finally:
-        spark.stop()
+def run_sql(spark, cmd):
+    for stmt in cmd["sql"]:
+        spark.sql(stmt).collect()
+    return {}
 
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["spark-server"]:
         sys.exit(__doc__)
-    spark_server()
+    import delta_interop
+
+    delta_interop.spark_serve("streamkit-delta-features-it", {
+        "sql": run_sql,
+        "rows": lambda spark, cmd: rows(spark, cmd["query"]),
+        "detail": lambda spark, cmd: detail(spark, cmd["path"]),
+    })
