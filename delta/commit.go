@@ -164,6 +164,13 @@ func writeTarget(req CommitRequest) (*Metadata, error) {
 	if err := checkWrite(proto, meta); err != nil {
 		return nil, err
 	}
+	var domains map[string]DomainMetadata
+	if req.Read != nil {
+		domains = req.Read.domains
+	}
+	if err := checkClustering(proto, meta, domains); err != nil {
+		return nil, err
+	}
 	return meta, nil
 }
 

@@ -65,9 +65,10 @@ func unsupported(format string, args ...any) error {
 
 // checkRead verifies that this package can interpret the log and data of a table with
 // protocol p and metadata m (DELTA.md "Reader safety"): reader version 1 or 2; 3 only with
-// reader features timestampNtz, deletionVectors, vacuumProtocolCheck or columnMapping;
-// column mapping in mode none, name or id, only where the protocol supports it
-// ([checkMappingMode]); provider "parquet".
+// reader features timestampNtz, deletionVectors, vacuumProtocolCheck, columnMapping,
+// v2Checkpoint or typeWidening(-preview) whose delta.typeChanges are all supported widenings
+// ([WideningSupported]); column mapping in mode none, name or id, only where the protocol
+// supports it ([checkMappingMode]); provider "parquet".
 func checkRead(p *Protocol, m *Metadata) error {
 	if m.Format.Provider != "" && !strings.EqualFold(m.Format.Provider, "parquet") {
 		return unsupported("data file format %q (only parquet)", m.Format.Provider)
@@ -82,6 +83,14 @@ func checkRead(p *Protocol, m *Metadata) error {
 			switch f {
 			case FeatureTimestampNTZ, FeatureDeletionVectors, FeatureVacuumProtocolCheck, FeatureColumnMapping:
 			case FeatureV2Checkpoint: // UUID-named checkpoints and sidecars are read (checkpointread.go)
+			case FeatureTypeWidening, FeatureTypeWideningPreview:
+				schema, err := m.Schema()
+				if err != nil {
+					return err
+				}
+				if err := checkTypeChanges(schema, ""); err != nil {
+					return err
+				}
 			default:
 				return unsupported("reader feature %q", f)
 			}
@@ -111,7 +120,10 @@ func checkWrite(p *Protocol, m *Metadata) error {
 	for _, f := range writerFeaturesOf(p) {
 		switch f {
 		case FeatureAppendOnly, FeatureChangeDataFeed, FeatureTimestampNTZ, FeatureDomainMetadata,
-			FeatureVacuumProtocolCheck, FeatureDeletionVectors:
+			FeatureVacuumProtocolCheck, FeatureDeletionVectors, FeatureTypeWidening, FeatureTypeWideningPreview,
+			FeatureClustering:
+			// typeWidening: appends write the current types and keep delta.typeChanges;
+			// clustering: checkClustering (statistics of the clustering columns);
 			// appendOnly is enforced in Commit; appends and full overwrites need no CDC files;
 			// domains are preserved in checkpoints; vacuumProtocolCheck asks VACUUM to pass
 			// this write check first, which `streamkit delta vacuum` does; removes carry the DV.
@@ -159,7 +171,7 @@ func checkWrite(p *Protocol, m *Metadata) error {
 	if v := m.Configuration["delta.checkpointPolicy"]; strings.EqualFold(v, "v2") && !slices.Contains(writerFeaturesOf(p), FeatureV2Checkpoint) {
 		return unsupported("table property delta.checkpointPolicy=%s needs feature v2Checkpoint", v)
 	}
-	return checkProperties(m.Configuration)
+	return checkProperties(withoutTypeWideningProperty(p, m.Configuration))
 }
 
 // featureProperties are table properties that turn on a feature this package cannot honour.

@@ -120,6 +120,9 @@ func (s *Snapshot) CheckWrite() error {
 	if err := checkWrite(s.protocol, s.metadata); err != nil {
 		return fmt.Errorf("check protocol %s: %w", s.root, err)
 	}
+	if err := checkClustering(s.protocol, s.metadata, s.domains); err != nil {
+		return fmt.Errorf("check protocol %s: %w", s.root, err)
+	}
 	return nil
 }
 

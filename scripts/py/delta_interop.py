@@ -203,11 +203,21 @@ def spark_check(spark, manifest):
 
 
 def spark_server():
+    spark_serve("streamkit-write-delta-it", {
+        "create": spark_create,
+        "check": lambda spark, cmd: spark_check(spark, cmd["manifest"]),
+    })
+
+
+def spark_serve(app_name, handlers):
+    """Run one Spark session and answer the JSON commands on stdin, one a line, with
+    "RESULT {json}" lines: handlers[cmd["cmd"]](spark, cmd) returns the result's fields;
+    "quit" ends. Used by this script's spark-server and by delta_features.py."""
     import spark_delta
 
     out = sys.stdout
     sys.stdout = sys.stderr  # anything Spark prints goes to stderr; results go to out
-    spark = spark_delta.session(app_name="streamkit-write-delta-it")
+    spark = spark_delta.session(app_name=app_name)
 
     def reply(obj):
         out.write("RESULT " + json.dumps(obj) + "\n")
@@ -224,10 +234,8 @@ def spark_server():
                 if cmd["cmd"] == "quit":
                     reply({"ok": True})
                     break
-                if cmd["cmd"] == "create":
-                    reply(dict(ok=True, **spark_create(spark, cmd)))
-                elif cmd["cmd"] == "check":
-                    reply(dict(ok=True, **spark_check(spark, cmd["manifest"])))
+                if cmd["cmd"] in handlers:
+                    reply(dict(ok=True, **handlers[cmd["cmd"]](spark, cmd)))
                 else:
                     reply({"ok": False, "error": "unknown command %r" % cmd["cmd"]})
             except Exception:

@@ -21,6 +21,7 @@ import (
 // binaries, dictionaries, narrower integers, float32 and other decimal widths are cast; list elements, map entries and struct fields are matched
 // to the table schema whatever their Parquet names and nullability (struct fields by name,
 // missing ones null, extra ones dropped). Nulls in non-nullable columns are passed through.
+// Columns written before a type widening are cast to the current type ([widenData]).
 // Nested data is retyped without copying whenever the values themselves already match. The
 // result is a new reference.
 func conformData(ctx context.Context, mem memory.Allocator, d arrow.ArrayData, dst arrow.DataType, path string) (arrow.ArrayData, error) {
@@ -38,6 +39,9 @@ func conformData(ctx context.Context, mem memory.Allocator, d arrow.ArrayData, d
 		}
 		defer dec.Release()
 		return conformData(ctx, mem, dec.Data(), dst, path)
+	}
+	if w, ok, err := widenData(ctx, d, dst, path); ok { // columns written before a type widening
+		return w, err
 	}
 	mismatch := func() error {
 		return fmt.Errorf("column %s: the data file has type %s where the table schema says %s", path, src, typeName(dst))

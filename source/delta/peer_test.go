@@ -18,13 +18,19 @@ import (
 
 func peerPython(t *testing.T, args ...string) string {
 	t.Helper()
+	return peerScript(t, "peers.py", args...)
+}
+
+// peerScript runs testdata/SCRIPT ARGS with the peers' Python and returns its stdout.
+func peerScript(t *testing.T, script string, args ...string) string {
+	t.Helper()
 	py := peertest.Python(t)
-	cmd := exec.Command(py, append([]string{filepath.Join("testdata", "peers.py")}, args...)...)
+	cmd := exec.Command(py, append([]string{filepath.Join("testdata", script)}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("peers.py %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+		t.Fatalf("%s %s: %v\n%s%s", script, strings.Join(args, " "), err, out, stderr.String())
 	}
 	return string(out)
 }

@@ -359,6 +359,7 @@ func (b *pruneBuilder) column(n expr.Node, anyType bool) *pcol {
 		return nil
 	}
 	c.dt, c.t = dt, t
+	c.fromFloat = t.Kind == expr.KDouble && widenedFromFloat(sf)
 	return c
 }
 

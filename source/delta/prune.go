@@ -112,6 +112,9 @@ type pcol struct {
 	stats []string       // the path of the column's statistics (physical names)
 	dt    arrow.DataType // the column's canonical Arrow type
 	t     expr.Type      // the type expressions see it as
+	// fromFloat: a double column widened from float, whose older files' statistics are
+	// floats' text (widenFloatStat).
+	fromFloat bool
 }
 
 // domain is the type a comparison is evaluated in, and how its values are held in a dval.
@@ -385,9 +388,15 @@ func (f *fileFacts) bounds(c *pcol, d domain) (bounds, error) {
 	b.allNull, b.noNull = all, none
 	if raw, ok := lookupStat(s.MinValues, c.stats); ok {
 		b.lo, b.hasLo = statDval(c, d, raw)
+		if b.hasLo && c.fromFloat {
+			b.lo = widenFloatStat(raw, b.lo, false)
+		}
 	}
 	if raw, ok := lookupStat(s.MaxValues, c.stats); ok {
 		b.hi, b.hasHi = statDval(c, d, raw)
+		if b.hasHi && c.fromFloat {
+			b.hi = widenFloatStat(raw, b.hi, true)
+		}
 	}
 	switch c.t.Kind {
 	case expr.KString:

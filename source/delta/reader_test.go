@@ -446,7 +446,6 @@ func TestUnsupportedReaderFeaturesRefused(t *testing.T) {
 	}{
 		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["someFutureFeature"],"writerFeatures":["someFutureFeature"]}}`, `{}`, "", `reader feature "someFutureFeature"`},
 		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["variantType"],"writerFeatures":["variantType"]}}`, `{}`, "", `reader feature "variantType"`},
-		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["typeWidening"],"writerFeatures":["typeWidening"]}}`, `{}`, "", `reader feature "typeWidening"`},
 		// Column mapping is read (colmap_test.go); refused: an unknown mode, a mode the protocol
 		// does not support, id mode without column ids.
 		{`{"protocol":{"minReaderVersion":2,"minWriterVersion":5}}`, `{"delta.columnMapping.mode":"names"}`, "", `column mapping mode "names"`},

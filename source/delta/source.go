@@ -359,7 +359,8 @@ func (s *Source) readable(meta *dl.Metadata, v int64) error {
 }
 
 // readsInto reports whether data of type from conforms to type to without losing fields:
-// equal types, or structs whose fields all read into fields of to (to may have more).
+// equal types, a type widening ([widening]: files written before the column was widened), or
+// structs whose fields all read into fields of to (to may have more).
 func readsInto(from, to arrow.DataType) bool {
 	switch f := from.(type) {
 	case *arrow.StructType:
@@ -381,7 +382,7 @@ func readsInto(from, to arrow.DataType) bool {
 		t, ok := to.(*arrow.MapType)
 		return ok && readsInto(f.KeyType(), t.KeyType()) && readsInto(f.ItemType(), t.ItemType())
 	}
-	return arrow.TypeEqual(from, to)
+	return arrow.TypeEqual(from, to) || widening(from, to)
 }
 
 // loadInitial loads the change set of an initial snapshot position (after a restart).

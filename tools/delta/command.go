@@ -166,7 +166,12 @@ directory, a file:// URI or a bucket URL (s3://, gs://, az://, abfss://).
 
 --where restricts the work to partitions matching a predicate over partition columns, e.g.
 "day >= 2024-01-01 AND region IN ('eu', 'us')" (=, !=, <, <=, >, >=, IN, IS [NOT] NULL,
-AND, OR, NOT), with read-delta --where's syntax and SQL null semantics.`,
+AND, OR, NOT), with read-delta --where's syntax and SQL null semantics.
+
+On a liquid-clustered table (CLUSTER BY) optimize only compacts the files no clustering has
+laid out yet (no clusteringProvider, e.g. those write-delta appended) and leaves the
+clustered ones as they are; the clustering columns stay, and the next OPTIMIZE of Spark
+clusters the compacted files. optimize does not cluster.`,
 		Examples: []string{
 			"# Compact the whole table\nstreamkit delta optimize ./lake/orders",
 			"# Only yesterday's partition, into files of about 256 MiB\nstreamkit delta optimize ./lake/orders --where \"day = '2024-03-09'\" --target-file-size 256MiB",

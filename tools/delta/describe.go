@@ -64,6 +64,11 @@ type Detail struct {
 	Readable string `json:"unreadable,omitempty"`
 	Writable string `json:"unwritable,omitempty"`
 	Flows    []Flow `json:"flows"` // latest txn per appId, by appId
+
+	// ClusteringColumns are a liquid-clustered table's clustering columns (the domain
+	// delta.clustering, as logical names, nested ones dot-joined); omitted when the table is
+	// not clustered, empty when it clusters by no column.
+	ClusteringColumns []string `json:"clusteringColumns,omitempty"`
 }
 
 // Column is one column of a Delta table.
@@ -90,10 +95,11 @@ func describeSpec() cli.Spec {
 		Long: `describe prints what Spark's DESCRIBE DETAIL and DESCRIBE HISTORY together say about TABLE
 at its latest version: location, id, format, version and the time and operation of the latest
 commit, creation time, the columns (Spark SQL type, Delta type, Arrow type, nullability,
-column metadata such as comments and column mapping ids), partition columns, protocol (reader
-and writer versions, reader and writer features), table properties, the number of live files,
-their bytes and rows, and the committed epoch of every flow (the txn actions: appId, version,
-lastUpdated), as 'delta history' lists them.
+column metadata such as comments and column mapping ids), partition columns, the clustering
+columns of a liquid-clustered table, protocol (reader and writer versions, reader and writer
+features), table properties, the number of live files, their bytes and rows, and the
+committed epoch of every flow (the txn actions: appId, version, lastUpdated), as 'delta
+history' lists them.
 
 Rows are the sum of the files' numRecords statistics, less the rows their deletion vectors
 delete; when a file has no statistics the row count is unknown and says so. describe reads
@@ -170,6 +176,9 @@ func Describe(ctx context.Context, tbl *delta.Table) (*Detail, error) {
 		return nil, fmt.Errorf("describe: %w", err)
 	}
 	d.columns(s)
+	if cc, err := s.ClusteringColumns(); err == nil && cc != nil {
+		d.ClusteringColumns = cc // an unresolvable column shows as "not writable"
+	}
 	var rows int64
 	for _, a := range s.Files() {
 		d.NumFiles++
@@ -297,6 +306,9 @@ func printDetail(w io.Writer, d *Detail) error {
 		line("created", "%s", d.CreatedAt.Format(timeLayout))
 	}
 	line("partitioned by", "%s", orNone(strings.Join(d.PartitionColumns, ", ")))
+	if d.ClusteringColumns != nil {
+		line("clustered by", "%s", orNone(strings.Join(d.ClusteringColumns, ", ")))
+	}
 	line("protocol", "reader %d, writer %d", d.MinReaderVersion, d.MinWriterVersion)
 	if d.MinReaderVersion >= 3 {
 		line("reader features", "%s", orNone(strings.Join(d.ReaderFeatures, ", ")))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,7 +60,10 @@ type OptimizeResult struct {
 // adds the new ones, all with dataChange=false, so streaming readers skip it and it never
 // conflicts with concurrent blind appends (DELTA.md "Concurrency"); it fails only when another
 // writer removed a file being compacted or changed the metadata. Removed files stay on disk
-// until `delta vacuum`. Files carrying deletion vectors are left alone.
+// until `delta vacuum`. Files carrying deletion vectors are left alone. On a clustered table
+// (writer feature clustering) only files without a clusteringProvider are compacted: the
+// clustered ones keep the layout their clustering gave them, the new files are unclustered
+// (no clusteringProvider) for the next clustering run, and the delta.clustering domain stays.
 //
 // The table is rooted at store st (a local directory or a bucket prefix); the new files are
 // written through it and the old ones read from it.
@@ -93,9 +97,13 @@ func Optimize(ctx context.Context, st storage.Store, opts OptimizeOptions) (*Opt
 	partKeys := partitionKeys(meta)
 	groups := map[string][]*delta.Add{}
 	var keys []string
+	clustered := slices.Contains(s.Protocol().WriterFeatures, delta.FeatureClustering)
 	for _, a := range s.Files() {
 		if a.Size >= target || a.DeletionVector != nil {
 			continue
+		}
+		if clustered && a.ClusteringProvider != nil {
+			continue // laid out by the table's clustering (Spark's OPTIMIZE): not ours to undo
 		}
 		if ok, err := filter.MatchPartitionValues(a.PartitionValues); err != nil {
 			return nil, fmt.Errorf("optimize: data file %s: %w", a.Path, err)

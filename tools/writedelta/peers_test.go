@@ -181,8 +181,15 @@ type sparkServer struct {
 
 func startSpark(t testing.TB) *sparkServer {
 	t.Helper()
+	return startSparkScript(t, interopScript(t))
+}
+
+// startSparkScript starts the Spark server of a script that speaks delta_interop.py's
+// spark-server protocol (one JSON command a line, "RESULT {json}" answers).
+func startSparkScript(t testing.TB, script string) *sparkServer {
+	t.Helper()
 	s := &sparkServer{t: t, log: filepath.Join(t.TempDir(), "spark.log")}
-	s.cmd = exec.Command(peertest.Python(t), interopScript(t), "spark-server")
+	s.cmd = exec.Command(peertest.Python(t), script, "spark-server")
 	logf, err := os.Create(s.log)
 	if err != nil {
 		t.Fatal(err)

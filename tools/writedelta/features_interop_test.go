@@ -1,0 +1,252 @@
+package writedelta
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/internal/peertest"
+)
+
+// TestSparkFeatureTables appends with write-delta to tables Spark made with table features,
+// in one Spark session (scripts/py/delta_features.py):
+//   - a type-widened table (ALTER TABLE … CHANGE COLUMN … TYPE after rows were written):
+//     write-delta appends under the current types, also from narrower input types, refuses
+//     input that only a wider column would hold (it never widens a column), and Spark reads
+//     every row with the widened types;
+//   - a liquid-clustered table (CLUSTER BY, clustered once by Spark's OPTIMIZE): write-delta's
+//     files have min/max statistics for the clustering columns, delta describe names them,
+//     delta optimize compacts only the unclustered files and keeps the clustered ones, and
+//     Spark then reads every row, still reports the clustering columns in DESCRIBE DETAIL and
+//     clusters the table again with OPTIMIZE.
+func TestSparkFeatureTables(t *testing.T) {
+	peertest.Python(t)
+	peertest.Binary(t)
+	requireSpark(t)
+	mem := memory.NewGoAllocator()
+	dir := t.TempDir()
+	spark := startSparkScript(t, filepath.Join(peertest.Root(t), "scripts", "py", "delta_features.py"))
+	sql := func(stmts ...string) {
+		t.Helper()
+		if _, err := spark.call(map[string]any{"cmd": "sql", "sql": stmts}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sparkRows := func(query string) ([]string, map[string]any) {
+		t.Helper()
+		res, err := spark.call(map[string]any{"cmd": "rows", "query": query})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []string
+		for _, r := range res["rows"].([]any) {
+			rows = append(rows, r.(string))
+		}
+		return rows, res["types"].(map[string]any)
+	}
+	clusteringColumns := func(path string) []any {
+		t.Helper()
+		res, err := spark.call(map[string]any{"cmd": "detail", "path": path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc, _ := res["detail"].(map[string]any)["clusteringColumns"].([]any)
+		return cc
+	}
+
+	// Type widening.
+	wide := filepath.Join(dir, "widened")
+	wt := "delta.`" + wide + "`"
+	sql("CREATE TABLE "+wt+" (id INT, v SHORT, f FLOAT, d DATE) USING DELTA TBLPROPERTIES ('delta.enableTypeWidening' = 'true', 'delta.feature.timestampNtz' = 'supported')",
+		"INSERT INTO "+wt+" VALUES (0, 1, 0.5, DATE'2024-01-01'), (1, -2, 1.25, DATE'2024-01-02')",
+		"ALTER TABLE "+wt+" CHANGE COLUMN id TYPE BIGINT",
+		"ALTER TABLE "+wt+" CHANGE COLUMN v TYPE INT",
+		"ALTER TABLE "+wt+" CHANGE COLUMN f TYPE DOUBLE",
+		"ALTER TABLE "+wt+" CHANGE COLUMN d TYPE TIMESTAMP_NTZ")
+	want := []string{
+		`{"d":"2024-01-01T00:00:00","f":0.5,"id":0,"v":1}`,
+		`{"d":"2024-01-02T00:00:00","f":1.25,"id":1,"v":-2}`,
+	}
+	current := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "d", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
+	}, nil)
+	narrow := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int16, Nullable: true},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
+		{Name: "d", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
+	}, nil)
+	var cur, nar []string
+	for k := 2; k < 12; k++ {
+		cur = append(cur, fmt.Sprintf(`{"id":%d,"v":%d,"f":%d.5,"d":"2024-01-03T%02d:30:00"}`, int64(k)<<33, 100000+k, k, k))
+		want = append(want, fmt.Sprintf(`{"d":"2024-01-03T%02d:30:00","f":%d.5,"id":%d,"v":%d}`, k, k, int64(k)<<33, 100000+k))
+	}
+	for k := 12; k < 15; k++ {
+		nar = append(nar, fmt.Sprintf(`{"id":%d,"v":%d,"f":%d.25,"d":"2024-01-04T00:00:%02d"}`, k, -k, k, k))
+		want = append(want, fmt.Sprintf(`{"d":"2024-01-04T00:00:%02d","f":%d.25,"id":%d,"v":%d}`, k, k, k, -k))
+	}
+	r1, r2 := fromJSON(t, mem, current, cur), fromJSON(t, mem, narrow, nar)
+	defer r1.Release()
+	defer r2.Release()
+	writeDelta(t, mem, current, [][]arrow.RecordBatch{{r1}}, wide, "--flow", "wide")
+	writeDelta(t, mem, narrow, [][]arrow.RecordBatch{{r2}}, wide, "--flow", "narrow")
+	// A long that only a widened v would hold: write-delta does not widen, it refuses.
+	tooWide := arrow.NewSchema(slices.Concat(current.Fields()[:1], []arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}), nil)
+	r3 := fromJSON(t, mem, tooWide, []string{`{"id":99,"v":1099511627776}`})
+	defer r3.Release()
+	for _, extra := range [][]string{nil, {"--merge-schema"}} {
+		p := startWD(t, mem, tooWide, append([]string{wide, "--flow", "too-wide"}, extra...)...)
+		p.rec(r3).barrier(1)
+		if err := p.finish(codec.Final); err == nil || !strings.Contains(err.Error(), "column v: ") || !strings.Contains(err.Error(), "1099511627776") {
+			t.Errorf("write-delta %v of a long beyond the int column v: %v", extra, err)
+		}
+	}
+	var detail struct {
+		Columns []struct {
+			Name     string                     `json:"name"`
+			Metadata map[string]json.RawMessage `json:"metadata"`
+		} `json:"columns"`
+		ClusteringColumns []string `json:"clusteringColumns"`
+	}
+	if err := json.Unmarshal([]byte(runBin(t, "delta", "describe", "--format", "json", wide)), &detail); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range detail.Columns {
+		if _, ok := c.Metadata[delta.TypeChangesKey]; !ok {
+			t.Errorf("after write-delta, column %s lost its %s: %s", c.Name, delta.TypeChangesKey, c.Metadata)
+		}
+	}
+	got, types := sparkRows("SELECT * FROM " + wt)
+	if strings.Join(got, "\n") != strings.Join(sorted(want), "\n") {
+		t.Errorf("Spark reads the widened table:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(sorted(want), "\n"))
+	}
+	if fmt.Sprint(types) != "map[d:timestamp_ntz f:double id:bigint v:int]" {
+		t.Errorf("Spark's types %v", types)
+	}
+
+	// Clustering.
+	clu := filepath.Join(dir, "clustered")
+	ct := "delta.`" + clu + "`"
+	var stmts []string
+	stmts = append(stmts, "CREATE TABLE "+ct+" (id BIGINT, s STRING, n INT) USING DELTA CLUSTER BY (s, id)")
+	want = nil
+	for b := 0; b < 2; b++ {
+		var vals []string
+		for k := b * 10; k < b*10+10; k++ {
+			vals = append(vals, fmt.Sprintf("(%d, 'k%d', %d)", k, k%4, k*10))
+			want = append(want, fmt.Sprintf(`{"id":%d,"n":%d,"s":"k%d"}`, k, k*10, k%4))
+		}
+		stmts = append(stmts, "INSERT INTO "+ct+" VALUES "+strings.Join(vals, ", "))
+	}
+	sql(append(stmts, "OPTIMIZE "+ct)...)
+	clusteredBefore := paths(liveFiles(t, clu, true))
+	if len(clusteredBefore) == 0 {
+		t.Fatalf("Spark's OPTIMIZE left no clustered file")
+	}
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	}, nil)
+	var epochs [][]arrow.RecordBatch
+	for e := 0; e < 2; e++ {
+		var rows []string
+		for k := 20 + e*10; k < 30+e*10; k++ {
+			rows = append(rows, fmt.Sprintf(`{"id":%d,"s":"z%d","n":%d}`, k, k%3, k*10))
+			want = append(want, fmt.Sprintf(`{"id":%d,"n":%d,"s":"z%d"}`, k, k*10, k%3))
+		}
+		rec := fromJSON(t, mem, sc, rows)
+		defer rec.Release()
+		epochs = append(epochs, []arrow.RecordBatch{rec})
+	}
+	writeDelta(t, mem, sc, epochs, clu, "--flow", "into-clustered")
+	ours := liveFiles(t, clu, false)
+	if len(ours) != 2 {
+		t.Fatalf("write-delta's files in the clustered table: %d, want 2", len(ours))
+	}
+	for _, a := range ours {
+		var st struct{ MinValues, MaxValues map[string]any }
+		if err := json.Unmarshal([]byte(a.Stats), &st); err != nil || st.MinValues["s"] == nil || st.MaxValues["s"] == nil || st.MinValues["id"] == nil || st.MaxValues["id"] == nil {
+			t.Errorf("file %s: statistics %s lack min/max of the clustering columns s, id (%v)", a.Path, a.Stats, err)
+		}
+	}
+	if err := json.Unmarshal([]byte(runBin(t, "delta", "describe", "--format", "json", clu)), &detail); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(detail.ClusteringColumns, []string{"s", "id"}) {
+		t.Errorf("delta describe: clusteringColumns %q, want [s id]", detail.ClusteringColumns)
+	}
+	if out := runBin(t, "delta", "describe", clu); !strings.Contains(out, "clustered by") || !strings.Contains(out, "s, id") {
+		t.Errorf("delta describe names no clustering columns:\n%s", out)
+	}
+	runBin(t, "--progress", "off", "delta", "optimize", clu)
+	if after := paths(liveFiles(t, clu, true)); !slices.Equal(after, clusteredBefore) {
+		t.Errorf("delta optimize changed the clustered files: %v, before %v", after, clusteredBefore)
+	}
+	if compacted := liveFiles(t, clu, false); len(compacted) != 1 {
+		t.Errorf("delta optimize left %d unclustered files, want the 2 of write-delta compacted into 1", len(compacted))
+	}
+	check := func(when string) {
+		t.Helper()
+		got, _ := sparkRows("SELECT * FROM " + ct)
+		if strings.Join(got, "\n") != strings.Join(sorted(want), "\n") {
+			t.Errorf("Spark reads the clustered table %s:\n%s\nwant\n%s", when, strings.Join(got, "\n"), strings.Join(sorted(want), "\n"))
+		}
+		if cc := clusteringColumns(clu); fmt.Sprint(cc) != "[s id]" {
+			t.Errorf("DESCRIBE DETAIL %s: clusteringColumns %v, want [s id]", when, cc)
+		}
+	}
+	check("after streamkit's optimize")
+	sql("OPTIMIZE " + ct)
+	check("after Spark's OPTIMIZE")
+	if left := liveFiles(t, clu, false); len(left) != 0 {
+		t.Errorf("Spark's OPTIMIZE left %d files unclustered", len(left))
+	}
+}
+
+// liveFiles returns the live files of the table at root that have (clustered) or lack a
+// clusteringProvider, by path; the table must still have its delta.clustering domain.
+func liveFiles(t *testing.T, root string, clustered bool) []*delta.Add {
+	t.Helper()
+	s, err := delta.NewTable(root, nil).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Domain(delta.ClusteringDomain); !ok {
+		t.Fatalf("table %s lost its %s domain", root, delta.ClusteringDomain)
+	}
+	var out []*delta.Add
+	for _, a := range s.Files() {
+		if (a.ClusteringProvider != nil) == clustered {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b *delta.Add) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+func paths(adds []*delta.Add) []string {
+	var out []string
+	for _, a := range adds {
+		out = append(out, a.Path)
+	}
+	return out
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
