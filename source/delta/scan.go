@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
@@ -348,10 +349,11 @@ type fileCtx struct {
 	pre    *prefetcher // bucket files: the coalesced ranges of the units being decoded
 	pf     *file.Reader
 	fr     *pqarrow.FileReader
-	leaves []int   // leaf columns to read
-	cols   []int   // per data column: index in the record reader's schema, -1 = missing
-	pv     []value // per output partition column (in r.fields order)
-	eval   bool    // filter the rows by r.pred
+	leaves []int             // leaf columns to read
+	cols   []int             // per data column: index in the record reader's schema, -1 = missing
+	pv     []value           // per output partition column (in r.fields order)
+	eval   bool              // filter the rows by r.pred
+	dv     *roaring64.Bitmap // the rows the file's deletion vector removes (nil: none)
 	refs   atomic.Int32
 }
 
@@ -476,11 +478,13 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 	if err != nil {
 		return nil, nil, err
 	}
+	fc := &fileCtx{add: add}
 	if add.DeletionVector != nil {
-		return nil, nil, fmt.Errorf("data file %s: %w: reader feature deletionVectors (the file has a deletion vector)", add.Path, dl.ErrUnsupportedProtocol)
+		if fc.dv, err = dl.ReadDeletionVector(ctx, r.store, add.DeletionVector, storage.Options{}); err != nil {
+			return nil, nil, fmt.Errorf("data file %s: deletion vector: %w", add.Path, err)
+		}
 	}
 	r.opened.Add(1)
-	fc := &fileCtx{add: add}
 	for _, f := range r.fields {
 		if f.part {
 			pv, err := r.partitionValues(add)
@@ -642,7 +646,12 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 			if !ok {
 				continue
 			}
-			rec, err := r.assemble(ctx, fc, nil, int(hi-lo), *prog, start+lo)
+			span := rowSpan{first: start + lo, n: hi - lo, dv: fc.dv}
+			kept := span.n - span.deleted()
+			if kept == 0 {
+				continue
+			}
+			rec, err := r.assemble(ctx, fc, nil, int(kept), *prog, span)
 			if err != nil {
 				return err
 			}
@@ -678,7 +687,19 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 		} else {
 			rec.Retain()
 		}
-		out, err := r.assemble(ctx, fc, in, int(hi-lo), *prog, start+lo)
+		span := rowSpan{first: start + lo, n: hi - lo, dv: fc.dv}
+		if span.deleted() > 0 {
+			kept, err := dropDeleted(ctx, r.mem, in, span)
+			in.Release()
+			if err != nil {
+				return fmt.Errorf("data file %s: %w", fc.add.Path, err)
+			}
+			if in = kept; in.NumRows() == 0 {
+				in.Release()
+				continue
+			}
+		}
+		out, err := r.assemble(ctx, fc, in, int(in.NumRows()), *prog, span)
 		in.Release()
 		if err != nil {
 			return err
@@ -695,9 +716,9 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 
 // assemble builds an output batch of n rows from the file columns in rec (nil when no data
 // column is read) and the file's partition values; when the file's rows are filtered, only
-// the rows where prog is true, nil when there are none (firstRow: the file row of rec's first
-// row, for errors).
-func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatch, n int, prog *expr.Program, firstRow int64) (arrow.RecordBatch, error) {
+// the rows where prog is true, nil when there are none (span: the file rows rec's rows were
+// kept from, for errors).
+func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatch, n int, prog *expr.Program, span rowSpan) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, 0, len(r.fields))
 	release := func() {
 		for _, c := range cols {
@@ -733,7 +754,7 @@ func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatc
 	read := array.NewRecordBatch(r.readSc, cols, int64(n))
 	defer read.Release()
 	mask, err := prog.Eval(ctx, read, func(i int) string {
-		return fmt.Sprintf("data file %s row %d", fc.add.Path, firstRow+int64(i))
+		return fmt.Sprintf("data file %s row %d", fc.add.Path, span.fileRow(i))
 	})
 	if err != nil {
 		return nil, err

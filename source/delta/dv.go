@@ -1,0 +1,80 @@
+package delta
+
+import (
+	"context"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamkit/streamkit/expr"
+)
+
+// rowSpan is a run of n decoded rows of a file, the first one at file row first, and the
+// file's deletion vector (nil: none). Row indexes stay positions in the Parquet file (PROTOCOL.md
+// "Deletion Vector Format"): row groups skipped by --where or a resume still count.
+type rowSpan struct {
+	first int64
+	n     int64
+	dv    *roaring64.Bitmap
+}
+
+// deleted counts the span's rows the deletion vector removes.
+func (s rowSpan) deleted() int64 {
+	if s.dv == nil || s.n == 0 {
+		return 0
+	}
+	// Rank(x) counts the vector's rows <= x.
+	n := s.dv.Rank(uint64(s.first + s.n - 1))
+	if s.first > 0 {
+		n -= s.dv.Rank(uint64(s.first - 1))
+	}
+	return int64(n)
+}
+
+// keepMask is a boolean array of the span's length, false at its deleted rows.
+func (s rowSpan) keepMask(mem memory.Allocator) *array.Boolean {
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(int(bitutil.BytesForBits(s.n)))
+	bits := buf.Bytes()
+	bitutil.SetBitsTo(bits, 0, s.n, true)
+	it := s.dv.Iterator()
+	it.AdvanceIfNeeded(uint64(s.first))
+	for it.HasNext() {
+		v := it.Next()
+		if v >= uint64(s.first+s.n) {
+			break
+		}
+		bitutil.ClearBit(bits, int(int64(v)-s.first))
+	}
+	d := array.NewData(arrow.FixedWidthTypes.Boolean, int(s.n), []*memory.Buffer{nil, buf}, nil, 0, 0)
+	buf.Release()
+	defer d.Release()
+	return array.NewBooleanData(d)
+}
+
+// dropDeleted returns the rows of rec (the span's rows) that the deletion vector keeps.
+func dropDeleted(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, s rowSpan) (arrow.RecordBatch, error) {
+	mask := s.keepMask(mem)
+	defer mask.Release()
+	return expr.FilterBatch(compute.WithAllocator(ctx, mem), rec, mask)
+}
+
+// fileRow is the file row of the i-th row kept from the span (for error messages).
+func (s rowSpan) fileRow(i int) int64 {
+	if s.dv == nil {
+		return s.first + int64(i)
+	}
+	row := s.first
+	for k := 0; ; row++ {
+		if !s.dv.Contains(uint64(row)) {
+			if k == i {
+				return row
+			}
+			k++
+		}
+	}
+}
