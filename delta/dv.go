@@ -199,6 +199,36 @@ func readDVFile(ctx context.Context, store storage.Store, d *DeletionVector, opt
 	return data, nil
 }
 
+// FileInTable returns the name, relative to the table's store, of the file holding the
+// deletion vector: the derived path of a "u" vector, the part below the table root of a "p"
+// vector's URI; ok is false for an inline vector and for a file outside the table. An error
+// is a "u" path that does not decode.
+func (d *DeletionVector) FileInTable(store storage.Store) (name string, ok bool, err error) {
+	switch d.StorageType {
+	case DVStorageUUID:
+		name, err = d.RelativePath()
+		return name, err == nil, err
+	case DVStorageAbsolute:
+		abs, err := dvAbsoluteLocation(d.PathOrInlineDv)
+		if err != nil {
+			return "", false, err
+		}
+		name, ok = underRoot(store, abs)
+		return name, ok, nil
+	}
+	return "", false, nil
+}
+
+// underRoot returns abs (a local path or a bucket URL) relative to the store's root, if below it.
+func underRoot(store storage.Store, abs string) (string, bool) {
+	root := store.LocalDir()
+	if root == "" {
+		root = store.Location()
+	}
+	rel, ok := strings.CutPrefix(abs, strings.TrimSuffix(root, "/")+"/")
+	return rel, ok && rel != ""
+}
+
 // dvFileStore returns the store and name of a "u" or "p" DV's file.
 func dvFileStore(ctx context.Context, store storage.Store, d *DeletionVector, opts storage.Options) (storage.Store, string, error) {
 	if d.StorageType == DVStorageUUID {
@@ -209,12 +239,7 @@ func dvFileStore(ctx context.Context, store storage.Store, d *DeletionVector, op
 	if err != nil {
 		return nil, "", err
 	}
-	root := store.LocalDir()
-	if root == "" {
-		root = store.Location()
-	}
-	root = strings.TrimSuffix(root, "/") + "/"
-	if rel, ok := strings.CutPrefix(abs, root); ok && rel != "" {
+	if rel, ok := underRoot(store, abs); ok {
 		return store, rel, nil
 	}
 	dir, name := path.Split(abs)

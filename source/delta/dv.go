@@ -63,6 +63,18 @@ func dropDeleted(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatc
 	return expr.FilterBatch(compute.WithAllocator(ctx, mem), rec, mask)
 }
 
+// DropDeletedRows returns the rows of rec, whose first row is row firstRow of its data file,
+// that the file's deletion vector dv (see [dl.ReadDeletionVector]) keeps: rec itself,
+// retained, when dv deletes none of them; a zero-row batch when it deletes all.
+func DropDeletedRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, dv *roaring64.Bitmap, firstRow int64) (arrow.RecordBatch, error) {
+	s := rowSpan{first: firstRow, n: rec.NumRows(), dv: dv}
+	if s.deleted() == 0 {
+		rec.Retain()
+		return rec, nil
+	}
+	return dropDeleted(ctx, mem, rec, s)
+}
+
 // fileRow is the file row of the i-th row kept from the span (for error messages).
 func (s rowSpan) fileRow(i int) int64 {
 	if s.dv == nil {

@@ -3,6 +3,7 @@ package delta
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	dl "github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/internal/peertest"
 )
 
@@ -166,6 +168,38 @@ func TestPeerSparkDeletionVectors(t *testing.T) {
 	readDeltaTo(t, out("backfilled"), target)
 	p.compare(expect(fmt.Sprintf("dv@%d", versions)), out("backfilled"))
 
+	// delta vacuum keeps the vector files live files use (Spark and read-delta read the table
+	// after it); delta optimize rewrites the files without their deleted rows, and a vacuum
+	// after it deletes the vector files nothing uses any more.
+	vac := filepath.Join(dir, "dv_vacuum")
+	copyDir(t, tbl, vac)
+	runTool(t, "delta", "vacuum", "--retain", "0h", "--force", vac)
+	if n := len(dvFiles(t, vac)); n == 0 || n == len(dvFiles(t, tbl)) {
+		t.Errorf("vacuum left %d of %d deletion vector files (want the used ones only)", n, len(dvFiles(t, tbl)))
+	}
+	opt := filepath.Join(dir, "dv_optimize")
+	copyDir(t, tbl, opt)
+	runTool(t, "delta", "optimize", opt)
+	runTool(t, "delta", "vacuum", "--retain", "0h", "--force", opt)
+	if n := len(dvFiles(t, opt)); n != 0 {
+		t.Errorf("after optimize and vacuum %d deletion vector files are left", n)
+	}
+	for _, name := range []string{"dv_vacuum", "dv_optimize"} {
+		p.ask("spark", filepath.Join(dir, name), name)
+		p.compare(expect(name), out(fmt.Sprintf("v%d", versions)))
+		readDeltaTo(t, out(name), filepath.Join(dir, name))
+		p.compare(expect(fmt.Sprintf("dv@%d", versions)), out(name))
+	}
+	snap, err := dl.NewTable(opt, nil).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range snap.Files() {
+		if a.DeletionVector != nil {
+			t.Errorf("after optimize, %s still has a deletion vector", a.Path)
+		}
+	}
+
 	// write-delta appends to the table; its commit at version 10 writes a checkpoint that
 	// must carry every vector.
 	ck := filepath.Join(dir, "dv_ckpt")
@@ -196,8 +230,37 @@ func TestPeerSparkDeletionVectors(t *testing.T) {
 	}
 }
 
-// followTo runs read-delta ARGS into out until it has emitted want rows (its --progress json
-// count), then interrupts it.
+// runTool runs streamkit ARGS, which must succeed.
+func runTool(t *testing.T, args ...string) {
+	t.Helper()
+	if _, stderr, code := peertest.Run(t, nil, nil, append(args, "--progress", "off")...); code != 0 {
+		t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	}
+}
+
+// dvFiles lists the deletion vector files of the table at dir.
+func dvFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "deletion_vector_") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// copyDir copies the directory tree src to dst.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp %s: %v %s", src, err, out)
+	}
+}
+
+// followTo runs read-delta ARGS into out until it has emitted want rows (records_out of its
+// --progress json lines), then interrupts it.
 func followTo(t *testing.T, out string, want int, args ...string) {
 	t.Helper()
 	f, err := os.Create(out)
@@ -205,7 +268,7 @@ func followTo(t *testing.T, out string, want int, args ...string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	cmd := exec.Command(peertest.Binary(t), append([]string{"read-delta", "--progress", "json", "--progress-interval", "100ms"}, args...)...)
+	cmd := exec.Command(peertest.Binary(t), append([]string{"read-delta", "--progress", "json"}, args...)...)
 	cmd.Stdout = f
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -217,14 +280,16 @@ func followTo(t *testing.T, out string, want int, args ...string) {
 	done := make(chan string)
 	go func() {
 		var log strings.Builder
+		stopped := false
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			log.WriteString(sc.Text() + "\n")
 			var p struct {
-				Rows int `json:"rows_out"`
+				Rows int `json:"records_out"`
 			}
-			if json.Unmarshal(sc.Bytes(), &p) == nil && p.Rows >= want {
+			if json.Unmarshal(sc.Bytes(), &p) == nil && p.Rows >= want && !stopped {
 				cmd.Process.Signal(syscall.SIGINT)
+				stopped = true
 			}
 		}
 		done <- log.String()
@@ -232,7 +297,7 @@ func followTo(t *testing.T, out string, want int, args ...string) {
 	select {
 	case log := <-done:
 		cmd.Wait()
-		if !strings.Contains(log, fmt.Sprintf(`"rows_out":%d`, want)) {
+		if !strings.Contains(log, fmt.Sprintf(`"records_out":%d,`, want)) {
 			t.Fatalf("read-delta %s: never reached %d rows:\n%s", strings.Join(args, " "), want, log)
 		}
 	case <-time.After(2 * time.Minute):

@@ -139,11 +139,13 @@ def make(base, s):
     def rows(lo, hi, part):
         return s.range(lo, hi).select(F.col("id"), F.lit(part).alias("part"), F.concat(F.lit("s"), F.col("id").cast("string")).alias("s"), (F.col("id") * 0.5).alias("v"))
 
-    # Small row groups (about 100 rows): row indexes must count across them.
-    small = {"parquet.block.size": "1024"}
+    # Small row groups (about 100 rows) in partition a: row indexes must count across them.
+    hconf = s.sparkContext._jsc.hadoopConfiguration()
     s.sql(f"CREATE TABLE delta.`{p}` (id BIGINT, part STRING, s STRING, v DOUBLE) USING delta PARTITIONED BY (part) "
           "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true', 'delta.checkpointInterval' = '1000')")  # v0
-    rows(0, 1500, "a").coalesce(1).write.format("delta").options(**small).mode("append").save(p)  # v1
+    hconf.set("parquet.block.size", "1024")
+    rows(0, 1500, "a").coalesce(1).write.format("delta").mode("append").save(p)  # v1
+    hconf.unset("parquet.block.size")
     rows(1500, 12000, "b").coalesce(1).write.format("delta").mode("append").save(p)  # v2: one file, 10500 rows
     s.sql(f"DELETE FROM delta.`{p}` WHERE id % 5 = 0 OR (id BETWEEN 200 AND 450) OR (part = 'b' AND id % 2 = 0)")  # v3
     s.sql(f"UPDATE delta.`{p}` SET v = -v, s = concat(s, '-u') WHERE id % 11 = 3")  # v4
