@@ -23,6 +23,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	dl "github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/internal/s3test"
+	"github.com/streamkit/streamkit/storage"
 )
 
 const z85Digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
@@ -268,5 +270,41 @@ func TestDeletionVectorFollow(t *testing.T) {
 	}
 	if n := count(cfg(dir, nil)); n != 500 {
 		t.Errorf("snapshot: %d rows, want 500", n)
+	}
+}
+
+// TestDeletionVectorS3: a table on a bucket reads its deletion vector file through the
+// table's store.
+func TestDeletionVectorS3(t *testing.T) {
+	s3test.Server(t)
+	ctx := context.Background()
+	deleted := []uint64{0, 1, 2, 150, 151, 500, 999}
+	dir, _ := dvTable(t, 1000, deleted, "u")
+	st, err := storage.Open(ctx, "s3://"+s3test.Bucket(t)+"/t", storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		b, _ := os.ReadFile(p)
+		if err := st.WriteFile(ctx, filepath.ToSlash(rel), b); err != nil {
+			t.Fatal(err)
+		}
+		return nil
+	})
+	snap, err := dl.OpenTable(st, nil).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := NewReader(st, snap.Metadata(), ReadOptions{BatchRows: 64, Allocator: newMem(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	if got := scanRange(t, rd, snap.Files()[0], 0, -1); len(got) != 1000-len(deleted) || slices.Contains(got, `{"id":150,"p":"x"}`) {
+		t.Errorf("%d rows from the bucket, want %d", len(got), 1000-len(deleted))
 	}
 }
