@@ -266,7 +266,11 @@ func dvAbsoluteLocation(p string) (string, error) {
 	case u.Host == "":
 		return "", badDV("absolute path %q has no bucket", storage.Redact(p))
 	}
-	return u.Scheme + "://" + u.Host + u.Path, nil
+	host := u.Host
+	if u.User != nil { // abfss://container@account.dfs.core.windows.net/…
+		host = u.User.Username() + "@" + host
+	}
+	return u.Scheme + "://" + host + u.Path, nil
 }
 
 // DecodeRoaringBitmapArray decodes Delta's serialized RoaringBitmapArray: the little-endian

@@ -152,3 +152,22 @@ func TestReadDeletionVectorFile(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestDVAbsoluteLocation(t *testing.T) {
+	for in, want := range map[string]string{
+		"file:///tmp/t/deletion_vector_x.bin":                                         "/tmp/t/deletion_vector_x.bin",
+		"/tmp/t/a%20b/deletion_vector_x.bin":                                          "/tmp/t/a b/deletion_vector_x.bin",
+		"s3://bucket/t/deletion_vector_x.bin":                                         "s3://bucket/t/deletion_vector_x.bin",
+		"abfss://c@acct.dfs.core.windows.net/t/deletion_vector_x.bin":                 "abfss://c@acct.dfs.core.windows.net/t/deletion_vector_x.bin",
+		"s3a://bucket/t%3Dx/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin": "s3a://bucket/t=x/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin",
+	} {
+		if got, err := dvAbsoluteLocation(in); err != nil || got != want {
+			t.Errorf("dvAbsoluteLocation(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"relative/deletion_vector_x.bin", "s3:///no-bucket.bin"} {
+		if _, err := dvAbsoluteLocation(bad); !errors.Is(err, ErrBadDeletionVector) {
+			t.Errorf("dvAbsoluteLocation(%q): err = %v", bad, err)
+		}
+	}
+}
