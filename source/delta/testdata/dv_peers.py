@@ -16,7 +16,7 @@ Commands:
                         the table's versions ("versions N").
     compare EXPECT OUT  compares a read-delta output (Arrow IPC stream) with an expected file
                         (as rows, in any order): "ok ..." or "diff ...".
-    spark TABLE NAME [where PREDICATE]
+    spark TABLE NAME [PREDICATE]
                         Spark's read of TABLE now (rows where PREDICATE), as expect/NAME.json.
     deltars TABLE NAME  delta-rs's read of TABLE (a table without deletion vectors).
 """
@@ -223,7 +223,7 @@ def main():
         elif cmd[0] == "spark":
             df = s.read.format("delta").load(cmd[1])
             if len(cmd) > 3:
-                df = df.where(" ".join(cmd[4:]))
+                df = df.where(" ".join(cmd[3:]))
             write_rows(os.path.join(base, "expect", cmd[2] + ".json"), spark_rows(df))
         elif cmd[0] == "deltars":
             from deltalake import DeltaTable
