@@ -171,3 +171,38 @@ func TestDVAbsoluteLocation(t *testing.T) {
 		}
 	}
 }
+
+// A DV file Spark (delta-spark 4) wrote for DELETE ... WHERE id % 5 = 0 OR (id BETWEEN 200
+// AND 450) OR (part = 'b' AND id % 2 = 0) on two files: part a (ids 0..1499 at rows 0..1499:
+// array and run containers) and part b (ids 1500..11999 at rows 0..10499: a bitmap
+// container). testdata/deletion_vector_8e5aa612-….bin, descriptors as in its commit.
+func TestSparkDeletionVectorFile(t *testing.T) {
+	st, err := storage.Local("testdata", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		offset, size int32
+		card         int64
+		first, n     uint64
+		deleted      func(id uint64) bool
+	}{
+		{8233, 1032, 500, 0, 1500, func(id uint64) bool { return id%5 == 0 || (id >= 200 && id <= 450) }},
+		{1, 8224, 6300, 1500, 10500, func(id uint64) bool { return id%5 == 0 || id%2 == 0 }},
+	} {
+		d := &DeletionVector{StorageType: "u", PathOrInlineDv: "J-@p)EZzA]Fid:5@8)+R", Offset: &c.offset, SizeInBytes: c.size, Cardinality: c.card}
+		bm, err := ReadDeletionVector(context.Background(), st, d, storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []uint64
+		for row := range c.n {
+			if c.deleted(c.first + row) {
+				want = append(want, row)
+			}
+		}
+		if got := bm.ToArray(); !slices.Equal(got, want) {
+			t.Errorf("DV at %d: %d rows, want %d", c.offset, len(got), len(want))
+		}
+	}
+}
