@@ -56,11 +56,12 @@ func (s rowSpan) keepMask(mem memory.Allocator) *array.Boolean {
 	return array.NewBooleanData(d)
 }
 
-// dropDeleted returns the rows of rec (the span's rows) that the deletion vector keeps.
-func dropDeleted(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, s rowSpan) (arrow.RecordBatch, error) {
+// dropDeleted returns the rows of rec (the span's rows) that the deletion vector keeps, their
+// columns copied into buffers from bufs.
+func dropDeleted(ctx context.Context, mem, bufs memory.Allocator, rec arrow.RecordBatch, s rowSpan) (arrow.RecordBatch, error) {
 	mask := s.keepMask(mem)
 	defer mask.Release()
-	return expr.FilterBatch(compute.WithAllocator(ctx, mem), rec, mask)
+	return expr.FilterBatchInto(compute.WithAllocator(ctx, mem), rec, mask, bufs)
 }
 
 // DropDeletedRows returns the rows of rec, whose first row is row firstRow of its data file,
@@ -72,7 +73,7 @@ func DropDeletedRows(ctx context.Context, mem memory.Allocator, rec arrow.Record
 		rec.Retain()
 		return rec, nil
 	}
-	return dropDeleted(ctx, mem, rec, s)
+	return dropDeleted(ctx, mem, mem, rec, s)
 }
 
 // fileRow is the file row of the i-th row kept from the span (for error messages).

@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/streamkit/streamkit/codec"
 	dl "github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/expr"
 	"github.com/streamkit/streamkit/storage"
@@ -80,7 +81,8 @@ type Reader struct {
 	readSc    *arrow.Schema // the schema of fields (schema when nOut == len(fields))
 	batchRows int
 	workers   int
-	opened    atomic.Int64 // data files opened (tests: pruning opens none of the skipped ones)
+	bufs      *codec.Recycler // the buffers of batches filtered by deletion vectors, reused
+	opened    atomic.Int64    // data files opened (tests: pruning opens none of the skipped ones)
 }
 
 type outField struct {
@@ -116,6 +118,7 @@ func NewReader(s storage.Store, meta *dl.Metadata, opts ReadOptions) (*Reader, e
 	if r.mem == nil {
 		r.mem = memory.DefaultAllocator
 	}
+	r.bufs = codec.NewRecycler(r.mem)
 	if r.batchRows <= 0 {
 		r.batchRows = 64 * 1024
 	}
@@ -211,8 +214,9 @@ func NewReader(s storage.Store, meta *dl.Metadata, opts ReadOptions) (*Reader, e
 	return r, nil
 }
 
-// Close releases the table directory handle.
+// Close releases the table directory handle and the buffers kept for reuse.
 func (r *Reader) Close() error {
+	r.bufs.Release()
 	if r.rt == nil {
 		return nil
 	}
@@ -689,7 +693,7 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 		}
 		span := rowSpan{first: start + lo, n: hi - lo, dv: fc.dv}
 		if span.deleted() > 0 {
-			kept, err := dropDeleted(ctx, r.mem, in, span)
+			kept, err := dropDeleted(ctx, r.mem, r.bufs, in, span)
 			in.Release()
 			if err != nil {
 				return fmt.Errorf("data file %s: %w", fc.add.Path, err)
