@@ -44,6 +44,24 @@ func z85(b []byte) string {
 	return sb.String()
 }
 
+// dvBitmap is the RoaringBitmapArray of the rows deleted (magic, then the 64-bit portable
+// layout).
+func dvBitmap(deleted []uint64) []byte {
+	bm := roaring64.BitmapOf(deleted...)
+	bm.RunOptimize()
+	var ser bytes.Buffer
+	binary.Write(&ser, binary.LittleEndian, uint32(1681511377))
+	bm.WriteTo(&ser)
+	return ser.Bytes()
+}
+
+// inlineDV is the descriptor of an inline deletion vector of the rows deleted.
+func inlineDV(deleted []uint64) string {
+	data := dvBitmap(deleted)
+	return fmt.Sprintf(`{"storageType":"i","pathOrInlineDv":"%s","sizeInBytes":%d,"cardinality":%d}`,
+		z85(append(slices.Clone(data), make([]byte, -len(data)&3)...)), len(data), len(deleted))
+}
+
 // dvTable writes a table of one partition (p = "x") and one data file of n rows (id = row
 // index, row groups of 100 rows) whose deletion vector, stored as storage, holds deleted.
 func dvTable(t *testing.T, n int64, deleted []uint64, storage string) (string, *dl.Add) {
@@ -75,16 +93,11 @@ func dvTable(t *testing.T, n int64, deleted []uint64, storage string) (string, *
 	}
 	fi, _ := os.Stat(filepath.Join(dir, "part-0.parquet"))
 
-	bm := roaring64.BitmapOf(deleted...)
-	bm.RunOptimize()
-	var ser bytes.Buffer
-	binary.Write(&ser, binary.LittleEndian, uint32(1681511377))
-	bm.WriteTo(&ser)
-	data := ser.Bytes()
+	data := dvBitmap(deleted)
 	dv := fmt.Sprintf(`"sizeInBytes":%d,"cardinality":%d`, len(data), len(deleted))
 	switch storage {
 	case "i":
-		dv = `{"storageType":"i","pathOrInlineDv":"` + z85(append(slices.Clone(data), make([]byte, -len(data)&3)...)) + `",` + dv + `}`
+		dv = inlineDV(deleted)
 	case "u":
 		uuid := []byte("0123456789abcdef")
 		file := []byte{1, 0, 0, 0, 0}                 // version, then a first DV of another file (0 bytes)
