@@ -105,6 +105,15 @@ func scanAll(t testing.TB, rd *Reader, files []*dl.Add) []string {
 	for i, f := range files {
 		refs[i] = FileRef{Add: f, End: -1}
 	}
+	rows := scanRefs(t, rd, refs)
+	sort.Strings(rows)
+	return rows
+}
+
+// scanRefs reads every batch of refs through a Reader and returns the rows as JSON lines, in
+// the scan's order.
+func scanRefs(t testing.TB, rd *Reader, refs []FileRef) []string {
+	t.Helper()
 	sc := rd.Scan(context.Background(), refs)
 	defer sc.Close()
 	var rows []string
@@ -121,7 +130,6 @@ func scanAll(t testing.TB, rd *Reader, files []*dl.Add) []string {
 			b.Rec.Release()
 		}
 	}
-	sort.Strings(rows)
 	return rows
 }
 

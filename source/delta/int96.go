@@ -16,14 +16,19 @@ import (
 )
 
 // Spark writes TIMESTAMP columns as INT96 (a Julian day and the nanoseconds of that day) when
-// spark.sql.parquet.outputTimestampType=INT96, the default before Spark 3.x and still common.
-// arrow-go's pqarrow decodes INT96 to nanoseconds only, failing for instants outside
-// 1677-09-21 … 2262-04-11 (0001-01-01 and 9999-12-31 are ordinary Spark values), and has no
-// option to coerce INT96 to another unit. So the scan reads a top-level INT96 column itself,
-// with the Parquet column chunk reader, straight to microseconds (int96Column): it cannot
-// fail on a value. INT96 leaves inside structs, lists and maps are still decoded by pqarrow
-// (nanoseconds, then floored to µs); their range is checked before the file's first row
-// (checkNestedInt96), so such a file fails before any of its rows is emitted.
+// spark.sql.parquet.outputTimestampType=INT96, the default before Spark 3.x and still common,
+// also inside structs, lists and maps. arrow-go's pqarrow decodes INT96 to nanoseconds only,
+// failing for instants outside 1677-09-21 … 2262-04-11 (0001-01-01 and 9999-12-31 are ordinary
+// Spark values), and has no option to coerce INT96 to another unit. So the scan reads a
+// top-level INT96 column itself, with the Parquet column chunk reader, straight to
+// microseconds (int96Column). For an INT96 leaf inside a nested column it tells pqarrow the
+// leaf's type is timestamp[µs] (int96NestedMicros): pqarrow then hands the leaf's values over
+// undecoded (its zero-copy path for µs timestamps keeps the 12-byte INT96 values in the data
+// buffer), and the scan decodes them in place to µs in each batch before anything reads it
+// (int96DecodeNested). Neither can fail on a value. checkNestedInt96 remains for a nested
+// column whose Arrow type int96NestedMicros cannot rewrite (an extension type from an
+// ARROW:schema; Delta writers produce none): pqarrow decodes it to ns, range-checked before
+// the file's first row.
 
 // julianDayOfEpoch is the Julian day number of 1970-01-01.
 const julianDayOfEpoch = 2_440_588
@@ -230,7 +235,7 @@ func checkInt96Chunk(cr *file.Int96ColumnChunkReader, col *schema.Column, vals [
 		}
 		for _, v := range vals[:n] {
 			if _, err := v.ToTimestamp(); err != nil {
-				return fmt.Errorf("column %s: INT96 timestamp %s inside a %s: only top-level INT96 columns are read over years 1 to 9999, nested ones over 1677 to 2262: %w",
+				return fmt.Errorf("column %s: INT96 timestamp %s inside a %s: INT96 under an Arrow extension type is read over years 1677 to 2262 only: %w",
 					col.Path(), time.UnixMicro(int96Micros(v)).UTC().Format("2006-01-02 15:04:05.999999"), nestedKind(col), err)
 			}
 		}
@@ -244,4 +249,127 @@ func nestedKind(col *schema.Column) string {
 		return "list or map"
 	}
 	return "struct"
+}
+
+// int96NestedMicros makes pqarrow read each INT96 leaf inside the nested top-level field f of
+// pf as timestamp[µs, UTC] (see above), rewriting the Arrow types of f and its descendants in
+// the manifest; the leaves' batches must then go through int96DecodeNested. It reports false,
+// changing nothing, when f holds no INT96 leaf or a type on the way to one is not a struct,
+// list or map.
+func int96NestedMicros(pf *file.Reader, f *pqarrow.SchemaField) bool {
+	types := map[*pqarrow.SchemaField]arrow.DataType{}
+	if ok, err := int96MicrosType(pf, f, types); !ok || err != nil {
+		return false
+	}
+	for sf, t := range types {
+		nf := *sf.Field
+		nf.Type = t
+		sf.Field = &nf
+	}
+	return true
+}
+
+// int96MicrosType records in types the Arrow type of sf and of each descendant with INT96
+// leaves read as µs, and reports whether sf holds an INT96 leaf.
+func int96MicrosType(pf *file.Reader, sf *pqarrow.SchemaField, types map[*pqarrow.SchemaField]arrow.DataType) (bool, error) {
+	if sf.IsLeaf() {
+		if !isInt96Leaf(pf, sf) {
+			return false, nil
+		}
+		types[sf] = int96Micro
+		return true, nil
+	}
+	found := false
+	kids := make([]arrow.Field, len(sf.Children))
+	for i := range sf.Children {
+		c := &sf.Children[i]
+		ok, err := int96MicrosType(pf, c, types)
+		if err != nil {
+			return false, err
+		}
+		found = found || ok
+		kids[i] = *c.Field
+		if ok {
+			kids[i].Type = types[c]
+		}
+	}
+	if !found {
+		return false, nil
+	}
+	switch t := sf.Field.Type.(type) {
+	case *arrow.StructType:
+		if t.NumFields() != len(kids) {
+			return false, fmt.Errorf("struct %s: %d fields, %d columns", sf.Field.Name, t.NumFields(), len(kids))
+		}
+		fields := t.Fields()
+		for i := range fields {
+			fields[i].Type = kids[i].Type
+		}
+		types[sf] = arrow.StructOf(fields...)
+	case *arrow.MapType:
+		entries, ok := types[&sf.Children[0]].(*arrow.StructType)
+		if !ok || entries.NumFields() != 2 {
+			return false, fmt.Errorf("map %s: entries are not a key and a value", sf.Field.Name)
+		}
+		m := arrow.MapOfFields(entries.Field(0), entries.Field(1))
+		m.KeysSorted = t.KeysSorted
+		types[sf] = m
+	case *arrow.ListType:
+		types[sf] = arrow.ListOfField(kids[0])
+	case *arrow.LargeListType:
+		types[sf] = arrow.LargeListOfField(kids[0])
+	case *arrow.FixedSizeListType:
+		types[sf] = arrow.FixedSizeListOfField(t.Len(), kids[0])
+	default:
+		return false, fmt.Errorf("%s: INT96 inside a %s", sf.Field.Name, t)
+	}
+	return true, nil
+}
+
+// int96DecodeNested decodes in place, to µs since the epoch, the INT96 leaves of d, a batch
+// of the nested field sf that int96NestedMicros rewrote: each such leaf's data buffer holds
+// the raw 12-byte values, overwritten front to back by 8-byte ones. legacy rebases instants
+// before 1582-10-15 as int96Column does. It fails only when a buffer is not what pqarrow is
+// known to hand over (an arrow-go change), never on a value.
+func int96DecodeNested(pf *file.Reader, sf *pqarrow.SchemaField, d arrow.ArrayData, legacy bool) error {
+	if sf.IsLeaf() {
+		if !isInt96Leaf(pf, sf) {
+			return nil
+		}
+		n := d.Offset() + d.Len()
+		buf := d.Buffers()[1]
+		if buf == nil && n == 0 {
+			return nil
+		}
+		if buf == nil || buf.Len() < 12*n {
+			return fmt.Errorf("INT96 column %s: the reader's buffer holds no %d INT96 values", pf.MetaData().Schema.Column(sf.ColIndex).Path(), n)
+		}
+		b := buf.Bytes()
+		out := arrow.Int64Traits.CastFromBytes(b[:8*n])
+		for i := range n {
+			// out[i] ends at byte 8i+8 ≤ 12i+12: the values not yet read are intact.
+			us := int96Micros(parquet.Int96(b[12*i : 12*i+12]))
+			if legacy && us < gregorianSwitchMicros {
+				us = rebaseJulianMicros(us)
+			}
+			out[i] = us
+		}
+		return nil
+	}
+	kids := d.Children()
+	if len(kids) != len(sf.Children) {
+		return fmt.Errorf("column %s: %d child arrays for %d fields", sf.Field.Name, len(kids), len(sf.Children))
+	}
+	for i := range sf.Children {
+		if err := int96DecodeNested(pf, &sf.Children[i], kids[i], legacy); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// int96Nested is a nested column of a file whose INT96 leaves int96NestedMicros rewrote.
+type int96Nested struct {
+	col   int                  // its index in the record reader's batches
+	field *pqarrow.SchemaField // its manifest field
 }

@@ -3,8 +3,8 @@ package delta
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -92,10 +92,30 @@ func writeInt96File(t *testing.T, path string, ids []int64, ts, nts []*time.Time
 		cw.Close()
 		rg.Close()
 	}
+	return closeParquet(t, w, path)
+}
+
+// instantParser returns a parser of UTC instants written "2006-01-02 15:04:05.999999".
+func instantParser(t *testing.T) func(string) *time.Time {
+	return func(s string) *time.Time {
+		v, err := time.Parse("2006-01-02 15:04:05.999999", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &v
+	}
+}
+
+// closeParquet closes w, writing the file at path, and returns the file's size.
+func closeParquet(t *testing.T, w *file.Writer, path string) int64 {
+	t.Helper()
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	fi, _ := os.Stat(path)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return fi.Size()
 }
 
@@ -108,13 +128,7 @@ const int96Schema = `{"type":"struct","fields":[{"name":"id","type":"long","null
 func TestInt96FullRange(t *testing.T) {
 	mem := newMem(t)
 	dir := t.TempDir()
-	at := func(s string) *time.Time {
-		v, err := time.Parse("2006-01-02 15:04:05.999999", s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &v
-	}
+	at := instantParser(t)
 	ts := []*time.Time{at("0001-01-01 00:00:00"), at("1969-12-31 23:59:59.999999"), nil, at("1970-01-01 00:00:00"), at("9999-12-31 23:59:59.999999"), at("1582-10-04 12:00:00.5")}
 	nts := []*time.Time{at("2000-01-01 00:00:00"), nil, nil, at("1677-09-22 00:00:00"), at("2262-04-10 23:59:59.999999"), nil}
 	ids := []int64{0, 1, 2, 3, 4, 5}
@@ -148,22 +162,7 @@ func TestInt96FullRange(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc := rd.Scan(context.Background(), []FileRef{{Add: snap.Files()[0], Start: c.start, End: c.end}})
-		var got []string
-		for {
-			b, err := sc.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if b.Rec != nil {
-				got = append(got, recRows(t, b.Rec)...)
-				b.Rec.Release()
-			}
-		}
-		sc.Close()
+		got := scanRefs(t, rd, []FileRef{{Add: snap.Files()[0], Start: c.start, End: c.end}})
 		rd.Close()
 		w := c.want
 		if w == nil {
@@ -188,50 +187,246 @@ func TestInt96FullRange(t *testing.T) {
 	}
 }
 
-// An INT96 inside a struct is still decoded through nanoseconds: a value outside 1677–2262
-// there fails the file before its first row goes out, not after.
-func TestNestedInt96OutOfRangeFailsBeforeFirstRow(t *testing.T) {
+// nestedRow is a row of writeNestedInt96File: st is struct<n timestamp> (nil: a null struct;
+// a nil n: a null field), l is array<timestamp>, m is map<string, timestamp> (a nil slice: a
+// null list or map; a nil element: a null value).
+type nestedRow struct {
+	st *struct{ n *time.Time }
+	l  []*time.Time
+	m  []nestedEntry
+	nl bool // l is null (else l is a list, maybe empty)
+	nm bool // m is null
+}
+
+type nestedEntry struct {
+	k string
+	v *time.Time
+}
+
+// writeNestedInt96File writes rows as a Parquet file of columns id (int64), st (optional
+// struct of an optional INT96 n), l (optional LIST of optional INT96) and m (optional MAP of
+// required string keys to optional INT96 values), as Spark does, one row group per element of
+// rowGroups (row index ranges).
+func writeNestedInt96File(t *testing.T, path string, rows []nestedRow, rowGroups [][2]int) int64 {
+	t.Helper()
+	must := func(n *schema.GroupNode, err error) *schema.GroupNode {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	st := must(schema.NewGroupNode("st", parquet.Repetitions.Optional, schema.FieldList{schema.NewInt96Node("n", parquet.Repetitions.Optional, -1)}, -1))
+	l := must(schema.NewGroupNodeLogical("l", parquet.Repetitions.Optional, schema.FieldList{
+		must(schema.NewGroupNode("list", parquet.Repetitions.Repeated, schema.FieldList{schema.NewInt96Node("element", parquet.Repetitions.Optional, -1)}, -1)),
+	}, schema.NewListLogicalType(), -1))
+	key, err := schema.NewPrimitiveNodeLogical("key", parquet.Repetitions.Required, schema.StringLogicalType{}, parquet.Types.ByteArray, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := must(schema.NewGroupNodeLogical("m", parquet.Repetitions.Optional, schema.FieldList{
+		must(schema.NewGroupNode("key_value", parquet.Repetitions.Repeated, schema.FieldList{key, schema.NewInt96Node("value", parquet.Repetitions.Optional, -1)}, -1)),
+	}, schema.MapLogicalType{}, -1))
+	root := must(schema.NewGroupNode("spark_schema", parquet.Repetitions.Required, schema.FieldList{
+		schema.NewInt64Node("id", parquet.Repetitions.Required, -1), st, l, m}, -1))
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := file.NewParquetWriter(f, root, file.WithWriterProps(parquet.NewWriterProperties(parquet.WithDictionaryDefault(false))))
+	// The levels and values of each leaf, built row by row.
+	type leaf struct {
+		vs         []parquet.Int96
+		keys       []parquet.ByteArray
+		defs, reps []int16
+	}
+	add96 := func(c *leaf, v *time.Time, def, rep int16) {
+		if v != nil {
+			c.vs = append(c.vs, int96Of(v.UnixMicro()))
+			def++
+		}
+		c.defs, c.reps = append(c.defs, def), append(c.reps, rep)
+	}
+	for _, g := range rowGroups {
+		var ids []int64
+		var cn, cl, ck, cv leaf
+		for i, r := range rows[g[0]:g[1]] {
+			ids = append(ids, int64(g[0]+i))
+			switch {
+			case r.st == nil:
+				cn.defs = append(cn.defs, 0)
+			default:
+				add96(&cn, r.st.n, 1, 0)
+			}
+			switch {
+			case r.nl:
+				cl.defs, cl.reps = append(cl.defs, 0), append(cl.reps, 0)
+			case len(r.l) == 0:
+				cl.defs, cl.reps = append(cl.defs, 1), append(cl.reps, 0)
+			}
+			for j, v := range r.l {
+				add96(&cl, v, 2, min(int16(j), 1))
+			}
+			switch {
+			case r.nm:
+				ck.defs, ck.reps = append(ck.defs, 0), append(ck.reps, 0)
+				cv.defs, cv.reps = append(cv.defs, 0), append(cv.reps, 0)
+			case len(r.m) == 0:
+				ck.defs, ck.reps = append(ck.defs, 1), append(ck.reps, 0)
+				cv.defs, cv.reps = append(cv.defs, 1), append(cv.reps, 0)
+			}
+			for j, e := range r.m {
+				ck.keys = append(ck.keys, parquet.ByteArray(e.k))
+				ck.defs, ck.reps = append(ck.defs, 2), append(ck.reps, min(int16(j), 1))
+				add96(&cv, e.v, 2, min(int16(j), 1))
+			}
+		}
+		rg := w.AppendRowGroup()
+		cw, _ := rg.NextColumn()
+		if _, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch(ids, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		cw.Close()
+		for _, c := range []*leaf{&cn, &cl, &ck, &cv} {
+			cw, _ := rg.NextColumn()
+			var reps []int16
+			if c != &cn {
+				reps = c.reps
+			}
+			var err error
+			if c == &ck {
+				_, err = cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(c.keys, c.defs, reps)
+			} else {
+				_, err = cw.(*file.Int96ColumnChunkWriter).WriteBatch(c.vs, c.defs, reps)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			cw.Close()
+		}
+		rg.Close()
+	}
+	return closeParquet(t, w, path)
+}
+
+const nestedInt96Schema = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},` +
+	`{"name":"st","type":{"type":"struct","fields":[{"name":"n","type":"timestamp","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}},` +
+	`{"name":"l","type":{"type":"array","elementType":"timestamp","containsNull":true},"nullable":true,"metadata":{}},` +
+	`{"name":"m","type":{"type":"map","keyType":"string","valueType":"timestamp","valueContainsNull":true},"nullable":true,"metadata":{}}]}`
+
+// INT96 timestamps inside a struct, a list and a map's values read exactly over years 1 to
+// 9999, as top-level ones do, with nulls at every level, across row groups and batch sizes.
+func TestNestedInt96FullRange(t *testing.T) {
 	mem := newMem(t)
 	dir := t.TempDir()
-	y1 := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	now := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	var ids []int64
-	var ts, nts []*time.Time
-	for i := range 100 {
-		ids = append(ids, int64(i))
-		ts = append(ts, &now)
-		nts = append(nts, &now)
+	at := instantParser(t)
+	instants := []*time.Time{at("0001-01-01 00:00:00"), at("9999-12-31 23:59:59.999999"), at("1969-12-31 23:59:59.999999"),
+		at("1582-10-04 12:00:00.5"), at("1677-09-21 00:12:43.145224"), at("2262-04-11 23:47:16.854776"), at("2024-05-01 10:00:00.000001"), nil}
+	var rows []nestedRow
+	for i := range 37 {
+		v := func(k int) *time.Time { return instants[(i+k)%len(instants)] }
+		r := nestedRow{l: []*time.Time{}, m: []nestedEntry{}}
+		switch i % 4 { // null struct, null field, value
+		case 0:
+		case 1:
+			r.st = &struct{ n *time.Time }{}
+		default:
+			r.st = &struct{ n *time.Time }{v(0)}
+		}
+		switch i % 5 { // null list, empty list, one to three elements, some null
+		case 0:
+			r.nl = true
+		case 1:
+		default:
+			for k := range i%5 - 1 {
+				r.l = append(r.l, v(k+1))
+			}
+		}
+		switch i % 3 {
+		case 0:
+			r.nm = true
+		case 1:
+		default:
+			r.m = []nestedEntry{{"a", v(3)}, {"b", v(5)}}
+		}
+		rows = append(rows, r)
 	}
-	nts[97] = &y1 // in the last row group
-	size := writeInt96File(t, filepath.Join(dir, "part-0.parquet"), ids, ts, nts, [][2]int{{0, 50}, {50, 100}})
-	writeCommit(t, dir, 0, protoV1, metaLine(int96Schema, "[]"), addLine("part-0.parquet", size, "{}"))
+	size := writeNestedInt96File(t, filepath.Join(dir, "part-0.parquet"), rows, [][2]int{{0, 10}, {10, 11}, {11, 37}})
+	writeCommit(t, dir, 0, protoV1, metaLine(nestedInt96Schema, "[]"), addLine("part-0.parquet", size, "{}"))
 	snap, err := dl.NewTable(dir, mem).Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, BatchRows: 10, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
+	js := func(v *time.Time) string {
+		if v == nil {
+			return "null"
+		}
+		return `"` + strings.TrimSuffix(v.Format("2006-01-02T15:04:05.999999"), ".") + `Z"`
 	}
-	defer rd.Close()
-	sc := rd.Scan(context.Background(), []FileRef{{Add: snap.Files()[0], End: -1}})
-	defer sc.Close()
-	b, err := sc.Next()
-	if err == nil {
-		b.Rec.Release()
-		t.Fatalf("first batch of %d rows emitted from a file that fails", b.Rec.NumRows())
+	var want []string
+	for i, r := range rows {
+		st := "null"
+		if r.st != nil {
+			st = `{"n":` + js(r.st.n) + `}`
+		}
+		l := "null"
+		if !r.nl {
+			var es []string
+			for _, v := range r.l {
+				es = append(es, js(v))
+			}
+			l = "[" + strings.Join(es, ",") + "]"
+		}
+		m := "null"
+		if !r.nm {
+			var es []string
+			for _, e := range r.m {
+				es = append(es, `{"key":"`+e.k+`","value":`+js(e.v)+`}`)
+			}
+			m = "[" + strings.Join(es, ",") + "]"
+		}
+		want = append(want, fmt.Sprintf(`{"id":%d,"l":%s,"m":%s,"st":%s}`, i, l, m, st))
 	}
-	if !strings.Contains(err.Error(), "column st.n: INT96 timestamp 0001-01-01 00:00:00 inside a struct") {
-		t.Errorf("err = %v", err)
-	}
-	// Projecting the top-level INT96 column only reads the file.
-	rd2, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, Columns: []string{"id", "t"}, BatchRows: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd2.Close()
-	if rows := scanAll(t, rd2, snap.Files()); len(rows) != 100 {
-		t.Errorf("%d rows", len(rows))
+	for _, c := range []struct {
+		cols       []string
+		batch      int
+		start, end int64
+	}{
+		{nil, 0, 0, -1},
+		{nil, 1, 0, -1},
+		{nil, 4, 0, -1}, // batches cross row groups
+		{nil, 7, 3, 30},
+		{[]string{"m"}, 5, 0, -1},
+		{[]string{"l", "st"}, 3, 2, -1},
+	} {
+		rd, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, Columns: c.cols, BatchRows: c.batch, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := scanRefs(t, rd, []FileRef{{Add: snap.Files()[0], Start: c.start, End: c.end}})
+		rd.Close()
+		end := int(c.end)
+		if end < 0 {
+			end = len(rows)
+		}
+		var w []string
+		for _, row := range want[c.start:end] {
+			if c.cols != nil {
+				var obj map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(row), &obj); err != nil {
+					t.Fatal(err)
+				}
+				keep := map[string]json.RawMessage{}
+				for _, k := range c.cols {
+					keep[k] = obj[k]
+				}
+				b, _ := json.Marshal(keep)
+				row = string(b)
+			}
+			w = append(w, row)
+		}
+		if strings.Join(got, "\n") != strings.Join(w, "\n") {
+			t.Errorf("columns %v batch %d rows [%d, %d):\n got %s\nwant %s", c.cols, c.batch, c.start, c.end, strings.Join(got, "\n"), strings.Join(w, "\n"))
+		}
 	}
 }
 
@@ -251,7 +446,7 @@ func TestInt96LegacyRebase(t *testing.T) {
 		julian(2299161, 0),                        // 1582-10-15, the switch: not rebased
 		julian(2440588, 0),                        // 1970-01-01
 	}
-	nts := make([]*time.Time, len(ts))
+	nts := ts // the struct's INT96 leaf is rebased too
 	kv := metadata.NewKeyValueMetadata()
 	kv.Append("org.apache.spark.legacyINT96", "")
 	size := writeInt96File(t, filepath.Join(dir, "part-0.parquet"), []int64{0, 1, 2, 3}, ts, nts, [][2]int{{0, 4}}, file.WithWriteMetadata(kv))
@@ -269,6 +464,16 @@ func TestInt96LegacyRebase(t *testing.T) {
 	want := strings.Join([]string{`{"t":"0001-01-01T00:00:00Z"}`, `{"t":"1582-10-04T23:00:01Z"}`, `{"t":"1582-10-15T00:00:00Z"}`, `{"t":"1970-01-01T00:00:00Z"}`}, "\n")
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	rd2, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, Columns: []string{"st"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd2.Close()
+	got = strings.Join(scanAll(t, rd2, snap.Files()), "\n")
+	want = strings.Join([]string{`{"st":{"n":"0001-01-01T00:00:00Z"}}`, `{"st":{"n":"1582-10-04T23:00:01Z"}}`, `{"st":{"n":"1582-10-15T00:00:00Z"}}`, `{"st":{"n":"1970-01-01T00:00:00Z"}}`}, "\n")
+	if got != want {
+		t.Errorf("st: got\n%s\nwant\n%s", got, want)
 	}
 }
 

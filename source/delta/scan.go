@@ -363,7 +363,9 @@ type fileCtx struct {
 	cols   []int             // per data column: index in the record reader's schema, -1 = missing, -2-k = int96[k]
 	types  []arrow.DataType  // per data column under column mapping: the type read (nil: the output type)
 	int96  []int             // top-level INT96 leaf columns, read by int96Column rather than the record reader
-	int96N []int             // INT96 leaves inside nested columns, read by the record reader (checkNestedInt96)
+	int96N []int             // INT96 leaves of nested columns int96NestedMicros could not rewrite (checkNestedInt96)
+	micros []int96Nested     // nested columns whose INT96 leaves the record reader hands over raw
+	legacy bool              // the file's INT96 values are Julian readings before 1582-10-15 (sparkLegacyInt96)
 	pv     []value           // per output partition column (in r.fields order)
 	eval   bool              // filter the rows by r.pred
 	dv     *roaring64.Bitmap // the rows the file's deletion vector removes (nil: none)
@@ -536,12 +538,18 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 		return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
 	}
 	fc.fr = fr
+	fc.legacy = pf.MetaData().KeyValueMetadata().FindValue(sparkLegacyInt96) != nil
 	if fc.pre != nil {
 		fc.pre.md = pf.MetaData()
 	}
 	// Map each data column to a top-level field of the file: exactly or ignoring case, by
 	// physical name or field id under column mapping.
 	mf := fr.Manifest.Fields
+	// Nested columns read their INT96 leaves as µs, decoded per batch (int96.go).
+	raw96 := make([]bool, len(mf))
+	for i := range mf {
+		raw96[i] = !mf[i].IsLeaf() && int96NestedMicros(pf, &mf[i])
+	}
 	used := make([]bool, len(mf))
 	var picked []int // manifest field indices, in data column order
 	for _, dc := range r.dataCols {
@@ -573,6 +581,10 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 			n++
 			k := len(fc.leaves)
 			fc.leaves = appendLeaves(fc.leaves, &mf[i])
+			if raw96[i] {
+				fc.micros = append(fc.micros, int96Nested{col: pos[i], field: &mf[i]})
+				continue
+			}
 			for _, leaf := range fc.leaves[k:] {
 				if pf.MetaData().Schema.Column(leaf).PhysicalType() == parquet.Types.Int96 {
 					fc.int96N = append(fc.int96N, leaf)
@@ -746,6 +758,11 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 	defer rr.Release()
 	for take != 0 && rr.Next() {
 		rec := rr.RecordBatch()
+		for _, m := range fc.micros {
+			if err := int96DecodeNested(fc.pf, m.field, rec.Column(m.col).Data(), fc.legacy); err != nil {
+				return fmt.Errorf("data file %s: %w", fc.add.Path, err)
+			}
+		}
 		lo, hi, ok := cut(rec.NumRows())
 		start := pos
 		pos += rec.NumRows()
