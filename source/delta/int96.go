@@ -96,9 +96,8 @@ type int96Column struct {
 	defs   []int16
 }
 
-func newInt96Column(pf *file.Reader, leaf int, rowGroups []int) *int96Column {
-	return &int96Column{pf: pf, leaf: leaf, maxDef: pf.MetaData().Schema.Column(leaf).MaxDefinitionLevel(), rgs: rowGroups,
-		legacy: pf.MetaData().KeyValueMetadata().FindValue(sparkLegacyInt96) != nil}
+func newInt96Column(pf *file.Reader, leaf int, rowGroups []int, legacy bool) *int96Column {
+	return &int96Column{pf: pf, leaf: leaf, maxDef: pf.MetaData().Schema.Column(leaf).MaxDefinitionLevel(), rgs: rowGroups, legacy: legacy}
 }
 
 // next decodes the next n rows into timestamp[µs, UTC] data (a new reference). Errors are

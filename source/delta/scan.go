@@ -542,14 +542,14 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 	if fc.pre != nil {
 		fc.pre.md = pf.MetaData()
 	}
-	// Map each data column to a top-level field of the file: exactly or ignoring case, by
-	// physical name or field id under column mapping.
-	mf := fr.Manifest.Fields
 	// Nested columns read their INT96 leaves as µs, decoded per batch (int96.go).
+	mf := fr.Manifest.Fields
 	raw96 := make([]bool, len(mf))
 	for i := range mf {
 		raw96[i] = !mf[i].IsLeaf() && int96NestedMicros(pf, &mf[i])
 	}
+	// Map each data column to a top-level field of the file: exactly or ignoring case, by
+	// physical name or field id under column mapping.
 	used := make([]bool, len(mf))
 	var picked []int // manifest field indices, in data column order
 	for _, dc := range r.dataCols {
@@ -682,7 +682,7 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 	// x96 reads the top-level INT96 columns' next n rows, the rows [lo, hi) of them kept.
 	cols96 := make([]*int96Column, len(fc.int96))
 	for k, leaf := range fc.int96 {
-		cols96[k] = newInt96Column(fc.pf, leaf, u.rowGroups)
+		cols96[k] = newInt96Column(fc.pf, leaf, u.rowGroups, fc.legacy)
 	}
 	defer func() {
 		for _, c := range cols96 {
