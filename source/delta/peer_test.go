@@ -113,8 +113,8 @@ func TestPeerSparkTables(t *testing.T) {
 	compareWithDeltaRs(t, dir, cases)
 
 	// INT96 over years 1 to 9999 (0001-01-01, 1969-12-31 23:59:59.999999, 9999-12-31 …, a
-	// null): read-delta and backfill --from-delta (read back from its target) equal Spark's
-	// own read of the table.
+	// null), top-level and inside a struct and an array: read-delta and backfill --from-delta
+	// (read back from its target) equal Spark's own read of the table.
 	p = filepath.Join(dir, "spark_int96_range")
 	direct := filepath.Join(dir, "int96.arrows")
 	readDeltaTo(t, direct, p)

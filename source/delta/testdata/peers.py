@@ -240,16 +240,20 @@ def spark(base):
         print("spark_nested_int96")
 
         # INT96 over years 1 to 9999 (issue #22) with the CORRECTED rebase modes (proleptic
-        # Gregorian as written, no Julian rebase), all rows in one file, year 1 first. Not
-        # printed: delta-rs reads INT96 through nanoseconds. Spark's own read, as µs since the
-        # epoch, goes to spark_int96_range.json for compare-spark.
+        # Gregorian as written, no Julian rebase), all rows in one file, year 1 first, top-level
+        # (ts) and nested: st struct<ts timestamp>, arr array<timestamp> (the instant and a
+        # null). Not printed: delta-rs reads INT96 through nanoseconds. Spark's own read, as µs
+        # since the epoch, goes to spark_int96_range.json for compare-spark.
         s.conf.set("spark.sql.parquet.int96RebaseModeInWrite", "CORRECTED")
         s.conf.set("spark.sql.parquet.datetimeRebaseModeInWrite", "CORRECTED")
         p = os.path.join(base, "spark_int96_range")
         micros = [-62135596800000000, -1, 0, 253402300799999999, None]
         s.createDataFrame([(i, m) for i, m in enumerate(micros)], "id LONG, us LONG").selectExpr(
-            "id", "timestamp_micros(us) AS ts").coalesce(1).sortWithinPartitions("id").write.format("delta").save(p)
-        got = s.read.format("delta").load(p).selectExpr("id", "unix_micros(ts)").collect()
+            "id", "timestamp_micros(us) AS ts").selectExpr(
+            "id", "ts", "named_struct('ts', ts) AS st", "array(ts, CAST(NULL AS TIMESTAMP)) AS arr").coalesce(1).sortWithinPartitions(
+            "id").write.format("delta").save(p)
+        got = s.read.format("delta").load(p).selectExpr(
+            "id", "unix_micros(ts)", "unix_micros(st.ts)", "transform(arr, x -> unix_micros(x))").collect()
         with open(p + ".json", "w") as f:
             json.dump(sorted([list(r) for r in got]), f)
     finally:
@@ -325,8 +329,8 @@ def compare(args):
 
 
 def compare_spark(args):
-    """compare-spark EXPECTED OUT...: read-delta outputs OUT (columns id and ts) hold the rows
-    of EXPECTED (Spark's read: [id, µs of ts] pairs)."""
+    """compare-spark EXPECTED OUT...: read-delta outputs OUT (columns id, ts, st.ts and arr)
+    hold the rows of EXPECTED (Spark's read: [id, µs of ts, µs of st.ts, [µs of arr's items]])."""
     import pyarrow.compute as pc
 
     with open(args[0]) as f:
@@ -336,7 +340,9 @@ def compare_spark(args):
             got = ipc.open_stream(f).read_all()
         ids = got.column("id").to_pylist()
         us = pc.cast(got.column("ts"), pa.int64()).to_pylist()
-        rows = sorted([list(r) for r in zip(ids, us)])
+        st = pc.cast(pc.struct_field(got.column("st"), "ts"), pa.int64()).to_pylist()
+        arr = pc.cast(got.column("arr"), pa.list_(pa.int64())).to_pylist()
+        rows = sorted([list(r) for r in zip(ids, us, st, arr)])
         if rows != want:
             print("%s: read-delta %s\n Spark %s" % (out, rows, want))
             sys.exit(1)
