@@ -90,8 +90,10 @@ type Txn struct {
 	LastUpdated *int64 `json:"lastUpdated,omitempty"` // ms since the Unix epoch; always set by Commit
 }
 
-// DeletionVector is a deletion vector descriptor (PROTOCOL.md "Deletion Vectors"). This
-// package never writes deletion vectors; it carries them through from other writers.
+// DeletionVector is a deletion vector descriptor (PROTOCOL.md "Deletion Vector Descriptor
+// Schema"): the rows of an add's data file that are deleted. [ReadDeletionVector] loads them;
+// this package never writes new deletion vectors, it carries them through (checkpoints,
+// removes) from other writers.
 type DeletionVector struct {
 	StorageType    string `json:"storageType"`           // "u" (relative path), "p" (absolute) or "i" (inline)
 	PathOrInlineDv string `json:"pathOrInlineDv"`        // encoded location or inline bitmap
@@ -125,7 +127,7 @@ type Add struct {
 	DataChange              bool               `json:"dataChange"`                        // true for appends; false in checkpoints and compactions
 	Stats                   string             `json:"stats,omitempty"`                   // statistics JSON document, as a string
 	Tags                    map[string]string  `json:"tags,omitempty"`                    // free-form file tags
-	DeletionVector          *DeletionVector    `json:"deletionVector,omitempty"`          // never written by this package
+	DeletionVector          *DeletionVector    `json:"deletionVector,omitempty"`          // deleted rows; carried through, never made by this package
 	BaseRowID               *int64             `json:"baseRowId,omitempty"`               // row tracking (not written by this package)
 	DefaultRowCommitVersion *int64             `json:"defaultRowCommitVersion,omitempty"` // row tracking (not written by this package)
 	ClusteringProvider      *string            `json:"clusteringProvider,omitempty"`      // clustered tables (not written by this package)

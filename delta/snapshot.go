@@ -127,15 +127,10 @@ func (s *Snapshot) CheckWrite() error {
 }
 
 // CheckRead reports whether this package can read the table's data: the reader protocol
-// must be supported and no live file may carry a deletion vector.
+// must be supported (live files' deletion vectors are read, see [ReadDeletionVector]).
 func (s *Snapshot) CheckRead() error {
 	if err := checkRead(s.protocol, s.metadata); err != nil {
 		return fmt.Errorf("check protocol %s: %w", s.root, err)
-	}
-	for _, a := range s.files {
-		if a.DeletionVector != nil {
-			return fmt.Errorf("check protocol %s: %w: file %s has a deletion vector", s.root, ErrUnsupportedProtocol, a.Path)
-		}
 	}
 	return nil
 }

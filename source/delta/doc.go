@@ -29,8 +29,9 @@
 // map and struct naming (DELTA.md "Types").
 //
 // Reader safety (DELTA.md "Reader safety"): the protocol is checked by package delta when a
-// snapshot loads (unknown reader features, type widening … are refused naming the feature;
-// column mapping is read, colmap.go); files with deletion vectors are refused; every logged path
+// snapshot loads (unknown reader features are refused naming the feature; column mapping is
+// read, colmap.go; type widening, widen.go); the rows a file's deletion vector marks are dropped
+// (dv.go: row indexes are positions in the Parquet file, whatever is skipped); every logged path
 // is validated before anything is read ([resolvePath]: percent-decoding, no "..", ".", empty
 // segments, backslashes, NUL or _delta_log, absolute paths and URLs only inside the table
 // root); local files are opened through an [os.Root] of the table directory so a symlink
@@ -64,8 +65,9 @@
 // latest version at its start ("available now"). Follow first reads the snapshot (or, with
 // StartingVersion, the commits from that version), then polls for the next commit file. As
 // in Spark's Delta source, only appends are followed: a commit removing data with
-// dataChange=true fails the stream unless IgnoreDeletes (commits that only delete) or
-// IgnoreChanges (also rewrites: their added files are read again); compactions
+// dataChange=true fails the stream unless IgnoreDeletes (commits that only delete),
+// SkipChangeCommits (every such commit is skipped) or IgnoreChanges (also rewrites: their
+// added files are read again; a file put back with a new deletion vector is one); compactions
 // (dataChange=false) are skipped; a schema change that older data cannot be read into fails
 // the stream with a message asking for a restart, which then reads with the new schema.
 package delta

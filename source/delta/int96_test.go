@@ -3,9 +3,11 @@ package delta
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -312,5 +314,65 @@ func TestS3Int96(t *testing.T) {
 		`{"id":2,"st":{"n":null},"t":"9999-12-31T23:59:59.999999Z"}`
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestInt96DeletionVector: the top-level INT96 columns, read beside the record reader, lose
+// the rows a deletion vector deletes as the other columns do (Spark writes INT96 timestamps
+// by default, so a Spark table after DELETE has both), with or without another leaf column.
+func TestInt96DeletionVector(t *testing.T) {
+	mem := newMem(t)
+	dir := t.TempDir()
+	const n = 300
+	base := time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
+	ids := make([]int64, n)
+	ts, nts := make([]*time.Time, n), make([]*time.Time, n)
+	var deleted []uint64
+	for i := range ids {
+		ids[i] = int64(i)
+		v := base.AddDate(i, 0, 0)
+		ts[i] = &v
+		if i%3 == 0 || (i >= 100 && i < 150) {
+			deleted = append(deleted, uint64(i))
+		}
+	}
+	size := writeInt96File(t, filepath.Join(dir, "part-0.parquet"), ids, ts, nts, [][2]int{{0, 100}, {100, 200}, {200, 300}})
+	writeCommit(t, dir, 0,
+		`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors"]}}`,
+		metaLine(int96Schema, "[]"),
+		fmt.Sprintf(`{"add":{"path":"part-0.parquet","partitionValues":{},"size":%d,"modificationTime":1,"dataChange":true,"deletionVector":%s}}`, size, inlineDV(deleted)))
+	snap, err := dl.NewTable(dir, mem).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	isDel := map[int]bool{}
+	for _, d := range deleted {
+		isDel[int(d)] = true
+	}
+	for _, c := range []struct {
+		cols  []string
+		batch int
+	}{{[]string{"id", "t"}, 7}, {[]string{"t"}, 7}, {[]string{"t", "id"}, 128}} {
+		rd, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, Columns: c.cols, BatchRows: c.batch, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := scanRange(t, rd, snap.Files()[0], 0, -1)
+		rd.Close()
+		var want []string
+		for i := range n {
+			if isDel[i] {
+				continue
+			}
+			row := `{"t":"` + ts[i].Format("2006-01-02T15:04:05") + `Z"}`
+			if len(c.cols) == 2 {
+				row = `{"id":` + itoa(ids[i]) + `,` + row[1:]
+			}
+			want = append(want, row)
+		}
+		sort.Strings(want)
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("columns %v batch %d: %d rows, want %d\n got %.300s\nwant %.300s", c.cols, c.batch, len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
 	}
 }

@@ -452,9 +452,6 @@ func TestUnsupportedReaderFeaturesRefused(t *testing.T) {
 		{`{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}`, `{"delta.columnMapping.mode":"name"}`, "", `without the columnMapping feature`},
 		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["columnMapping"],"writerFeatures":["columnMapping"]}}`, `{"delta.columnMapping.mode":"id"}`, "", `column id has no delta.columnMapping.id`},
 		{`{"protocol":{"minReaderVersion":4,"minWriterVersion":7}}`, `{}`, "", `reader version 4`},
-		{`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors"]}}`, `{}`,
-			`{"add":{"path":"a.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true,"deletionVector":{"storageType":"u","pathOrInlineDv":"ab^-aqEH.-t@S}K{vb[*k^","offset":4,"sizeInBytes":40,"cardinality":6}}}`,
-			`deletionVectors`},
 	} {
 		os.RemoveAll(filepath.Join(dir, "_delta_log"))
 		meta := strings.Replace(metaLine(schema, "[]"), `"configuration":{}`, `"configuration":`+c.conf, 1)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
@@ -20,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/streamkit/streamkit/codec"
 	dl "github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/expr"
 	"github.com/streamkit/streamkit/storage"
@@ -80,7 +82,8 @@ type Reader struct {
 	readSc    *arrow.Schema // the schema of fields (schema when nOut == len(fields))
 	batchRows int
 	workers   int
-	opened    atomic.Int64 // data files opened (tests: pruning opens none of the skipped ones)
+	bufs      *codec.Recycler // the buffers of batches filtered by deletion vectors, reused
+	opened    atomic.Int64    // data files opened (tests: pruning opens none of the skipped ones)
 }
 
 type outField struct {
@@ -119,6 +122,7 @@ func NewReader(s storage.Store, meta *dl.Metadata, opts ReadOptions) (*Reader, e
 	if r.mem == nil {
 		r.mem = memory.DefaultAllocator
 	}
+	r.bufs = codec.NewRecycler(r.mem)
 	if r.batchRows <= 0 {
 		r.batchRows = 64 * 1024
 	}
@@ -215,8 +219,9 @@ func NewReader(s storage.Store, meta *dl.Metadata, opts ReadOptions) (*Reader, e
 	return r, nil
 }
 
-// Close releases the table directory handle.
+// Close releases the table directory handle and the buffers kept for reuse.
 func (r *Reader) Close() error {
+	r.bufs.Release()
 	if r.rt == nil {
 		return nil
 	}
@@ -354,13 +359,14 @@ type fileCtx struct {
 	pre    *prefetcher // bucket files: the coalesced ranges of the units being decoded
 	pf     *file.Reader
 	fr     *pqarrow.FileReader
-	leaves []int            // leaf columns to read
-	cols   []int            // per data column: index in the record reader's schema, -1 = missing, -2-k = int96[k]
-	types  []arrow.DataType // per data column under column mapping: the type read (nil: the output type)
-	int96  []int            // top-level INT96 leaf columns, read by int96Column rather than the record reader
-	int96N []int            // INT96 leaves inside nested columns, read by the record reader (checkNestedInt96)
-	pv     []value          // per output partition column (in r.fields order)
-	eval   bool             // filter the rows by r.pred
+	leaves []int             // leaf columns to read
+	cols   []int             // per data column: index in the record reader's schema, -1 = missing, -2-k = int96[k]
+	types  []arrow.DataType  // per data column under column mapping: the type read (nil: the output type)
+	int96  []int             // top-level INT96 leaf columns, read by int96Column rather than the record reader
+	int96N []int             // INT96 leaves inside nested columns, read by the record reader (checkNestedInt96)
+	pv     []value           // per output partition column (in r.fields order)
+	eval   bool              // filter the rows by r.pred
+	dv     *roaring64.Bitmap // the rows the file's deletion vector removes (nil: none)
 	refs   atomic.Int32
 }
 
@@ -490,11 +496,13 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 	if err != nil {
 		return nil, nil, err
 	}
+	fc := &fileCtx{add: add}
 	if add.DeletionVector != nil {
-		return nil, nil, fmt.Errorf("data file %s: %w: reader feature deletionVectors (the file has a deletion vector)", add.Path, dl.ErrUnsupportedProtocol)
+		if fc.dv, err = dl.ReadDeletionVector(ctx, r.store, add.DeletionVector, storage.Options{}); err != nil {
+			return nil, nil, fmt.Errorf("data file %s: deletion vector: %w", add.Path, err)
+		}
 	}
 	r.opened.Add(1)
-	fc := &fileCtx{add: add}
 	for _, f := range r.fields {
 		if f.part {
 			pv, err := r.partitionValues(add)
@@ -710,7 +718,17 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 				releaseData(x)
 				continue
 			}
-			rec, err := r.assemble(ctx, fc, nil, x, int(hi-lo), *prog, start+lo)
+			span := rowSpan{first: start + lo, n: hi - lo, dv: fc.dv}
+			kept := span.n - span.deleted()
+			if kept == 0 {
+				releaseData(x)
+				continue
+			}
+			x, err := dropDeletedData(ctx, r.mem, x, span)
+			if err != nil {
+				return fmt.Errorf("data file %s: %w", fc.add.Path, err)
+			}
+			rec, err := r.assemble(ctx, fc, nil, x, int(kept), *prog, span)
 			releaseData(x)
 			if err != nil {
 				return err
@@ -747,7 +765,25 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 		} else {
 			rec.Retain()
 		}
-		out, err := r.assemble(ctx, fc, in, x, int(hi-lo), *prog, start+lo)
+		span := rowSpan{first: start + lo, n: hi - lo, dv: fc.dv}
+		if span.deleted() > 0 {
+			kept, err := dropDeleted(ctx, r.mem, r.bufs, in, span)
+			in.Release()
+			if err != nil {
+				releaseData(x)
+				return fmt.Errorf("data file %s: %w", fc.add.Path, err)
+			}
+			if in = kept; in.NumRows() == 0 {
+				in.Release()
+				releaseData(x)
+				continue
+			}
+			if x, err = dropDeletedData(ctx, r.mem, x, span); err != nil {
+				in.Release()
+				return fmt.Errorf("data file %s: %w", fc.add.Path, err)
+			}
+		}
+		out, err := r.assemble(ctx, fc, in, x, int(in.NumRows()), *prog, span)
 		in.Release()
 		releaseData(x)
 		if err != nil {
@@ -766,8 +802,8 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 // assemble builds an output batch of n rows from the file columns in rec (nil when no data
 // column is read), the top-level INT96 columns in x96 and the file's partition values; when
 // the file's rows are filtered, only the rows where prog is true, nil when there are none
-// (firstRow: the file row of rec's first row, for errors).
-func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatch, x96 []arrow.ArrayData, n int, prog *expr.Program, firstRow int64) (arrow.RecordBatch, error) {
+// (span: the file rows rec's rows were kept from, for errors).
+func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatch, x96 []arrow.ArrayData, n int, prog *expr.Program, span rowSpan) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, 0, len(r.fields))
 	release := func() {
 		for _, c := range cols {
@@ -815,7 +851,7 @@ func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatc
 	read := array.NewRecordBatch(r.readSc, cols, int64(n))
 	defer read.Release()
 	mask, err := prog.Eval(ctx, read, func(i int) string {
-		return fmt.Sprintf("data file %s row %d", fc.add.Path, firstRow+int64(i))
+		return fmt.Sprintf("data file %s row %d", fc.add.Path, span.fileRow(i))
 	})
 	if err != nil {
 		return nil, err

@@ -49,7 +49,14 @@ type Config struct {
 	// IgnoreChanges also accepts commits that rewrite files (update, merge, overwrite),
 	// emitting their added files — so unchanged rows of a rewritten file come again. Without
 	// them such commits fail the stream (Spark's Delta source options of the same names).
+	// A commit that deletes or updates rows through deletion vectors removes each touched file
+	// and adds it back with its new vector, so it is a rewrite: IgnoreChanges reads the file's
+	// remaining rows again.
 	IgnoreDeletes, IgnoreChanges bool
+	// SkipChangeCommits skips every commit that removes data (dataChange=true removes: deletes,
+	// updates, merges, overwrites, new deletion vectors), its added files included, so only
+	// appends are read (Spark's skipChangeCommits).
+	SkipChangeCommits bool
 	// MaxFilesPerEpoch cuts an epoch once it has read this many files (Spark's
 	// maxFilesPerTrigger); 0 = 1000, < 0 = no limit.
 	MaxFilesPerEpoch int
@@ -227,15 +234,11 @@ func (s *Source) wrap(err error) error {
 	return fmt.Errorf("read-delta %s: %w", s.cfg.Table, err)
 }
 
-// checkFiles validates every path of a change set before anything is read, and refuses files
-// with deletion vectors.
+// checkFiles validates every path of a change set before anything is read.
 func (s *Source) checkFiles(version int64, files []*dl.Add) error {
 	for _, a := range files {
 		if err := s.rd.CheckPath(a.Path); err != nil {
 			return fmt.Errorf("read-delta %s version %d: %w", s.cfg.Table, version, err)
-		}
-		if a.DeletionVector != nil {
-			return fmt.Errorf("read-delta %s version %d: %w: reader feature deletionVectors: file %s has a deletion vector", s.cfg.Table, version, dl.ErrUnsupportedProtocol, a.Path)
 		}
 	}
 	return nil
@@ -301,10 +304,15 @@ func (s *Source) loadChanges(ctx context.Context) (bool, error) {
 	if len(removed) > 0 {
 		what := fmt.Sprintf("version %d of %s removes data (operation %s, file %s)", v, s.cfg.Table, orUnknown(op), removed[0].Path)
 		switch {
+		case s.cfg.SkipChangeCommits:
+			s.env.Log.Info("skipping a commit that changes existing data", "version", v, "operation", op, "removed_files", len(removed), "skipped_files", len(adds))
+			s.files = nil
+			s.loaded = true
+			return true, nil
 		case dataAdds > 0 && !s.cfg.IgnoreChanges:
-			return false, fmt.Errorf("read-delta: %s and rewrites files: a streaming read only follows appends; pass --ignore-changes to read the rewritten files (their unchanged rows come again)", what)
+			return false, fmt.Errorf("read-delta: %s and rewrites files%s: a streaming read only follows appends; pass --skip-change-commits to skip such commits, or --ignore-changes to read the rewritten files (their unchanged rows come again)", what, dvNote(removed, adds))
 		case dataAdds == 0 && !s.cfg.IgnoreDeletes && !s.cfg.IgnoreChanges:
-			return false, fmt.Errorf("read-delta: %s: a streaming read only follows appends; pass --ignore-deletes to skip commits that only delete", what)
+			return false, fmt.Errorf("read-delta: %s: a streaming read only follows appends; pass --ignore-deletes or --skip-change-commits to skip commits that only delete", what)
 		}
 		s.env.Log.Info("skipping removed data", "version", v, "operation", op, "removed_files", len(removed))
 	}
@@ -314,6 +322,22 @@ func (s *Source) loadChanges(ctx context.Context) (bool, error) {
 	s.files = adds
 	s.loaded = true
 	return true, nil
+}
+
+// dvNote says that a rewrite marks rows deleted through deletion vectors, when one of its
+// adds puts back a removed file with a new vector.
+func dvNote(removed []*dl.Remove, adds []*dl.Add) string {
+	for _, a := range adds {
+		if a.DeletionVector == nil {
+			continue
+		}
+		for _, r := range removed {
+			if r.Path == a.Path {
+				return fmt.Sprintf(" (file %s gets a deletion vector)", a.Path)
+			}
+		}
+	}
+	return ""
 }
 
 func orUnknown(s string) string {

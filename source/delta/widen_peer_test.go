@@ -72,7 +72,7 @@ func TestPeerSparkTypeWidening(t *testing.T) {
 	}
 
 	follow := widenCase{Name: "follow", Want: latest.Want, Out: filepath.Join(dir, "follow.arrows")}
-	followTo(t, follow.Out, int64(len(want.Rows)), m.Table, "--follow", "--starting-version", "0", "--poll-interval", "50ms")
+	followArrow(t, follow.Out, int64(len(want.Rows)), m.Table, "--follow", "--starting-version", "0", "--poll-interval", "50ms")
 	copyTo := filepath.Join(dir, "backfilled")
 	cmd := exec.Command(peertest.Binary(t), "backfill", "--progress", "off", "--from-delta", m.Table, "--to", copyTo, "--flow", "copy")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -95,7 +95,7 @@ func TestPeerSparkTypeWidening(t *testing.T) {
 
 // followTo runs `streamkit read-delta ARGS` (a --follow read) until it has emitted rows rows,
 // writes them as an Arrow IPC stream to out and stops it.
-func followTo(t *testing.T, out string, rows int64, args ...string) {
+func followArrow(t *testing.T, out string, rows int64, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -158,8 +158,9 @@ func optimizeSpec() cli.Spec {
 		Long: `optimize rewrites the small data files of TABLE into fewer, larger ones (Delta's OPTIMIZE
 with bin-packing): within each partition, files smaller than --target-file-size are packed,
 smallest first, into bins of up to that size, and each bin of two or more files becomes one
-file. Rows, partition values and the table's contents are unchanged; statistics are
-recomputed. The commit removes and adds files with dataChange=false, so streaming readers
+file. A file with a deletion vector is always rewritten (alone if need be) without the rows
+the vector deletes. Rows, partition values and the table's contents are unchanged; statistics
+are recomputed. The commit removes and adds files with dataChange=false, so streaming readers
 ignore it and concurrent appends (write-delta flows) never conflict with it. The old files
 stay on disk for readers of older versions until 'streamkit delta vacuum'. TABLE is a
 directory, a file:// URI or a bucket URL (s3://, gs://, az://, abfss://).
@@ -228,7 +229,8 @@ is older than the retention) and files of writers that never committed them (e.g
 ones). The retention keeps what readers of older versions (time travel) and concurrent writers
 (files written but not committed yet) still need. It defaults to the table's
 delta.deletedFileRetentionDuration (168h unless set); a shorter --retain is refused without
---force. _delta_log, hidden files and directories and deletion vector files are never touched.
+--force. _delta_log and hidden files and directories are never touched; a deletion vector
+file is kept while a live file (or a removal younger than the retention) uses it.
 TABLE is a directory, a file:// URI or a bucket URL (s3://, gs://, az://, abfss://); on a
 bucket the table's prefix is listed page by page.
 --dry-run lists the files without deleting them.`,

@@ -103,8 +103,8 @@ history' lists them.
 
 Rows are the sum of the files' numRecords statistics, less the rows their deletion vectors
 delete; when a file has no statistics the row count is unknown and says so. describe reads
-only the log: a table with features streamkit does not read or write (deletion vectors,
-column mapping …) is described all the same, and the lines "not readable" and "not writable"
+only the log: a table with features streamkit does not read or write (variantType, row
+tracking …) is described all the same, and the lines "not readable" and "not writable"
 say which feature stops read-delta or write-delta.
 
 TABLE is a local path, a file:// URI or a bucket URL (s3://, gs://, az://, abfss://).

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -60,10 +61,13 @@ type OptimizeResult struct {
 // adds the new ones, all with dataChange=false, so streaming readers skip it and it never
 // conflicts with concurrent blind appends (DELTA.md "Concurrency"); it fails only when another
 // writer removed a file being compacted or changed the metadata. Removed files stay on disk
-// until `delta vacuum`. Files carrying deletion vectors are left alone. On a clustered table
-// (writer feature clustering) only files without a clusteringProvider are compacted: the
-// clustered ones keep the layout their clustering gave them, the new files are unclustered
-// (no clusteringProvider) for the next clustering run, and the delta.clustering domain stays.
+// until `delta vacuum`. A file carrying a deletion vector is always rewritten, whatever its
+// size and even alone in its bin, without the rows the vector deletes (as Spark's OPTIMIZE
+// purges them); its remove carries the vector, so it is that logical file that leaves. On a
+// clustered table (writer feature clustering) only files without a clusteringProvider are
+// compacted: the clustered ones keep the layout their clustering gave them, the new files are
+// unclustered (no clusteringProvider) for the next clustering run, and the delta.clustering
+// domain stays.
 //
 // The table is rooted at store st (a local directory or a bucket prefix); the new files are
 // written through it and the old ones read from it.
@@ -99,7 +103,7 @@ func Optimize(ctx context.Context, st storage.Store, opts OptimizeOptions) (*Opt
 	var keys []string
 	clustered := slices.Contains(s.Protocol().WriterFeatures, delta.FeatureClustering)
 	for _, a := range s.Files() {
-		if a.Size >= target || a.DeletionVector != nil {
+		if a.Size >= target && a.DeletionVector == nil {
 			continue
 		}
 		if clustered && a.ClusteringProvider != nil {
@@ -123,11 +127,12 @@ func Optimize(ctx context.Context, st storage.Store, opts OptimizeOptions) (*Opt
 		sort.SliceStable(files, func(i, j int) bool { return files[i].Size < files[j].Size })
 		var cur []*delta.Add
 		var size int64
+		dvs := false // cur holds a file with a deletion vector
 		flush := func() {
-			if len(cur) >= 2 {
+			if len(cur) >= 2 || dvs {
 				bins = append(bins, cur)
 			}
-			cur, size = nil, 0
+			cur, size, dvs = nil, 0, false
 		}
 		for _, f := range files {
 			if len(cur) > 0 && size+f.Size > target {
@@ -135,6 +140,7 @@ func Optimize(ctx context.Context, st storage.Store, opts OptimizeOptions) (*Opt
 			}
 			cur = append(cur, f)
 			size += f.Size
+			dvs = dvs || f.DeletionVector != nil
 		}
 		flush()
 	}
@@ -182,7 +188,7 @@ func Optimize(ctx context.Context, st storage.Store, opts OptimizeOptions) (*Opt
 			size := f.Size
 			removes = append(removes, delta.Remove{Path: f.Path, DeletionTimestamp: &now, DataChange: false,
 				ExtendedFileMetadata: &ext, PartitionValues: f.PartitionValues, Size: &size,
-				BaseRowID: f.BaseRowID, DefaultRowCommitVersion: f.DefaultRowCommitVersion})
+				DeletionVector: f.DeletionVector, BaseRowID: f.BaseRowID, DefaultRowCommitVersion: f.DefaultRowCommitVersion})
 			res.BytesRemoved += f.Size
 			touched[partitionKey(partKeys, f.PartitionValues)] = true
 		}
@@ -245,11 +251,17 @@ func partitionKey(cols []string, values map[string]*string) string {
 }
 
 // copyFile streams the rows of data file f of the table in st into w, in the partition f
-// belongs to, and returns the number of rows.
+// belongs to, less those its deletion vector deletes, and returns the number of rows.
 func copyFile(ctx context.Context, w *deltasink.DataWriter, st storage.Store, f *delta.Add, partCols []string, mem memory.Allocator) (int64, error) {
 	rel, err := delta.DecodePath(f.Path)
 	if err != nil {
 		return 0, err
+	}
+	var dv *roaring64.Bitmap
+	if f.DeletionVector != nil {
+		if dv, err = delta.ReadDeletionVector(ctx, st, f.DeletionVector, storage.Options{}); err != nil {
+			return 0, fmt.Errorf("deletion vector: %w", err)
+		}
 	}
 	var pf *file.Reader
 	if root := st.LocalDir(); root != "" {
@@ -279,11 +291,9 @@ func copyFile(ctx context.Context, w *deltasink.DataWriter, st storage.Store, f 
 	for _, c := range partCols {
 		isPart[strings.ToLower(c)] = true
 	}
-	var rows int64
-	for rr.Next() {
-		rec := rr.RecordBatch()
-		// Some writers also store partition columns in the data files: drop them, the
-		// partition values of the log win.
+	// write writes one batch; some writers also store partition columns in the data files:
+	// they are dropped, the partition values of the log win.
+	write := func(rec arrow.RecordBatch) error {
 		if len(isPart) > 0 {
 			var fields []arrow.Field
 			var cols []arrow.Array
@@ -295,16 +305,32 @@ func copyFile(ctx context.Context, w *deltasink.DataWriter, st storage.Store, f 
 			}
 			if len(fields) != int(rec.NumCols()) {
 				rec = array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
-				err := w.WritePartition(f.PartitionValues, rec)
-				rows += rec.NumRows()
-				rec.Release()
-				if err != nil {
-					return 0, err
-				}
-				continue
+				defer rec.Release()
 			}
 		}
-		if err := w.WritePartition(f.PartitionValues, rec); err != nil {
+		return w.WritePartition(f.PartitionValues, rec)
+	}
+	var rows, pos int64 // pos: the file row of rec's first row
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		first := pos
+		pos += rec.NumRows()
+		if dv != nil {
+			kept, err := rd.DropDeletedRows(ctx, mem, rec, dv, first)
+			if err != nil {
+				return 0, err
+			}
+			if kept.NumRows() > 0 {
+				err = write(kept)
+			}
+			rows += kept.NumRows()
+			kept.Release()
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := write(rec); err != nil {
 			return 0, err
 		}
 		rows += rec.NumRows()

@@ -42,7 +42,9 @@ type VacuumResult struct {
 // retention. The retention protects files that concurrent writers have written but not yet
 // committed and removed files that readers of older versions still need. Never touched:
 // `_delta_log`, hidden files and directories (names starting with '.' or '_', except
-// partition directories), deletion vector files and symbolic links. A retention below the
+// partition directories) and symbolic links. Deletion vector files (deletion_vector_*.bin) are
+// kept while a live file's vector, or the vector of a removed file whose tombstone is younger
+// than the retention, is stored in them; others are deleted like data files. A retention below the
 // table's delta.deletedFileRetentionDuration is refused unless Force is set. Around the
 // deletion, two commitInfo-only commits (operations VACUUM START and VACUUM END) record it, as
 // Spark does, without changing the table's data.
@@ -76,17 +78,33 @@ func Vacuum(ctx context.Context, st storage.Store, opts VacuumOptions) (*VacuumR
 	now := opts.Now()
 	cutoff := now.Add(-retain)
 	keep := map[string]bool{}
+	keepDV := func(dv *delta.DeletionVector) error {
+		if dv == nil {
+			return nil
+		}
+		name, ok, err := dv.FileInTable(st)
+		if ok {
+			keep[name] = true
+		}
+		return err
+	}
 	for _, a := range s.Files() {
 		p, err := delta.DecodePath(a.Path)
 		if err != nil {
 			return nil, fmt.Errorf("vacuum: live file %q: %w; refusing to vacuum", a.Path, err)
 		}
 		keep[p] = true
+		if err := keepDV(a.DeletionVector); err != nil {
+			return nil, fmt.Errorf("vacuum: live file %q: %w; refusing to vacuum", a.Path, err)
+		}
 	}
 	for _, r := range s.Tombstones() {
 		if r.DeletionTimestamp == nil || time.UnixMilli(*r.DeletionTimestamp).After(cutoff) {
 			if p, err := delta.DecodePath(r.Path); err == nil {
 				keep[p] = true
+			}
+			if err := keepDV(r.DeletionVector); err != nil {
+				return nil, fmt.Errorf("vacuum: removed file %q: %w; refusing to vacuum", r.Path, err)
 			}
 		}
 	}
@@ -101,8 +119,7 @@ func Vacuum(ctx context.Context, st storage.Store, opts VacuumOptions) (*VacuumR
 		return false
 	}
 	// skip reports whether the object at rel may never be vacuumed: inside _delta_log or a
-	// hidden directory (other than a partition directory), or itself hidden or a deletion
-	// vector file.
+	// hidden directory (other than a partition directory), or itself hidden.
 	skip := func(rel string) bool {
 		segs := strings.Split(rel, "/")
 		for _, d := range segs[:len(segs)-1] {
@@ -111,7 +128,7 @@ func Vacuum(ctx context.Context, st storage.Store, opts VacuumOptions) (*VacuumR
 			}
 		}
 		name := segs[len(segs)-1]
-		return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || strings.HasPrefix(name, "deletion_vector_")
+		return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
 	}
 	res := &VacuumResult{Retention: retain}
 	consider := func(in storage.Info) error {

@@ -64,20 +64,28 @@ added by every new commit, in commit order; --starting-version N reads the commi
 instead of a snapshot ("latest": only commits made from now on). Each epoch's end position
 (a table version, and the file and row within it) goes to the offsets WAL before its
 barrier, so a restart replays exactly the same rows. Like Spark's Delta source, a stream only
-follows appends: a commit that removes data fails it unless --ignore-deletes (skip commits
-that only delete) or --ignore-changes (also read files rewritten by updates and merges —
-their unchanged rows come again); compactions (dataChange=false) are skipped.
+follows appends: a commit that removes data fails it, naming the version, unless
+--ignore-deletes (skip commits that only delete), --skip-change-commits (skip every commit
+that deletes or changes existing rows, its added files too: Spark's skipChangeCommits) or
+--ignore-changes (also read files rewritten by updates and merges — their unchanged rows
+come again); compactions (dataChange=false) are skipped. A DELETE, UPDATE or MERGE that
+marks rows deleted in a deletion vector removes the file and adds it back with the new
+vector: it is such a change.
+
+Deletion vectors (inline, or in deletion_vector_*.bin files of the table or at an absolute
+path) are applied: the rows they mark are never read.
 
 Without --follow but with a checkpoint, a run reads what is new since the last run and
 stops ("available now", for cron).
 
 Tables are read directly from the transaction log (JSON commits and checkpoints: classic,
 multi-part and v2 ones, UUID-named with a JSON or Parquet top-level file and sidecars; the
-newest complete checkpoint is found by listing, whatever _last_checkpoint says). Tables
-needing reader features streamkit lacks (deletion vectors on live files, type widening …)
-are refused with a message naming the feature, and paths in the log that point outside the
-table are refused. Column mapping (name and id modes, after RENAME or DROP COLUMN) is read by
-physical names or Parquet field ids; the output has the display names.`,
+newest complete checkpoint is found by listing, whatever _last_checkpoint says). Deletion
+vectors (inline and in files) drop the rows they delete; column mapping (name and id modes,
+after RENAME or DROP COLUMN) is read by physical names or Parquet field ids, and the output
+has the display names; files written before a type widening are read with the current type.
+Tables needing reader features streamkit lacks (variantType …) are refused with a message
+naming the feature, and paths in the log that point outside the table are refused.`,
 		Examples: []string{
 			"# Read the latest version\nstreamkit read-delta ./lake/orders | streamkit print",
 			"# A table on S3 (or an S3-compatible server through AWS_ENDPOINT_URL)\nstreamkit read-delta s3://lake/orders --columns order_id,amount | streamkit print",
@@ -141,6 +149,7 @@ physical names or Parquet field ids; the output has the display names.`,
 			f.StringVar(&starting, "starting-version", "", "with --follow: read the commits from this version on instead of a snapshot; latest = only new commits")
 			f.BoolVar(&cfg.IgnoreDeletes, "ignore-deletes", false, "skip commits that only remove data instead of failing")
 			f.BoolVar(&cfg.IgnoreChanges, "ignore-changes", false, "accept commits that rewrite files (update/merge): read their added files again")
+			f.BoolVar(&cfg.SkipChangeCommits, "skip-change-commits", false, "with --follow: skip every commit that deletes or changes existing rows (delete, update, merge, new deletion vectors), reading only appends (Spark's skipChangeCommits)")
 			cli.DurationVar(f, &cfg.PollInterval, "poll-interval", 250*time.Millisecond, "with --follow: how often to look for a new commit")
 			f.IntVar(&cfg.MaxFilesPerEpoch, "max-files-per-epoch", 1000, "cut an epoch after this many data files (Spark's maxFilesPerTrigger); -1: no limit")
 			f.IntVar(&cfg.Workers, "workers", 0, "goroutines decoding Parquet ahead of the output (default: number of CPUs, at most 8)")

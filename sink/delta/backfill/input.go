@@ -65,12 +65,6 @@ func openDelta(ctx context.Context, table string, store storage.Store, version i
 		r.Close()
 		return nil, fmt.Errorf("backfill: source %s: %w", table, err)
 	}
-	for _, f := range files {
-		if f.DeletionVector != nil {
-			r.Close()
-			return nil, fmt.Errorf("backfill: source %s: %w: reader feature deletionVectors: file %s has a deletion vector", table, dl.ErrUnsupportedProtocol, f.Path)
-		}
-	}
 	return &deltaInput{table: table, store: store, mem: mem, snap: snap, rd: r, files: files, where: where}, nil
 }
 
@@ -136,7 +130,8 @@ func (d *deltaInput) Close() {
 	d.rd.Close()
 }
 
-// numRecords is the file's row count from its statistics, -1 when absent.
+// numRecords is the logical file's row count: numRecords from its statistics less the rows
+// its deletion vector removes; -1 when absent.
 func numRecords(a *dl.Add) int64 {
 	if a.Stats == "" {
 		return -1
@@ -146,6 +141,9 @@ func numRecords(a *dl.Add) int64 {
 	}
 	if json.Unmarshal([]byte(a.Stats), &st) != nil || st.NumRecords == nil {
 		return -1
+	}
+	if a.DeletionVector != nil {
+		return max(*st.NumRecords-a.DeletionVector.Cardinality, 0)
 	}
 	return *st.NumRecords
 }
