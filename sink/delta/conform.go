@@ -262,7 +262,7 @@ func (c *conformer) array(path string, arr arrow.Array, dst arrow.DataType) (arr
 	out, err := compute.CastArray(context.Background(), arr, compute.SafeCastOptions(dst))
 	if err != nil {
 		if ts, ok := src.(*arrow.TimestampType); ok && ts.Unit == arrow.Nanosecond && !c.truncate {
-			return nil, fmt.Errorf("column %s: Delta stores timestamps in microseconds and the input has nanosecond digits (allow truncation to drop them): %w", path, err)
+			return nil, fmt.Errorf("column %s: Delta stores timestamps in microseconds and the input has nanosecond digits (--truncate-timestamps drops them): %w", path, err)
 		}
 		return nil, fmt.Errorf("column %s: %w", path, err)
 	}

@@ -75,6 +75,65 @@ func rebaseJulianMicros(us int64) int64 {
 	return g*86_400_000_000 + tod
 }
 
+// sparkLegacyDateTime is the key of a Parquet file's key-value metadata by which Spark marks DATE
+// and INT64 TIMESTAMP values written with datetimeRebaseModeInWrite=LEGACY (Spark 2.x and
+// Databricks Runtime before 7 wrote so): days and instants before the Gregorian switch are
+// readings of the hybrid Julian calendar, as sparkLegacyInt96 says for INT96.
+const sparkLegacyDateTime = "org.apache.spark.legacyDateTime"
+
+// rebaseLegacyDateTime rebases, in place, the date32 and timestamp values before the Gregorian
+// switch of d (a column decoded from a sparkLegacyDateTime file, in the output type) and of its
+// nested children, as Spark's RebaseDateTime.rebaseJulianToGregorianDays/Micros do for UTC.
+// Only files carrying the key pay for it.
+func rebaseLegacyDateTime(d arrow.ArrayData) {
+	for _, c := range d.Children() {
+		rebaseLegacyDateTime(c)
+	}
+	var perDay int64
+	switch dt := d.DataType().(type) {
+	case *arrow.Date32Type:
+		perDay = 1
+	case *arrow.TimestampType:
+		perDay = 86_400 * map[arrow.TimeUnit]int64{arrow.Second: 1, arrow.Millisecond: 1e3, arrow.Microsecond: 1e6, arrow.Nanosecond: 1e9}[dt.Unit]
+	default:
+		return
+	}
+	bufs := d.Buffers()
+	if len(bufs) < 2 || bufs[1] == nil {
+		return
+	}
+	var valid []byte
+	if bufs[0] != nil && d.NullN() > 0 {
+		valid = bufs[0].Bytes()
+	}
+	off, n := d.Offset(), d.Len()
+	rebase := func(v int64) int64 {
+		// to µs, rebase, back (a day boundary maps to a day boundary; µs keep their digits)
+		day := v / perDay
+		if v%perDay < 0 {
+			day--
+		}
+		rest := v - day*perDay
+		return rebaseJulianMicros(day*86_400_000_000)/86_400_000_000*perDay + rest
+	}
+	switchDay := int64(gregorianSwitchMicros / 86_400_000_000)
+	if perDay == 1 {
+		vals := arrow.Date32Traits.CastFromBytes(bufs[1].Bytes())[off : off+n]
+		for i, v := range vals {
+			if int64(v) < switchDay && (valid == nil || bitutil.BitIsSet(valid, off+i)) {
+				vals[i] = arrow.Date32(rebase(int64(v)))
+			}
+		}
+		return
+	}
+	vals := arrow.TimestampTraits.CastFromBytes(bufs[1].Bytes())[off : off+n]
+	for i, v := range vals {
+		if int64(v) < switchDay*perDay && (valid == nil || bitutil.BitIsSet(valid, off+i)) {
+			vals[i] = arrow.Timestamp(rebase(int64(v)))
+		}
+	}
+}
+
 // int96Micro is the type of a decoded INT96 column: Spark's TIMESTAMP, an instant.
 var int96Micro = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 

@@ -369,7 +369,10 @@ type fileCtx struct {
 	pv     []value           // per output partition column (in r.fields order)
 	eval   bool              // filter the rows by r.pred
 	dv     *roaring64.Bitmap // the rows the file's deletion vector removes (nil: none)
-	refs   atomic.Int32
+	// legacyDT: Spark wrote the file's DATE and INT64 TIMESTAMP values in LEGACY rebase mode
+	// (sparkLegacyDateTime), so those before 1582-10-15 are Julian readings.
+	legacyDT bool
+	refs     atomic.Int32
 }
 
 func (fc *fileCtx) release() {
@@ -532,6 +535,7 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 		return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
 	}
 	fc.pf = pf
+	fc.legacyDT = pf.MetaData().KeyValueMetadata().FindValue(sparkLegacyDateTime) != nil
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(r.batchRows)}, r.mem)
 	if err != nil {
 		pf.Close()
@@ -856,6 +860,9 @@ func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatc
 		if err != nil {
 			release()
 			return nil, fmt.Errorf("data file %s: %w", fc.add.Path, err)
+		}
+		if fc.legacyDT && ci > -2 {
+			rebaseLegacyDateTime(d)
 		}
 		a := array.MakeFromData(d)
 		d.Release()

@@ -154,6 +154,7 @@ the same flow from overlapping. Exit codes: 0 done (or nothing to do), 1 error, 
 			f.BoolVar(&cfg.MergeSchema, "merge-schema", false, "add source columns the target lacks")
 			f.StringVar(&cfg.Compression, "compression", "snappy", "Parquet compression: snappy, zstd, gzip or uncompressed")
 			cli.Choices(f, "compression", "snappy", "zstd", "gzip", "uncompressed")
+			f.BoolVar(&cfg.TruncateTimestamps, "truncate-timestamps", false, "drop sub-microsecond digits of timestamps instead of failing (floored, as write-delta does)")
 			f.StringVar(&targetSize, "target-file-size", "", "roll data files at about this size (e.g. 128MiB; default 128 MiB)")
 			cli.DurationVar(f, &cfg.LockWait, "lock-wait", 0, "wait this long for a running backfill of the same flow instead of failing at once")
 			// addFilesFlags registers on a command of its own (its tests build one); its flags

@@ -43,7 +43,9 @@ func CommandSpec() cli.Spec {
 s3://BUCKET/PATH, gs://…, az://…, abfss://…, with the cloud SDKs' usual credentials) as an
 Arrow stream: the latest version, or --version N / --timestamp T (time travel). --columns
 projects. Partition columns are restored from the log's partitionValues; INT96, ms, µs and
-ns timestamps all come out as µs timestamps; columns missing from older files are null.
+ns timestamps all come out as µs timestamps (INT96 over years 1 to 9999; INT96 inside a
+struct, list or map only over 1677 to 2262, a file with others fails before any of its rows);
+columns missing from older files are null.
 
 --where PREDICATE keeps the rows for which a Spark SQL predicate over any column is true, in
 the language of streamkit filter (a row whose predicate is false or NULL is dropped); it
@@ -72,16 +74,14 @@ come again); compactions (dataChange=false) are skipped. A DELETE, UPDATE or MER
 marks rows deleted in a deletion vector removes the file and adds it back with the new
 vector: it is such a change.
 
-Deletion vectors (inline, or in deletion_vector_*.bin files of the table or at an absolute
-path) are applied: the rows they mark are never read.
-
 Without --follow but with a checkpoint, a run reads what is new since the last run and
 stops ("available now", for cron).
 
 Tables are read directly from the transaction log (JSON commits and checkpoints: classic,
 multi-part and v2 ones, UUID-named with a JSON or Parquet top-level file and sidecars; the
 newest complete checkpoint is found by listing, whatever _last_checkpoint says). Deletion
-vectors (inline and in files) drop the rows they delete; column mapping (name and id modes,
+vectors (inline, in deletion_vector_*.bin files of the table or at an absolute path) drop
+the rows they delete: those rows are never read; column mapping (name and id modes,
 after RENAME or DROP COLUMN) is read by physical names or Parquet field ids, and the output
 has the display names; files written before a type widening are read with the current type.
 Tables needing reader features streamkit lacks (variantType …) are refused with a message

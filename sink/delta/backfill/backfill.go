@@ -103,6 +103,9 @@ type Config struct {
 	// Compression and TargetFileSize of the data files (see write-delta).
 	Compression    string
 	TargetFileSize int64
+	// TruncateTimestamps drops the sub-microsecond digits of nanosecond timestamps (floored,
+	// as write-delta --truncate-timestamps does) instead of failing on them.
+	TruncateTimestamps bool
 	// Writers is the number of data writers encoding Parquet in parallel (each writes its own
 	// files); default GOMAXPROCS, at most 4.
 	Writers int
@@ -924,7 +927,7 @@ func (r *run) newWriterPool(ctx context.Context) *deltasink.WriterPool {
 		n = deltasink.DefaultWriters()
 	}
 	store, meta := r.store, r.meta
-	opts := deltasink.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize, Context: ctx}
+	opts := r.writerOptions(ctx)
 	return deltasink.NewWriterPool(n, 0, func() (*deltasink.DataWriter, error) { return deltasink.NewDataWriter(store, meta, opts) })
 }
 
@@ -1277,7 +1280,7 @@ func (r *run) rewriteWithout(ctx context.Context, drop *keySet) error {
 	for i := range old {
 		ptrs[i] = &old[i]
 	}
-	dw, err := deltasink.NewDataWriter(r.store, r.meta, deltasink.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize, Context: ctx})
+	dw, err := deltasink.NewDataWriter(r.store, r.meta, r.writerOptions(ctx))
 	if err != nil {
 		return err
 	}
@@ -1321,4 +1324,10 @@ func (r *run) rewriteWithout(ctx context.Context, drop *keySet) error {
 	r.written -= removed
 	r.hits += removed
 	return nil
+}
+
+// writerOptions are the options of every data writer of the run.
+func (r *run) writerOptions(ctx context.Context) deltasink.WriterOptions {
+	return deltasink.WriterOptions{Allocator: r.cfg.Mem, Compression: r.cfg.Compression, TargetFileSize: r.cfg.TargetFileSize,
+		TruncateTimestamps: r.cfg.TruncateTimestamps, Context: ctx}
 }

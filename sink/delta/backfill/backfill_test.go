@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	dl "github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/internal/deltatest"
@@ -640,5 +641,60 @@ func TestBackfillFailureLeavesNoLock(t *testing.T) {
 		case existing && (err != nil || len(entries) > 0):
 			t.Fatalf("existing target not left empty: %v %v", entries, err)
 		}
+	}
+}
+
+// TestBackfillTruncateTimestamps: nanosecond timestamps of the source (a CSV read as
+// timestamp[ns]) fail the run with a message naming --truncate-timestamps, and with
+// TruncateTimestamps they are floored to µs as write-delta floors them (−1 ns is
+// 1969-12-31 23:59:59.999999, not 1970).
+func TestBackfillTruncateTimestamps(t *testing.T) {
+	mem := newMem(t)
+	ctx := context.Background()
+	base := t.TempDir()
+	dst := filepath.Join(base, "dst")
+	os.MkdirAll(filepath.Join(base, "in"), 0o755)
+	os.WriteFile(filepath.Join(base, "in", "a.csv"), []byte("id,ts\n1,1969-12-31T23:59:59.999999999Z\n2,2024-06-01T00:00:00.000001001Z\n"), 0o644)
+	nsSchema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}, Nullable: true},
+	}, nil)
+	cfg := baseCfg(t, mem, "", dst, "ns")
+	csvFiles(&cfg, nsSchema, filepath.Join(base, "in", "*.csv"))
+	err := Run(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "--truncate-timestamps") {
+		t.Fatalf("nanosecond digits without truncation: %v, want an error naming --truncate-timestamps", err)
+	}
+	cfg.TruncateTimestamps = true
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := dl.NewTable(dst, mem).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range snap.Files() {
+		fh, err := os.Open(filepath.Join(dst, f.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := pqarrow.ReadTable(ctx, fh, nil, pqarrow.ArrowReadProperties{}, mem)
+		fh.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := tbl.Column(0).Data().Chunk(0).(*array.Int64)
+		ts := tbl.Column(1).Data().Chunk(0).(*array.Timestamp)
+		unit := tbl.Schema().Field(1).Type.(*arrow.TimestampType).Unit
+		for i := 0; i < ids.Len(); i++ {
+			got = append(got, fmt.Sprintf("%d %s", ids.Value(i), ts.Value(i).ToTime(unit).UTC().Format("2006-01-02T15:04:05.000000000")))
+		}
+		tbl.Release()
+	}
+	sort.Strings(got)
+	want := []string{"1 1969-12-31T23:59:59.999999000", "2 2024-06-01T00:00:00.000001000"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
 	}
 }
