@@ -43,9 +43,9 @@ func CommandSpec() cli.Spec {
 s3://BUCKET/PATH, gs://…, az://…, abfss://…, with the cloud SDKs' usual credentials) as an
 Arrow stream: the latest version, or --version N / --timestamp T (time travel). --columns
 projects. Partition columns are restored from the log's partitionValues; INT96, ms, µs and
-ns timestamps all come out as µs timestamps (INT96 over years 1 to 9999; INT96 inside a
-struct, list or map only over 1677 to 2262, a file with others fails before any of its rows);
-columns missing from older files are null.
+ns timestamps all come out as µs timestamps (INT96 over years 1 to 9999, top level or inside
+a struct, list or map; files Spark wrote in LEGACY rebase mode are rebased before
+1582-10-15); columns missing from older files are null.
 
 --where PREDICATE keeps the rows for which a Spark SQL predicate over any column is true, in
 the language of streamkit filter (a row whose predicate is false or NULL is dropped); it
