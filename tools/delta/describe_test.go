@@ -147,7 +147,8 @@ print(json.dumps({"version": dt.version(), "reader": p.min_reader_version, "writ
 
 // A table Spark (delta-spark) wrote with column mapping and deletion vectors, then deleted rows
 // from (which writes a deletion vector) and appended to with a streaming-style txn: describe
-// lists the features, the column mapping metadata, the rows Spark counts, and the txn.
+// lists the features, the column mapping metadata, the rows Spark counts, and the txn, and
+// finds the table readable and writable (both features are implemented).
 func TestDescribeSparkTable(t *testing.T) {
 	py := peertest.Python(t)
 	root := filepath.Join(t.TempDir(), "t")
@@ -184,7 +185,7 @@ s.stop()
 		!slices.Equal(d.TableFeatures, want.Features) || d.MinReaderVersion != want.Reader || d.MinWriterVersion != want.Writer {
 		t.Fatalf("describe %+v\nSpark %+v", d, want)
 	}
-	if d.FilesWithDeletionVectors == 0 || d.DeletedRows != 5 || d.Readable == "" || d.Properties["delta.columnMapping.mode"] != "name" {
+	if d.FilesWithDeletionVectors == 0 || d.DeletedRows != 5 || d.Readable != "" || d.Writable != "" || d.Properties["delta.columnMapping.mode"] != "name" {
 		t.Fatalf("describe %+v", d)
 	}
 	if len(d.Columns) != 2 || string(d.Columns[1].Metadata["comment"]) != `"where"` || d.Columns[1].Metadata["delta.columnMapping.physicalName"] == nil {
