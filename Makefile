@@ -46,7 +46,7 @@ test: peers
 	scripts/registry.sh start >/dev/null || { scripts/kafka.sh stop; exit 1; }
 	scripts/s3.sh start >/dev/null || { scripts/registry.sh stop; scripts/kafka.sh stop; exit 1; }
 	eval "$$(scripts/s3.sh env)" && \
-	STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test -count=1 -timeout 25m ./... \
+	STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python $(GO) test -count=1 -timeout 40m ./... \
 	  && $(MAKE) --no-print-directory e2e E2E_ROWS=$(TEST_E2E_ROWS); \
 	  rc=$$?; scripts/s3.sh stop; scripts/registry.sh stop; scripts/kafka.sh stop; exit $$rc
 
