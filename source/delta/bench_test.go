@@ -99,7 +99,12 @@ func flightsDelta(b *testing.B) string {
 // BenchmarkReadDeltaFlights reads the 3M-row flights table through the read-delta source
 // (Parquet decode, conformance, ordered parallel scan), reporting rows/s.
 func BenchmarkReadDeltaFlights(b *testing.B) {
-	dir := flightsDelta(b)
+	benchReadTable(b, flightsDelta(b))
+}
+
+// benchReadTable reads the table at dir b.N times through the read-delta source, reporting
+// rows/s and the process CPU per read (cpu-ns/op).
+func benchReadTable(b *testing.B, dir string) {
 	ctx := context.Background()
 	b.ResetTimer()
 	cpu0 := cpuTime()
@@ -195,38 +200,7 @@ func flightsDV(b *testing.B) string {
 // BenchmarkReadDeltaFlightsDV is BenchmarkReadDeltaFlights over the same files with 10% of
 // the rows deleted by deletion vectors (the bound: within 20% of the CPU without).
 func BenchmarkReadDeltaFlightsDV(b *testing.B) {
-	dir := flightsDV(b)
-	ctx := context.Background()
-	b.ResetTimer()
-	cpu0 := cpuTime()
-	var rows int64
-	for i := 0; i < b.N; i++ {
-		src, err := NewSource(Config{Table: dir, Version: -1, StartingVersion: -1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		env := testEnv(memory.DefaultAllocator)
-		env.BatchRows = 64 << 10
-		if _, err := src.Open(ctx, env, nil); err != nil {
-			b.Fatal(err)
-		}
-		for {
-			rec, err := src.Read(ctx, nil)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			if rec != nil {
-				rows += rec.NumRows()
-				rec.Release()
-			}
-		}
-		src.Close()
-	}
-	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	benchReadTable(b, flightsDV(b))
 }
 
 // cpuTime is the process's user + system CPU time so far, in ns.
