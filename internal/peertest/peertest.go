@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,4 +128,22 @@ func Output(t testing.TB, cmd *exec.Cmd) (string, int) {
 		t.Fatal(err)
 	}
 	return string(out), code
+}
+
+// StartPiped starts cmd, a peer process spoken to over its stdin and stdout (a Spark session
+// serving one command per line, a streamkit stage), and returns both pipes; t fails when a
+// pipe or the start fails. cmd's stderr and cleanup are the caller's.
+func StartPiped(t testing.TB, cmd *exec.Cmd) (stdin io.WriteCloser, stdout io.ReadCloser) {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout, err = cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return stdin, stdout
 }

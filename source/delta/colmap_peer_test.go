@@ -42,19 +42,9 @@ func TestPeerSparkColumnMapping(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(py, filepath.Join("testdata", "colmap_peers.py"), dir)
 	cmd.Env = append(os.Environ(), "TZ=UTC")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, stdout := peertest.StartPiped(t, cmd)
 	defer cmd.Process.Kill()
 	lines := bufio.NewReader(stdout)
 	var manifest struct {
@@ -141,7 +131,7 @@ func TestPeerSparkColumnMapping(t *testing.T) {
 	}
 	stdin.Close()
 	res, _ := io.ReadAll(lines)
-	err = cmd.Wait()
+	err := cmd.Wait()
 	t.Logf("%s", res)
 	if err != nil || strings.Count(string(res), "ok ") != len(compare)+2*len(apps) {
 		t.Fatalf("colmap_peers.py phase 2: %v\n%s\n%s", err, res, tail(stderr.String()))

@@ -40,18 +40,9 @@ func startDVPeer(t *testing.T, dir string) *dvPeer {
 	p := &dvPeer{t: t, stderr: &bytes.Buffer{}}
 	p.cmd = exec.Command(py, filepath.Join("testdata", "dv_peers.py"), dir)
 	p.cmd.Stderr = p.stderr
-	var err error
-	if p.in, err = p.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	var stdout io.Reader
+	p.in, stdout = peertest.StartPiped(t, p.cmd)
 	p.out = bufio.NewScanner(stdout)
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		p.in.Close()
 		p.cmd.Wait()

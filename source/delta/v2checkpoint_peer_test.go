@@ -37,17 +37,9 @@ func startV2Peer(t *testing.T, dir string) *v2Peer {
 		t.Fatal(err)
 	}
 	p.cmd.Stderr = logf
-	if p.in, err = p.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	var stdout io.Reader
+	p.in, stdout = peertest.StartPiped(t, p.cmd)
 	p.out = bufio.NewReader(stdout)
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		p.in.Write([]byte(`{"cmd":"quit"}` + "\n"))
 		p.in.Close()

@@ -195,17 +195,9 @@ func startSparkScript(t testing.TB, script string) *sparkServer {
 		t.Fatal(err)
 	}
 	s.cmd.Stderr = logf
-	if s.in, err = s.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := s.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	var stdout io.Reader
+	s.in, stdout = peertest.StartPiped(t, s.cmd)
 	s.out = bufio.NewReader(stdout)
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(s.stop)
 	return s
 }
