@@ -183,7 +183,8 @@ func WriteCommits(dirs []string, n uint64, tool string) error {
 
 // refuseStatefulGroup refuses a stateful operator (dedup, window) behind a consumer-group
 // source (codec.SchemaGroup): its state would have to move with the partitions between
-// members, which is not supported yet (docs/protocol.md §13).
+// members, which is not supported yet; the message points to static members (read-kafka
+// --member I/N), the fallback (docs/protocol.md §13).
 func refuseStatefulGroup(tool string, env *Env, in *arrow.Schema) error {
 	if !env.stateful {
 		return nil
@@ -193,6 +194,7 @@ func refuseStatefulGroup(tool string, env *Env, in *arrow.Schema) error {
 		return nil
 	}
 	return Usagef("%s: its input comes from consumer group %s, whose partitions move between members, "+
-		"and %s's state would have to move with them, which is not supported yet: read with a static assignment "+
-		"(read-kafka --assign) and a checkpoint instead", tool, g.Group, tool)
+		"and %s's state would have to move with them, which is not supported yet: run N static members instead, "+
+		"read-kafka --member I/N (or --assign) with a checkpoint of its own per member, e.g. "+
+		"STREAMKIT_CHECKPOINT=s3://BUCKET/ckpt/member-I, so any machine can run member I (docs/protocol.md §13)", tool, g.Group, tool)
 }

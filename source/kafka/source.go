@@ -73,6 +73,11 @@ type Config struct {
 	Topics  []string
 	Pattern string
 	Assign  []string
+	// Member (--member I/N, see ParseMember) reads, of the partitions Topics or Pattern
+	// select, only those whose number p has p mod N = I, also among partitions discovered
+	// later; "" reads them all. It is recorded in the checkpoint (StateOptions), so a restart
+	// with another I/N, or none, is refused.
+	Member string
 	// Start is where a run without a checkpoint starts (--start, default earliest); see
 	// ParseStart. A checkpoint's position always wins.
 	Start string
@@ -145,13 +150,19 @@ type Config struct {
 // StateOptions are the options that shape the checkpoint (metadata.json): a restart with other
 // values is refused.
 func (c *Config) StateOptions() map[string]string {
-	return map[string]string{
+	opts := map[string]string{
 		"isolation":    c.isolation(),
 		"key-format":   orDefault(c.KeyFormat, FormatBinary),
 		"value-format": orDefault(c.ValueFormat, FormatBinary),
 		"key-schema":   c.KeySchema,
 		"value-schema": c.ValueSchema,
 	}
+	if c.Member != "" { // only when set: checkpoints written without it stay compatible
+		if m, err := ParseMember(c.Member); err == nil {
+			opts["member"] = m.String()
+		}
+	}
+	return opts
 }
 
 func orDefault(s, d string) string {
@@ -216,6 +227,7 @@ type Source struct {
 	until   Until
 	pattern *regexp.Regexp
 	assign  []TP
+	member  Member // --member: the static share of the partitions (member.go)
 	iso     kgo.IsolationLevel
 	keyC    fieldCodec
 	valC    fieldCodec
@@ -277,6 +289,18 @@ func New(cfg Config) (*Source, error) {
 	}
 	if modes != 1 {
 		return nil, stage.Usagef("give exactly one of -t/--topic, --pattern or --assign")
+	}
+	if cfg.Member != "" {
+		m, err := ParseMember(cfg.Member)
+		switch {
+		case err != nil:
+			return nil, stage.Usagef("%v", err)
+		case cfg.ConsumerGroup != "":
+			return nil, stage.Usagef("--member and --consumer-group cannot be combined: --member is a static share of the partitions with a checkpoint of its own; --consumer-group lets the group assign them")
+		case len(cfg.Assign) > 0:
+			return nil, stage.Usagef("--member and --assign cannot be combined: both choose the partitions (--member I/N reads partitions p mod N = I of the -t or --pattern topics)")
+		}
+		s.member = m
 	}
 	if cfg.ConsumerGroup != "" {
 		if err := checkGroupConfig(&s.cfg); err != nil {
@@ -442,6 +466,9 @@ func (s *Source) Open(ctx context.Context, env *stage.Env, committed stage.Posit
 	if err != nil {
 		return nil, s.cfg.Conn.Explain(err)
 	}
+	if s.member.On() {
+		s.log.Info("static member: reading partitions p mod N = I", "member", s.member.String(), "partitions", tpList(tps))
+	}
 	if err := s.checkTopicIDs(octx, tps, pos); err != nil {
 		return nil, err
 	}
@@ -585,7 +612,7 @@ func (s *Source) discover(ctx context.Context) ([]TP, error) {
 			}
 		}
 	}
-	return out, nil
+	return s.member.filter(out), nil
 }
 
 func topicsOf(tps []TP) []string {
@@ -653,6 +680,13 @@ func (s *Source) resolveStarts(ctx context.Context, tps []TP, pos Offsets) error
 	// A checkpointed partition of a subscribed topic that no longer exists (the topic was
 	// deleted) is data loss; partitions of topics no longer subscribed are simply not read.
 	for _, tp := range pos.Sorted() {
+		if !s.member.Has(tp.Partition) {
+			// metadata.json's "member" option refuses another I/N first; this catches a
+			// position the checkpoint should not hold at all.
+			return fmt.Errorf("read-kafka: the checkpoint holds a position of partition %s, which --member %s does not read (p mod %d ≠ %d): "+
+				"it was written by another member or member count; changing the member count needs a new checkpoint for every member",
+				tp, s.member, s.member.N, s.member.I)
+		}
 		if s.assign == nil && s.subscribed(tp.Topic) && !containsTP(tps, tp) {
 			if orDefault(s.cfg.OnDataLoss, DataLossFail) == DataLossFail {
 				return fmt.Errorf("read-kafka: data loss on topic %s partition %d: the checkpoint holds position %d but the partition no longer exists (topic deleted?); --on-data-loss earliest|latest drops it",

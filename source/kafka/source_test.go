@@ -154,6 +154,7 @@ var scenarios = []struct {
 	{"PatternPicksUpNewTopics", testPatternPicksUpNewTopics},
 	{"ReplayBeyondTheLog", testReplayBeyondTheLog},
 	{"CapSpreadOverPartitions", testCapSpreadOverPartitions},
+	{"StaticMembers", testStaticMembers},
 }
 
 func TestFake(t *testing.T) {
@@ -678,6 +679,12 @@ func TestFlagValidation(t *testing.T) {
 		{Topics: []string{"a"}, ValueFormat: "avro", ValueSchema: `{"type":"record","name":"R","fields":[{"name":"x","type":"nope"}]}`},
 		{Topics: []string{"a"}, ValueFormat: "json", ValueSchema: "x INT", Registry: schemaregistry.Config{URL: "http://127.0.0.1:1"}},
 		{Topics: []string{"a"}, ValueFormat: "avro", Registry: schemaregistry.Config{URL: "127.0.0.1:8081"}},
+		{Topics: []string{"a"}, Member: "3/3"},
+		{Topics: []string{"a"}, Member: "0/0"},
+		{Topics: []string{"a"}, Member: "-1/2"},
+		{Topics: []string{"a"}, Member: "1"},
+		{Topics: []string{"a"}, Member: "a/b"},
+		{Assign: []string{"a:0"}, Member: "0/2"},
 	} {
 		var ue *stage.UsageError
 		if _, err := kafka.New(cfg); !errors.As(err, &ue) {
@@ -689,6 +696,65 @@ func TestFlagValidation(t *testing.T) {
 // TestColumnsRegistryReader: with an avro value whose reader schema comes from the registry
 // when the run opens, New checks the --columns names that do not reach into the value; the
 // value's paths wait for its schema (tools/readkafka TestAvroRegistryColumns runs them).
+// testStaticMembers: three members (--member I/3) of two topics of 5 and 2 partitions read
+// partitions p mod 3 = I, each record once in all; a checkpoint of member 1/3 refuses a
+// restart as 1/4 or without --member (exit 2: its positions are another share's).
+func testStaticMembers(t *testing.T, c *kafkatest.Cluster) {
+	a := c.Topic(t, "member-a", 5, nil)
+	b := c.Topic(t, "member-b", 2, nil)
+	for i := 0; i < 20; i++ {
+		c.Produce(t, rec(a, int32(i%5), nil, []byte("a")), rec(b, int32(i%2), nil, []byte("b")))
+	}
+	dir := t.TempDir()
+	total := 0
+	for i := 0; i < 3; i++ {
+		cfg := base(c, a, b)
+		cfg.Member = fmt.Sprintf("%d/3", i)
+		ck := filepath.Join(dir, fmt.Sprintf("m%d", i), "read")
+		out, err := run(t, cfg, runOpts{dir: ck, commit: true})
+		if err != nil {
+			t.Fatalf("member %s: %v", cfg.Member, err)
+		}
+		pos := walPos(t, ck)
+		for _, tp := range pos.Sorted() {
+			if tp.Partition%3 != int32(i) {
+				t.Errorf("member %s holds a position of partition %s", cfg.Member, tp)
+			}
+		}
+		want := map[string]int{a: (5 + 2 - i) / 3, b: (2 + 2 - i) / 3} // partitions p < 5 (2) with p mod 3 = i
+		for topic, n := range want {
+			got := 0
+			for _, tp := range pos.Sorted() {
+				if tp.Topic == topic {
+					got++
+				}
+			}
+			if got != n {
+				t.Errorf("member %s: %d partitions of %s in its checkpoint, want %d (%v)", cfg.Member, got, topic, n, pos)
+			}
+		}
+		for _, r := range out.Rows {
+			if r.Partition%3 != int32(i) {
+				t.Errorf("member %s read a record of %s/%d", cfg.Member, r.Topic, r.Partition)
+			}
+		}
+		total += len(out.Rows)
+	}
+	if total != 40 {
+		t.Errorf("the members read %d records in all, want 40", total)
+	}
+	ck := filepath.Join(dir, "m1", "read")
+	for _, m := range []string{"1/4", ""} {
+		cfg := base(c, a, b)
+		cfg.Member = m
+		_, err := run(t, cfg, runOpts{dir: ck})
+		var ie *state.IncompatibleError
+		if !errors.As(err, &ie) || !strings.Contains(err.Error(), "member") || stage.ExitCode(err) != stage.ExitUsage {
+			t.Errorf("restart of member 1/3's checkpoint with --member %q: %v, want the checkpoint's options refused (exit 2)", m, err)
+		}
+	}
+}
+
 func TestColumnsRegistryReader(t *testing.T) {
 	cfg := kafka.Config{Topics: []string{"a"}, ValueFormat: "avro", Registry: schemaregistry.Config{URL: "http://127.0.0.1:1"}}
 	cfg.Columns = []string{" value.x", "value.y.*", "offset"}

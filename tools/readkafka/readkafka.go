@@ -3,11 +3,15 @@
 package readkafka
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/streamkit/streamkit/source/kafka"
 	"github.com/streamkit/streamkit/stage"
+	"github.com/streamkit/streamkit/state"
 	"github.com/streamkit/streamkit/tools/cli"
 )
 
@@ -20,7 +24,7 @@ func CommandSpec() cli.Spec {
 	var progressTable string
 	so := stage.SourceOptions{Options: stage.Options{Tool: "read-kafka"}}
 	return cli.Spec{
-		Use:   "read-kafka -b HOST:PORT (-t TOPIC... | --pattern REGEX | --assign TOPIC:P,...)",
+		Use:   "read-kafka -b HOST:PORT (-t TOPIC... | --pattern REGEX | --assign TOPIC:P,...) [--member I/N]",
 		Short: "Read Kafka topics as an Arrow stream with replayable offsets",
 		Long: `read-kafka consumes Kafka topic partitions and writes them as an Arrow IPC stream with the
 columns of Spark's Kafka source: key (binary), value (binary), topic, partition (int32),
@@ -31,6 +35,13 @@ an empty one stays empty.
 
 Partitions: -t (repeatable, several topics into one stream), --pattern (a regular expression
 matching whole topic names; topics created later are picked up) or --assign topic:0,2.
+--member I/N (with -t or --pattern) reads only partitions p with p mod N = I of each topic,
+partitions added later too: N copies of one pipeline, --member 0/N to N-1/N, each with its
+own checkpoint (on object storage, so any machine can run member I), share the topics
+statically, also when a stateful stage (dedup, window) runs in between, which a consumer
+group refuses. The checkpoint records I/N: a restart with another I/N is refused (changing
+N needs new checkpoints, a new flow, for every member). Each member's write-delta commits as
+its own flow (docs/protocol.md §13).
 
 Positions are offsets per partition, written to the checkpoint's offsets WAL before every
 barrier; a restart resumes after the last epoch the sink committed and replays later epochs
@@ -134,6 +145,7 @@ from the command line and never logged.`,
 			"# Everything in a topic now, then stop (cron-friendly, resumes next time)\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --until now --checkpoint ckpt/orders | streamkit print --checkpoint ckpt/print",
 			"# Live, two topics, string values, at most 100k records per epoch\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders -t refunds --value-format string --max-records-per-epoch 100000 | streamkit print --format json",
 			"# Avro values in the Confluent wire format, writer schemas from a schema registry\nstreamkit read-kafka -b 127.0.0.1:9092 -t orders --value-format avro --schema-registry http://127.0.0.1:8081 --bad-records-output bad.ndjson | streamkit keyby value.user_id",
+			"# Member 1 of 3 static members, its checkpoint in a bucket (run 0/3 and 2/3 likewise, on any machines)\nexport STREAMKIT_CHECKPOINT=s3://lake/ckpt/orders-member-1\nstreamkit read-kafka -b kafka:9092 -t orders --member 1/3 --value-format json --value-schema orders.json | streamkit dedup --key value.order_id | streamkit write-delta s3://lake/orders",
 			"# SCRAM over TLS, password from a file\nstreamkit read-kafka -b kafka:9094 -t orders --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user app --sasl-password-file /run/secrets/kafka | streamkit print",
 		},
 		Args: cli.NoArgs,
@@ -154,13 +166,19 @@ from the command line and never logged.`,
 				return err
 			}
 			so.StateOptions = cfg.StateOptions()
-			return stage.RunSource(cmd.Context(), so, src)
+			err = stage.RunSource(cmd.Context(), so, src)
+			var ie *state.IncompatibleError
+			if cfg.Member != "" && errors.As(err, &ie) {
+				return fmt.Errorf("%w (--member I/N reads partitions p mod N = I, so another member count would read other partitions than the checkpoint holds: give every member a new checkpoint, a new flow, to change N)", err)
+			}
+			return err
 		},
 		Flags: func(f *pflag.FlagSet) {
 			cli.KafkaFlags(f, &cfg.Conn)
 			f.StringArrayVarP(&cfg.Topics, "topic", "t", nil, "topic to read (repeatable)")
 			f.StringVar(&cfg.Pattern, "pattern", "", "read every topic whose whole name matches this regular expression")
 			f.StringArrayVar(&cfg.Assign, "assign", nil, "read these partitions only: topic:0,2 or topic:0-3 (repeatable)")
+			f.StringVar(&cfg.Member, "member", "", "be member I of N static members (I/N, 0 ≤ I < N): read partitions p mod N = I of the -t or --pattern topics; recorded in the checkpoint")
 			f.StringVar(&cfg.Start, "start", "earliest", "where a new checkpoint starts: earliest, latest, @<RFC 3339|epoch ms>, -N, or offsets JSON")
 			f.StringVar(&cfg.Until, "until", "never", "where reading ends: never (live), now (the end at start-up; then end=pause with a checkpoint, final without), @<time>, or offsets JSON")
 			f.StringVar(&cfg.Isolation, "isolation", kafka.ReadCommitted, "read_committed (skip aborted and open transactions) or read_uncommitted")
