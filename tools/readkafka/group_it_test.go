@@ -93,11 +93,18 @@ func (r *groupRig) startVia(name, mid string, extra ...string) *member {
 	if mid != "" {
 		rk += ` | "$SK" --progress=off ` + mid
 	}
-	script := fmt.Sprintf(`set -o pipefail; %s | "$SK" --progress=off write-delta %s`, rk, r.table)
+	return r.launch(name, fmt.Sprintf(`set -o pipefail; %s | "$SK" --progress=off write-delta %s`, rk, r.table))
+}
+
+// launch starts the bash pipeline script as a member, with $SK the streamkit binary, the rig's
+// environment plus env (STREAMKIT_CHECKPOINT is empty unless env sets it) and an empty working
+// directory of its own: nothing local to resume from, as on a new machine.
+func (r *groupRig) launch(name, script string, env ...string) *member {
+	r.t.Helper()
 	m := &member{name: name, done: make(chan struct{})}
 	m.cmd = exec.Command("bash", "-c", script)
-	m.cmd.Env = append(append(os.Environ(), "SK="+peertest.Binary(r.t), "STREAMKIT_CHECKPOINT="), r.env...)
-	m.cmd.Dir = r.t.TempDir() // an empty working directory: nothing local to resume from
+	m.cmd.Env = append(append(append(os.Environ(), "SK="+peertest.Binary(r.t), "STREAMKIT_CHECKPOINT="), r.env...), env...)
+	m.cmd.Dir = r.t.TempDir()
 	m.cmd.Stderr = &m.stderr
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := m.cmd.Start(); err != nil {
