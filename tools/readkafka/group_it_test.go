@@ -333,7 +333,8 @@ func TestGroupMembers(t *testing.T) {
 // read-kafka and write-delta (the barriers' progress passes through it), each exit 0 once the
 // partitions it holds reached the end fixed when they were assigned; a later run in a new
 // process, with nothing on disk but the table, resumes every partition from the txns and reads
-// only the new records. A stateful stage (dedup) behind a group source is refused (exit 2).
+// only the new records. A stateful stage (dedup) behind a group source is refused (exit 2),
+// pointing to static members (read-kafka --member I/N).
 func TestGroupUntilNowViaKeyby(t *testing.T) {
 	r := newGroupRig(t, 4)
 	r.produce(800)
@@ -360,8 +361,9 @@ func TestGroupUntilNowViaKeyby(t *testing.T) {
 	r.checkStateDump()
 	d := r.startVia("d", "dedup --key id", "--until now")
 	// The pipeline's status is write-delta's (its input ended empty); dedup's message says why.
-	if code := d.wait(t, 60*time.Second); code == 0 || !bytes.Contains(d.stderr.Bytes(), []byte("dedup's state would have to move with them")) {
-		t.Fatalf("dedup behind a group source: exit %d, want a failure with the reason; stderr:\n%s", code, d.stderr.String())
+	if code := d.wait(t, 60*time.Second); code == 0 || !bytes.Contains(d.stderr.Bytes(), []byte("dedup's state would have to move with them")) ||
+		!bytes.Contains(d.stderr.Bytes(), []byte("read-kafka --member I/N")) {
+		t.Fatalf("dedup behind a group source: exit %d, want a failure with the reason and the fallback (static members); stderr:\n%s", code, d.stderr.String())
 	}
 	r.check()
 }
