@@ -6,6 +6,7 @@ package readkafka_test
 // they skip without them unless STREAMKIT_REQUIRE_PEERS=1.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -238,4 +239,73 @@ func TestStaticMembersFlowAndCount(t *testing.T) {
 		t.Fatalf("member 0/2's checkpoint restarted as member 0/3: exit %d, want 2 naming both; stderr:\n%s", code, out)
 	}
 	r.checkIDs(seq(0, 800))
+}
+
+// TestStaticMembersNewPartitions: two live members of a 4-partition topic; two partitions are
+// added while they run. Discovery gives partition 4 to member 0 and 5 to member 1 (p mod 2),
+// no other partition moves, and the table holds every record once; each member's checkpoint
+// holds the positions of its own partitions only, each at the partition's end.
+func TestStaticMembersNewPartitions(t *testing.T) {
+	r := newGroupRig(t, 4)
+	dir := t.TempDir()
+	r.produce(400)
+	ms := make([]*member, 2)
+	for i := range ms {
+		ms[i] = r.startMember(fmt.Sprintf("m%d", i), i, 2, filepath.Join(dir, fmt.Sprintf("m%d", i)), "", "", "--discovery-interval 1s")
+	}
+	r.waitRows(400, 90*time.Second, ms...)
+	ctx := context.Background()
+	if _, err := r.c.Admin.CreatePartitions(ctx, 2, r.topic); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(r.c.Ends(t, r.topic)) < 6; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s does not show 6 partitions", r.topic)
+		}
+	}
+	r.parts = 6
+	recs := make([]*kgo.Record, 0, 600)
+	for i := 400; i < 1000; i++ {
+		recs = append(recs, &kgo.Record{Topic: r.topic, Partition: int32(i % 6), Value: []byte(fmt.Sprintf(`{"id":%d}`, i))})
+	}
+	r.c.ProduceFresh(t, recs...) // a new client: the cached one may not know the new partitions yet
+	r.produced.Store(1000)
+	r.waitRows(1000, 90*time.Second, ms...)
+	time.Sleep(time.Second)
+	for _, m := range ms {
+		m.signal(syscall.SIGINT)
+	}
+	for _, m := range ms {
+		if code := m.wait(t, 60*time.Second); code != 130 {
+			t.Fatalf("member %s after SIGINT: exit %d, want 130; stderr:\n%s", m.name, code, m.stderr.String())
+		}
+	}
+	r.checkIDs(seq(0, 1000))
+	ends := r.c.Ends(t, r.topic)
+	for i := range ms {
+		root := filepath.Join(dir, fmt.Sprintf("m%d", i))
+		out, stderr, err := streamkit(t, nil, "state-dump", filepath.Join(root, "read-kafka"), "--offsets", "--format", "json")
+		if err != nil {
+			t.Fatalf("state-dump %s: %v\n%s", root, err, stderr)
+		}
+		var got []int32
+		for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+			var row struct {
+				Topic     string `json:"topic"`
+				Partition int32  `json:"partition"`
+				Committed int64  `json:"committed"`
+			}
+			if err := json.Unmarshal(line, &row); err != nil {
+				t.Fatalf("state-dump line %q: %v", line, err)
+			}
+			if row.Topic != r.topic || row.Committed != ends[row.Partition] {
+				t.Errorf("member %d: state-dump row %s, want committed %d (the partition's end)", i, line, ends[row.Partition])
+			}
+			got = append(got, row.Partition)
+		}
+		slices.Sort(got)
+		if want := []int32{int32(i), int32(i + 2), int32(i + 4)}; !slices.Equal(got, want) {
+			t.Errorf("member %d/2's checkpoint holds partitions %v, want %v:\n%s", i, got, want, out)
+		}
+	}
 }
