@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 )
@@ -65,4 +66,22 @@ func tpList(tps []TP) string {
 		names[i] = tp.String()
 	}
 	return strings.Join(names, ",")
+}
+
+// warnEmpty warns, per topic of all, when none of its partitions is in mine (m's share): a
+// topic with fewer partitions than members leaves some members without any until partitions
+// are added.
+func (m Member) warnEmpty(log *slog.Logger, all, mine []TP) {
+	count := map[string]int{}
+	for _, tp := range all {
+		count[tp.Topic]++
+	}
+	for _, tp := range mine {
+		delete(count, tp.Topic)
+	}
+	for _, t := range topicsOf(all) {
+		if n, ok := count[t]; ok {
+			log.Warn("this member reads no partition of the topic: it has fewer partitions than --member's index needs", "topic", t, "partitions", n, "member", m.String())
+		}
+	}
 }

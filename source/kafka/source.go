@@ -612,7 +612,11 @@ func (s *Source) discover(ctx context.Context) ([]TP, error) {
 			}
 		}
 	}
-	return s.member.filter(out), nil
+	mine := s.member.filter(out)
+	if s.member.On() && s.lastDisc.IsZero() {
+		s.member.warnEmpty(s.log, out, mine)
+	}
+	return mine, nil
 }
 
 func topicsOf(tps []TP) []string {
