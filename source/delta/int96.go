@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
@@ -80,6 +81,28 @@ func rebaseJulianMicros(us int64) int64 {
 // Databricks Runtime before 7 wrote so): days and instants before the Gregorian switch are
 // readings of the hybrid Julian calendar, as sparkLegacyInt96 says for INT96.
 const sparkLegacyDateTime = "org.apache.spark.legacyDateTime"
+
+// sparkVersionKey is the key of a Parquet file's key-value metadata by which Spark records the
+// version that wrote it ("3.5.1").
+const sparkVersionKey = "org.apache.spark.version"
+
+// sparkLegacyModes reports whether the INT96 values (int96) and the DATE and INT64 TIMESTAMP
+// values (dateTime) of a file with key-value metadata kv are, before 1582-10-15, readings of
+// the hybrid Julian calendar, as Spark's reader decides (DataSourceUtils.int96RebaseSpec and
+// datetimeRebaseSpec): by the keys sparkLegacyInt96 and sparkLegacyDateTime, and for a file
+// whose Spark version predates them, by the version: before 3.1.0 Spark wrote INT96 so
+// always, before 3.0.0 DATE and INT64 TIMESTAMP too (versions compare as strings, as Spark
+// compares them). A file with no Spark version is taken as its keys say (Spark would apply
+// its session's read modes, EXCEPTION by default, failing on such values).
+func sparkLegacyModes(kv metadata.KeyValueMetadata) (int96, dateTime bool) {
+	int96 = kv.FindValue(sparkLegacyInt96) != nil
+	dateTime = kv.FindValue(sparkLegacyDateTime) != nil
+	if v := kv.FindValue(sparkVersionKey); v != nil {
+		int96 = int96 || *v < "3.1.0"
+		dateTime = dateTime || *v < "3.0.0"
+	}
+	return int96, dateTime
+}
 
 // rebaseLegacyDateTime rebases, in place, the DATE and INT64 TIMESTAMP values before the
 // Gregorian switch of d, a batch of the file's field sf as the record reader decoded it (the

@@ -435,7 +435,8 @@ func TestNestedInt96FullRange(t *testing.T) {
 // as Spark reads them (later instants are the same in both calendars). The DATE and INT64
 // TIMESTAMP key (datetimeRebaseModeInWrite=LEGACY) beside it changes nothing for INT96, at
 // the top level or in a struct: each value is rebased once, by the INT96 key; with that key
-// alone the INT96 values are read as written.
+// alone the INT96 values are read as written. A file of Spark before 3.1.0
+// (org.apache.spark.version) is rebased without the key, as Spark's reader does.
 func TestInt96LegacyRebase(t *testing.T) {
 	mem := newMem(t)
 	julian := func(jdn int64, tod time.Duration) *time.Time { // the instant Spark stored for that Julian day
@@ -458,11 +459,17 @@ func TestInt96LegacyRebase(t *testing.T) {
 		{[]string{sparkLegacyInt96}, rebased},
 		{[]string{sparkLegacyInt96, sparkLegacyDateTime}, rebased},
 		{[]string{sparkLegacyDateTime}, asWritten},
+		// Spark before 3.1 wrote INT96 in the hybrid calendar and had no key for it.
+		{[]string{sparkVersionKey + "=3.0.1"}, rebased},
+		{[]string{sparkVersionKey + "=2.4.5"}, rebased},
+		{[]string{sparkVersionKey + "=3.5.1"}, asWritten},
+		{[]string{sparkVersionKey + "=3.5.1", sparkLegacyInt96}, rebased},
 	} {
 		dir := t.TempDir()
 		kv := metadata.NewKeyValueMetadata()
 		for _, k := range tc.keys {
-			kv.Append(k, "")
+			k, v, _ := strings.Cut(k, "=")
+			kv.Append(k, v)
 		}
 		size := writeInt96File(t, filepath.Join(dir, "part-0.parquet"), []int64{0, 1, 2, 3}, ts, nts, [][2]int{{0, 4}}, file.WithWriteMetadata(kv))
 		writeCommit(t, dir, 0, protoV1, metaLine(int96Schema, "[]"), addLine("part-0.parquet", size, "{}"))

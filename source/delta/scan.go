@@ -366,12 +366,12 @@ type fileCtx struct {
 	int96N []int                  // INT96 leaves of nested columns int96NestedMicros could not rewrite (checkNestedInt96)
 	micros []int96Nested          // nested columns whose INT96 leaves the record reader hands over raw
 	fields []*pqarrow.SchemaField // per record reader column: its manifest field (for rebaseLegacyDateTime)
-	legacy bool                   // the file's INT96 values are Julian readings before 1582-10-15 (sparkLegacyInt96)
+	legacy bool                   // the file's INT96 values are Julian readings before 1582-10-15 (sparkLegacyModes)
 	pv     []value                // per output partition column (in r.fields order)
 	eval   bool                   // filter the rows by r.pred
 	dv     *roaring64.Bitmap      // the rows the file's deletion vector removes (nil: none)
 	// legacyDT: Spark wrote the file's DATE and INT64 TIMESTAMP values in LEGACY rebase mode
-	// (sparkLegacyDateTime), so those before 1582-10-15 are Julian readings.
+	// (sparkLegacyModes), so those before 1582-10-15 are Julian readings.
 	legacyDT bool
 	refs     atomic.Int32
 }
@@ -536,14 +536,13 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 		return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
 	}
 	fc.pf = pf
-	fc.legacyDT = pf.MetaData().KeyValueMetadata().FindValue(sparkLegacyDateTime) != nil
+	fc.legacy, fc.legacyDT = sparkLegacyModes(pf.MetaData().KeyValueMetadata())
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(r.batchRows)}, r.mem)
 	if err != nil {
 		pf.Close()
 		return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
 	}
 	fc.fr = fr
-	fc.legacy = pf.MetaData().KeyValueMetadata().FindValue(sparkLegacyInt96) != nil
 	if fc.pre != nil {
 		fc.pre.md = pf.MetaData()
 	}
