@@ -28,6 +28,16 @@
 // decimal widths are cast, and nested fields are matched by name whatever the Parquet list,
 // map and struct naming (DELTA.md "Types").
 //
+// Spark's LEGACY rebase modes (int96.go): a file marked org.apache.spark.legacyINT96 (or
+// written by Spark before 3.1.0) holds INT96 instants before 1582-10-15 as hybrid Julian
+// readings, rebased as they are decoded; a file marked org.apache.spark.legacyDateTime (or
+// written by Spark before 3.0.0) holds DATE and INT64 TIMESTAMP values so, rebased
+// per batch in the file's types, leaf by leaf by Parquet column (rebaseLegacyDateTime): INT96
+// leaves only by their own key, TIMESTAMP_NTZ never, so no value is rebased twice. --where
+// prunes files by the Delta log's statistics, which Spark writes from the values (proleptic
+// Gregorian, whatever the file's mode); Parquet row-group statistics, Julian in such files,
+// are not used.
+//
 // Reader safety (DELTA.md "Reader safety"): the protocol is checked by package delta when a
 // snapshot loads (unknown reader features are refused naming the feature; column mapping is
 // read, colmap.go; type widening, widen.go); the rows a file's deletion vector marks are dropped

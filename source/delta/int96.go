@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
@@ -81,14 +82,72 @@ func rebaseJulianMicros(us int64) int64 {
 // readings of the hybrid Julian calendar, as sparkLegacyInt96 says for INT96.
 const sparkLegacyDateTime = "org.apache.spark.legacyDateTime"
 
-// rebaseLegacyDateTime rebases, in place, the date32 and timestamp values before the Gregorian
-// switch of d (a column decoded from a sparkLegacyDateTime file, in the output type) and of its
-// nested children, as Spark's RebaseDateTime.rebaseJulianToGregorianDays/Micros do for UTC.
-// Only files carrying the key pay for it.
-func rebaseLegacyDateTime(d arrow.ArrayData) {
-	for _, c := range d.Children() {
-		rebaseLegacyDateTime(c)
+// sparkVersionKey is the key of a Parquet file's key-value metadata by which Spark records the
+// version that wrote it ("3.5.1").
+const sparkVersionKey = "org.apache.spark.version"
+
+// sparkLegacyModes reports whether the INT96 values (int96) and the DATE and INT64 TIMESTAMP
+// values (dateTime) of a file with key-value metadata kv are, before 1582-10-15, readings of
+// the hybrid Julian calendar, as Spark's reader decides (DataSourceUtils.int96RebaseSpec and
+// datetimeRebaseSpec): by the keys sparkLegacyInt96 and sparkLegacyDateTime, and for a file
+// whose Spark version predates them, by the version: before 3.1.0 Spark wrote INT96 so
+// always, before 3.0.0 DATE and INT64 TIMESTAMP too (versions compare as strings, as Spark
+// compares them). A file with no Spark version is taken as its keys say (Spark would apply
+// its session's read modes, EXCEPTION by default, failing on such values).
+func sparkLegacyModes(kv metadata.KeyValueMetadata) (int96, dateTime bool) {
+	int96 = kv.FindValue(sparkLegacyInt96) != nil
+	dateTime = kv.FindValue(sparkLegacyDateTime) != nil
+	if v := kv.FindValue(sparkVersionKey); v != nil {
+		int96 = int96 || *v < "3.1.0"
+		dateTime = dateTime || *v < "3.0.0"
 	}
+	return int96, dateTime
+}
+
+// rebaseLegacyDateTime rebases, in place, the DATE and INT64 TIMESTAMP values before the
+// Gregorian switch of d, a batch of the file's field sf as the record reader decoded it (the
+// file's own types), as Spark's RebaseDateTime.rebaseJulianToGregorianDays/Micros do for UTC.
+// It follows sf down to its leaves and rebases only the leaves whose Parquet column
+// legacyDateTimeLeaf names: an INT96 leaf (decoded and rebased by its own key,
+// sparkLegacyInt96, in int96DecodeNested) is left as it is, so nested INT96 instants are not
+// rebased twice. Only files carrying sparkLegacyDateTime pay for it. It fails only when d's
+// children do not match sf's (an arrow-go change), never on a value.
+func rebaseLegacyDateTime(pf *file.Reader, sf *pqarrow.SchemaField, d arrow.ArrayData) error {
+	if !sf.IsLeaf() {
+		kids := d.Children()
+		if len(kids) != len(sf.Children) {
+			return fmt.Errorf("column %s: %d child arrays for %d fields", sf.Field.Name, len(kids), len(sf.Children))
+		}
+		for i := range sf.Children {
+			if err := rebaseLegacyDateTime(pf, &sf.Children[i], kids[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if legacyDateTimeLeaf(pf.MetaData().Schema.Column(sf.ColIndex)) {
+		rebaseLegacyLeaf(d)
+	}
+	return nil
+}
+
+// legacyDateTimeLeaf reports whether Spark rebases col's values in a sparkLegacyDateTime file:
+// an INT32 DATE or an INT64 TIMESTAMP adjusted to UTC (Spark's TIMESTAMP, in ms or µs).
+// INT96 has its own key; TIMESTAMP_NTZ (not adjusted to UTC) is never rebased, as Spark's
+// reader does not rebase it either.
+func legacyDateTimeLeaf(col *schema.Column) bool {
+	switch lt := col.LogicalType().(type) {
+	case schema.DateLogicalType:
+		return col.PhysicalType() == parquet.Types.Int32
+	case schema.TimestampLogicalType:
+		return col.PhysicalType() == parquet.Types.Int64 && lt.IsAdjustedToUTC()
+	}
+	return false
+}
+
+// rebaseLegacyLeaf rebases, in place, the date32 or timestamp values of d before the Gregorian
+// switch (other types are left alone).
+func rebaseLegacyLeaf(d arrow.ArrayData) {
 	var perDay int64
 	switch dt := d.DataType().(type) {
 	case *arrow.Date32Type:

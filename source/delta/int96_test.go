@@ -432,10 +432,13 @@ func TestNestedInt96FullRange(t *testing.T) {
 
 // A file Spark wrote with int96RebaseModeInWrite=LEGACY holds readings of the Julian calendar
 // before 1582-10-15; they are read as the proleptic Gregorian instants of the same readings,
-// as Spark reads them (later instants are the same in both calendars).
+// as Spark reads them (later instants are the same in both calendars). The DATE and INT64
+// TIMESTAMP key (datetimeRebaseModeInWrite=LEGACY) beside it changes nothing for INT96, at
+// the top level or in a struct: each value is rebased once, by the INT96 key; with that key
+// alone the INT96 values are read as written. A file of Spark before 3.1.0
+// (org.apache.spark.version) is rebased without the key, as Spark's reader does.
 func TestInt96LegacyRebase(t *testing.T) {
 	mem := newMem(t)
-	dir := t.TempDir()
 	julian := func(jdn int64, tod time.Duration) *time.Time { // the instant Spark stored for that Julian day
 		v := time.UnixMicro((jdn-julianDayOfEpoch)*86_400_000_000 + tod.Microseconds()).UTC()
 		return &v
@@ -447,33 +450,59 @@ func TestInt96LegacyRebase(t *testing.T) {
 		julian(2440588, 0),                        // 1970-01-01
 	}
 	nts := ts // the struct's INT96 leaf is rebased too
-	kv := metadata.NewKeyValueMetadata()
-	kv.Append("org.apache.spark.legacyINT96", "")
-	size := writeInt96File(t, filepath.Join(dir, "part-0.parquet"), []int64{0, 1, 2, 3}, ts, nts, [][2]int{{0, 4}}, file.WithWriteMetadata(kv))
-	writeCommit(t, dir, 0, protoV1, metaLine(int96Schema, "[]"), addLine("part-0.parquet", size, "{}"))
-	snap, err := dl.NewTable(dir, mem).Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, Columns: []string{"t"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	got := strings.Join(scanAll(t, rd, snap.Files()), "\n")
-	want := strings.Join([]string{`{"t":"0001-01-01T00:00:00Z"}`, `{"t":"1582-10-04T23:00:01Z"}`, `{"t":"1582-10-15T00:00:00Z"}`, `{"t":"1970-01-01T00:00:00Z"}`}, "\n")
-	if got != want {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-	rd2, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), ReadOptions{Allocator: mem, Columns: []string{"st"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd2.Close()
-	got = strings.Join(scanAll(t, rd2, snap.Files()), "\n")
-	want = strings.Join([]string{`{"st":{"n":"0001-01-01T00:00:00Z"}}`, `{"st":{"n":"1582-10-04T23:00:01Z"}}`, `{"st":{"n":"1582-10-15T00:00:00Z"}}`, `{"st":{"n":"1970-01-01T00:00:00Z"}}`}, "\n")
-	if got != want {
-		t.Errorf("st: got\n%s\nwant\n%s", got, want)
+	rebased := []string{"0001-01-01T00:00:00Z", "1582-10-04T23:00:01Z", "1582-10-15T00:00:00Z", "1970-01-01T00:00:00Z"}
+	asWritten := []string{"0000-12-30T00:00:00Z", "1582-10-14T23:00:01Z", "1582-10-15T00:00:00Z", "1970-01-01T00:00:00Z"}
+	for _, tc := range []struct {
+		keys []string
+		want []string
+	}{
+		{[]string{sparkLegacyInt96}, rebased},
+		{[]string{sparkLegacyInt96, sparkLegacyDateTime}, rebased},
+		{[]string{sparkLegacyDateTime}, asWritten},
+		// Spark before 3.1 wrote INT96 in the hybrid calendar and had no key for it.
+		{[]string{sparkVersionKey + "=3.0.1"}, rebased},
+		{[]string{sparkVersionKey + "=2.4.5"}, rebased},
+		{[]string{sparkVersionKey + "=3.5.1"}, asWritten},
+		{[]string{sparkVersionKey + "=3.5.1", sparkLegacyInt96}, rebased},
+	} {
+		dir := t.TempDir()
+		kv := metadata.NewKeyValueMetadata()
+		for _, k := range tc.keys {
+			k, v, _ := strings.Cut(k, "=")
+			kv.Append(k, v)
+		}
+		size := writeInt96File(t, filepath.Join(dir, "part-0.parquet"), []int64{0, 1, 2, 3}, ts, nts, [][2]int{{0, 4}}, file.WithWriteMetadata(kv))
+		writeCommit(t, dir, 0, protoV1, metaLine(int96Schema, "[]"), addLine("part-0.parquet", size, "{}"))
+		snap, err := dl.NewTable(dir, mem).Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, col := range []string{"t", "st", "*"} {
+			opts := ReadOptions{Allocator: mem}
+			if col != "*" {
+				opts.Columns = []string{col}
+			}
+			rd, err := NewReader(dl.NewTable(dir, nil).Store(), snap.Metadata(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(scanAll(t, rd, snap.Files()), "\n")
+			rd.Close()
+			var want []string
+			for i, v := range tc.want {
+				switch col {
+				case "t":
+					want = append(want, fmt.Sprintf(`{"t":%q}`, v))
+				case "st":
+					want = append(want, fmt.Sprintf(`{"st":{"n":%q}}`, v))
+				default:
+					want = append(want, fmt.Sprintf(`{"id":%d,"st":{"n":%q},"t":%q}`, i, v, v))
+				}
+			}
+			if got != strings.Join(want, "\n") {
+				t.Errorf("keys %v, columns %s: got\n%s\nwant\n%s", tc.keys, col, got, strings.Join(want, "\n"))
+			}
+		}
 	}
 }
 

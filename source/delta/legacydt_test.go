@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,9 @@ import (
 // marks the file with org.apache.spark.legacyDateTime; they read as the dates Spark shows
 // (0001-01-01, not 0000-12-30; 1500-06-01, not 1500-06-11), at the top level and inside a
 // struct, while later values, nulls and files without the key are left as they are. The raw
-// values are the ones delta-spark 4.1 wrote for DATE'0001-01-01' and DATE'1500-06-01'.
+// values are the ones delta-spark 4.1 wrote for DATE'0001-01-01' and DATE'1500-06-01'. A file
+// of Spark before 3.0.0 (org.apache.spark.version), which had no key, is rebased too, as
+// Spark's reader does; one of 3.0.1 without the key is not.
 func TestLegacyDateTimeRebase(t *testing.T) {
 	mem := newMem(t)
 	dir := t.TempDir()
@@ -34,7 +37,7 @@ func TestLegacyDateTimeRebase(t *testing.T) {
 		`{"id":2,"d":-171503,"ts":-14817816000000000,"st":{"d":-171503}},` +
 		`{"id":3,"d":19723,"ts":1704067200000000,"st":{"d":19723}},` +
 		`{"id":4,"d":null,"ts":null,"st":null}]`
-	write := func(dir string, legacy bool) int64 {
+	write := func(dir string, kv map[string]string) int64 {
 		rec, _, err := array.RecordFromJSON(mem, sc, strings.NewReader(rows))
 		if err != nil {
 			t.Fatal(err)
@@ -48,8 +51,8 @@ func TestLegacyDateTimeRebase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if legacy {
-			fw.AppendKeyValueMetadata(sparkLegacyDateTime, "")
+		for k, v := range kv {
+			fw.AppendKeyValueMetadata(k, v)
 		}
 		if err := fw.Write(rec); err != nil {
 			t.Fatal(err)
@@ -63,24 +66,44 @@ func TestLegacyDateTimeRebase(t *testing.T) {
 	const schema = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},` +
 		`{"name":"d","type":"date","nullable":true,"metadata":{}},{"name":"ts","type":"timestamp","nullable":true,"metadata":{}},` +
 		`{"name":"st","type":{"type":"struct","fields":[{"name":"d","type":"date","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}}]}`
-	for _, tc := range []struct {
+	rebased := []string{
+		`{"d":"0001-01-01","id":1,"st":{"d":"0001-01-01"},"ts":"0001-01-01T00:00:00Z"}`,
+		`{"d":"1500-06-01","id":2,"st":{"d":"1500-06-01"},"ts":"1500-06-01T12:00:00Z"}`,
+		`{"d":"2024-01-01","id":3,"st":{"d":"2024-01-01"},"ts":"2024-01-01T00:00:00Z"}`,
+		`{"d":null,"id":4,"st":null,"ts":null}`}
+	asWritten := []string{
+		`{"d":"0000-12-30","id":1,"st":{"d":"0000-12-30"},"ts":"0000-12-30T00:00:00Z"}`,
+		`{"d":"1500-06-11","id":2,"st":{"d":"1500-06-11"},"ts":"1500-06-11T12:00:00Z"}`,
+		`{"d":"2024-01-01","id":3,"st":{"d":"2024-01-01"},"ts":"2024-01-01T00:00:00Z"}`,
+		`{"d":null,"id":4,"st":null,"ts":null}`}
+	for k, tc := range []struct {
 		legacy bool
 		want   []string
+		kv     map[string]string // more metadata: Spark before 3.0 rebased without the key
 	}{
+		{false, rebased, map[string]string{sparkVersionKey: "2.4.5"}},
+		{false, asWritten, map[string]string{sparkVersionKey: "3.0.1"}},
 		{true, []string{
 			`{"d":"0001-01-01","id":1,"st":{"d":"0001-01-01"},"ts":"0001-01-01T00:00:00Z"}`,
 			`{"d":"1500-06-01","id":2,"st":{"d":"1500-06-01"},"ts":"1500-06-01T12:00:00Z"}`,
 			`{"d":"2024-01-01","id":3,"st":{"d":"2024-01-01"},"ts":"2024-01-01T00:00:00Z"}`,
-			`{"d":null,"id":4,"st":null,"ts":null}`}},
+			`{"d":null,"id":4,"st":null,"ts":null}`}, nil},
 		{false, []string{
 			`{"d":"0000-12-30","id":1,"st":{"d":"0000-12-30"},"ts":"0000-12-30T00:00:00Z"}`,
 			`{"d":"1500-06-11","id":2,"st":{"d":"1500-06-11"},"ts":"1500-06-11T12:00:00Z"}`,
 			`{"d":"2024-01-01","id":3,"st":{"d":"2024-01-01"},"ts":"2024-01-01T00:00:00Z"}`,
-			`{"d":null,"id":4,"st":null,"ts":null}`}},
+			`{"d":null,"id":4,"st":null,"ts":null}`}, nil},
 	} {
-		tdir := filepath.Join(dir, map[bool]string{true: "legacy", false: "corrected"}[tc.legacy])
+		tdir := filepath.Join(dir, fmt.Sprintf("%s-%d", map[bool]string{true: "legacy", false: "corrected"}[tc.legacy], k))
 		os.MkdirAll(tdir, 0o755)
-		size := write(tdir, tc.legacy)
+		kv := map[string]string{}
+		for k, v := range tc.kv {
+			kv[k] = v
+		}
+		if tc.legacy {
+			kv[sparkLegacyDateTime] = ""
+		}
+		size := write(tdir, kv)
 		writeCommit(t, tdir, 0, protoV1, metaLine(schema, "[]"), addLine("part-0.parquet", size, "{}"))
 		snap, err := dl.NewTable(tdir, mem).Snapshot(context.Background())
 		if err != nil {

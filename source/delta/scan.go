@@ -359,18 +359,19 @@ type fileCtx struct {
 	pre    *prefetcher // bucket files: the coalesced ranges of the units being decoded
 	pf     *file.Reader
 	fr     *pqarrow.FileReader
-	leaves []int             // leaf columns to read
-	cols   []int             // per data column: index in the record reader's schema, -1 = missing, -2-k = int96[k]
-	types  []arrow.DataType  // per data column under column mapping: the type read (nil: the output type)
-	int96  []int             // top-level INT96 leaf columns, read by int96Column rather than the record reader
-	int96N []int             // INT96 leaves of nested columns int96NestedMicros could not rewrite (checkNestedInt96)
-	micros []int96Nested     // nested columns whose INT96 leaves the record reader hands over raw
-	legacy bool              // the file's INT96 values are Julian readings before 1582-10-15 (sparkLegacyInt96)
-	pv     []value           // per output partition column (in r.fields order)
-	eval   bool              // filter the rows by r.pred
-	dv     *roaring64.Bitmap // the rows the file's deletion vector removes (nil: none)
+	leaves []int                  // leaf columns to read
+	cols   []int                  // per data column: index in the record reader's schema, -1 = missing, -2-k = int96[k]
+	types  []arrow.DataType       // per data column under column mapping: the type read (nil: the output type)
+	int96  []int                  // top-level INT96 leaf columns, read by int96Column rather than the record reader
+	int96N []int                  // INT96 leaves of nested columns int96NestedMicros could not rewrite (checkNestedInt96)
+	micros []int96Nested          // nested columns whose INT96 leaves the record reader hands over raw
+	fields []*pqarrow.SchemaField // per record reader column: its manifest field (for rebaseLegacyDateTime)
+	legacy bool                   // the file's INT96 values are Julian readings before 1582-10-15 (sparkLegacyModes)
+	pv     []value                // per output partition column (in r.fields order)
+	eval   bool                   // filter the rows by r.pred
+	dv     *roaring64.Bitmap      // the rows the file's deletion vector removes (nil: none)
 	// legacyDT: Spark wrote the file's DATE and INT64 TIMESTAMP values in LEGACY rebase mode
-	// (sparkLegacyDateTime), so those before 1582-10-15 are Julian readings.
+	// (sparkLegacyModes), so those before 1582-10-15 are Julian readings.
 	legacyDT bool
 	refs     atomic.Int32
 }
@@ -535,14 +536,13 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 		return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
 	}
 	fc.pf = pf
-	fc.legacyDT = pf.MetaData().KeyValueMetadata().FindValue(sparkLegacyDateTime) != nil
+	fc.legacy, fc.legacyDT = sparkLegacyModes(pf.MetaData().KeyValueMetadata())
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(r.batchRows)}, r.mem)
 	if err != nil {
 		pf.Close()
 		return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
 	}
 	fc.fr = fr
-	fc.legacy = pf.MetaData().KeyValueMetadata().FindValue(sparkLegacyInt96) != nil
 	if fc.pre != nil {
 		fc.pre.md = pf.MetaData()
 	}
@@ -583,6 +583,7 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 		default:
 			pos[i] = n
 			n++
+			fc.fields = append(fc.fields, &mf[i])
 			k := len(fc.leaves)
 			fc.leaves = appendLeaves(fc.leaves, &mf[i])
 			if raw96[i] {
@@ -767,6 +768,15 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 				return fmt.Errorf("data file %s: %w", fc.add.Path, err)
 			}
 		}
+		if fc.legacyDT {
+			// In the file's types, before conforming: only the DATE and INT64 TIMESTAMP leaves
+			// are rebased (INT96 ones were, above, by their own key).
+			for i, sf := range fc.fields {
+				if err := rebaseLegacyDateTime(fc.pf, sf, rec.Column(i).Data()); err != nil {
+					return fmt.Errorf("data file %s: %w", fc.add.Path, err)
+				}
+			}
+		}
 		lo, hi, ok := cut(rec.NumRows())
 		start := pos
 		pos += rec.NumRows()
@@ -860,9 +870,6 @@ func (r *Reader) assemble(ctx context.Context, fc *fileCtx, rec arrow.RecordBatc
 		if err != nil {
 			release()
 			return nil, fmt.Errorf("data file %s: %w", fc.add.Path, err)
-		}
-		if fc.legacyDT && ci > -2 {
-			rebaseLegacyDateTime(d)
 		}
 		a := array.MakeFromData(d)
 		d.Release()

@@ -44,8 +44,9 @@ s3://BUCKET/PATH, gs://…, az://…, abfss://…, with the cloud SDKs' usual cr
 Arrow stream: the latest version, or --version N / --timestamp T (time travel). --columns
 projects. Partition columns are restored from the log's partitionValues; INT96, ms, µs and
 ns timestamps all come out as µs timestamps (INT96 over years 1 to 9999, top level or inside
-a struct, list or map; files Spark wrote in LEGACY rebase mode are rebased before
-1582-10-15); columns missing from older files are null.
+a struct, list or map; files Spark wrote in LEGACY rebase mode, or before Spark 3.0 (3.1
+for INT96), are rebased before 1582-10-15, as Spark reads them); columns missing from
+older files are null.
 
 --where PREDICATE keeps the rows for which a Spark SQL predicate over any column is true, in
 the language of streamkit filter (a row whose predicate is false or NULL is dropped); it

@@ -4,6 +4,11 @@
     peers.py spark DIR              tables written by Spark + delta-spark under DIR
     peers.py compare-spark J OUT... compare read-delta outputs of spark_int96_range with
                                     Spark's own read J (spark_int96_range.json)
+    peers.py compare-rows J OUT [PRED OUT]...
+                                    compare read-delta's read (and --where PRED reads) of
+                                    spark_legacy or spark_colmap_int96 with Spark's, J
+    peers.py int96-readers J T      DuckDB's and delta-rs's reads of spark_int96_range T
+                                    against Spark's J
     peers.py compare T OUT [T OUT]  compare read-delta's output (Arrow IPC stream files OUT)
                                     with delta-rs's own read of table T; a table argument
                                     may be "T@V" (version V) or "T?col=val" (partition filter)
@@ -256,8 +261,105 @@ def spark(base):
             "id", "unix_micros(ts)", "unix_micros(st.ts)", "transform(arr, x -> unix_micros(x))").collect()
         with open(p + ".json", "w") as f:
             json.dump(sorted([list(r) for r in got]), f)
+
+        legacy_fixtures(s, base)
     finally:
         s.stop()
+
+
+# The values of spark_legacy: DATE and TIMESTAMP before the Gregorian switch (1582-10-15), in
+# its gap (1582-10-05 … 10-14, days the hybrid Julian calendar has not) and after, over years
+# 1 to 9999, and a null.
+LEGACY_VALUES = [
+    ("0001-01-01", "0001-01-01 00:00:00"),
+    ("1000-03-01", "1000-03-01 01:02:03.456789"),
+    ("1500-06-01", "1500-06-01 12:00:00"),
+    ("1582-10-04", "1582-10-04 23:59:59.999999"),
+    ("1582-10-10", "1582-10-10 10:10:10"),
+    ("1582-10-14", "1582-10-14 00:00:00"),
+    ("1582-10-15", "1582-10-15 00:00:00"),
+    ("1900-01-01", "1900-01-01 00:00:00"),
+    ("1969-12-31", "1969-12-31 23:59:59.999999"),
+    ("9999-12-31", "9999-12-31 23:59:59.999999"),
+    (None, None),
+]
+
+# Predicates of read-delta --where near the pre-1582 bounds of spark_legacy (whose first
+# commit has a file per row, so the Delta log's statistics decide which files are read).
+LEGACY_WHERE = [
+    "d < DATE '1500-06-01'",
+    "d >= DATE '1500-06-01' AND d <= DATE '1582-10-04'",
+    "d = DATE '0001-01-01'",
+    "d > DATE '1582-10-04' AND d < DATE '1582-10-15'",
+    "d = DATE '1582-10-15'",  # also what a LEGACY file's 1582-10-10 reads as; its statistics say 10-10
+    "ts < TIMESTAMP '1500-06-01 12:00:00'",
+    "ts >= TIMESTAMP '1000-03-01 01:02:03.456789' AND ts <= TIMESTAMP '1582-10-04 23:59:59.999999'",
+]
+
+# Spark's read of spark_legacy, every DATE as days and every TIMESTAMP as µs since the epoch.
+LEGACY_READ = [
+    "id",
+    "unix_date(d) AS d",
+    "unix_micros(ts) AS ts",
+    "unix_micros(CAST(ntz AS TIMESTAMP)) AS ntz",
+    "IF(st IS NULL, NULL, named_struct('d', unix_date(st.d), 'ts', unix_micros(st.ts))) AS st",
+    "transform(arr, x -> IF(x IS NULL, NULL, named_struct('d', unix_date(x.d), 'ts', unix_micros(x.ts)))) AS arr",
+]
+
+
+def legacy_fixtures(s, base):
+    """Tables of the LEGACY rebase modes and of column mapping with nested INT96 (issue #22),
+    each with Spark's own read in TABLE.json ({"rows": [...], "where": {pred: [ids]}}) for
+    compare-rows.
+
+    spark_legacy: DATE, INT96 or INT64 TIMESTAMP and TIMESTAMP_NTZ values (LEGACY_VALUES) at
+    the top level, in a struct and in an array of structs, one commit per combination of
+    datetimeRebaseModeInWrite / int96RebaseModeInWrite / outputTimestampType, ids 100·k + i:
+    k=0 LEGACY/LEGACY/INT96 (both keys; a file per row), 1 LEGACY/CORRECTED/INT96
+    (legacyDateTime only), 2 CORRECTED/LEGACY/INT96 (legacyINT96 only), 3
+    LEGACY/-/TIMESTAMP_MICROS (legacyDateTime, INT64 timestamps).
+
+    spark_colmap_int96: column mapping name mode, st struct<ts timestamp, n int> as INT96 over
+    years 1 to 9999, then st.ts renamed to at and st to s2, then a row under the new names.
+    """
+    cfg = "spark.sql.parquet."
+    combos = [("LEGACY", "LEGACY", "INT96"), ("LEGACY", "CORRECTED", "INT96"), ("CORRECTED", "LEGACY", "INT96"), ("LEGACY", "CORRECTED", "TIMESTAMP_MICROS")]
+    p = os.path.join(base, "spark_legacy")
+    for k, (dt, i96, out) in enumerate(combos):
+        s.conf.set(cfg + "datetimeRebaseModeInWrite", dt)
+        s.conf.set(cfg + "int96RebaseModeInWrite", i96)
+        s.conf.set(cfg + "outputTimestampType", out)
+        rows = [(100 * k + i, d, t) for i, (d, t) in enumerate(LEGACY_VALUES)]
+        df = s.createDataFrame(rows, "id LONG, ds STRING, tss STRING").selectExpr(
+            "id", "CAST(ds AS DATE) AS d", "CAST(tss AS TIMESTAMP) AS ts", "CAST(tss AS TIMESTAMP_NTZ) AS ntz").selectExpr(
+            "id", "d", "ts", "ntz", "IF(id % 100 = 10, NULL, named_struct('d', d, 'ts', ts)) AS st",
+            "array(named_struct('d', d, 'ts', ts), NULL, IF(d >= DATE'9999-12-31', NULL, named_struct('d', date_add(d, 1), 'ts', ts + INTERVAL 1 DAY))) AS arr")
+        df = df.repartitionByRange(len(rows), "id") if k == 0 else df.coalesce(1)
+        df.write.format("delta").mode("append").save(p)
+    t = s.read.format("delta").load(p)
+    want = {"rows": [r.asDict(recursive=True) for r in t.selectExpr(*LEGACY_READ).collect()], "where": {}}
+    for pred in LEGACY_WHERE:
+        want["where"][pred] = sorted(r.id for r in t.where(pred).select("id").collect())
+    with open(p + ".json", "w") as f:
+        json.dump(want, f)
+
+    s.conf.set(cfg + "datetimeRebaseModeInWrite", "CORRECTED")
+    s.conf.set(cfg + "int96RebaseModeInWrite", "CORRECTED")
+    s.conf.set(cfg + "outputTimestampType", "INT96")
+    p = os.path.join(base, "spark_colmap_int96")
+    q = "delta.`%s`" % p
+    s.sql("CREATE TABLE %s (id BIGINT, st STRUCT<ts: TIMESTAMP, n: INT>) USING delta TBLPROPERTIES "
+          "('delta.columnMapping.mode' = 'name', 'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')" % q)
+    s.sql("INSERT INTO %s VALUES (0, named_struct('ts', TIMESTAMP'0001-01-01 00:00:00', 'n', 0)), "
+          "(1, named_struct('ts', TIMESTAMP'9999-12-31 23:59:59.999999', 'n', 1)), (2, NULL), "
+          "(3, named_struct('ts', CAST(NULL AS TIMESTAMP), 'n', 3)), (4, named_struct('ts', TIMESTAMP'1969-12-31 23:59:59.999999', 'n', 4))" % q)
+    s.sql("ALTER TABLE %s RENAME COLUMN st.ts TO at" % q)
+    s.sql("ALTER TABLE %s RENAME COLUMN st TO s2" % q)
+    s.sql("INSERT INTO %s VALUES (5, named_struct('at', TIMESTAMP'1500-06-01 12:00:00', 'n', 5))" % q)
+    rows = s.read.format("delta").load(p).selectExpr(
+        "id", "IF(s2 IS NULL, NULL, named_struct('at', unix_micros(s2.at), 'n', s2.n)) AS s2").collect()
+    with open(p + ".json", "w") as f:
+        json.dump({"rows": [r.asDict(recursive=True) for r in rows], "where": {}}, f)
 
 
 def canon(v):
@@ -349,6 +451,108 @@ def compare_spark(args):
         print("ok %s %d" % (out, len(rows)))
 
 
+def _micros_type(t, final):
+    """t with every timestamp as timestamp[µs] (final: as int64 µs, every date32 as int32)."""
+    if pa.types.is_timestamp(t):
+        return pa.int64() if final else pa.timestamp("us", tz=t.tz)
+    if pa.types.is_date32(t):
+        return pa.int32() if final else t
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _micros_type(f.type, final), f.nullable) for f in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(pa.field(t.value_field.name, _micros_type(t.value_type, final), t.value_field.nullable))
+    return t
+
+
+def int_rows(table):
+    """The rows of an Arrow table, sorted by id, every date as days and every timestamp as µs
+    since the epoch (as Spark's unix_date / unix_micros give them)."""
+    import pyarrow.compute as pc
+
+    cols = {}
+    for name in table.column_names:
+        c = table.column(name)
+        c = pc.cast(c, _micros_type(c.type, False), safe=False)  # ns: the µs they hold
+        cols[name] = pc.cast(c, _micros_type(c.type, True)).to_pylist()
+    rows = [dict(zip(cols, vals)) for vals in zip(*cols.values())]
+    return sorted(rows, key=lambda r: r["id"])
+
+
+def compare_rows(args):
+    """compare-rows J OUT [PRED OUT]...: read-delta's output OUT holds the rows of J["rows"]
+    (Spark's read, dates as days, timestamps as µs), and each OUT after a predicate holds the
+    ids of J["where"][PRED] (Spark's filter)."""
+    with open(args[0]) as f:
+        want = json.load(f)
+
+    def read(out):
+        with open(out, "rb") as f:
+            return int_rows(ipc.open_stream(f).read_all())
+
+    got = read(args[1])
+    w = sorted(want["rows"], key=lambda r: r["id"])
+    if [json.dumps(r, sort_keys=True) for r in got] != [json.dumps(r, sort_keys=True) for r in w]:
+        for a, b in zip(got, w):
+            if a != b:
+                print("%s: first difference:\n read-delta %s\n Spark      %s" % (args[1], a, b))
+                break
+        else:
+            print("%s: %d rows, Spark %d" % (args[1], len(got), len(w)))
+        sys.exit(1)
+    print("ok %s %d" % (args[1], len(got)))
+    for pred, out in zip(args[2::2], args[3::2]):
+        ids = [r["id"] for r in read(out)]
+        if ids != want["where"][pred]:
+            print("--where %s: read-delta ids %s, Spark %s" % (pred, ids, want["where"][pred]))
+            sys.exit(1)
+        print("ok %s %d" % (pred, len(ids)))
+
+
+def int96_readers(args):
+    """int96-readers J TABLE: DuckDB's delta_scan and delta-rs's reads (its query engine and its
+    to_pyarrow_table) of spark_int96_range TABLE against Spark's (J, as compare-spark takes it). Prints, per reader, "READER equal ID…" for
+    the rows it reads as Spark does and "READER differs ID GOT" per other row, or
+    "READER fails ERROR" when it cannot read the table."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts", "py"))
+    import duckdb_delta
+    from deltalake import DeltaTable
+
+    with open(args[0]) as f:
+        want = {r[0]: r for r in json.load(f)}
+
+    def duck():
+        con = duckdb_delta.connect()
+        con.sql("set TimeZone = 'UTC'")
+        t = con.sql("select * from delta_scan('file://%s')" % os.path.abspath(args[1])).arrow()
+        return t.read_all() if hasattr(t, "read_all") else t
+
+    def deltars():
+        from deltalake import QueryBuilder
+
+        r = QueryBuilder().register("t", DeltaTable(args[1])).execute("select * from t")
+        return pa.table(r.read_all() if hasattr(r, "read_all") else r)
+
+    readers = (
+        ("duckdb", duck),
+        ("deltars", deltars),  # delta-rs's own engine (DataFusion)
+        ("deltars-pyarrow", lambda: DeltaTable(args[1]).to_pyarrow_table()),  # its pyarrow dataset
+    )
+    for name, read in readers:
+        try:
+            rows = int_rows(read())
+        except Exception as e:  # noqa: BLE001 (the failure is the finding)
+            print("%s fails %s" % (name, str(e).splitlines()[0] if str(e) else type(e).__name__))
+            continue
+        equal = []
+        for r in rows:
+            got = [r["id"], r["ts"], None if r["st"] is None else r["st"]["ts"], r["arr"]]
+            if got == want.get(r["id"]):
+                equal.append(str(r["id"]))
+            else:
+                print("%s differs %d %s" % (name, r["id"], json.dumps(got)))
+        print("%s equal %s" % (name, " ".join(equal)))
+
+
 def _hard_exit(run):
     """Run run() and leave with its status through os._exit: delta-rs and pyarrow threads can
     abort the interpreter's own shutdown ("terminate called without an active exception") after
@@ -381,6 +585,10 @@ def _run():
         compare(sys.argv[2:])
     elif cmd == "compare-spark":
         compare_spark(sys.argv[2:])
+    elif cmd == "compare-rows":
+        compare_rows(sys.argv[2:])
+    elif cmd == "int96-readers":
+        int96_readers(sys.argv[2:])
     else:
         sys.exit("unknown command " + cmd)
 
