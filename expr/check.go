@@ -63,7 +63,7 @@ func (c *checker) check1(n Node) (node, error) {
 			}
 			return &notNode{x: x}, nil
 		case "+":
-			if !x.Type().numeric() && x.Type().Kind != KInterval {
+			if !x.Type().numeric() && x.Type().Kind != KInterval && x.Type().Kind != KYearMonth {
 				return nil, c.errf(n.At, "unary + needs a number, but %s", c.describe(n.X, x.Type()))
 			}
 			return x, nil
@@ -71,7 +71,7 @@ func (c *checker) check1(n Node) (node, error) {
 			if x.Type().Kind == KString {
 				x = &castNode{x: x, to: TDouble}
 			}
-			if !x.Type().numeric() && x.Type().Kind != KInterval && x.Type().Kind != KNull {
+			if !x.Type().numeric() && x.Type().Kind != KInterval && x.Type().Kind != KYearMonth && x.Type().Kind != KNull {
 				return nil, c.errf(n.At, "unary - needs a number, but %s", c.describe(n.X, x.Type()))
 			}
 			if x.Type().Kind == KNull {
@@ -262,6 +262,9 @@ func litDecimal(x node) Type {
 
 // arith type-checks + - * / % div and the try_ variants.
 func (c *checker) arith(op string, at int, ln, rn Node, l, r node, try bool) (node, error) {
+	if out, ok, err := c.dateArith(op, at, ln, rn, l, r); ok {
+		return out, err
+	}
 	lt, rt := l.Type(), r.Type()
 	// intervals: timestamp ± interval, date ± interval (→ timestamp), interval ± interval
 	if (op == "+" || op == "-") && (lt.Kind == KInterval || rt.Kind == KInterval) {
@@ -574,6 +577,9 @@ func (c *checker) literal(l *Lit) (node, error) {
 		}
 		return out, nil
 	case LitInterval:
+		if l.Unit == "YEAR" || l.Unit == "MONTH" || l.Unit == "YEAR TO MONTH" {
+			return c.yearMonthLit(l)
+		}
 		q, err := strconv.ParseFloat(strings.TrimSpace(l.Text), 64)
 		if err != nil {
 			return nil, c.errf(l.At, "interval quantity %q is not a number", l.Text)

@@ -163,7 +163,7 @@ func hashColumn[H uint32 | uint64](f hasher[H], t Type, a arrow.Array, h []H) {
 				h[i] = f.int(v, h[i])
 			}
 		}
-	case KInt, KDate:
+	case KInt, KDate, KYearMonth:
 		vs := i32s(a)
 		for i := range h {
 			if valid(i) {
@@ -224,7 +224,7 @@ func hashColumn[H uint32 | uint64](f hasher[H], t Type, a arrow.Array, h []H) {
 // hashable reports whether hash and xxhash64 take a value of type t.
 func hashable(t Type) bool {
 	switch t.Kind {
-	case KNull, KBool, KInt, KBigInt, KDecimal, KDouble, KString, KDate, KTimestamp, KInterval, KBinary:
+	case KNull, KBool, KInt, KBigInt, KDecimal, KDouble, KString, KDate, KTimestamp, KInterval, KBinary, KYearMonth:
 		return true
 	}
 	return false

@@ -25,6 +25,7 @@ const (
 	KArray                 // array<T> (arrow list; large_list and list_view columns are read as list)
 	KStruct                // struct<name:T,…> (arrow struct)
 	KMap                   // map<K,V> (arrow map)
+	KYearMonth             // year-month interval: months (held as arrow int32); P and S are its start and end fields (0 YEAR, 1 MONTH)
 )
 
 // Type is a Spark SQL type; P and S are the precision and scale of a decimal. The parts of
@@ -48,6 +49,11 @@ var (
 	TInterval  = Type{Kind: KInterval}
 	TBinary    = Type{Kind: KBinary}
 )
+
+// YearMonth returns the year-month interval type from field start to field end (0 YEAR,
+// 1 MONTH): interval year, interval month or interval year to month, as Spark's
+// YearMonthIntervalType.
+func YearMonth(start, end int) Type { return Type{Kind: KYearMonth, P: start, S: end} }
 
 // Decimal returns decimal(p,s).
 func Decimal(p, s int) Type { return Type{Kind: KDecimal, P: p, S: s} }
@@ -77,6 +83,14 @@ func (t Type) String() string {
 		return "timestamp"
 	case KInterval:
 		return "interval day to second"
+	case KYearMonth:
+		switch {
+		case t.P == 0 && t.S == 0:
+			return "interval year"
+		case t.P == 1:
+			return "interval month"
+		}
+		return "interval year to month"
 	case KArray, KStruct, KMap:
 		return t.nt.str
 	}
@@ -95,7 +109,7 @@ func (t Type) Arrow() arrow.DataType {
 		return arrow.Null
 	case KBool:
 		return arrow.FixedWidthTypes.Boolean
-	case KInt:
+	case KInt, KYearMonth:
 		return arrow.PrimitiveTypes.Int32
 	case KBigInt:
 		return arrow.PrimitiveTypes.Int64
@@ -198,6 +212,9 @@ func wider(a, b Type) (Type, bool) {
 	}
 	if a.Kind == KDate && b.Kind == KTimestamp || a.Kind == KTimestamp && b.Kind == KDate {
 		return TTimestamp, true
+	}
+	if a.Kind == KYearMonth && b.Kind == KYearMonth {
+		return YearMonth(min(a.P, b.P), max(a.S, b.S)), true
 	}
 	if a.Kind == KBinary && b.Kind == KString || a.Kind == KString && b.Kind == KBinary {
 		return TBinary, true // Spark casts the string to its UTF-8 bytes
