@@ -605,9 +605,10 @@ func baseCases() []diffCase {
 
 // TestDifferential evaluates the generated expressions of every set (base: operators and the
 // first functions; nested: arrays, structs, maps and JSON; scalar: binary, hashes, regexps and
-// unix time; date: date arithmetic, year-month intervals, epoch casts, greatest, round) here and in the reference engines, one reference run for all of them (one Spark
-// session: its start-up is most of the test's time), and compares them value by value,
-// errors included, in a subtest per set.
+// unix time; date: date arithmetic, year-month intervals, epoch casts, greatest, round) here
+// and in the reference engines, one reference run for all of them (one Spark session: its
+// start-up is most of the test's time), and compares them value by value, errors included,
+// in a subtest per set.
 func TestDifferential(t *testing.T) {
 	python := diffPython(t)
 	if python == "" {

@@ -143,8 +143,9 @@
 //	from_unixtime(s, fmt): Java patterns       strftime's % patterns           Spark
 //	unix_timestamp(ts): truncates toward 0     epoch(ts) keeps the fraction    DuckDB with trunc()
 //	unix_timestamp(str[, fmt]): Java patterns  strptime's % patterns           Spark
-//	DATE - DATE: interval day; DATE + int wraps bigint days, range errors      Spark
-//	year-month intervals, add_months           no such type; other clamping    Spark
+//	DATE - DATE: interval day                  bigint days                     Spark
+//	DATE + int: wraps around                   out-of-range error              Spark
+//	year-month intervals, add_months           no such type, other functions   Spark
 //	greatest/least: NULLs skipped, NaN top     NULL rules differ               Spark
 //	bround, round(x, -d), timestamp_seconds,   no bround, other types          Spark
 //	unix_date, months_between, repeat
