@@ -15,7 +15,7 @@ import (
 
 // castable reports whether Spark allows CAST(from AS to).
 func castable(from, to Type) bool {
-	if from == to || from.Kind == KNull || to.Kind == KString || from.Kind == KYearMonth && to.Kind == KYearMonth {
+	if from == to || from.Kind == KNull || to.Kind == KString || from.Kind == to.Kind && (from.Kind == KYearMonth || from.Kind == KInterval) {
 		return true
 	}
 	switch from.Kind {
@@ -37,7 +37,7 @@ func castable(from, to Type) bool {
 func castCanFail(from, to Type) bool {
 	switch {
 	case from == to, from.Kind == KNull, to.Kind == KString, to.Kind == KBool && from.Kind != KString,
-		from.Kind == KYearMonth && to.Kind == KYearMonth:
+		from.Kind == to.Kind && (from.Kind == KYearMonth || from.Kind == KInterval):
 		return false
 	case from.Kind == KInt && (to.Kind == KBigInt || to.Kind == KDouble),
 		from.Kind == KBigInt && to.Kind == KDouble, from.Kind == KBool,
@@ -74,7 +74,7 @@ func (n *castNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 	if from.Kind == KNull {
 		return array.MakeArrayOfNull(c.mem, n.to.Arrow(), c.n), nil
 	}
-	if from.Kind == KYearMonth && n.to.Kind == KYearMonth { // months either way
+	if from.Kind == n.to.Kind && (from.Kind == KYearMonth || from.Kind == KInterval) { // months or µs either way
 		x.Retain()
 		return x, nil
 	}
@@ -442,7 +442,7 @@ func appendValue(b []byte, t Type, a arrow.Array, i int) []byte {
 		}
 		return b
 	case KInterval:
-		return append(b, time.Duration(i64s(a)[i]*1000).String()...)
+		return appendDayTime(b, t, i64s(a)[i])
 	case KArray, KStruct, KMap:
 		return appendNested(b, t, a, i)
 	}

@@ -272,7 +272,8 @@ func (c *checker) arith(op string, at int, ln, rn Node, l, r node, try bool) (no
 		case (lt.Kind == KTimestamp || lt.Kind == KDate) && rt.Kind == KInterval:
 			return &arithNode{op: op, t: TTimestamp, l: coerce(l, TTimestamp), r: r, try: try}, nil
 		case lt.Kind == KInterval && rt.Kind == KInterval:
-			return &arithNode{op: op, t: TInterval, l: l, r: r, try: try}, nil
+			t, _ := wider(lt, rt)
+			return &arithNode{op: op, t: t, l: l, r: r, try: try}, nil
 		case op == "+" && lt.Kind == KInterval && (rt.Kind == KTimestamp || rt.Kind == KDate):
 			return &arithNode{op: op, t: TTimestamp, l: coerce(r, TTimestamp), r: l, try: try}, nil
 		}
@@ -585,7 +586,12 @@ func (c *checker) literal(l *Lit) (node, error) {
 			return nil, c.errf(l.At, "interval quantity %q is not a number", l.Text)
 		}
 		unit := map[string]float64{"WEEK": 7 * 86400e6, "DAY": 86400e6, "HOUR": 3600e6, "MINUTE": 60e6, "SECOND": 1e6, "MILLISECOND": 1e3, "MICROSECOND": 1}[l.Unit]
-		return &constNode{t: TInterval, sc: scalar.NewDurationScalar(arrow.Duration(int64(math.Round(q*unit))), arrow.FixedWidthTypes.Duration_us)}, nil
+		us := int64(math.Round(q * unit))
+		t := TInterval
+		if (l.Unit == "DAY" || l.Unit == "WEEK") && us%usPerDay == 0 {
+			t = TIntervalDay
+		}
+		return &constNode{t: t, sc: scalar.NewDurationScalar(arrow.Duration(us), arrow.FixedWidthTypes.Duration_us)}, nil
 	}
 	text := l.Text
 	up := strings.ToUpper(text)

@@ -35,7 +35,7 @@ func (g *dateGen) num() string {
 }
 
 func (g *dateGen) expr() string {
-	switch g.r.Intn(30) {
+	switch g.r.Intn(32) {
 	case 0:
 		return fmt.Sprintf("(%s + %s)", g.date(), g.days())
 	case 1:
@@ -101,6 +101,12 @@ func (g *dateGen) expr() string {
 		return fmt.Sprintf("unix_date(%s)", g.of("(dt + j)", "date_sub(dt, j)", "add_months(dt, j)", "(dt + INTERVAL 1 MONTH)"))
 	case 27:
 		return fmt.Sprintf("(%s + %s + %s)", g.date(), g.days(), g.days())
+	case 30:
+		// Spark's interval text; a literal's own single unit (INTERVAL '02' HOUR) is not kept
+		return fmt.Sprintf("CAST(%s AS STRING)", g.of("(dt - DATE '2000-01-01')", "(ts - dt)", "(ts - TIMESTAMP '2020-06-01 12:00:00.25')", "(DATE '2024-02-29' - dt + INTERVAL 1 DAY)"))
+	case 29:
+		// an interval of whole days keeps a date a date
+		return fmt.Sprintf(g.of("(%s + %s)", "(%s - %s)"), g.date(), g.of("INTERVAL 3 DAYS", "INTERVAL '-1' DAY", "INTERVAL 2 WEEKS", "(DATE '2024-02-29' - dt)"))
 	case 28:
 		return fmt.Sprintf("(%s - %s)", g.of("(dt - DATE '2000-01-01')", "(ts - dt)"), g.of("(DATE '2024-02-29' - dt)", "(TIMESTAMP '2000-01-01 00:00:00' - ts)"))
 	}

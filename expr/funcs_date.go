@@ -103,16 +103,24 @@ func dateAddNode(d, days node, sub bool) node {
 	}}
 }
 
+// intervalDays is the days of an interval of whole days, as an int (Spark's
+// ExtractANSIIntervalDays).
+func intervalDays(x node) node {
+	return &funcNode{fn: registry["date_add"], t: TInt, args: []node{x}, impl: func(c *evalCtx, _ []bool, in []arrow.Array) (arrow.Array, error) {
+		return map1(c, TInt, in[0], i64s(in[0]), func(_ int, us int64) (int32, bool, error) { return int32(us / usPerDay), true, nil })
+	}}
+}
+
 // dateDiffNode is the days from start to end (an int, wrapping as Spark's DateDiff), or
 // with interval set the interval of those days (SubtractDates).
 func dateDiffNode(end, start node, interval bool) node {
 	t := TInt
 	if interval {
-		t = TInterval
+		t = TIntervalDay
 	}
 	return &funcNode{fn: registry["datediff"], t: t, args: []node{end, start}, impl: func(c *evalCtx, _ []bool, in []arrow.Array) (arrow.Array, error) {
 		if interval {
-			return map2(c, TInterval, in[0], in[1], i32s(in[0]), i32s(in[1]), func(_ int, a, b int32) (int64, bool, error) {
+			return map2(c, TIntervalDay, in[0], in[1], i32s(in[0]), i32s(in[1]), func(_ int, a, b int32) (int64, bool, error) {
 				return (int64(a) - int64(b)) * usPerDay, true, nil
 			})
 		}
@@ -128,7 +136,12 @@ func (c *checker) dateArith(op string, at int, ln, rn Node, l, r node) (out node
 	if op != "+" && op != "-" || !dateish(lt.Kind) && !dateish(rt.Kind) && lt.Kind != KYearMonth && rt.Kind != KYearMonth {
 		return nil, false, nil
 	}
-	if lt.Kind == KInterval || rt.Kind == KInterval {
+	switch {
+	case lt.Kind == KDate && rt == TIntervalDay: // Spark: DateAdd(d, ExtractANSIIntervalDays(i))
+		return dateAddNode(l, intervalDays(r), op == "-"), true, nil
+	case op == "+" && rt.Kind == KDate && lt == TIntervalDay:
+		return dateAddNode(r, intervalDays(l), false), true, nil
+	case lt.Kind == KInterval || rt.Kind == KInterval:
 		return nil, false, nil // the day-time interval rules of arith
 	}
 	fail := func() (node, bool, error) {
@@ -153,7 +166,7 @@ func (c *checker) dateArith(op string, at int, ln, rn Node, l, r node) (out node
 		if op == "+" { // Spark types DATE + NULL as a timestamp, DATE - NULL as an interval
 			return nullConst(TTimestamp), true, nil
 		}
-		return nullConst(TInterval), true, nil
+		return nullConst(TIntervalDay), true, nil
 	case lt.Kind == KDate && rt.Kind == KInt:
 		return dateAddNode(l, r, op == "-"), true, nil
 	case op == "+" && rt.Kind == KDate && lt.Kind == KNull:
@@ -480,4 +493,41 @@ func appendYearMonth(b []byte, t Type, months int64) []byte {
 	b = append(b, '-')
 	b = strconv.AppendInt(b, months%12, 10)
 	return append(b, "' YEAR TO MONTH"...)
+}
+
+// appendDayTime prints a day-time interval of us µs as CAST(… AS STRING) does in Spark:
+// INTERVAL '-3' DAY for an interval of whole days, else INTERVAL 'd hh:mm:ss[.ffffff]' DAY
+// TO SECOND (Spark names a literal's own unit instead: INTERVAL '02' HOUR).
+func appendDayTime(b []byte, t Type, us int64) []byte {
+	b = append(b, "INTERVAL '"...)
+	neg := us < 0
+	if neg {
+		b = append(b, '-')
+	}
+	rest := uint64(us)
+	if neg {
+		rest = -rest
+	}
+	days := rest / usPerDay
+	rest %= usPerDay
+	if t.P == 1 {
+		b = strconv.AppendUint(b, days, 10)
+		return append(b, "' DAY"...)
+	}
+	b = strconv.AppendUint(b, days, 10)
+	for k, unit := range []uint64{3600e6, 60e6, 1e6} {
+		b = append(b, " ::"[k])
+		v := rest / unit
+		rest %= unit
+		if v < 10 {
+			b = append(b, '0')
+		}
+		b = strconv.AppendUint(b, v, 10)
+	}
+	if rest != 0 {
+		f := strconv.FormatUint(1e6+rest, 10)[1:]
+		b = append(b, '.')
+		b = append(b, strings.TrimRight(f, "0")...)
+	}
+	return append(b, "' DAY TO SECOND"...)
 }

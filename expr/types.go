@@ -21,7 +21,7 @@ const (
 	KBinary                // binary (arrow binary; large_binary and binary_view are read as binary)
 	KDate                  // date (arrow date32, days since the epoch)
 	KTimestamp             // timestamp (arrow timestamp[us, UTC]; other units/zones are converted)
-	KInterval              // day-time interval (arrow duration[us]); only literals and their sums
+	KInterval              // day-time interval (arrow duration[us]); P 1: of whole days (Spark's interval day)
 	KArray                 // array<T> (arrow list; large_list and list_view columns are read as list)
 	KStruct                // struct<name:T,…> (arrow struct)
 	KMap                   // map<K,V> (arrow map)
@@ -47,7 +47,10 @@ var (
 	TDate      = Type{Kind: KDate}
 	TTimestamp = Type{Kind: KTimestamp}
 	TInterval  = Type{Kind: KInterval}
-	TBinary    = Type{Kind: KBinary}
+	// TIntervalDay is an interval of whole days (INTERVAL n DAY, DATE - DATE): DATE ± it is a
+	// date, as in Spark.
+	TIntervalDay = Type{Kind: KInterval, P: 1}
+	TBinary      = Type{Kind: KBinary}
 )
 
 // YearMonth returns the year-month interval type from field start to field end (0 YEAR,
@@ -82,6 +85,9 @@ func (t Type) String() string {
 	case KTimestamp:
 		return "timestamp"
 	case KInterval:
+		if t.P == 1 {
+			return "interval day"
+		}
 		return "interval day to second"
 	case KYearMonth:
 		switch {
@@ -212,6 +218,9 @@ func wider(a, b Type) (Type, bool) {
 	}
 	if a.Kind == KDate && b.Kind == KTimestamp || a.Kind == KTimestamp && b.Kind == KDate {
 		return TTimestamp, true
+	}
+	if a.Kind == KInterval && b.Kind == KInterval {
+		return TInterval, true
 	}
 	if a.Kind == KYearMonth && b.Kind == KYearMonth {
 		return YearMonth(min(a.P, b.P), max(a.S, b.S)), true
