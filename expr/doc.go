@@ -175,8 +175,9 @@
 // is of whole days (interval day: INTERVAL n DAY, DATE - DATE; DATE ± it is a date, as in
 // Spark), not its other fields: CAST(INTERVAL '2' HOUR AS STRING) is INTERVAL '0 02:00:00'
 // DAY TO SECOND here (Spark: INTERVAL '02' HOUR), and the literal's type prints as interval
-// day to second; interval * number and interval / number are not supported; a year-month interval column is written as int32 months, and an Arrow
-// month_interval column is not read. CAST(date AS STRING) past the year 9999 lacks Spark's
+// day to second; interval * number and interval / number are not supported; a year-month interval column goes out as Arrow's month_interval and is read back as
+// interval month (Arrow keeps no YEAR/MONTH fields), and inside arrays and structs it stays
+// int32 months. CAST(date AS STRING) past the year 9999 lacks Spark's
 // leading +. Spark's optimizer merges a nested + or *
 // into an enclosing try_add/try_multiply (ReorderAssociativeOperator), which then also
 // tolerates the inner overflow; here the inner operation still fails.

@@ -38,6 +38,12 @@ func (n *colNode) eval(c *evalCtx, _ []bool) (arrow.Array, error) {
 		if n.keepFloat32 && a.DataType().ID() == arrow.FLOAT32 {
 			return a, nil
 		}
+		if a.DataType().ID() == arrow.INTERVAL_MONTHS { // int32 months either way
+			d := array.NewData(want, a.Len(), a.Data().Buffers(), nil, a.NullN(), a.Data().Offset())
+			a.Release()
+			defer d.Release()
+			return array.MakeFromData(d), nil
+		}
 		if n.t.nested() {
 			defer a.Release()
 			return conform(c.ctx, c.mem, a, n.t)

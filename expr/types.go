@@ -165,6 +165,8 @@ func FromArrow(dt arrow.DataType) (t Type, ok bool) {
 		return TTimestamp, true
 	case *arrow.DurationType:
 		return TInterval, true
+	case *arrow.MonthIntervalType:
+		return YearMonth(1, 1), true
 	}
 	return nestedFromArrow(dt)
 }
