@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/streamkit/streamkit/codec/int96"
 )
 
 func arrowNewRecord(s *arrow.Schema, cols []arrow.Array, n int64) arrow.RecordBatch {
@@ -97,7 +99,9 @@ func (b *binaryReader) Close() error {
 
 // newParquetReader streams a Parquet file row group by row group (pqarrow record reader with
 // BatchRows-row batches, columns read serially to bound memory), reading only the projected
-// columns' chunks.
+// columns' chunks. INT96 timestamps (top-level or inside structs, lists and maps) are read as
+// timestamp[µs, UTC] over years 1 to 9999 (codec/int96); values of files Spark marked
+// org.apache.spark.legacyINT96 are not rebased.
 func newParquetReader(f File, name string, opts Options) (Reader, error) {
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
@@ -108,14 +112,21 @@ func newParquetReader(f File, name string, opts Options) (Reader, error) {
 		pf.Close()
 		return nil, err
 	}
+	// INT96 leaves, top-level or nested, are read as µs (codec/int96): pqarrow hands their raw
+	// values over, decoded in place in each batch below.
+	mf := fr.Manifest.Fields
+	raw96 := make([]bool, len(mf))
+	for i := range mf {
+		raw96[i] = int96.MicrosFields(pf, &mf[i])
+	}
 	full, err := fr.Schema()
 	if err != nil {
 		pf.Close()
 		return nil, err
 	}
 	var leaves []int
+	want := map[string]bool{}
 	if len(opts.Columns) > 0 {
-		want := map[string]bool{}
 		for _, c := range opts.Columns {
 			if len(full.FieldIndices(c)) == 0 {
 				pf.Close()
@@ -129,6 +140,18 @@ func newParquetReader(f File, name string, opts Options) (Reader, error) {
 				leaves = append(leaves, i)
 			}
 		}
+	}
+	// micros are the record reader's columns (the read fields, in file order) with INT96 leaves.
+	var micros []int96Col
+	col := 0
+	for i := range mf {
+		if len(want) > 0 && !want[mf[i].Field.Name] {
+			continue
+		}
+		if raw96[i] {
+			micros = append(micros, int96Col{col: col, field: &mf[i]})
+		}
+		col++
 	}
 	rr, err := fr.GetRecordReader(context.Background(), leaves, nil)
 	if err != nil {
@@ -153,6 +176,11 @@ func newParquetReader(f File, name string, opts Options) (Reader, error) {
 			if rec.NumRows() == 0 {
 				continue
 			}
+			for _, m := range micros {
+				if err := int96.DecodeFields(pf, m.field, rec.Column(m.col).Data(), nil); err != nil {
+					return nil, err
+				}
+			}
 			if project != nil {
 				cols := make([]arrow.Array, len(project))
 				for i, j := range project {
@@ -173,6 +201,13 @@ func newParquetReader(f File, name string, opts Options) (Reader, error) {
 		return pf.Close()
 	}
 	return br, nil
+}
+
+// int96Col is a column of a Parquet record reader's batches whose INT96 leaves
+// int96.MicrosFields rewrote.
+type int96Col struct {
+	col   int                  // its index in the batches
+	field *pqarrow.SchemaField // its manifest field
 }
 
 // newArrowFileReader reads an Arrow IPC file batch by batch.
