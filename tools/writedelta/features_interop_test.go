@@ -11,6 +11,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/delta"
@@ -27,7 +29,11 @@ import (
 //     files have min/max statistics for the clustering columns, delta describe names them,
 //     delta optimize compacts only the unclustered files and keeps the clustered ones, and
 //     Spark then reads every row, still reports the clustering columns in DESCRIBE DETAIL and
-//     clusters the table again with OPTIMIZE.
+//     clusters the table again with OPTIMIZE;
+//   - an IcebergCompatV2 table (column mapping name, arrays and a map): write-delta appends,
+//     its data file carries the nested ids as the Parquet field ids of list elements and map
+//     keys and values, Spark appends after it (checking the feature's requirements) and reads
+//     every row.
 func TestSparkFeatureTables(t *testing.T) {
 	peertest.Python(t)
 	peertest.Binary(t)
@@ -213,6 +219,73 @@ func TestSparkFeatureTables(t *testing.T) {
 	check("after Spark's OPTIMIZE")
 	if left := liveFiles(t, clu, false); len(left) != 0 {
 		t.Errorf("Spark's OPTIMIZE left %d files unclustered", len(left))
+	}
+
+	// IcebergCompatV2: column mapping name, nested ids of list elements and map keys/values.
+	ice := filepath.Join(dir, "iceberg")
+	it := "delta.`" + ice + "`"
+	sql("CREATE TABLE "+it+" (id BIGINT, tags ARRAY<STRING>, m MAP<STRING, ARRAY<INT>>, s STRUCT<a: INT, l: ARRAY<BIGINT>>) USING DELTA "+
+		"TBLPROPERTIES ('delta.enableIcebergCompatV2' = 'true', 'delta.columnMapping.mode' = 'name')",
+		"INSERT INTO "+it+" VALUES (1, array('a', 'b'), map('k', array(1, 2)), named_struct('a', 5, 'l', array(7L)))")
+	isc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+		{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.ListOf(arrow.PrimitiveTypes.Int32)), Nullable: true},
+		{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+			arrow.Field{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true}), Nullable: true},
+	}, nil)
+	irec := fromJSON(t, mem, isc, []string{
+		`{"id": 2, "tags": ["x"], "m": [{"key": "q", "value": [3]}], "s": {"a": 6, "l": [8, 9]}}`,
+		`{"id": 3, "tags": null, "m": null, "s": null}`,
+	})
+	defer irec.Release()
+	writeDelta(t, mem, isc, [][]arrow.RecordBatch{{irec}}, ice, "--flow", "into-iceberg")
+	// write-delta's data file carries the nested ids as Parquet field ids, as Spark's do.
+	snap, err := delta.NewTable(ice, nil).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, a := range snap.Files() {
+		if !strings.HasPrefix(a.Path, "part-") || strings.Contains(a.Path, "/") {
+			continue // Spark's files live in random prefix directories under column mapping
+		}
+		pf, err := file.OpenParquetFile(filepath.Join(ice, a.Path), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"element", "key", "value"} {
+			for i := 0; i < pf.MetaData().Schema.Root().NumFields(); i++ {
+				collectIDs(pf.MetaData().Schema.Root().Field(i), name, &ids)
+			}
+		}
+		pf.Close()
+	}
+	if got := strings.Join(sorted(ids), " "); got == "" || strings.Contains(got, "=-1") {
+		t.Errorf("write-delta's files in the IcebergCompatV2 table: list element / map key / value field ids %q, want all set", got)
+	}
+	sql("INSERT INTO " + it + " VALUES (4, array('z'), map('w', array(4)), named_struct('a', 7, 'l', array(10L)))")
+	iceRows, _ := sparkRows("SELECT * FROM " + it)
+	wantIce := []string{
+		`{"id":1,"m":{"k":[1,2]},"s":{"a":5,"l":[7]},"tags":["a","b"]}`,
+		`{"id":2,"m":{"q":[3]},"s":{"a":6,"l":[8,9]},"tags":["x"]}`,
+		`{"id":3,"m":null,"s":null,"tags":null}`,
+		`{"id":4,"m":{"w":[4]},"s":{"a":7,"l":[10]},"tags":["z"]}`,
+	}
+	if strings.Join(iceRows, "\n") != strings.Join(wantIce, "\n") {
+		t.Errorf("Spark reads the IcebergCompatV2 table after write-delta's append and its own:\n%s\nwant\n%s", strings.Join(iceRows, "\n"), strings.Join(wantIce, "\n"))
+	}
+}
+
+// collectIDs appends "name=ID" for every Parquet schema node called name at or below n.
+func collectIDs(n schema.Node, name string, out *[]string) {
+	if n.Name() == name {
+		*out = append(*out, fmt.Sprintf("%s=%d", n.Path(), n.FieldID()))
+	}
+	if g, ok := n.(*schema.GroupNode); ok {
+		for i := 0; i < g.NumFields(); i++ {
+			collectIDs(g.Field(i), name, out)
+		}
 	}
 }
 
