@@ -112,13 +112,6 @@ func newParquetReader(f File, name string, opts Options) (Reader, error) {
 		pf.Close()
 		return nil, err
 	}
-	// INT96 leaves, top-level or nested, are read as µs (codec/int96): pqarrow hands their raw
-	// values over, decoded in place in each batch below.
-	mf := fr.Manifest.Fields
-	raw96 := make([]bool, len(mf))
-	for i := range mf {
-		raw96[i] = int96.MicrosFields(pf, &mf[i])
-	}
 	full, err := fr.Schema()
 	if err != nil {
 		pf.Close()
@@ -141,18 +134,13 @@ func newParquetReader(f File, name string, opts Options) (Reader, error) {
 			}
 		}
 	}
-	// micros are the record reader's columns (the read fields, in file order) with INT96 leaves.
-	var micros []int96Col
-	col := 0
-	for i := range mf {
-		if len(want) > 0 && !want[mf[i].Field.Name] {
-			continue
-		}
-		if raw96[i] {
-			micros = append(micros, int96Col{col: col, field: &mf[i]})
-		}
-		col++
+	// INT96 leaves, top-level or nested, are read as µs (codec/int96): pqarrow hands their raw
+	// values over, decoded in place in each batch below.
+	var read func(string) bool
+	if len(want) > 0 {
+		read = func(name string) bool { return want[name] }
 	}
+	micros := int96.RewriteFields(pf, fr, read)
 	rr, err := fr.GetRecordReader(context.Background(), leaves, nil)
 	if err != nil {
 		pf.Close()
@@ -176,10 +164,8 @@ func newParquetReader(f File, name string, opts Options) (Reader, error) {
 			if rec.NumRows() == 0 {
 				continue
 			}
-			for _, m := range micros {
-				if err := int96.DecodeFields(pf, m.field, rec.Column(m.col).Data(), nil); err != nil {
-					return nil, err
-				}
+			if err := micros.Decode(rec, nil); err != nil {
+				return nil, err
 			}
 			if project != nil {
 				cols := make([]arrow.Array, len(project))
@@ -201,13 +187,6 @@ func newParquetReader(f File, name string, opts Options) (Reader, error) {
 		return pf.Close()
 	}
 	return br, nil
-}
-
-// int96Col is a column of a Parquet record reader's batches whose INT96 leaves
-// int96.MicrosFields rewrote.
-type int96Col struct {
-	col   int                  // its index in the batches
-	field *pqarrow.SchemaField // its manifest field
 }
 
 // newArrowFileReader reads an Arrow IPC file batch by batch.

@@ -348,3 +348,43 @@ func DecodeFields(pf *file.Reader, sf *pqarrow.SchemaField, d arrow.ArrayData, r
 	}
 	return nil
 }
+
+// Fields are the columns of a pqarrow record reader's batches whose INT96 leaves MicrosFields
+// rewrote ([RewriteFields]); [Fields.Decode] decodes them in each batch.
+type Fields struct {
+	pf     *file.Reader
+	cols   []int                  // column in the batches
+	fields []*pqarrow.SchemaField // its manifest field
+}
+
+// RewriteFields applies MicrosFields to every top-level field of fr's manifest (fr reads pf)
+// that read reports (nil: every field), before the record reader is made. The result names
+// the rewritten ones by their column in the batches of a record reader over exactly the
+// fields read (pqarrow returns them in file order).
+func RewriteFields(pf *file.Reader, fr *pqarrow.FileReader, read func(name string) bool) Fields {
+	out := Fields{pf: pf}
+	col := 0
+	for i := range fr.Manifest.Fields {
+		f := &fr.Manifest.Fields[i]
+		if read != nil && !read(f.Field.Name) {
+			continue
+		}
+		if MicrosFields(pf, f) {
+			out.cols = append(out.cols, col)
+			out.fields = append(out.fields, f)
+		}
+		col++
+	}
+	return out
+}
+
+// Decode decodes in place the INT96 leaves of rec, a batch of the record reader, applying
+// rebase (nil: none); see [DecodeFields].
+func (f Fields) Decode(rec arrow.RecordBatch, rebase Rebase) error {
+	for k, c := range f.cols {
+		if err := DecodeFields(f.pf, f.fields[k], rec.Column(c).Data(), rebase); err != nil {
+			return err
+		}
+	}
+	return nil
+}
