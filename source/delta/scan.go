@@ -363,8 +363,8 @@ type fileCtx struct {
 	leaves []int                  // leaf columns to read
 	cols   []int                  // per data column: index in the record reader's schema, -1 = missing, -2-k = int96[k]
 	types  []arrow.DataType       // per data column under column mapping: the type read (nil: the output type)
-	int96  []int                  // top-level INT96 leaf columns, read by int96Column rather than the record reader
-	int96N []int                  // INT96 leaves of nested columns int96NestedMicros could not rewrite (checkNestedInt96)
+	int96  []int                  // top-level INT96 leaf columns, read by int96.Column rather than the record reader
+	int96N []int                  // INT96 leaves of nested columns int96.MicrosFields could not rewrite (int96.CheckNested)
 	micros []int96Nested          // nested columns whose INT96 leaves the record reader hands over raw
 	fields []*pqarrow.SchemaField // per record reader column: its manifest field (for rebaseLegacyDateTime)
 	legacy bool                   // the file's INT96 values are Julian readings before 1582-10-15 (sparkLegacyModes)
