@@ -433,7 +433,9 @@ def group_section(res, meta):
              f"{g['partitions']} partitions, pre-filled, the broker otherwise idle; members started by "
              "`streamkit run --parallel N`, each run into a fresh table with a fresh group; load average at start "
              f"{meta.get('load_start', '?')}. The machine's 2 cores are shared with other jobs: the figures are as "
-             f"measured, and noisy. Raw results in `{meta.get('results', '')}/group/` (not committed).")
+             f"measured, and noisy. Raw results in `{meta.get('results', '')}/group/` (not committed). Command: "
+             f"`BENCH_WORKLOADS=group BENCH_SCALE={meta.get('scale')} BENCH_GROUP_REPEAT={g['repeat']} "
+             f"BENCH_GROUP_CYCLES={g['cycles']} make bench`.")
     L.append("")
 
     def ok(r):
@@ -449,7 +451,10 @@ def group_section(res, meta):
              f"**{sc['throughput_ratio']:.2f}×** (target ≥ 1.8×), CPU per 1M records {sc['one_cpu_per_m']:.2f} → "
              f"{sc['two_cpu_per_m']:.2f} CPU-s (**{(sc['cpu_ratio'] - 1) * 100:+.1f}%**, target within 5%); medians of "
              f"{g['repeat']} run(s) each. Wall time includes each member's start, its join of the group and the "
-             "rebalance that gives the second member its partitions, and the last epoch's commit.")
+             "rebalance that gives the second member its partitions, and the last epoch's commit. The pinned "
+             f"cores were busy {sc['one'][0]['cpu_s'] / sc['one'][0]['wall_s'] * 100:.0f}% (one member, one core) and "
+             f"{sc['two'][0]['cpu_s'] / sc['two'][0]['wall_s'] / 2 * 100:.0f}% (two members, two cores) with this run's "
+             "processes in the first runs: the rest of the time other jobs of the shared machine had them.")
     L.append("")
     L.append("Per-member throughput, 1 to 4 members (not pinned: the 2 cores as the scheduler gives them):")
     L.append("")
