@@ -471,6 +471,7 @@ def group_section(res, meta):
              f"By cause: revoked from a running member when one joins, {rb['revoke']['n']} moves, median "
              f"{fmt(rb['revoke']['median_s'])}, p99 {fmt(rb['revoke']['p99_s'])}; taken over from a member that leaves, "
              f"{rb['leave']['n']} moves, median {fmt(rb['leave']['median_s'])}, p99 {fmt(rb['leave']['p99_s'])}. "
+             f"Members that ended by themselves meanwhile (an error on their stderr): {rb.get('members_failed', '?')}. "
              "A pause runs from the old owner's release (its `partitions revoked` log line naming the partition — "
              "the epoch is cut then and committed before the partition is let go — or, for a member that leaves, "
              "its interrupt line) to the new owner's `partition assigned` line, which comes once it has read the "
