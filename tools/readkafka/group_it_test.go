@@ -41,6 +41,7 @@ type groupRig struct {
 	group    string
 	table    string
 	parts    int32
+	flow     string // the group's flow (read-kafka --flow); "" is the group name
 	produced atomic.Int64
 	env      []string // more environment of the members (the S3 test server's)
 }
@@ -51,6 +52,15 @@ func newGroupRig(t *testing.T, parts int32) *groupRig {
 		table: filepath.Join(t.TempDir(), "table")}
 	r.group = "g-" + r.topic
 	return r
+}
+
+// appID is partition p's txn appId in the rig's flow.
+func (r *groupRig) appID(p int32) string {
+	flow := r.flow
+	if flow == "" {
+		flow = r.group
+	}
+	return codec.TxnAppID(flow, fmt.Sprintf("%s/%d", r.topic, p))
 }
 
 // produce writes n more records {"id":i} (ids consecutive from the last), round robin over
@@ -87,6 +97,9 @@ func (r *groupRig) startVia(name, mid string, extra ...string) *member {
 	r.t.Helper()
 	rk := fmt.Sprintf(`"$SK" --progress=off read-kafka -b %s -t %s --consumer-group %s --progress-table %s --value-format json --value-schema 'id BIGINT' --columns 'value.*,partition,offset' --epoch-interval 300ms --session-timeout 6s --revoke-wait 10s`,
 		r.c.Brokers[0], r.topic, r.group, r.table)
+	if r.flow != "" {
+		rk += " --flow " + r.flow
+	}
 	for _, e := range extra {
 		rk += " " + e
 	}
@@ -203,7 +216,7 @@ func (r *groupRig) check() {
 	}
 	ends := r.c.Ends(r.t, r.topic)
 	for p := int32(0); p < r.parts; p++ {
-		app := codec.TxnAppID(r.group, fmt.Sprintf("%s/%d", r.topic, p))
+		app := r.appID(p)
 		tx, ok := txns[app]
 		if !ok || tx.Version != ends[p]-1 {
 			r.t.Errorf("txn %s = %+v (present %v), want version %d (the partition's end %d − 1)", app, tx, ok, ends[p]-1, ends[p])
@@ -239,7 +252,7 @@ func (r *groupRig) checkPeers() {
 	args := []string{r.table}
 	want := map[string]int64{}
 	for p := int32(0); p < r.parts; p++ {
-		app := codec.TxnAppID(r.group, fmt.Sprintf("%s/%d", r.topic, p))
+		app := r.appID(p)
 		args = append(args, app)
 		want[app] = ends[p] - 1
 	}
