@@ -42,6 +42,7 @@ type groupRig struct {
 	table    string
 	parts    int32
 	flow     string // the group's flow (read-kafka --flow); "" is the group name
+	app      string // read-kafka --app-id: appIds <app>-<partition>; "" names them by the flow
 	produced atomic.Int64
 	env      []string // more environment of the members (the S3 test server's)
 }
@@ -56,6 +57,9 @@ func newGroupRig(t *testing.T, parts int32) *groupRig {
 
 // appID is partition p's txn appId in the rig's flow.
 func (r *groupRig) appID(p int32) string {
+	if r.app != "" {
+		return fmt.Sprintf("%s-%d", r.app, p)
+	}
 	flow := r.flow
 	if flow == "" {
 		flow = r.group
@@ -99,6 +103,9 @@ func (r *groupRig) startVia(name, mid string, extra ...string) *member {
 		r.c.Brokers[0], r.topic, r.group, r.table)
 	if r.flow != "" {
 		rk += " --flow " + r.flow
+	}
+	if r.app != "" {
+		rk += " --app-id " + r.app
 	}
 	for _, e := range extra {
 		rk += " " + e

@@ -255,16 +255,28 @@ func (r *groupRig) runUntilNow(name string) *member {
 }
 
 // TestKDIShapedTable: a table with kafka-delta-ingest's commits (written by hand as its source
-// writes them; app_id "kdi-<topic>", partitions at different offsets, one at version 0) is
-// continued by a streamkit group pipeline with --flow kdi from each partition's txn + 1, and
+// writes them; partitions at different offsets, one at version 0) is continued by a streamkit
+// group pipeline from each partition's txn + 1 — with app_id "kdi-<topic>" by --flow kdi, and
+// with kafka-delta-ingest's default app_id kafka_delta_ingest by --app-id — and
 // streamkit's txns are the ones kafka-delta-ingest reads: a kafka-delta-ingest commit made
 // from the versions delta-rs reads in streamkit's table is continued by streamkit again. The
 // table ends with every record exactly once (streamkit, delta-rs, DuckDB) and every partition's
 // txn at its last offset.
 func TestKDIShapedTable(t *testing.T) {
-	r := newGroupRig(t, 4)
-	r.flow = "kdi"
-	app := "kdi-" + r.topic
+	t.Run("flow", func(t *testing.T) {
+		r := newGroupRig(t, 4)
+		r.flow = "kdi"
+		kdiShaped(t, r, "kdi-"+r.topic)
+	})
+	t.Run("app-id", func(t *testing.T) {
+		r := newGroupRig(t, 4)
+		r.app = "kafka_delta_ingest"
+		kdiShaped(t, r, r.app)
+	})
+}
+
+// kdiShaped runs TestKDIShapedTable on r with kafka-delta-ingest's app_id app.
+func kdiShaped(t *testing.T, r *groupRig, app string) {
 	if r.appID(0) != app+"-0" {
 		t.Fatalf("streamkit's appId %q is not kafka-delta-ingest's %q", r.appID(0), app+"-0")
 	}
