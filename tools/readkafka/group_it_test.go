@@ -286,11 +286,18 @@ func (r *groupRig) checkPeers() {
 	}
 }
 
-// checkStateDump asserts that state-dump TABLE --offsets --lag --flow shows every partition
-// of the group at its end, with no lag.
+// checkStateDump asserts that state-dump TABLE --offsets --lag --flow (--app-id and --topic
+// with the rig's app) shows every partition of the group at its end, with no lag.
 func (r *groupRig) checkStateDump() {
 	r.t.Helper()
-	out, stderr, err := streamkit(r.t, nil, "state-dump", r.table, "--offsets", "--lag", "--flow", r.group, "-b", r.c.Brokers[0], "--format", "json")
+	names := []string{"--flow", r.group}
+	switch {
+	case r.app != "":
+		names = []string{"--app-id", r.app, "--topic", r.topic}
+	case r.flow != "":
+		names[1] = r.flow
+	}
+	out, stderr, err := streamkit(r.t, nil, append([]string{"state-dump", r.table, "--offsets", "--lag", "-b", r.c.Brokers[0], "--format", "json"}, names...)...)
 	if err != nil {
 		r.t.Fatalf("state-dump: %v\n%s", err, stderr)
 	}

@@ -303,6 +303,7 @@ func kdiShaped(t *testing.T, r *groupRig, app string) {
 	wantResume(t, b, map[int32]int64{0: 125, 1: 125, 2: 125, 3: 125})
 	r.check()
 	r.checkPeers()
+	r.checkStateDump()
 	checkTxnShape(t, r, app)
 }
 
