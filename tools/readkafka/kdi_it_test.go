@@ -166,9 +166,10 @@ func kdiCommit(t *testing.T, r *groupRig, app string, ranges map[int32][2]int64)
 // kdiResume returns, per partition, the first offset kafka-delta-ingest reads when it is
 // assigned the partition of the table (lib.rs reset_state, seek_consumer,
 // should_process_offset): with the table's txn version v for "<app>-<p>" (delta-rs's
-// get_app_transaction_version, read here by the deltalake Python binding of the same kernel)
-// it seeks to v and skips offsets ≤ v, so it reads v + 1; without a txn it starts at
-// auto.offset.reset (earliest: 0 in the rig's topics).
+// get_app_transaction_version; read here by delta-rs's Python binding, a later release than
+// the deltalake-core 0.26 kafka-delta-ingest builds with) it seeks to v and skips offsets
+// ≤ v, so it reads v + 1; without a txn it starts at auto.offset.reset (earliest: 0 in the
+// rig's topics).
 func kdiResume(t *testing.T, r *groupRig, app string) map[int32]int64 {
 	t.Helper()
 	args := []string{r.table}
