@@ -12,7 +12,10 @@
 #
 # Environment: STREAMKIT_KDI_SRC (a checkout to build instead of cloning),
 # STREAMKIT_KDI_REPO (git URL, default the GitHub repository), STREAMKIT_KDI_COMMIT (the pin),
-# STREAMKIT_KDI_JOBS (cargo -j, default 1), CARGO (default cargo, or ~/.cargo/bin/cargo).
+# STREAMKIT_KDI_JOBS (cargo -j, default 1), STREAMKIT_KDI_FEATURES (default azure: its
+# build.rs refuses to build without one of its object-store features, s3 or azure; azure pulls
+# in less than s3's AWS SDK, and the tests' tables are local), CARGO (default cargo, or
+# ~/.cargo/bin/cargo).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,7 +35,8 @@ build)
 		git clone -q "$REPO" "$SRC" >&2
 		git -C "$SRC" checkout -q "$COMMIT" >&2
 	fi
-	(cd "$SRC" && CARGO_PROFILE_DEV_DEBUG=0 nice -n 5 "$CARGO" build -j "${STREAMKIT_KDI_JOBS:-1}" >&2)
+	(cd "$SRC" && CARGO_PROFILE_DEV_DEBUG=0 nice -n 5 "$CARGO" build -j "${STREAMKIT_KDI_JOBS:-1}" \
+		--features "${STREAMKIT_KDI_FEATURES:-azure}" >&2)
 	echo "$BIN"
 	;;
 path)
