@@ -25,7 +25,7 @@ S3E2E_FAULT_ROWS ?= 50000
 # make chaos: kill -9s of expect's restart test (tools/expect/kill_test.go; make test: 4).
 EXPECT_KILLS     ?= 40
 
-.PHONY: build test unit e2e chaos chaos-group peers fuzz lint demo bench docs clean
+.PHONY: build test unit e2e chaos chaos-group interop-kdi peers fuzz lint demo bench docs clean
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/streamkit
@@ -95,6 +95,19 @@ chaos-group:
 	STREAMKIT_GROUP_CHURN=$(GROUP_CHURN) STREAMKIT_GROUP_RECORDS=$(GROUP_RECORDS) STREAMKIT_REQUIRE_PEERS=1 \
 	  STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python \
 	  $(GO) test -count=1 -timeout 30m -v -run '^TestGroupChurn$$' ./tools/readkafka; \
+	  rc=$$?; [ -z "$$started" ] || scripts/kafka.sh stop; exit $$rc
+
+# Agreement with kafka-delta-ingest (issue #20, tools/readkafka TestKDIInterop): builds it with
+# scripts/kdi.sh (git source at a pinned commit, crates from crates.io; tens of minutes, hence
+# not in make test; STREAMKIT_KDI_SRC=DIR builds a checkout of it instead) and runs it and
+# streamkit's group mode against the real broker, each continuing the other's table. Starts the
+# broker when it is not running (and then stops it again).
+interop-kdi:
+	scripts/peers.sh python kafka
+	@kdi=$$(scripts/kdi.sh build) || exit 1; \
+	started=; scripts/kafka.sh status >/dev/null 2>&1 || { scripts/kafka.sh start >/dev/null && started=1; }; \
+	STREAMKIT_KDI=$$kdi STREAMKIT_REQUIRE_PEERS=1 STREAMKIT_PYTHON=$(CURDIR)/.venv/bin/python \
+	  $(GO) test -count=1 -timeout 20m -v -run '^TestKDI' ./tools/readkafka; \
 	  rc=$$?; [ -z "$$started" ] || scripts/kafka.sh stop; exit $$rc
 
 # Side-by-side benchmarks (issue #11): streamkit vs Spark Structured Streaming, kcat | delta-rs

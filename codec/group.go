@@ -14,6 +14,9 @@ import (
 type GroupInfo struct {
 	Group string `json:"group"`
 	Flow  string `json:"flow"`
+	// AppID, when set (read-kafka --app-id, one topic), is the prefix of the txn appIds
+	// "<app>-<partition>", kafka-delta-ingest's app_id; empty: "<flow>-<topic>-<partition>".
+	AppID string `json:"app_id,omitempty"`
 	// Table is the progress table as storage.Store.Location prints it (redacted URL or
 	// absolute local path).
 	Table string `json:"table"`
@@ -74,6 +77,16 @@ func FormatOffsets(m map[string]OffsetProgress) string {
 	}
 	b, _ := json.Marshal(m) // encoding/json writes map keys sorted
 	return string(b)
+}
+
+// TxnAppID is the Delta txn appId of source partition name ("topic/partition") in g:
+// "<app>-<partition>" with an AppID (kafka-delta-ingest's convention for its one topic),
+// else TxnAppID(g.Flow, name).
+func (g GroupInfo) TxnAppID(name string) string {
+	if g.AppID == "" {
+		return TxnAppID(g.Flow, name)
+	}
+	return g.AppID + "-" + name[strings.LastIndexByte(name, '/')+1:]
 }
 
 // TxnAppID is the Delta txn appId of source partition name ("topic/partition", as

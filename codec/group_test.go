@@ -80,4 +80,14 @@ func TestBarrierOffsets(t *testing.T) {
 	if TxnAppID("f", "orders/3") != "f-orders-3" {
 		t.Fatalf("TxnAppID = %s", TxnAppID("f", "orders/3"))
 	}
+	if a := g.TxnAppID("orders/3"); a != "f-orders-3" {
+		t.Fatalf("GroupInfo.TxnAppID without an AppID = %s, want the flow's f-orders-3", a)
+	}
+	k := GroupInfo{Group: "g", Flow: "f", AppID: "kafka_delta_ingest", Table: "t"}
+	if a := k.TxnAppID("my-orders/12"); a != "kafka_delta_ingest-12" {
+		t.Fatalf("GroupInfo.TxnAppID with AppID = %s, want kafka-delta-ingest's kafka_delta_ingest-12", a)
+	}
+	if gg, _, err := Group(WithGroup(sc, k)); err != nil || gg != k {
+		t.Fatalf("Group of a GroupInfo with an AppID = %+v %v, want %+v", gg, err, k)
+	}
 }

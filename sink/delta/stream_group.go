@@ -17,7 +17,7 @@ import (
 // Consumer-group mode (docs/protocol.md §13). A stream whose schema carries
 // codec.SchemaGroup comes from one member of a consumer group (read-kafka --consumer-group):
 // its epochs are numbered per member run and never replayed; the progress of each source
-// partition is a txn action {appId codec.TxnAppID(flow, partition), version = next − 1} in
+// partition is a txn action {appId GroupInfo.TxnAppID(partition), version = next − 1} in
 // the commit of the partition's rows, conditional on the version the source read
 // (delta.CommitRequest.ExpectTxn), so a zombie's commit is refused instead of duplicating
 // rows. The flow comes from the stream; the writer keeps no checkpoint, takes no flow lock
@@ -110,7 +110,7 @@ func (w *StreamWriter) groupProgress(n uint64) (*epochProgress, error) {
 	slices.Sort(names)
 	for _, name := range names {
 		e := m[name]
-		app := codec.TxnAppID(w.flow, name)
+		app := w.grp.info.TxnAppID(name)
 		p.txns = append(p.txns, delta.Txn{AppID: app, Version: e.Next - 1})
 		p.expect[app] = delta.NoTxn
 		if e.Txn != nil {

@@ -21,7 +21,7 @@ import (
 
 // Consumer-group mode (--consumer-group, docs/protocol.md §13). The members of a group share
 // the topics' partitions by Kafka's group protocol with the cooperative-sticky balancer; each
-// partition's progress is a txn action in the progress table (appId codec.TxnAppID, version =
+// partition's progress is a txn action in the progress table (appId GroupInfo.TxnAppID, version =
 // the last offset consumed), written by write-delta in the commit of the partition's rows.
 //
 // The group callbacks run on franz-go's goroutines; they hand their work to the read loop
@@ -75,7 +75,7 @@ type revocation struct {
 func (s *Source) grouped() bool { return s.g != nil }
 
 // appID is the txn appId of tp in the group's flow.
-func (s *Source) appID(tp TP) string { return codec.TxnAppID(s.g.info.Flow, tp.String()) }
+func (s *Source) appID(tp TP) string { return s.g.info.TxnAppID(tp.String()) }
 
 // checkGroupConfig validates the options of consumer-group mode (usage errors).
 func checkGroupConfig(cfg *Config) error {
@@ -90,6 +90,8 @@ func checkGroupConfig(cfg *Config) error {
 		return stage.Usagef("--max-records-per-epoch is not supported with --consumer-group yet")
 	case cfg.BadRecords != "":
 		return stage.Usagef("--bad-records-output is not supported with --consumer-group yet (its file is exactly-once only with a checkpoint)")
+	case cfg.AppID != "" && len(cfg.Topics) != 1:
+		return stage.Usagef("--app-id names the txn appIds <app>-<partition>, which do not name the topic: give exactly one -t topic (got %d)", len(cfg.Topics))
 	}
 	if cfg.Flow == "" {
 		cfg.Flow = cfg.ConsumerGroup
@@ -132,7 +134,7 @@ func (s *Source) groupOpts() []kgo.Opt {
 // openGroup prepares group mode at Open: the progress table and the schema's SchemaGroup.
 func (s *Source) openGroup() {
 	s.g.table = delta.OpenTable(s.cfg.ProgressTable, s.env.Mem)
-	s.g.info = codec.GroupInfo{Group: s.cfg.ConsumerGroup, Flow: s.cfg.Flow, Table: s.cfg.ProgressTable.Location()}
+	s.g.info = codec.GroupInfo{Group: s.cfg.ConsumerGroup, Flow: s.cfg.Flow, AppID: s.cfg.AppID, Table: s.cfg.ProgressTable.Location()}
 	s.g.closing = make(chan struct{})
 	s.schema = codec.WithGroup(s.schema, s.g.info)
 }

@@ -139,6 +139,9 @@ type Config struct {
 	// Flow names the group's txn appIds, "<flow>-<topic>-<partition>" (--flow; default
 	// ConsumerGroup).
 	Flow string
+	// AppID, when set (--app-id), names the txn appIds "<app>-<partition>" instead, as
+	// kafka-delta-ingest's --app_id does; it needs exactly one topic (codec.GroupInfo.AppID).
+	AppID string
 	// RevokeWait bounds how long a revoked partition (and a member leaving) waits for its last
 	// epoch's txn in the progress table (default DefaultRevokeWait).
 	RevokeWait time.Duration
@@ -307,8 +310,8 @@ func New(cfg Config) (*Source, error) {
 			return nil, err
 		}
 		s.g = &groupState{}
-	} else if cfg.ProgressTable != nil || cfg.Flow != "" || cfg.SessionTimeout != 0 {
-		return nil, stage.Usagef("--progress-table, --flow and --session-timeout need --consumer-group")
+	} else if cfg.ProgressTable != nil || cfg.Flow != "" || cfg.AppID != "" || cfg.SessionTimeout != 0 {
+		return nil, stage.Usagef("--progress-table, --flow, --app-id and --session-timeout need --consumer-group")
 	}
 	var err error
 	if s.start, err = ParseStart(cfg.Start); err != nil {

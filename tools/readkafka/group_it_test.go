@@ -41,6 +41,8 @@ type groupRig struct {
 	group    string
 	table    string
 	parts    int32
+	flow     string // the group's flow (read-kafka --flow); "" is the group name
+	app      string // read-kafka --app-id: appIds <app>-<partition>; "" names them by the flow
 	produced atomic.Int64
 	env      []string // more environment of the members (the S3 test server's)
 }
@@ -51,6 +53,18 @@ func newGroupRig(t *testing.T, parts int32) *groupRig {
 		table: filepath.Join(t.TempDir(), "table")}
 	r.group = "g-" + r.topic
 	return r
+}
+
+// appID is partition p's txn appId in the rig's flow.
+func (r *groupRig) appID(p int32) string {
+	if r.app != "" {
+		return fmt.Sprintf("%s-%d", r.app, p)
+	}
+	flow := r.flow
+	if flow == "" {
+		flow = r.group
+	}
+	return codec.TxnAppID(flow, fmt.Sprintf("%s/%d", r.topic, p))
 }
 
 // produce writes n more records {"id":i} (ids consecutive from the last), round robin over
@@ -87,6 +101,12 @@ func (r *groupRig) startVia(name, mid string, extra ...string) *member {
 	r.t.Helper()
 	rk := fmt.Sprintf(`"$SK" --progress=off read-kafka -b %s -t %s --consumer-group %s --progress-table %s --value-format json --value-schema 'id BIGINT' --columns 'value.*,partition,offset' --epoch-interval 300ms --session-timeout 6s --revoke-wait 10s`,
 		r.c.Brokers[0], r.topic, r.group, r.table)
+	if r.flow != "" {
+		rk += " --flow " + r.flow
+	}
+	if r.app != "" {
+		rk += " --app-id " + r.app
+	}
 	for _, e := range extra {
 		rk += " " + e
 	}
@@ -203,7 +223,7 @@ func (r *groupRig) check() {
 	}
 	ends := r.c.Ends(r.t, r.topic)
 	for p := int32(0); p < r.parts; p++ {
-		app := codec.TxnAppID(r.group, fmt.Sprintf("%s/%d", r.topic, p))
+		app := r.appID(p)
 		tx, ok := txns[app]
 		if !ok || tx.Version != ends[p]-1 {
 			r.t.Errorf("txn %s = %+v (present %v), want version %d (the partition's end %d − 1)", app, tx, ok, ends[p]-1, ends[p])
@@ -239,7 +259,7 @@ func (r *groupRig) checkPeers() {
 	args := []string{r.table}
 	want := map[string]int64{}
 	for p := int32(0); p < r.parts; p++ {
-		app := codec.TxnAppID(r.group, fmt.Sprintf("%s/%d", r.topic, p))
+		app := r.appID(p)
 		args = append(args, app)
 		want[app] = ends[p] - 1
 	}
@@ -266,11 +286,18 @@ func (r *groupRig) checkPeers() {
 	}
 }
 
-// checkStateDump asserts that state-dump TABLE --offsets --lag --flow shows every partition
-// of the group at its end, with no lag.
+// checkStateDump asserts that state-dump TABLE --offsets --lag --flow (--app-id and --topic
+// with the rig's app) shows every partition of the group at its end, with no lag.
 func (r *groupRig) checkStateDump() {
 	r.t.Helper()
-	out, stderr, err := streamkit(r.t, nil, "state-dump", r.table, "--offsets", "--lag", "--flow", r.group, "-b", r.c.Brokers[0], "--format", "json")
+	names := []string{"--flow", r.group}
+	switch {
+	case r.app != "":
+		names = []string{"--app-id", r.app, "--topic", r.topic}
+	case r.flow != "":
+		names[1] = r.flow
+	}
+	out, stderr, err := streamkit(r.t, nil, append([]string{"state-dump", r.table, "--offsets", "--lag", "-b", r.c.Brokers[0], "--format", "json"}, names...)...)
 	if err != nil {
 		r.t.Fatalf("state-dump: %v\n%s", err, stderr)
 	}

@@ -80,8 +80,10 @@ assigned from there, so no checkpoint is kept (--checkpoint is refused) and a ne
 an empty disk can take over. A revoked partition's epoch is cut, committed and then released; a
 member that lost its partitions (session timeout) fails without committing more, and one that
 commits late (a paused zombie) has its commit refused by the table. --until now fixes each
-partition's end when it is assigned. --flow names the appIds (default: the group name);
---session-timeout and --revoke-wait tune the group (docs/protocol.md §13).
+partition's end when it is assigned. --flow names the appIds (default: the group name), so
+kafka-delta-ingest with --app_id <flow>-<topic> continues the table and the other way round;
+--app-id APP (one topic) names them APP-<partition>, to continue a kafka-delta-ingest table of
+another app_id. --session-timeout and --revoke-wait tune the group (docs/protocol.md §13).
 
 Decoding: --key-format/--value-format string keeps UTF-8 text (other bytes leave the column
 null and are rescued); json with --key-schema/--value-schema (Spark DDL such as
@@ -188,6 +190,7 @@ from the command line and never logged.`,
 			f.StringVar(&cfg.ConsumerGroup, "consumer-group", "", "join this Kafka consumer group and read the partitions it assigns to this member, resuming each from --progress-table")
 			f.StringVar(&progressTable, "progress-table", "", "with --consumer-group: the Delta table write-delta writes, whose per-partition txn actions are the group's progress")
 			f.StringVar(&cfg.Flow, "flow", "", "with --consumer-group: the flow naming the table's txn appIds <flow>-<topic>-<partition> (default: the group name)")
+			f.StringVar(&cfg.AppID, "app-id", "", "with --consumer-group and one -t topic: name the txn appIds <app>-<partition> instead, as kafka-delta-ingest's --app_id does")
 			cli.DurationVar(f, &cfg.SessionTimeout, "session-timeout", 0, "with --consumer-group: the group session timeout (default 45s)")
 			cli.DurationVar(f, &cfg.RevokeWait, "revoke-wait", 0, "with --consumer-group: how long a revoked partition waits for its last epoch in --progress-table before it is released (default 30s)")
 			cli.DurationVar(f, &cfg.GroupCommitWait, "group-commit-wait", 0, "at the end of a run, wait this long for the sink's last commit before committing --group (default 10s)")

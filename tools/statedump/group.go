@@ -17,7 +17,8 @@ import (
 )
 
 // groupOffsets shows a consumer group's progress kept in a Delta table (docs/protocol.md §13):
-// one row per txn appId "<flow>-<topic>-<partition>" of cfg.Flow, its committed offset being
+// one row per txn appId "<flow>-<topic>-<partition>" of cfg.Flow (or "<app>-<partition>" of
+// cfg.AppID, partitions of cfg.Topic), its committed offset being
 // the txn version + 1 (the next offset to read) and its committed_epoch the table version.
 // With --lag the brokers' log ranges and the lag are added as for a checkpoint, and
 // partitions of those topics without a txn yet show as "not in checkpoint".
@@ -30,27 +31,37 @@ func groupOffsets(ctx context.Context, cfg Config, path string, out io.Writer) e
 	if err != nil {
 		return fmt.Errorf("state-dump: %w", err)
 	}
-	prefix := cfg.Flow + "-"
+	kind, id, prefix, form := "flow", cfg.Flow, cfg.Flow+"-", "<topic>-<partition>"
+	if cfg.AppID != "" {
+		kind, id, prefix, form = "app id", cfg.AppID, cfg.AppID+"-", "<partition>"
+	}
 	var rows []kafkaRow
 	topics := map[string]bool{}
 	for app, tx := range snap.Txns() {
 		rest, ok := strings.CutPrefix(app, prefix)
-		i := strings.LastIndexByte(rest, '-')
-		if !ok || i <= 0 {
+		topic, part := cfg.Topic, rest
+		if cfg.AppID == "" {
+			i := strings.LastIndexByte(rest, '-')
+			if i <= 0 {
+				continue
+			}
+			topic, part = rest[:i], rest[i+1:]
+		}
+		if !ok {
 			continue
 		}
-		p, err := strconv.ParseInt(rest[i+1:], 10, 32)
+		p, err := strconv.ParseInt(part, 10, 32)
 		if err != nil || p < 0 {
 			continue
 		}
 		next := tx.Version + 1
-		tp := kafka.TP{Topic: rest[:i], Partition: int32(p)}
+		tp := kafka.TP{Topic: topic, Partition: int32(p)}
 		rows = append(rows, kafkaRow{stage: "table", tp: tp, committedEpoch: uint64(snap.Version()), committed: &next,
 			walEpoch: uint64(snap.Version()), wal: &next})
 		topics[tp.Topic] = true
 	}
 	if len(rows) == 0 {
-		return stage.Usagef("state-dump: table %s holds no txn of flow %q (appIds %s<topic>-<partition>)", store.Location(), cfg.Flow, prefix)
+		return stage.Usagef("state-dump: table %s holds no txn of %s %q (appIds %s%s)", store.Location(), kind, id, prefix, form)
 	}
 	var ranges map[kafka.TP]logRange
 	var missing map[string]bool
@@ -84,8 +95,8 @@ func groupOffsets(ctx context.Context, cfg Config, path string, out io.Writer) e
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	if cfg.Format == FormatTable {
-		fmt.Fprintln(out, styles(cfg.Color).title.Render(fmt.Sprintf("Kafka positions of flow %s in table %s, version %d (offsets: the next offset to read)",
-			cfg.Flow, store.Location(), snap.Version())))
+		fmt.Fprintln(out, styles(cfg.Color).title.Render(fmt.Sprintf("Kafka positions of %s %s in table %s, version %d (offsets: the next offset to read)",
+			kind, id, store.Location(), snap.Version())))
 	}
 	return emit(cfg, rec, out)
 }

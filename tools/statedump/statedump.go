@@ -71,6 +71,10 @@ type Config struct {
 	// Flow, with Offsets, reads Dir as the Delta table of a consumer group (read-kafka
 	// --consumer-group) and shows the progress its txn actions of this flow record (group.go).
 	Flow string
+	// AppID, with Offsets, reads Dir as the table of a group whose txn appIds are
+	// "<app>-<partition>" of the one topic Topic (read-kafka --app-id, kafka-delta-ingest's
+	// app_id) instead of a flow's.
+	AppID, Topic string
 	// Color enables lipgloss styling (a terminal without NO_COLOR).
 	Color bool
 	// Now is the clock of --expiring with processing-time TTLs (default time.Now).
@@ -98,9 +102,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if cfg.Lag {
 		cfg.Offsets = true
 	}
-	if cfg.Flow != "" {
+	if cfg.AppID != "" || cfg.Topic != "" {
+		switch {
+		case cfg.Flow != "":
+			return stage.Usagef("state-dump: --flow and --app-id name a group's txn appIds in two ways: give one")
+		case cfg.AppID == "" || cfg.Topic == "":
+			return stage.Usagef("state-dump: --app-id APP needs --topic TOPIC and the other way round: the appIds APP-<partition> do not name the topic")
+		}
+	}
+	if cfg.Flow != "" || cfg.AppID != "" {
 		if !cfg.Offsets || cfg.Stage != "" || cfg.Epoch != 0 || cfg.Key != "" || len(cfg.Diff) > 0 || cfg.Expiring > 0 {
-			return stage.Usagef("state-dump: --flow reads a consumer group's progress from a Delta table: use it with --offsets (and --lag) only")
+			return stage.Usagef("state-dump: --flow and --app-id read a consumer group's progress from a Delta table: use them with --offsets (and --lag) only")
 		}
 		return groupOffsets(ctx, cfg, cfg.Dir, out)
 	}
@@ -254,6 +266,8 @@ epochs still show.`,
 			f.BoolVar(&cfg.Lag, "lag", false, "with --offsets: compare Kafka positions with the brokers' end offsets (needs -b)")
 			cli.DurationVar(f, &cfg.Timeout, "timeout", 30*time.Second, "with --lag: bound on the broker requests")
 			f.StringVar(&cfg.Flow, "flow", "", "with --offsets: DIR is the Delta table of a consumer group; show the progress its txn actions of this flow record")
+			f.StringVar(&cfg.AppID, "app-id", "", "with --offsets and --topic: as --flow, for the txn appIds <app>-<partition> (read-kafka --app-id, kafka-delta-ingest's app_id)")
+			f.StringVar(&cfg.Topic, "topic", "", "with --app-id: the topic whose partitions its appIds name")
 			cli.KafkaFlags(f, &cfg.Conn)
 		},
 	}
