@@ -322,10 +322,11 @@ func kdiBinary(t *testing.T) string {
 }
 
 // startKDI starts `kafka-delta-ingest ingest` on the rig's topic and table with app_id app,
-// flushing every second, filling the partition and offset columns by its transforms.
+// flushing every 5 seconds (with 1 s, its debug build's commits of about 2 s each made one
+// commit per record once they fell behind), filling the partition and offset columns by its transforms.
 func (r *groupRig) startKDI(name, bin, app string) *member {
 	r.t.Helper()
-	script := fmt.Sprintf(`exec "$KDI" ingest %s %s -k %s -g kdi-%s -a %s -o earliest -l 1 -t 'partition: kafka.partition' -t 'offset: kafka.offset'`,
+	script := fmt.Sprintf(`exec "$KDI" ingest %s %s -k %s -g kdi-%s -a %s -o earliest -l 5 -t 'partition: kafka.partition' -t 'offset: kafka.offset'`,
 		r.topic, r.table, r.c.Brokers[0], r.group, app)
 	return r.launch(name, script, "KDI="+bin, "RUST_LOG=info")
 }
@@ -334,7 +335,7 @@ func (r *groupRig) startKDI(name, bin, app string) *member {
 // stop; its commits are atomic, so it stops between two).
 func (r *groupRig) stopKDI(k *member, n int) {
 	r.t.Helper()
-	r.waitRows(n, 120*time.Second, k)
+	r.waitRows(n, 300*time.Second, k)
 	k.signal(syscall.SIGKILL)
 	k.wait(r.t, 10*time.Second)
 }
