@@ -104,6 +104,8 @@ chaos-group:
 # .it/bench/benchmarks-scale-0.01.md: only a BENCH_SCALE 1 run writes docs/benchmarks.md
 # (BENCH_REPORT=FILE names another file); see
 # scripts/bench/run.sh. Not part of make test (the full run takes an hour or more).
+# BENCH_WORKLOADS=group runs the consumer-group workload alone (issue #20: scaling 1 → 2 pinned
+# members, 1 to 4 members, rebalance pauses; scripts/bench/group.py) and rewrites only its section.
 bench:
 	scripts/bench/run.sh
 

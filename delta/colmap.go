@@ -99,58 +99,99 @@ func (s *StructType) PhysicalColumn(mode ColumnMappingMode, name string) string 
 // ToArrow. List elements and map keys and values carry no mapping of their own (PROTOCOL.md
 // "Field Path"); the struct fields inside them do.
 func (s *StructType) PhysicalArrow(mode ColumnMappingMode) (*arrow.Schema, error) {
+	return s.physicalArrow(mode, false)
+}
+
+// DataFileArrow is [StructType.PhysicalArrow] for writing data files: list elements and map
+// keys and values also carry, as PARQUET:field_id, the nested ids their nearest struct field
+// records ([NestedIDs]; IcebergCompatV2 requires them in the Parquet schema).
+func (s *StructType) DataFileArrow(mode ColumnMappingMode) (*arrow.Schema, error) {
+	return s.physicalArrow(mode, true)
+}
+
+func (s *StructType) physicalArrow(mode ColumnMappingMode, nested bool) (*arrow.Schema, error) {
 	if !mode.Mapped() {
 		return s.ToArrow()
 	}
-	fields, err := physicalFields(s, mode, "")
+	fields, err := physicalFields(s, mode, "", nested)
 	if err != nil {
 		return nil, err
 	}
 	return arrow.NewSchema(fields, nil), nil
 }
 
-func physicalFields(s *StructType, mode ColumnMappingMode, prefix string) ([]arrow.Field, error) {
+func physicalFields(s *StructType, mode ColumnMappingMode, prefix string, nested bool) ([]arrow.Field, error) {
 	fields := make([]arrow.Field, len(s.Fields))
 	for i := range s.Fields {
 		f := &s.Fields[i]
-		t, err := physicalType(prefix+f.Name, f.Type, mode)
+		var ids map[string]int64
+		if nested {
+			var err error
+			if ids, err = f.NestedIDs(); err != nil {
+				return nil, err
+			}
+		}
+		pt := physicalType{mode: mode, nested: nested, ids: ids}
+		t, err := pt.of(prefix+f.Name, f.PhysicalName(mode), f.Type)
 		if err != nil {
 			return nil, err
 		}
 		fields[i] = arrow.Field{Name: f.PhysicalName(mode), Type: t, Nullable: f.Nullable}
 		if id, ok := f.ColumnID(); ok {
-			fields[i].Metadata = arrow.NewMetadata([]string{ParquetFieldIDKey}, []string{strconv.FormatInt(id, 10)})
+			fields[i].Metadata = fieldIDMetadata(id)
 		}
 	}
 	return fields, nil
 }
 
-func physicalType(path string, t DataType, mode ColumnMappingMode) (arrow.DataType, error) {
+func fieldIDMetadata(id int64) arrow.Metadata {
+	return arrow.NewMetadata([]string{ParquetFieldIDKey}, []string{strconv.FormatInt(id, 10)})
+}
+
+// physicalType maps the type of one struct field to its data-file Arrow type; ids are that
+// field's nested ids (nil: none), keyed from its physical name.
+type physicalType struct {
+	mode   ColumnMappingMode
+	nested bool
+	ids    map[string]int64
+}
+
+// of returns the Arrow type of t at display path path and nested-id key key.
+func (pt physicalType) of(path, key string, t DataType) (arrow.DataType, error) {
 	switch t := t.(type) {
 	case *StructType:
-		fields, err := physicalFields(t, mode, path+".")
+		fields, err := physicalFields(t, pt.mode, path+".", pt.nested)
 		if err != nil {
 			return nil, err
 		}
 		return arrow.StructOf(fields...), nil
 	case ArrayType:
-		et, err := physicalType(path+".element", t.ElementType, mode)
+		et, err := pt.of(path+".element", key+".element", t.ElementType)
 		if err != nil {
 			return nil, err
 		}
-		return arrow.ListOfField(arrow.Field{Name: "element", Type: et, Nullable: t.ContainsNull}), nil
+		return arrow.ListOfField(pt.field("element", key+".element", et, t.ContainsNull)), nil
 	case MapType:
-		kt, err := physicalType(path+".key", t.KeyType, mode)
+		kt, err := pt.of(path+".key", key+".key", t.KeyType)
 		if err != nil {
 			return nil, err
 		}
-		vt, err := physicalType(path+".value", t.ValueType, mode)
+		vt, err := pt.of(path+".value", key+".value", t.ValueType)
 		if err != nil {
 			return nil, err
 		}
-		return arrow.MapOfFields(arrow.Field{Name: "key", Type: kt}, arrow.Field{Name: "value", Type: vt, Nullable: t.ValueContainsNull}), nil
+		return arrow.MapOfFields(pt.field("key", key+".key", kt, false), pt.field("value", key+".value", vt, t.ValueContainsNull)), nil
 	}
 	return toArrowType(path, t)
+}
+
+// field is the Arrow field of a list element or map key or value, with its nested id if any.
+func (pt physicalType) field(name, key string, t arrow.DataType, nullable bool) arrow.Field {
+	f := arrow.Field{Name: name, Type: t, Nullable: nullable}
+	if id, ok := pt.ids[key]; ok {
+		f.Metadata = fieldIDMetadata(id)
+	}
+	return f
 }
 
 // checkMapping verifies the column metadata a mapped table needs: in id mode every struct

@@ -100,10 +100,12 @@ type CommitResult struct {
 // (DELTA.md "Actions"). The commit file is made visible with put-if-absent at version
 // Read.Version+1; when another writer won that version, the newer commits are read and
 // checked (DELTA.md "Concurrency"): a metaData or protocol change, or a txn for our appId,
-// fails with a *ConflictError; for appends other adds/removes never conflict and the same
-// actions are retried at the next version (data files are not rewritten), with jittered
-// exponential backoff (1 ms doubling to 500 ms) and at most MaxAttempts attempts. For
-// Overwrite, concurrent data adds and removals of our removed files also conflict.
+// fails with a *ConflictError, as does a change of the clustering columns (domain
+// delta.clustering) to columns the commit's files cannot serve (checkDomains, ConflictDomain);
+// for appends other adds/removes never conflict and the same actions are retried at the next
+// version (data files are not rewritten), with jittered exponential backoff (1 ms doubling to
+// 500 ms) and at most MaxAttempts attempts. For Overwrite, concurrent data adds and removals
+// of our removed files also conflict.
 //
 // A put whose outcome is unknown (a bucket's answer lost after the store's own retries) is
 // settled by reading the log: a version holding our commitInfo.txnId is our commit. What
@@ -147,9 +149,9 @@ func (req CommitRequest) readVersion() int64 {
 	return req.Read.version
 }
 
-// writeTarget returns the metadata the commit writes under (req's, else the read snapshot's)
-// after checking that this package can write the table's protocol.
-func writeTarget(req CommitRequest) (*Metadata, error) {
+// target returns the protocol and metadata the commit writes under: req's, else the read
+// snapshot's (nil when neither has them).
+func (req CommitRequest) target() (*Protocol, *Metadata) {
 	proto, meta := req.Protocol, req.Metadata
 	if req.Read != nil {
 		if proto == nil {
@@ -158,7 +160,15 @@ func writeTarget(req CommitRequest) (*Metadata, error) {
 		if meta == nil {
 			meta = req.Read.metadata
 		}
-	} else if proto == nil || meta == nil {
+	}
+	return proto, meta
+}
+
+// writeTarget returns the metadata the commit writes under (req's, else the read snapshot's)
+// after checking that this package can write the table's protocol.
+func writeTarget(req CommitRequest) (*Metadata, error) {
+	proto, meta := req.target()
+	if proto == nil || meta == nil {
 		return nil, errors.New("creating a table needs protocol and metadata")
 	}
 	if err := checkWrite(proto, meta); err != nil {
@@ -297,7 +307,8 @@ func (t *Table) publish(ctx context.Context, req CommitRequest, actions []Action
 	if maxAttempts <= 0 {
 		maxAttempts = 100
 	}
-	var newer [][]Action // commits by others between readVersion and ours
+	var newer [][]Action                  // commits by others between readVersion and ours
+	var domains map[string]DomainMetadata // the domains after newer (nil: the read snapshot's)
 	version := readVersion + 1
 	backoff := time.Millisecond
 	unknown := 0 // unsettled unknown outcomes so far
@@ -346,6 +357,9 @@ func (t *Table) publish(ctx context.Context, req CommitRequest, actions []Action
 				return t.finishCommit(req, actions, newer, version, attempt), nil
 			}
 			if err := checkConflict(version, other, req, removed); err != nil {
+				return nil, err
+			}
+			if domains, err = checkDomains(version, other, req, domains); err != nil {
 				return nil, err
 			}
 			newer = append(newer, other)

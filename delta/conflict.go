@@ -3,6 +3,7 @@ package delta
 import (
 	"errors"
 	"fmt"
+	"maps"
 )
 
 // ErrConflict is matched (errors.Is) by every *ConflictError.
@@ -25,6 +26,10 @@ const (
 	ConflictAppend
 	// ConflictDelete: a file we remove was removed concurrently.
 	ConflictDelete
+	// ConflictDomain: a concurrent commit changed a metadata domain the commit depends on so
+	// that the commit no longer meets its requirements: the delta.clustering domain of a
+	// clustered table now names a column the commit's files carry no statistics for.
+	ConflictDomain
 )
 
 // ConflictError reports that the commit at Version conflicts with ours; retrying needs a new
@@ -116,4 +121,53 @@ func checkConflict(version int64, other []Action, req CommitRequest, removed map
 		}
 	}
 	return nil
+}
+
+// checkDomains checks the domainMetadata actions of the concurrent commit at version
+// (PROTOCOL.md "Domain Metadata": writers conflict-check the domains their transaction
+// depends on) and returns the table's domains after it: domains is the state after the
+// previous concurrent commits, nil for the read snapshot's, and is cloned before it changes.
+//
+// It follows delta-spark's ConflictChecker: a concurrent metaData change always conflicts
+// (checkConflict), and a concurrent domainMetadata conflicts only with a transaction that
+// writes the same domain, which a CommitRequest never does. A commit does depend on one domain
+// it reads: an append to a clustered table must give the clustering columns statistics
+// ([checkClustering]), so when a concurrent commit changes delta.clustering (Spark's ALTER
+// TABLE … CLUSTER BY, or CLUSTER BY NONE) the check is redone against the new columns. If they
+// pass, the commit goes ahead as delta-spark's blind append does (its files are unclustered
+// either way, which the protocol allows); if not, it fails with a ConflictDomain
+// *ConflictError naming the column.
+func checkDomains(version int64, other []Action, req CommitRequest, domains map[string]DomainMetadata) (map[string]DomainMetadata, error) {
+	clustering := false
+	for _, a := range other {
+		d := a.DomainMetadata
+		if d == nil {
+			continue
+		}
+		if domains == nil {
+			domains = maps.Clone(req.Read.domains)
+			if domains == nil {
+				domains = map[string]DomainMetadata{}
+			}
+		}
+		if d.Removed {
+			delete(domains, d.Domain)
+		} else {
+			domains[d.Domain] = *d
+		}
+		clustering = clustering || d.Domain == ClusteringDomain
+	}
+	if !clustering {
+		return domains, nil
+	}
+	proto, meta := req.target()
+	if err := checkClustering(proto, meta, domains); err != nil {
+		cols := "none"
+		if d, ok := domains[ClusteringDomain]; ok {
+			cols = d.Configuration
+		}
+		return nil, &ConflictError{Version: version, Kind: ConflictDomain,
+			Detail: fmt.Sprintf("the clustering columns of the table (domain %s) changed concurrently to %s, which this commit cannot write: %v", ClusteringDomain, cols, err)}
+	}
+	return domains, nil
 }

@@ -14,7 +14,9 @@
 //     ([ParseSchema], [FromArrowSchema], [StructType.ToArrow]); evolve.go: --merge-schema
 //     evolution ([MergeSchema], [EvolveMetadata]). protocol.go: reader/writer versions and
 //     table features ([Snapshot.CheckRead], [Snapshot.CheckWrite]) and a new table's protocol
-//     and metaData ([NewTableMetadata]). properties.go: delta.* table properties
+//     and metaData ([NewTableMetadata]); the features' own files: colmap.go (column mapping),
+//     clustering.go, typewidening.go, icebergcompat.go (IcebergCompatV2 writer requirements,
+//     nested ids), dv.go. properties.go: delta.* table properties
 //     ([ValidateProperties]). path.go: add/remove path encoding ([EncodePath],
 //     [DecodePath]). table.go: [Table], a table root. log.go: listing and parsing
 //     `_delta_log`. snapshot.go: [Table.Snapshot] replays the log (newest complete
@@ -24,7 +26,8 @@
 //     timestamp.
 //   - Transactions. commit.go: [Table.Commit] writes one commit with put-if-absent and
 //     optimistic-concurrency retries; conflict.go: the conflict checker deciding whether a
-//     concurrent commit conflicts with ours ([ConflictError]).
+//     concurrent commit conflicts with ours ([ConflictError]), including a changed clustering
+//     domain (checkDomains).
 //   - Checkpoints. checkpoint.go writes a checkpoint every delta.checkpointInterval commits
 //     and `_last_checkpoint`: a classic Parquet one, or for a table with
 //     delta.checkpointPolicy=v2 a UUID-named v2 one (JSON top-level file + Parquet sidecar);

@@ -154,6 +154,10 @@ func checkWrite(p *Protocol, m *Metadata) error {
 		case FeatureColumnMapping:
 			// Data files are written with physical names and field ids, partition values
 			// and statistics keyed by physical names, new columns get new ids (EvolveMetadata).
+		case FeatureIcebergCompatV2:
+			if err := checkIcebergCompatV2(p, m, schema); err != nil {
+				return err
+			}
 		default:
 			return unsupported("writer feature %q", f)
 		}
@@ -171,7 +175,7 @@ func checkWrite(p *Protocol, m *Metadata) error {
 	if v := m.Configuration["delta.checkpointPolicy"]; strings.EqualFold(v, "v2") && !slices.Contains(writerFeaturesOf(p), FeatureV2Checkpoint) {
 		return unsupported("table property delta.checkpointPolicy=%s needs feature v2Checkpoint", v)
 	}
-	return checkProperties(withoutTypeWideningProperty(p, m.Configuration))
+	return checkProperties(withoutSupportedProperties(p, m.Configuration))
 }
 
 // featureProperties are table properties that turn on a feature this package cannot honour.

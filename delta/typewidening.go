@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 )
 
 // Type widening (PROTOCOL.md "Type Widening"): a column's type may change to a wider one after
@@ -147,14 +148,24 @@ func hasTypeWidening(features []string) bool {
 	return false
 }
 
-// withoutTypeWideningProperty returns conf without delta.enableTypeWidening when the table
-// supports the feature: the property only lets ALTER TABLE widen columns, which appends never
-// do (write-delta never retypes a column), so it does not stop a write.
-func withoutTypeWideningProperty(p *Protocol, conf map[string]string) map[string]string {
-	if _, ok := conf["delta.enableTypeWidening"]; !ok || !hasTypeWidening(writerFeaturesOf(p)) {
-		return conf
+// withoutSupportedProperties returns conf without the feature properties that do not stop a
+// write when the table supports their feature: delta.enableTypeWidening only lets ALTER TABLE
+// widen columns, which appends never do (write-delta never retypes a column), and
+// delta.enableIcebergCompatV2 is honoured by checkIcebergCompatV2.
+func withoutSupportedProperties(p *Protocol, conf map[string]string) map[string]string {
+	features := writerFeaturesOf(p)
+	supported := map[string]bool{
+		"delta.enableTypeWidening":    hasTypeWidening(features),
+		"delta.enableIcebergCompatV2": slices.Contains(features, FeatureIcebergCompatV2),
 	}
-	out := maps.Clone(conf)
-	delete(out, "delta.enableTypeWidening")
+	out := conf
+	for key, ok := range supported {
+		if _, set := conf[key]; set && ok {
+			if len(out) == len(conf) {
+				out = maps.Clone(conf) // once: the clone loses a key at once
+			}
+			delete(out, key)
+		}
+	}
 	return out
 }

@@ -15,18 +15,20 @@ import (
 
 // castable reports whether Spark allows CAST(from AS to).
 func castable(from, to Type) bool {
-	if from == to || from.Kind == KNull || to.Kind == KString {
+	if from == to || from.Kind == KNull || to.Kind == KString || from.Kind == to.Kind && (from.Kind == KYearMonth || from.Kind == KInterval) {
 		return true
 	}
 	switch from.Kind {
 	case KString:
-		return to.Kind != KInterval && to.Kind != KNull
-	case KBool, KInt, KBigInt, KDecimal, KDouble:
+		return to.Kind != KInterval && to.Kind != KYearMonth && to.Kind != KNull
+	case KBool:
 		return to.numeric() || to.Kind == KBool
+	case KInt, KBigInt, KDecimal, KDouble:
+		return to.numeric() || to.Kind == KBool || to.Kind == KTimestamp // seconds since the epoch
 	case KDate:
 		return to.Kind == KTimestamp
 	case KTimestamp:
-		return to.Kind == KDate
+		return to.Kind == KDate || to.Kind == KInt || to.Kind == KBigInt || to.Kind == KDouble
 	}
 	return false
 }
@@ -34,12 +36,13 @@ func castable(from, to Type) bool {
 // castCanFail reports whether some value of from has no value in to (ANSI: an error).
 func castCanFail(from, to Type) bool {
 	switch {
-	case from == to, from.Kind == KNull, to.Kind == KString, to.Kind == KBool && from.Kind != KString:
+	case from == to, from.Kind == KNull, to.Kind == KString, to.Kind == KBool && from.Kind != KString,
+		from.Kind == to.Kind && (from.Kind == KYearMonth || from.Kind == KInterval):
 		return false
 	case from.Kind == KInt && (to.Kind == KBigInt || to.Kind == KDouble),
 		from.Kind == KBigInt && to.Kind == KDouble, from.Kind == KBool,
 		from.Kind == KDecimal && to.Kind == KDouble,
-		from.Kind == KDate, from.Kind == KTimestamp, from.Kind == KString && to.Kind == KBinary:
+		from.Kind == KDate, from.Kind == KTimestamp && to.Kind != KInt, from.Kind == KString && to.Kind == KBinary:
 		return false
 	}
 	return true
@@ -71,6 +74,10 @@ func (n *castNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 	if from.Kind == KNull {
 		return array.MakeArrayOfNull(c.mem, n.to.Arrow(), c.n), nil
 	}
+	if from.Kind == n.to.Kind && (from.Kind == KYearMonth || from.Kind == KInterval) { // months or µs either way
+		x.Retain()
+		return x, nil
+	}
 	if n.to.nested() {
 		return castNested(c, x, n.to)
 	}
@@ -86,6 +93,9 @@ func (n *castNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 			return nil
 		}
 		return c.fail(class, i, format, args...)
+	}
+	if n.to.Kind == KTimestamp && from.numeric() || from.Kind == KTimestamp && n.to.numeric() {
+		return n.epochCast(c, x, fail)
 	}
 	switch n.to.Kind {
 	case KString:
@@ -407,6 +417,8 @@ func appendValue(b []byte, t Type, a arrow.Array, i int) []byte {
 		return strconv.AppendBool(b, a.(*array.Boolean).Value(i))
 	case KInt:
 		return strconv.AppendInt(b, int64(i32s(a)[i]), 10)
+	case KYearMonth:
+		return appendYearMonth(b, t, int64(i32s(a)[i]))
 	case KBigInt:
 		return strconv.AppendInt(b, i64s(a)[i], 10)
 	case KDouble:
@@ -430,7 +442,7 @@ func appendValue(b []byte, t Type, a arrow.Array, i int) []byte {
 		}
 		return b
 	case KInterval:
-		return append(b, time.Duration(i64s(a)[i]*1000).String()...)
+		return appendDayTime(b, t, i64s(a)[i])
 	case KArray, KStruct, KMap:
 		return appendNested(b, t, a, i)
 	}
@@ -687,4 +699,66 @@ func specialDouble(s string) (float64, bool) {
 		return math.Inf(-1), true
 	}
 	return 0, false
+}
+
+// epochCast is CAST between a number of seconds since the epoch and a timestamp, as Spark
+// 4 does it: int and bigint seconds scale to µs saturating at the bigint range (Java's
+// SECONDS.toMicros); a decimal or double truncates below the µs, an out-of-range double is
+// CAST_OVERFLOW and NaN or an infinity CAST_INVALID_INPUT. Back, a timestamp is its
+// seconds rounded down (bigint; int fails past the int range), or exactly (double).
+func (n *castNode) epochCast(c *evalCtx, x arrow.Array, fail func(i int, class, format string, args ...any) error) (arrow.Array, error) {
+	from := n.x.Type()
+	cantCast := func(i int, class string) (int64, bool, error) {
+		return 0, false, fail(i, class, "the value %s of type %s cannot be cast to %s", valueText(from, x, i), from, n.to)
+	}
+	switch {
+	case n.to.Kind == KDouble:
+		return map1(c, TDouble, x, i64s(x), func(_ int, us int64) (float64, bool, error) { return float64(us) / 1e6, true, nil })
+	case n.to.Kind == KInt || n.to.Kind == KBigInt:
+		a, err := map1(c, TBigInt, x, i64s(x), func(i int, us int64) (int64, bool, error) {
+			s := floorDiv(us, 1e6)
+			if n.to.Kind == KInt && (s < math.MinInt32 || s > math.MaxInt32) {
+				return cantCast(i, "CAST_OVERFLOW")
+			}
+			return s, true, nil
+		})
+		if err != nil || n.to.Kind == KBigInt {
+			return a, err
+		}
+		defer a.Release()
+		return compute.CastArray(c.ctx, a, compute.UnsafeCastOptions(arrow.PrimitiveTypes.Int32))
+	}
+	switch from.Kind {
+	case KInt:
+		return map1(c, TTimestamp, x, i32s(x), func(_ int, s int32) (int64, bool, error) { return int64(s) * 1e6, true, nil })
+	case KBigInt:
+		return map1(c, TTimestamp, x, i64s(x), func(_ int, s int64) (int64, bool, error) {
+			switch {
+			case s > math.MaxInt64/1000000:
+				return math.MaxInt64, true, nil
+			case s < math.MinInt64/1000000:
+				return math.MinInt64, true, nil
+			}
+			return s * 1e6, true, nil
+		})
+	case KDouble:
+		return map1(c, TTimestamp, x, f64s(x), func(i int, f float64) (int64, bool, error) {
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return cantCast(i, "CAST_INVALID_INPUT")
+			}
+			us := math.Trunc(f * 1e6)
+			if us >= math.MaxInt64 || us < math.MinInt64 {
+				return cantCast(i, "CAST_OVERFLOW")
+			}
+			return int64(us), true, nil
+		})
+	}
+	return map1(c, TTimestamp, x, decs(x), func(i int, d decimal128.Num) (int64, bool, error) {
+		b := d.BigInt()
+		b.Mul(b, big.NewInt(1e6)).Quo(b, pow10(from.S)) // truncated toward zero
+		if !b.IsInt64() {
+			return cantCast(i, "CAST_OVERFLOW")
+		}
+		return b.Int64(), true, nil
+	})
 }

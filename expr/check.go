@@ -63,7 +63,7 @@ func (c *checker) check1(n Node) (node, error) {
 			}
 			return &notNode{x: x}, nil
 		case "+":
-			if !x.Type().numeric() && x.Type().Kind != KInterval {
+			if !x.Type().numeric() && x.Type().Kind != KInterval && x.Type().Kind != KYearMonth {
 				return nil, c.errf(n.At, "unary + needs a number, but %s", c.describe(n.X, x.Type()))
 			}
 			return x, nil
@@ -71,7 +71,7 @@ func (c *checker) check1(n Node) (node, error) {
 			if x.Type().Kind == KString {
 				x = &castNode{x: x, to: TDouble}
 			}
-			if !x.Type().numeric() && x.Type().Kind != KInterval && x.Type().Kind != KNull {
+			if !x.Type().numeric() && x.Type().Kind != KInterval && x.Type().Kind != KYearMonth && x.Type().Kind != KNull {
 				return nil, c.errf(n.At, "unary - needs a number, but %s", c.describe(n.X, x.Type()))
 			}
 			if x.Type().Kind == KNull {
@@ -262,6 +262,9 @@ func litDecimal(x node) Type {
 
 // arith type-checks + - * / % div and the try_ variants.
 func (c *checker) arith(op string, at int, ln, rn Node, l, r node, try bool) (node, error) {
+	if out, ok, err := c.dateArith(op, at, ln, rn, l, r); ok {
+		return out, err
+	}
 	lt, rt := l.Type(), r.Type()
 	// intervals: timestamp ± interval, date ± interval (→ timestamp), interval ± interval
 	if (op == "+" || op == "-") && (lt.Kind == KInterval || rt.Kind == KInterval) {
@@ -269,7 +272,8 @@ func (c *checker) arith(op string, at int, ln, rn Node, l, r node, try bool) (no
 		case (lt.Kind == KTimestamp || lt.Kind == KDate) && rt.Kind == KInterval:
 			return &arithNode{op: op, t: TTimestamp, l: coerce(l, TTimestamp), r: r, try: try}, nil
 		case lt.Kind == KInterval && rt.Kind == KInterval:
-			return &arithNode{op: op, t: TInterval, l: l, r: r, try: try}, nil
+			t, _ := wider(lt, rt)
+			return &arithNode{op: op, t: t, l: l, r: r, try: try}, nil
 		case op == "+" && lt.Kind == KInterval && (rt.Kind == KTimestamp || rt.Kind == KDate):
 			return &arithNode{op: op, t: TTimestamp, l: coerce(r, TTimestamp), r: l, try: try}, nil
 		}
@@ -574,12 +578,20 @@ func (c *checker) literal(l *Lit) (node, error) {
 		}
 		return out, nil
 	case LitInterval:
+		if l.Unit == "YEAR" || l.Unit == "MONTH" || l.Unit == "YEAR TO MONTH" {
+			return c.yearMonthLit(l)
+		}
 		q, err := strconv.ParseFloat(strings.TrimSpace(l.Text), 64)
 		if err != nil {
 			return nil, c.errf(l.At, "interval quantity %q is not a number", l.Text)
 		}
 		unit := map[string]float64{"WEEK": 7 * 86400e6, "DAY": 86400e6, "HOUR": 3600e6, "MINUTE": 60e6, "SECOND": 1e6, "MILLISECOND": 1e3, "MICROSECOND": 1}[l.Unit]
-		return &constNode{t: TInterval, sc: scalar.NewDurationScalar(arrow.Duration(int64(math.Round(q*unit))), arrow.FixedWidthTypes.Duration_us)}, nil
+		us := int64(math.Round(q * unit))
+		t := TInterval
+		if (l.Unit == "DAY" || l.Unit == "WEEK") && us%usPerDay == 0 {
+			t = TIntervalDay
+		}
+		return &constNode{t: t, sc: scalar.NewDurationScalar(arrow.Duration(us), arrow.FixedWidthTypes.Duration_us)}, nil
 	}
 	text := l.Text
 	up := strings.ToUpper(text)

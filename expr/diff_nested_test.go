@@ -324,6 +324,13 @@ func nestedExprs() []gexpr {
 	for _, c := range []string{"st", "arr", "mp", "sa", "named_struct('x', sa, 'm', mp, 'n', CAST(NULL AS INT))", "from_json(js, 'a INT, c ARRAY<INT>, d STRUCT<e: DOUBLE>')", "array(named_struct('t', TIMESTAMP '2024-01-01 10:00:00.123456', 'd', DATE '2024-02-29'))"} {
 		add("to_json("+c+")", "")
 	}
+	// hash and xxhash64 over arrays and structs: elements and fields chained in order, NULLs
+	// skipped (Spark's HashExpression)
+	for _, f := range []string{"hash", "xxhash64"} {
+		for _, x := range []string{"arr", "sa", "st", "ll", "arr, st, i", "array(st)", "named_struct('x', arr, 'y', sa)", "array(arr, arr)", "split(s, ',')", "array(1.5D, -0.0D, CAST('NaN' AS DOUBLE))", "array(CAST(i AS DECIMAL(20,2)), CAST(i AS DECIMAL(5,1)))", "struct(st, arr)"} {
+			add(f+"("+x+")", "")
+		}
+	}
 	// errors: DuckDB raises them through error() where Spark does; the two only Spark can
 	// check come last (a failing Spark query is rerun in halves to find its expression)
 	add("arr[0]", "CASE WHEN arr IS NOT NULL AND len(arr) < 1 THEN error('INVALID_ARRAY_INDEX') ELSE arr[1] END")

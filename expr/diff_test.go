@@ -472,6 +472,8 @@ func canon(t Type, a arrow.Array, i int) string {
 		return "d:" + formatValue(t, a, i)
 	case KTimestamp:
 		return "t:" + time.UnixMicro(i64s(a)[i]).UTC().Format("2006-01-02 15:04:05.000000")
+	case KInterval:
+		return "i:" + strconv.FormatInt(i64s(a)[i], 10)
 	case KArray, KStruct, KMap:
 		return canonNested(t, a, i)
 	}
@@ -603,15 +605,16 @@ func baseCases() []diffCase {
 
 // TestDifferential evaluates the generated expressions of every set (base: operators and the
 // first functions; nested: arrays, structs, maps and JSON; scalar: binary, hashes, regexps and
-// unix time) here and in the reference engines, one reference run for all of them (one Spark
-// session: its start-up is most of the test's time), and compares them value by value,
-// errors included, in a subtest per set.
+// unix time; date: date arithmetic, year-month intervals, epoch casts, greatest, round) here
+// and in the reference engines, one reference run for all of them (one Spark session: its
+// start-up is most of the test's time), and compares them value by value, errors included,
+// in a subtest per set.
 func TestDifferential(t *testing.T) {
 	python := diffPython(t)
 	if python == "" {
 		return
 	}
-	sets := []diffSet{{"base", diffTable(t), baseCases()}, {"nested", nestedTable(t), nestedCases(t)}, {"scalar", scalarTable(t), scalarCases()}}
+	sets := []diffSet{{"base", diffTable(t), baseCases()}, {"nested", nestedTable(t), nestedCases(t)}, {"scalar", scalarTable(t), scalarCases()}, {"date", diffTable(t), dateCases()}}
 	defer func() {
 		for _, s := range sets {
 			s.rec.Release()

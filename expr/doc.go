@@ -25,7 +25,8 @@
 // case-insensitively when there is no exact match); literals typed as Spark types them (1 int,
 // 1L bigint, 1.5 decimal(2,1), 1.5D and 1e3 double, 1.5BD decimal, 'str' (with Spark's
 // escapes: \n \t \uXXXX \UXXXXXXXX \101 …, \% and \_ kept for LIKE), DATE '…',
-// TIMESTAMP '…', INTERVAL '5' MINUTE, X'0AFF' binary, TRUE/FALSE/NULL); + - * / % div and unary minus;
+// TIMESTAMP '…', INTERVAL '5' MINUTE, INTERVAL 1 DAY 2 HOURS, INTERVAL 2 YEARS, INTERVAL '1-2' YEAR TO
+// MONTH, X'0AFF' binary, TRUE/FALSE/NULL); + - * / % div and unary minus;
 // = == <> != < <= > >= <=> and IS [NOT] DISTINCT FROM; AND/OR/NOT with three-valued logic;
 // IS [NOT] NULL, [NOT] IN (…), [NOT] BETWEEN, [NOT] LIKE … [ESCAPE 'c'], RLIKE/REGEXP;
 // CASE WHEN (both forms); CAST/TRY_CAST; || (concat); function calls (Functions lists them);
@@ -36,7 +37,8 @@
 // the IS/IN/BETWEEN/LIKE predicates, NOT, AND, OR.
 //
 // Types: boolean, int, bigint, decimal(p,s), double, string, binary, date, timestamp (µs,
-// UTC: the session time zone is fixed to UTC), day-time interval literals, and array<T>,
+// UTC: the session time zone is fixed to UTC), day-time intervals (µs), year-month intervals
+// (months, held as int32; interval year, month or year to month as in Spark), and array<T>,
 // struct<…> and map<K,V> (Arrow list, struct and map; large_list and list_view columns are
 // read as list; arrays, maps and structs of different part types widen as their parts do).
 // tinyint/smallint and float columns are read as int and double, large_binary and
@@ -66,6 +68,15 @@
 //     double or decimal to double, with a date or timestamp to that type (a bad string is
 //     CAST_INVALID_INPUT, as in Spark 4).
 //   - Doubles compare as in Spark: NaN = NaN, NaN above every other value.
+//   - Dates and times as Spark 4 resolves them: DATE ± int and int + DATE are date_add and
+//     date_sub (int days only: bigint is a type error; the day count wraps as Spark's int
+//     addition does), DATE ± an interval of whole days is a date, DATE - DATE is an interval
+//     of days, a timestamp minus a timestamp or
+//     date an interval of µs; a date or timestamp ± a year-month interval (and add_months)
+//     clamps the day to the end of the month (2024-01-31 + INTERVAL 1 MONTH is 2024-02-29),
+//     a date stays a date; an interval literal that mixes year-month and day-time units is a
+//     syntax error, as in Spark 4. CAST of int, bigint, decimal or double seconds to
+//     timestamp and back (seconds rounded down) is allowed, as in Spark 4's ANSI mode.
 //
 // # Evaluation
 //
@@ -73,8 +84,9 @@
 // Kleene AND/OR, NOT, IS NULL, double + - *, widening casts and FilterArray per column; hand
 // loops over the Arrow buffers for integral and decimal arithmetic (checked, so that the
 // failing row is known), double comparisons, LIKE, string, date, hash, regexp and cast
-// functions. Array elements, map values, array(), map() and CASE over nested values are
-// gathered with the take kernel from positions a loop computes over the list offsets;
+// functions (hash over arrays folds in element k of every row in one pass per k). Array
+// elements, map values, array(), map() and CASE over nested values are gathered with the
+// take kernel from positions a loop computes over the list offsets;
 // struct(), field access, map_keys/map_values share the input buffers. from_json and
 // get_json_object parse each row's JSON onto one token tape reused across the batch (from_json
 // then appends to Arrow builders). No per-row interpretation of the tree: every node runs once
@@ -83,7 +95,8 @@
 // items with fixed or greedy counts, groups, ^ and $) through a scan of their own that
 // allocates nothing per row. hash is Spark's Murmur3_x86_32 (written out: its tail mixing is
 // Spark's own), xxhash64 is XXH64 (github.com/cespare/xxhash), both seeded with 42, chained
-// over the arguments and fed each type's bytes as Spark's HashExpression does (hash.go).
+// over the arguments, array elements and struct fields and fed each type's bytes as Spark's
+// HashExpression does (hash.go).
 //
 // # Where DuckDB differs from Spark
 //
@@ -133,6 +146,12 @@
 //	from_unixtime(s, fmt): Java patterns       strftime's % patterns           Spark
 //	unix_timestamp(ts): truncates toward 0     epoch(ts) keeps the fraction    DuckDB with trunc()
 //	unix_timestamp(str[, fmt]): Java patterns  strptime's % patterns           Spark
+//	DATE - DATE: interval day                  bigint days                     Spark
+//	DATE + int: wraps around                   out-of-range error              Spark
+//	year-month intervals, add_months           no such type, other functions   Spark
+//	greatest/least: NULLs skipped, NaN top     NULL rules differ               Spark
+//	bround, round(x, -d), timestamp_seconds,   no bround, other types          Spark
+//	unix_date, months_between, repeat
 //
 // Known differences from Spark that remain: RLIKE, split and the regexp functions use Go's
 // RE2 syntax, not Java regular expressions (no backreferences or lookaround; $ matches only
@@ -149,10 +168,17 @@
 // no options; from_unixtime formats the pattern letters G y M L d D Q q E a h H k K m s S z V
 // O X x Z, unix_timestamp parses y M L d H h m s S a; encode and decode know UTF-8 only; a
 // float column inside an expression hashes as a double (hash(f + 1); Spark keeps float
-// arithmetic in float, a bare float column hashes as Spark's float); hash and xxhash64 do not take
-// arrays, structs or maps yet; to_date/to_timestamp formats support the pattern letters
-// y M d H m s S only; date_trunc needs a constant unit; round needs a constant, non-negative
-// scale; div over decimals is not supported yet. Spark's optimizer merges a nested + or *
+// arithmetic in float, a bare float column hashes as Spark's float); hash and xxhash64 take no
+// maps (Spark 4 refuses them too without a legacy setting); to_date/to_timestamp formats support the pattern letters
+// y M d H m s S only; date_trunc needs a constant unit; round and bround need a constant
+// scale; div over decimals is not supported yet. A day-time interval keeps only whether it
+// is of whole days (interval day: INTERVAL n DAY, DATE - DATE; DATE ± it is a date, as in
+// Spark), not its other fields: CAST(INTERVAL '2' HOUR AS STRING) is INTERVAL '0 02:00:00'
+// DAY TO SECOND here (Spark: INTERVAL '02' HOUR), and the literal's type prints as interval
+// day to second; interval * number and interval / number are not supported; a year-month interval column goes out as Arrow's month_interval and is read back as
+// interval month (Arrow keeps no YEAR/MONTH fields), and inside arrays and structs it stays
+// int32 months. CAST(date AS STRING) past the year 9999 lacks Spark's
+// leading +. Spark's optimizer merges a nested + or *
 // into an enclosing try_add/try_multiply (ReorderAssociativeOperator), which then also
 // tolerates the inner overflow; here the inner operation still fails.
 package expr

@@ -341,8 +341,11 @@ func init() {
 		lt0 := &cmpNode{op: "<", l: x, r: coerce(&constNode{t: TInt, sc: scalar.NewInt32Scalar(0)}, t)}
 		return newCase([]node{lt0}, []node{neg}, x, t), nil
 	})
-	register("round", 1, 2, "round(x[, d])", "x rounded HALF_UP to d decimal places (default 0)", true, func(c *checker, call *Call, args []node) (node, error) {
+	register("round", 1, 2, "round(x[, d])", "x rounded HALF_UP to d decimal places (default 0; a negative d rounds to tens, hundreds, …; ANSI: an int that overflows fails)", true, func(c *checker, call *Call, args []node) (node, error) {
 		return c.rounding(call, args, "round")
+	})
+	register("bround", 1, 2, "bround(x[, d])", "x rounded HALF_EVEN (banker's rounding) to d decimal places (default 0, negative allowed)", true, func(c *checker, call *Call, args []node) (node, error) {
+		return c.rounding(call, args, "bround")
 	})
 	for _, name := range []string{"floor", "ceil", "ceiling"} {
 		register(name, 1, 1, name+"(x)", "x rounded down (floor) or up (ceil): bigint for int/double, decimal(p-s+1,0) for decimals", false, func(c *checker, call *Call, args []node) (node, error) {
@@ -725,17 +728,18 @@ func (c *checker) rounding(call *Call, args []node, name string) (node, error) {
 		if !ok || !args[1].Type().integral() || !k.sc.IsValid() {
 			return nil, c.argErr(call, 1, args[1].Type(), "a constant int")
 		}
-		d = int(k.sc.(*scalar.Int32).Value)
-		if d < 0 {
-			return nil, c.errf(call.Args[1].Pos(), "round: a negative scale is not supported yet")
-		}
+		d = int(intValue(k.sc))
 	}
+	rounds := name == "round" || name == "bround"
+	even := name == "bround"
 	var out Type
 	switch {
-	case name == "round" && t.Kind == KDecimal:
+	case rounds && t.Kind == KDecimal && d < 0: // Spark's RoundBase: DecimalType(max(p-s+1, -d+1), 0)
+		out = Decimal(min(max(t.P-t.S+1, -d+1), 38), 0)
+	case rounds && t.Kind == KDecimal:
 		ns := min(d, t.S)
 		out = boundedDecimal(t.P-t.S+1+ns, ns)
-	case name == "round":
+	case rounds:
 		out = t
 	case t.Kind == KDecimal:
 		out = boundedDecimal(t.P-t.S+1, 0)
@@ -757,8 +761,15 @@ func (c *checker) rounding(call *Call, args []node, name string) (node, error) {
 				k := t.S - out.S
 				var r *big.Int
 				switch name {
-				case "round":
-					r = roundHalfUp(v, k)
+				case "round", "bround":
+					if d < 0 { // to 10^-d, at scale 0
+						r = roundQuo(v, pow10(t.S-d), even)
+						r.Mul(r, pow10(-d))
+					} else if even {
+						r = roundQuo(v, pow10(k), true)
+					} else {
+						r = roundHalfUp(v, k)
+					}
 				case "floor", "ceil":
 					div := pow10(k)
 					q, m := new(big.Int).DivMod(v, div, new(big.Int)) // Euclidean: q = floor for div > 0
@@ -786,7 +797,11 @@ func (c *checker) rounding(call *Call, args []node, name string) (node, error) {
 						res.setNull(i)
 						continue
 					}
-					res.vals[i] = roundDouble(vs[i], d)
+					if d < 0 || even {
+						res.vals[i] = roundDoubleTo(vs[i], d, even)
+					} else {
+						res.vals[i] = roundDouble(vs[i], d)
+					}
 				}
 				return res.array(out), nil
 			}
@@ -804,7 +819,10 @@ func (c *checker) rounding(call *Call, args []node, name string) (node, error) {
 			}
 			return res.array(out), nil
 		}
-		// integral: round keeps the value, floor/ceil widen to bigint
+		// integral: round keeps the value (a negative d rounds it), floor/ceil widen to bigint
+		if out.Kind == t.Kind && d < 0 {
+			return roundIntegral(c, active, name, t, a, d, even)
+		}
 		if out.Kind == t.Kind {
 			a.Retain()
 			return a, nil
@@ -995,4 +1013,72 @@ func likeMatcher(p string, esc rune) func(string) bool {
 	}
 	rx := regexp.MustCompile(re.String())
 	return rx.MatchString
+}
+
+// roundQuo is x / y (y > 0) rounded HALF_UP, or HALF_EVEN with even.
+func roundQuo(x, y *big.Int, even bool) *big.Int {
+	q, m := new(big.Int).QuoRem(x, y, new(big.Int))
+	m.Abs(m).Mul(m, big.NewInt(2))
+	if c := m.Cmp(y); c > 0 || c == 0 && (!even || q.Bit(0) == 1) {
+		if x.Sign() < 0 {
+			q.Sub(q, big.NewInt(1))
+		} else {
+			q.Add(q, big.NewInt(1))
+		}
+	}
+	return q
+}
+
+// roundDoubleTo rounds f at d decimal places (d may be negative) HALF_UP, or HALF_EVEN with
+// even, on its shortest decimal form (Spark: BigDecimal(f).setScale(d, mode).toDouble).
+func roundDoubleTo(f float64, d int, even bool) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return f
+	}
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(f, 'e', -1, 64))
+	if !ok {
+		return f
+	}
+	num, den := new(big.Int).Set(r.Num()), new(big.Int).Set(r.Denom())
+	if d >= 0 {
+		num.Mul(num, pow10(d))
+	} else {
+		den.Mul(den, pow10(-d))
+	}
+	q := roundQuo(num, den, even)
+	var out float64
+	if d >= 0 {
+		out, _ = new(big.Rat).SetFrac(q, pow10(d)).Float64()
+	} else {
+		out, _ = new(big.Rat).SetInt(q.Mul(q, pow10(-d))).Float64()
+	}
+	return out // a BigDecimal has no -0
+}
+
+// roundIntegral rounds int or bigint values to 10^-d (d < 0), HALF_UP or HALF_EVEN; a
+// result outside the type's range is ARITHMETIC_OVERFLOW (round(2147483647, -1)).
+func roundIntegral(c *evalCtx, active []bool, name string, t Type, a arrow.Array, d int, even bool) (arrow.Array, error) {
+	lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
+	if t.Kind == KBigInt {
+		lo, hi = math.MinInt64, math.MaxInt64
+	}
+	pow := pow10(-d)
+	one := func(i int, v int64) (int64, bool, error) {
+		r := roundQuo(big.NewInt(v), pow, even)
+		r.Mul(r, pow)
+		if !r.IsInt64() || r.Int64() < lo || r.Int64() > hi {
+			if !activeAt(active, i) {
+				return 0, false, nil
+			}
+			return 0, false, c.fail("ARITHMETIC_OVERFLOW", i, "%s(%d, %d) overflows %s", name, v, d, t)
+		}
+		return r.Int64(), true, nil
+	}
+	if t.Kind == KBigInt {
+		return map1(c, t, a, i64s(a), one)
+	}
+	return map1(c, t, a, i32s(a), func(i int, v int32) (int32, bool, error) {
+		r, ok, err := one(i, int64(v))
+		return int32(r), ok, err
+	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/cespare/xxhash/v2"
 )
 
@@ -149,82 +150,162 @@ func javaBigIntBytes(x *big.Int) []byte {
 // hashColumn folds column a of type t into the running hashes h (row by row; NULL rows keep
 // their hash).
 func hashColumn[H uint32 | uint64](f hasher[H], t Type, a arrow.Array, h []H) {
-	valid := func(i int) bool { return a.NullN() == 0 || a.IsValid(i) }
+	hashColumnAt(f, t, a, h, nil)
+}
+
+// rowsAt maps hash slot i to its value of a: rows[i] (rows nil: i); ok is false for a
+// negative row or a NULL value. A method of a plain struct, so that it inlines.
+type rowsAt struct {
+	rows  []int32
+	valid []byte // a's validity bitmap, nil without NULLs
+	off   int    // a's offset into it
+}
+
+func (r *rowsAt) at(i int) (int, bool) {
+	j := i
+	if r.rows != nil {
+		if j = int(r.rows[i]); j < 0 {
+			return 0, false
+		}
+	}
+	return j, r.valid == nil || bitutil.BitIsSet(r.valid, r.off+j)
+}
+
+// hashColumnAt folds value rows[i] of a into h[i] (rows nil: value i; a negative row or a
+// NULL value leaves h[i] as it is). An array folds in its elements in order and a struct its
+// fields, as Spark's HashExpression does: element k of every row in round k, so that each
+// round is one pass over the element values.
+func hashColumnAt[H uint32 | uint64](f hasher[H], t Type, a arrow.Array, h []H, rows []int32) {
+	r := &rowsAt{rows: rows, off: a.Data().Offset()}
+	if a.NullN() > 0 {
+		r.valid = a.NullBitmapBytes()
+	}
 	switch t.Kind {
 	case KNull:
 	case KBool:
 		b := a.(*array.Boolean)
 		for i := range h {
-			if valid(i) {
+			if j, ok := r.at(i); ok {
 				v := uint32(0)
-				if b.Value(i) {
+				if b.Value(j) {
 					v = 1
 				}
 				h[i] = f.int(v, h[i])
 			}
 		}
-	case KInt, KDate:
+	case KInt, KDate, KYearMonth:
 		vs := i32s(a)
 		for i := range h {
-			if valid(i) {
-				h[i] = f.int(uint32(vs[i]), h[i])
+			if j, ok := r.at(i); ok {
+				h[i] = f.int(uint32(vs[j]), h[i])
 			}
 		}
 	case KBigInt, KTimestamp, KInterval:
 		vs := i64s(a)
 		for i := range h {
-			if valid(i) {
-				h[i] = f.long(uint64(vs[i]), h[i])
+			if j, ok := r.at(i); ok {
+				h[i] = f.long(uint64(vs[j]), h[i])
 			}
 		}
 	case KDouble:
 		if fa, ok := a.(*array.Float32); ok { // a float column, kept by its colNode
-			for i, v := range fa.Float32Values() {
-				if valid(i) {
-					h[i] = f.int(normFloat(v), h[i])
+			vs := fa.Float32Values()
+			for i := range h {
+				if j, ok := r.at(i); ok {
+					h[i] = f.int(normFloat(vs[j]), h[i])
 				}
 			}
 			return
 		}
 		vs := f64s(a)
 		for i := range h {
-			if valid(i) {
-				h[i] = f.long(normDouble(vs[i]), h[i])
+			if j, ok := r.at(i); ok {
+				h[i] = f.long(normDouble(vs[j]), h[i])
 			}
 		}
 	case KDecimal:
 		vs := decs(a)
 		for i := range h {
-			if !valid(i) {
+			j, ok := r.at(i)
+			if !ok {
 				continue
 			}
 			if t.P <= 18 {
-				h[i] = f.long(uint64(int64(vs[i].LowBits())), h[i])
+				h[i] = f.long(uint64(int64(vs[j].LowBits())), h[i])
 			} else {
-				h[i] = f.bytes(javaBigIntBytes(vs[i].BigInt()), h[i])
+				h[i] = f.bytes(javaBigIntBytes(vs[j].BigInt()), h[i])
 			}
 		}
 	case KString:
 		s := a.(*array.String)
 		for i := range h {
-			if valid(i) {
-				h[i] = f.bytes(strBytes(s.Value(i)), h[i])
+			if j, ok := r.at(i); ok {
+				h[i] = f.bytes(strBytes(s.Value(j)), h[i])
 			}
 		}
 	case KBinary:
 		b := a.(*array.Binary)
 		for i := range h {
-			if valid(i) {
-				h[i] = f.bytes(b.Value(i), h[i])
+			if j, ok := r.at(i); ok {
+				h[i] = f.bytes(b.Value(j), h[i])
 			}
+		}
+	case KStruct:
+		sub := make([]int32, len(h)) // the rows of valid structs, -1 elsewhere
+		for i := range h {
+			sub[i] = -1
+			if j, ok := r.at(i); ok {
+				sub[i] = int32(j)
+			}
+		}
+		st := a.(*array.Struct)
+		for k, fd := range t.Fields() {
+			hashColumnAt(f, fd.Type, st.Field(k), h, sub)
+		}
+	case KArray:
+		// the rows with a k-th element, their hashes gathered into hs for round k
+		off, vals := listParts(a)
+		var live, elems []int32
+		for i := range h {
+			if j, ok := r.at(i); ok && off[j] < off[j+1] {
+				live = append(live, int32(i))
+				elems = append(elems, off[j])
+			}
+		}
+		hs := make([]H, len(live))
+		for len(live) > 0 {
+			for m, i := range live {
+				hs[m] = h[i]
+			}
+			hashColumnAt(f, t.Elem(), vals, hs[:len(live)], elems)
+			n := 0
+			for m, i := range live {
+				h[i] = hs[m]
+				j, _ := r.at(int(i))
+				if e := elems[m] + 1; e < off[j+1] {
+					live[n], elems[n] = i, e
+					n++
+				}
+			}
+			live, elems = live[:n], elems[:n]
 		}
 	}
 }
 
-// hashable reports whether hash and xxhash64 take a value of type t.
+// hashable reports whether hash and xxhash64 take a value of type t: atomic values, and
+// arrays and structs of them (Spark 4 refuses maps: HASH_MAP_TYPE).
 func hashable(t Type) bool {
 	switch t.Kind {
-	case KNull, KBool, KInt, KBigInt, KDecimal, KDouble, KString, KDate, KTimestamp, KInterval, KBinary:
+	case KNull, KBool, KInt, KBigInt, KDecimal, KDouble, KString, KDate, KTimestamp, KInterval, KBinary, KYearMonth:
+		return true
+	case KArray:
+		return hashable(t.Elem())
+	case KStruct:
+		for _, fd := range t.Fields() {
+			if !hashable(fd.Type) {
+				return false
+			}
+		}
 		return true
 	}
 	return false
@@ -238,16 +319,16 @@ func digestFunc(name, doc string, sum func(out *strOut, b []byte)) {
 func init() {
 	for _, name := range []string{"hash", "xxhash64"} {
 		result := TInt
-		doc := "Spark's Murmur3 x86_32 hash of the arguments, seed 42 (NULL arguments are skipped)"
+		doc := "Spark's Murmur3 x86_32 hash of the arguments, seed 42 (NULLs skipped; arrays and structs chain their elements and fields)"
 		if name == "xxhash64" {
 			result = TBigInt
-			doc = "Spark's XXH64 hash of the arguments, seed 42 (NULL arguments are skipped)"
+			doc = "Spark's XXH64 hash of the arguments, seed 42 (NULLs skipped; arrays and structs chain their elements and fields)"
 		}
 		register(name, 1, -1, name+"(x, …) → "+result.String(), doc, false, func(c *checker, call *Call, args []node) (node, error) {
 			types := make([]Type, len(args))
 			for i, a := range args {
 				if !hashable(a.Type()) {
-					return nil, c.argErr(call, i, a.Type(), "of an atomic type")
+					return nil, c.argErr(call, i, a.Type(), "of an atomic type, or an array or struct of them")
 				}
 				types[i] = a.Type()
 				if col, ok := a.(*colNode); ok && col.t.Kind == KDouble {

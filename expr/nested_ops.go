@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -344,8 +345,10 @@ func compareAt(t Type, a arrow.Array, i int, b arrow.Array, j int) int {
 			return 1
 		}
 		return -1
-	case KInt, KDate:
+	case KInt, KDate, KYearMonth:
 		return cmpOrdered(i32s(a)[i], i32s(b)[j])
+	case KBinary:
+		return bytes.Compare(a.(*array.Binary).Value(i), b.(*array.Binary).Value(j))
 	case KBigInt, KTimestamp, KInterval:
 		return cmpOrdered(i64s(a)[i], i64s(b)[j])
 	case KDouble:

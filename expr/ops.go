@@ -38,6 +38,12 @@ func (n *colNode) eval(c *evalCtx, _ []bool) (arrow.Array, error) {
 		if n.keepFloat32 && a.DataType().ID() == arrow.FLOAT32 {
 			return a, nil
 		}
+		if a.DataType().ID() == arrow.INTERVAL_MONTHS { // int32 months either way
+			d := array.NewData(want, a.Len(), a.Data().Buffers(), nil, a.NullN(), a.Data().Offset())
+			a.Release()
+			defer d.Release()
+			return array.MakeFromData(d), nil
+		}
 		if n.t.nested() {
 			defer a.Release()
 			return conform(c.ctx, c.mem, a, n.t)
@@ -399,7 +405,7 @@ func (n *negNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 		if isNull(x, i) || !activeAt(active, i) {
 			continue
 		}
-		if t.Kind == KInt && i32s(x)[i] == math.MinInt32 || t.Kind == KBigInt && i64s(x)[i] == math.MinInt64 {
+		if (t.Kind == KInt || t.Kind == KYearMonth) && i32s(x)[i] == math.MinInt32 || t.Kind == KBigInt && i64s(x)[i] == math.MinInt64 {
 			return nil, c.fail("ARITHMETIC_OVERFLOW", i, "%s overflow in unary minus", t)
 		}
 	}
@@ -451,7 +457,7 @@ func (n *arithNode) eval(c *evalCtx, active []bool) (arrow.Array, error) {
 	switch {
 	case n.t.Kind == KTimestamp || n.t.Kind == KInterval:
 		return intLoop(c, n, active, i64s(l), i64s(r), l, r, math.MinInt64, math.MaxInt64)
-	case lt.Kind == KInt:
+	case lt.Kind == KInt || lt.Kind == KYearMonth:
 		return intLoop(c, n, active, i32s(l), i32s(r), l, r, math.MinInt32, math.MaxInt32)
 	case lt.Kind == KBigInt:
 		return intLoop(c, n, active, i64s(l), i64s(r), l, r, math.MinInt64, math.MaxInt64)
@@ -757,7 +763,7 @@ func gather(c *evalCtx, t Type, choice []int32, arrs []arrow.Array) (arrow.Array
 			}
 		}
 		return out.array(), nil
-	case KInt, KDate:
+	case KInt, KDate, KYearMonth:
 		return gatherFixed(t, choice, arrs, nullAt, i32s), nil
 	case KBigInt, KTimestamp, KInterval:
 		return gatherFixed(t, choice, arrs, nullAt, i64s), nil

@@ -31,7 +31,7 @@ const (
 	LitString
 	LitDate      // DATE '…'
 	LitTimestamp // TIMESTAMP '…'
-	LitInterval  // INTERVAL '…' unit
+	LitInterval  // INTERVAL '…' unit (Unit: WEEK … MICROSECOND, YEAR, MONTH or YEAR TO MONTH)
 	LitBinary    // X'…': hex digits, as written
 )
 
@@ -800,31 +800,7 @@ func (p *parser) primary() (Node, error) {
 		}
 	case "INTERVAL":
 		p.i++
-		q := p.peek()
-		neg := false
-		if q.kind == tOp && q.text == "-" {
-			neg = true
-			p.i++
-			q = p.peek()
-		}
-		if q.kind != tString && q.kind != tNumber {
-			return nil, p.fail("a quantity after INTERVAL, as in INTERVAL '5' MINUTE")
-		}
-		p.i++
-		u := p.peek()
-		unit := strings.ToUpper(u.text)
-		unit = strings.TrimSuffix(unit, "S")
-		switch unit {
-		case "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND", "WEEK":
-		default:
-			return nil, p.fail("an interval unit (WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND)")
-		}
-		p.i++
-		text := q.text
-		if neg {
-			text = "-" + text
-		}
-		return &Lit{Kind: LitInterval, Text: text, Unit: unit, At: t.at}, nil
+		return p.interval(t.at)
 	case "CASE":
 		return p.caseExpr()
 	case "CAST", "TRY_CAST":
@@ -1036,4 +1012,59 @@ func unescapeSQL(b *strings.Builder, s string) int {
 		b.WriteByte(c)
 	}
 	return 2
+}
+
+// interval parses what follows INTERVAL: one or more quantity-unit pairs (INTERVAL 1 DAY 2
+// HOURS is their sum, as in Spark), or a 'y-m' string with YEAR TO MONTH. Spark 4 refuses
+// a literal that mixes year-month and day-time units; so does this parser.
+func (p *parser) interval(at int) (Node, error) {
+	var out Node
+	ym, dt := false, false
+	units := map[string]bool{"DAY": true, "HOUR": true, "MINUTE": true, "SECOND": true, "MILLISECOND": true, "MICROSECOND": true, "WEEK": true, "YEAR": true, "MONTH": true}
+	for {
+		save := p.i
+		q := p.peek()
+		neg := false
+		if q.kind == tOp && q.text == "-" {
+			neg = true
+			p.i++
+			q = p.peek()
+		}
+		isQty := q.kind == tString || q.kind == tNumber
+		if out != nil && (!isQty || !units[strings.TrimSuffix(strings.ToUpper(p.peekAt(1).text), "S")]) {
+			p.i = save // the literal ended: what follows belongs to the expression
+			return out, nil
+		}
+		if !isQty {
+			return nil, p.fail("a quantity after INTERVAL, as in INTERVAL '5' MINUTE")
+		}
+		p.i++
+		unit := strings.TrimSuffix(strings.ToUpper(p.peek().text), "S")
+		switch unit {
+		case "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND", "WEEK":
+			dt = true
+		case "YEAR", "MONTH":
+			ym = true
+			if unit == "YEAR" && strings.EqualFold(p.peekAt(1).text, "TO") && strings.EqualFold(p.peekAt(2).text, "MONTH") {
+				p.i += 2
+				unit = "YEAR TO MONTH"
+			}
+		default:
+			return nil, p.fail("an interval unit (YEAR, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND, or YEAR TO MONTH)")
+		}
+		if ym && dt {
+			return nil, p.fail("a unit of the same kind: Spark 4 cannot mix year-month and day-time units in one interval (add them one at a time: (ts + INTERVAL 1 MONTH) + INTERVAL 2 DAYS)")
+		}
+		p.i++
+		text := q.text
+		if neg {
+			text = "-" + text
+		}
+		lit := &Lit{Kind: LitInterval, Text: text, Unit: unit, At: q.at}
+		if out == nil {
+			out = lit
+		} else {
+			out = &Binary{Op: "+", L: out, R: lit, At: at}
+		}
+	}
 }

@@ -99,7 +99,7 @@ func CompileSelect(src string, schema *arrow.Schema, opts Options) (*Projection,
 		if err != nil {
 			return nil, err
 		}
-		if err := add(arrow.Field{Name: name, Type: prog.Type().Arrow(), Nullable: true}, projCol{prog: prog}, it.At); err != nil {
+		if err := add(arrow.Field{Name: name, Type: outputArrow(prog.Type()), Nullable: true}, projCol{prog: prog}, it.At); err != nil {
 			return nil, err
 		}
 	}
@@ -141,6 +141,9 @@ func (p *Projection) Eval(ctx context.Context, rec arrow.RecordBatch, pos RowPos
 		if err != nil {
 			return nil, err
 		}
+		if pc.prog.Type().Kind == KYearMonth {
+			a = asMonthInterval(a)
+		}
 		cols[i] = a
 	}
 	return array.NewRecordBatch(p.schema, cols, rec.NumRows()), nil
@@ -162,4 +165,24 @@ func (n *colNode) raw(rec arrow.RecordBatch) (arrow.Array, error) {
 		a = f
 	}
 	return a, nil
+}
+
+// outputArrow is the Arrow type of an output column of type t: a year-month interval, held
+// as int32 months while it is computed, goes out as Arrow's month_interval (the same
+// layout), so a reader sees an interval, not a number.
+func outputArrow(t Type) arrow.DataType {
+	if t.Kind == KYearMonth {
+		return arrow.FixedWidthTypes.MonthInterval
+	}
+	return t.Arrow()
+}
+
+// asMonthInterval retypes an int32 array of months as month_interval over the same buffers;
+// it takes over a's reference.
+func asMonthInterval(a arrow.Array) arrow.Array {
+	d := array.NewData(arrow.FixedWidthTypes.MonthInterval, a.Len(), a.Data().Buffers(), nil, a.NullN(), a.Data().Offset())
+	out := array.MakeFromData(d)
+	d.Release()
+	a.Release()
+	return out
 }

@@ -142,3 +142,42 @@ func TestStructParentNulls(t *testing.T) {
 		t.Errorf("value.amount = %s, want bigint:1,NULL,3", got)
 	}
 }
+
+// A year-month interval leaves select as Arrow's month_interval, and a month_interval column
+// is read back as an interval month, so a second stage computes on the first one's output.
+func TestSelectMonthInterval(t *testing.T) {
+	rec := structBatch(t)
+	defer rec.Release()
+	p, err := CompileSelect("INTERVAL '1-2' YEAR TO MONTH AS m", rec.Schema(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Schema().Field(0).Type; !arrow.TypeEqual(got, arrow.FixedWidthTypes.MonthInterval) {
+		t.Fatalf("output type %s, want month_interval", got)
+	}
+	out, err := p.Eval(context.Background(), rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Release()
+	if got := out.Column(0).(*array.MonthInterval).Value(0); got != 14 {
+		t.Fatalf("months %d, want 14", got)
+	}
+	q, err := CompileSelect("m + INTERVAL 1 MONTH AS m2, CAST(m AS STRING) AS s, DATE '2024-01-31' + m AS d", out.Schema(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out2, err := q.Eval(context.Background(), out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out2.Release()
+	var got []string
+	for c := 0; c < 3; c++ {
+		ty, _ := FromArrow(out2.Column(c).DataType())
+		got = append(got, formatValue(ty, out2.Column(c), 0))
+	}
+	if s := strings.Join(got, " | "); s != "INTERVAL '15' MONTH | INTERVAL '14' MONTH | 2025-03-31" {
+		t.Fatalf("got %s", s)
+	}
+}

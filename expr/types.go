@@ -21,10 +21,11 @@ const (
 	KBinary                // binary (arrow binary; large_binary and binary_view are read as binary)
 	KDate                  // date (arrow date32, days since the epoch)
 	KTimestamp             // timestamp (arrow timestamp[us, UTC]; other units/zones are converted)
-	KInterval              // day-time interval (arrow duration[us]); only literals and their sums
+	KInterval              // day-time interval (arrow duration[us]); P 1: of whole days (Spark's interval day)
 	KArray                 // array<T> (arrow list; large_list and list_view columns are read as list)
 	KStruct                // struct<name:T,…> (arrow struct)
 	KMap                   // map<K,V> (arrow map)
+	KYearMonth             // year-month interval: months (held as arrow int32); P and S are its start and end fields (0 YEAR, 1 MONTH)
 )
 
 // Type is a Spark SQL type; P and S are the precision and scale of a decimal. The parts of
@@ -46,8 +47,16 @@ var (
 	TDate      = Type{Kind: KDate}
 	TTimestamp = Type{Kind: KTimestamp}
 	TInterval  = Type{Kind: KInterval}
-	TBinary    = Type{Kind: KBinary}
+	// TIntervalDay is an interval of whole days (INTERVAL n DAY, DATE - DATE): DATE ± it is a
+	// date, as in Spark.
+	TIntervalDay = Type{Kind: KInterval, P: 1}
+	TBinary      = Type{Kind: KBinary}
 )
+
+// YearMonth returns the year-month interval type from field start to field end (0 YEAR,
+// 1 MONTH): interval year, interval month or interval year to month, as Spark's
+// YearMonthIntervalType.
+func YearMonth(start, end int) Type { return Type{Kind: KYearMonth, P: start, S: end} }
 
 // Decimal returns decimal(p,s).
 func Decimal(p, s int) Type { return Type{Kind: KDecimal, P: p, S: s} }
@@ -76,7 +85,18 @@ func (t Type) String() string {
 	case KTimestamp:
 		return "timestamp"
 	case KInterval:
+		if t.P == 1 {
+			return "interval day"
+		}
 		return "interval day to second"
+	case KYearMonth:
+		switch {
+		case t.P == 0 && t.S == 0:
+			return "interval year"
+		case t.P == 1:
+			return "interval month"
+		}
+		return "interval year to month"
 	case KArray, KStruct, KMap:
 		return t.nt.str
 	}
@@ -95,7 +115,7 @@ func (t Type) Arrow() arrow.DataType {
 		return arrow.Null
 	case KBool:
 		return arrow.FixedWidthTypes.Boolean
-	case KInt:
+	case KInt, KYearMonth:
 		return arrow.PrimitiveTypes.Int32
 	case KBigInt:
 		return arrow.PrimitiveTypes.Int64
@@ -145,6 +165,8 @@ func FromArrow(dt arrow.DataType) (t Type, ok bool) {
 		return TTimestamp, true
 	case *arrow.DurationType:
 		return TInterval, true
+	case *arrow.MonthIntervalType:
+		return YearMonth(1, 1), true
 	}
 	return nestedFromArrow(dt)
 }
@@ -198,6 +220,12 @@ func wider(a, b Type) (Type, bool) {
 	}
 	if a.Kind == KDate && b.Kind == KTimestamp || a.Kind == KTimestamp && b.Kind == KDate {
 		return TTimestamp, true
+	}
+	if a.Kind == KInterval && b.Kind == KInterval {
+		return TInterval, true
+	}
+	if a.Kind == KYearMonth && b.Kind == KYearMonth {
+		return YearMonth(min(a.P, b.P), max(a.S, b.S)), true
 	}
 	if a.Kind == KBinary && b.Kind == KString || a.Kind == KString && b.Kind == KBinary {
 		return TBinary, true // Spark casts the string to its UTF-8 bytes

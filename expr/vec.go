@@ -144,6 +144,8 @@ func i32s(a arrow.Array) []int32 {
 		return a.Int32Values()
 	case *array.Date32:
 		return unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(a.Date32Values()))), a.Len())
+	case *array.MonthInterval:
+		return unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(a.MonthIntervalValues()))), a.Len())
 	}
 	panic("expr: not an int32 column: " + a.DataType().String())
 }

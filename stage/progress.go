@@ -21,6 +21,11 @@ const (
 	ProgressOff  = "off"
 )
 
+// EnvProgress names the environment variable that sets the default of --progress (auto, json
+// or off; tools/cli): `streamkit run --parallel` sets it to json for its members, whose
+// progress lines it merges (stage/parallel). A --progress on the command line wins.
+const EnvProgress = "STREAMKIT_PROGRESS"
+
 // viewFrame is how often a drawer draws its view; the counters behind it change every
 // --progress interval (default 1 s), but a line another stage wrote over the view is soon
 // followed by the view again.
@@ -194,3 +199,7 @@ func humanUnit(n float64, kilo string) string {
 	}
 	return fmt.Sprintf("%.0f", n)
 }
+
+// Human formats n with a K/M/G suffix, as the live view writes counts and rates (1.23M,
+// 45.6K); for views of other tools (run --parallel).
+func Human(n float64) string { return human(n) }

@@ -13,6 +13,7 @@ import (
 	"github.com/streamkit/streamkit/tools/readdelta"
 	"github.com/streamkit/streamkit/tools/readfiles"
 	"github.com/streamkit/streamkit/tools/readkafka"
+	runtool "github.com/streamkit/streamkit/tools/run"
 	schematool "github.com/streamkit/streamkit/tools/schema"
 	selecttool "github.com/streamkit/streamkit/tools/select"
 	"github.com/streamkit/streamkit/tools/statedump"
@@ -36,6 +37,7 @@ func specs() []cli.Spec {
 		readdelta.CommandSpec(),
 		readfiles.CommandSpec(),
 		readkafka.CommandSpec(),
+		runtool.CommandSpec(),
 		schematool.CommandSpec(),
 		selecttool.CommandSpec(),
 		writekafka.CommandSpec(),

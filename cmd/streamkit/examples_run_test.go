@@ -578,6 +578,10 @@ func unbounded(script string) bool {
 			return false
 		}
 		switch words[1] {
+		case "run": // as its pipeline (the last word)
+			if unbounded(words[len(words)-1]) {
+				return true
+			}
 		case "read-kafka":
 			if !has("--until") {
 				return true
@@ -624,6 +628,8 @@ func lastTarget(dir, script string) outputTarget {
 		table = firstPositional(words[2:])
 	case len(words) >= 3 && words[0] == "streamkit" && words[1] == "backfill" && !slices.Contains(words, "--plan"):
 		table = flagValue(words, "--to")
+	case len(words) >= 3 && words[0] == "streamkit" && words[1] == "run":
+		return lastTarget(dir, words[len(words)-1]) // its members write where its pipeline's last command does
 	case len(words) >= 2 && words[0] == "streamkit" && words[1] == "write-kafka":
 		return outputTarget{topic: flagValue(words, "-t", "--topic")}
 	}

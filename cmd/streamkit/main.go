@@ -113,6 +113,7 @@ Exit codes:
 
 Environment:
   STREAMKIT_CHECKPOINT  checkpoint root; each stage uses $STREAMKIT_CHECKPOINT/<name>
+  STREAMKIT_PROGRESS    default of --progress (run --parallel sets json for its members)
   NO_COLOR              disables colour on terminals`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

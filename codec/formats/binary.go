@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/streamkit/streamkit/codec/int96"
 )
 
 func arrowNewRecord(s *arrow.Schema, cols []arrow.Array, n int64) arrow.RecordBatch {
@@ -97,7 +99,9 @@ func (b *binaryReader) Close() error {
 
 // newParquetReader streams a Parquet file row group by row group (pqarrow record reader with
 // BatchRows-row batches, columns read serially to bound memory), reading only the projected
-// columns' chunks.
+// columns' chunks. INT96 timestamps (top-level or inside structs, lists and maps) are read as
+// timestamp[µs, UTC] over years 1 to 9999 (codec/int96); values of files Spark marked
+// org.apache.spark.legacyINT96 are not rebased.
 func newParquetReader(f File, name string, opts Options) (Reader, error) {
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
@@ -114,8 +118,8 @@ func newParquetReader(f File, name string, opts Options) (Reader, error) {
 		return nil, err
 	}
 	var leaves []int
+	want := map[string]bool{}
 	if len(opts.Columns) > 0 {
-		want := map[string]bool{}
 		for _, c := range opts.Columns {
 			if len(full.FieldIndices(c)) == 0 {
 				pf.Close()
@@ -130,6 +134,13 @@ func newParquetReader(f File, name string, opts Options) (Reader, error) {
 			}
 		}
 	}
+	// INT96 leaves, top-level or nested, are read as µs (codec/int96): pqarrow hands their raw
+	// values over, decoded in place in each batch below.
+	var read func(string) bool
+	if len(want) > 0 {
+		read = func(name string) bool { return want[name] }
+	}
+	micros := int96.RewriteFields(pf, fr, read)
 	rr, err := fr.GetRecordReader(context.Background(), leaves, nil)
 	if err != nil {
 		pf.Close()
@@ -152,6 +163,9 @@ func newParquetReader(f File, name string, opts Options) (Reader, error) {
 			rec := rr.RecordBatch()
 			if rec.NumRows() == 0 {
 				continue
+			}
+			if err := micros.Decode(rec, nil); err != nil {
+				return nil, err
 			}
 			if project != nil {
 				cols := make([]arrow.Array, len(project))

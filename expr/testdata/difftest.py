@@ -53,6 +53,8 @@ def canon(v):
         return "s:" + v
     if isinstance(v, (bytes, bytearray)):
         return "b:" + bytes(v).hex()
+    if isinstance(v, datetime.timedelta):  # a day-time interval, in µs
+        return "i:" + str((v.days * 86400 + v.seconds) * 1000000 + v.microseconds)
     if isinstance(v, datetime.datetime):
         if v.tzinfo is not None:
             v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)

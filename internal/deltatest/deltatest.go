@@ -2,6 +2,7 @@
 package deltatest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -27,6 +29,46 @@ func IDRows(t testing.TB, mem memory.Allocator, dir string) ([]string, int64) {
 // IDRowsOf is IDRows for an opened table (e.g. delta.OpenTable on a bucket store).
 func IDRowsOf(t testing.TB, mem memory.Allocator, tbl *delta.Table) ([]string, int64) {
 	t.Helper()
+	var out []string
+	version := eachBatch(t, mem, tbl, func(rec arrow.RecordBatch) {
+		ids := rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.Int64)
+		var src *array.String
+		if idx := rec.Schema().FieldIndices("record_source"); len(idx) > 0 {
+			src = rec.Column(idx[0]).(*array.String)
+		}
+		for i := 0; i < ids.Len(); i++ {
+			s := fmt.Sprint(ids.Value(i))
+			if src != nil {
+				s += ":" + src.Value(i)
+			}
+			out = append(out, s)
+		}
+	})
+	sort.Slice(out, func(i, j int) bool { return IDLess(out[i], out[j]) })
+	return out, version
+}
+
+// JSONRows reads the table's latest snapshot with read-delta's reader and returns its rows
+// as JSON objects (array.RecordToJSON: keys sorted, timestamps RFC 3339), sorted. Errors
+// fail t.
+func JSONRows(t testing.TB, mem memory.Allocator, tbl *delta.Table) []string {
+	t.Helper()
+	var out []string
+	eachBatch(t, mem, tbl, func(rec arrow.RecordBatch) {
+		var buf bytes.Buffer
+		if err := array.RecordToJSON(rec, &buf); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, strings.Split(strings.TrimSpace(buf.String()), "\n")...)
+	})
+	sort.Strings(out)
+	return out
+}
+
+// eachBatch scans every live file of the table's latest snapshot and calls fn with each data
+// batch (released after fn); it returns the snapshot's version.
+func eachBatch(t testing.TB, mem memory.Allocator, tbl *delta.Table, fn func(arrow.RecordBatch)) int64 {
+	t.Helper()
 	ctx := context.Background()
 	snap, err := tbl.Snapshot(ctx)
 	if err != nil {
@@ -43,7 +85,6 @@ func IDRowsOf(t testing.TB, mem memory.Allocator, tbl *delta.Table) ([]string, i
 	}
 	sc := r.Scan(ctx, refs)
 	defer sc.Close()
-	var out []string
 	for {
 		b, err := sc.Next()
 		if err == io.EOF {
@@ -55,22 +96,10 @@ func IDRowsOf(t testing.TB, mem memory.Allocator, tbl *delta.Table) ([]string, i
 		if b.Rec == nil {
 			continue
 		}
-		ids := b.Rec.Column(b.Rec.Schema().FieldIndices("id")[0]).(*array.Int64)
-		var src *array.String
-		if idx := b.Rec.Schema().FieldIndices("record_source"); len(idx) > 0 {
-			src = b.Rec.Column(idx[0]).(*array.String)
-		}
-		for i := 0; i < ids.Len(); i++ {
-			s := fmt.Sprint(ids.Value(i))
-			if src != nil {
-				s += ":" + src.Value(i)
-			}
-			out = append(out, s)
-		}
+		fn(b.Rec)
 		b.Rec.Release()
 	}
-	sort.Slice(out, func(i, j int) bool { return IDLess(out[i], out[j]) })
-	return out, snap.Version()
+	return snap.Version()
 }
 
 // IDLess orders rows of IDRows by their id, then as strings.

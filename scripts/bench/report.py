@@ -418,6 +418,69 @@ def transform_section(res, meta, rows):
     return L
 
 
+def group_section(res, meta):
+    """The report's Consumer groups section (issue #20, scripts/bench/group.py), or [] when the
+    run had none."""
+    path = os.path.join(res, "group.json")
+    if not os.path.exists(path):
+        return []
+    g = json.load(open(path))
+    sc, rb = g["scaling"], g["rebalance"]
+    L = ["## Consumer groups: members on one machine (issue #20)", ""]
+    L.append(f"Measured by `make bench` (workload `group`, scripts/bench/group.py) at streamkit {meta.get('commit', '?')}, "
+             f"BENCH_SCALE={meta.get('scale')}: W1 (`read-kafka --consumer-group G --progress-table T --until now "
+             f"… | write-delta T`, the W1 schema and columns) over topic {g['topic']}, {g['records']:,} nexmark bids in "
+             f"{g['partitions']} partitions, pre-filled, the broker otherwise idle; members started by "
+             "`streamkit run --parallel N`, each run into a fresh table with a fresh group; load average at start "
+             f"{meta.get('load_start', '?')}. The machine's 2 cores are shared with other jobs: the figures are as "
+             f"measured, and noisy. Raw results in `{meta.get('results', '')}/group/` (not committed). Command: "
+             f"`BENCH_WORKLOADS=group BENCH_SCALE={meta.get('scale')} BENCH_GROUP_REPEAT={g['repeat']} "
+             f"BENCH_GROUP_CYCLES={g['cycles']} make bench`.")
+    L.append("")
+
+    def ok(r):
+        return r["check"]["status"]
+    L.append("| run | members | wall s | CPU-s | CPU-s per 1M records | records/s | table |")
+    L.append("|---|---:|---:|---:|---:|---:|---|")
+    for r in sc["one"] + sc["two"]:
+        pin = "taskset -c 0" if r["members"] == 1 else "taskset -c 0 / -c 1"
+        L.append(f"| {r['label']} ({pin}) | {r['members']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['cpu_per_m']:.2f} | "
+                 f"{g['records'] / r['wall_s']:,.0f} | {ok(r)} |")
+    L.append("")
+    L.append(f"Scaling, one member on one core → two members on a core each: throughput "
+             f"**{sc['throughput_ratio']:.2f}×** (target ≥ 1.8×), CPU per 1M records {sc['one_cpu_per_m']:.2f} → "
+             f"{sc['two_cpu_per_m']:.2f} CPU-s (**{(sc['cpu_ratio'] - 1) * 100:+.1f}%**, target within 5%); medians of "
+             f"{g['repeat']} run(s) each. Wall time includes each member's start, its join of the group and the "
+             "rebalance that gives the second member its partitions, and the last epoch's commit. The pinned "
+             f"cores were busy {sc['one'][0]['cpu_s'] / sc['one'][0]['wall_s'] * 100:.0f}% (one member, one core) and "
+             f"{sc['two'][0]['cpu_s'] / sc['two'][0]['wall_s'] / 2 * 100:.0f}% (two members, two cores) with this run's "
+             "processes in the first runs: the rest of the time other jobs of the shared machine had them.")
+    L.append("")
+    L.append("Per-member throughput, 1 to 4 members (not pinned: the 2 cores as the scheduler gives them):")
+    L.append("")
+    L.append("| members | wall s | CPU-s | records/s in all | records/s per member (each: records read / its run time) | table |")
+    L.append("|---:|---:|---:|---:|---|---|")
+    for r in g["members"]:
+        each = ", ".join(f"{m['rate']:,.0f}" if m.get("rate") is not None else "–" for m in r["per_member"])
+        L.append(f"| {r['members']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {g['records'] / r['wall_s']:,.0f} | {each} | {ok(r)} |")
+    L.append("")
+    fmt = lambda v: f"{v * 1000:,.0f} ms" if v is not None else "–"
+    L.append(f"Rebalance pause with 3 members, {g['cycles']} cycles of one member leaving (SIGINT) and a new one "
+             f"joining: {rb['n']} partition moves, median **{fmt(rb['median_s'])}**, p99 **{fmt(rb['p99_s'])}** "
+             f"(max {fmt(rb['max_s'])}; p99 is the nearest rank, so with few moves it is about the maximum). "
+             f"By cause: revoked from a running member when one joins, {rb['revoke']['n']} moves, median "
+             f"{fmt(rb['revoke']['median_s'])}, p99 {fmt(rb['revoke']['p99_s'])}; taken over from a member that leaves, "
+             f"{rb['leave']['n']} moves, median {fmt(rb['leave']['median_s'])}, p99 {fmt(rb['leave']['p99_s'])}. "
+             f"Members that ended by themselves meanwhile (an error on their stderr): {rb.get('members_failed', '?')}. "
+             "A pause runs from the old owner's release (its `partitions revoked` log line naming the partition — "
+             "the epoch is cut then and committed before the partition is let go — or, for a member that leaves, "
+             "its interrupt line) to the new owner's `partition assigned` line, which comes once it has read the "
+             "partition's `txn` from the table; fetching starts there. The members read live (no --until) from the "
+             "pre-filled topic, so members are busy or idle depending on how far they got.")
+    L.append("")
+    return L
+
+
 def splice_section(report, heading, lines):
     """Replaces the section of the existing report that starts with heading (up to the next
     '## ' heading) by lines, or inserts them before '## W0 calibration' (or at the end)."""
@@ -440,6 +503,9 @@ def main():
     rows = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(res, "*.row.json")))]
     if meta.get("workloads", "").split() == ["transform"]:  # only its section changes
         splice_section(report, "## Transform", transform_section(res, meta, rows))
+        return
+    if meta.get("workloads", "").split() == ["group"]:  # only its section changes
+        splice_section(report, "## Consumer groups", group_section(res, meta))
         return
     by = {(r["w"], r["engine"]): r for r in rows if r["w"] != "t"}
 
@@ -601,6 +667,7 @@ def main():
 
     L.extend(object_storage(res, meta, by))
     L.extend(transform_section(res, meta, rows))
+    L.extend(group_section(res, meta))
 
     # W0
     L.append("## W0 calibration")
@@ -669,6 +736,7 @@ def main():
     L.append("STREAMKIT_KAFKA_PORT=29092 make bench        # another broker port")
     L.append("BENCH_WORKLOADS=w1 BENCH_ENGINES='streamkit streamkit-s3 spark-s3 kcat-deltalake-s3' make bench   # W1 local vs S3")
     L.append("BENCH_WORKLOADS=transform make bench          # filter/select vs DuckDB and Spark alone (rewrites only its section)")
+    L.append("BENCH_WORKLOADS=group make bench              # consumer-group scaling, members 1-4, rebalance pauses alone (rewrites only its section)")
     L.append("BENCH_WORKLOADS=transform BENCH_TRANSFORM_ROWS=1000000 BENCH_TRANSFORM_ENGINES='streamkit duckdb' make bench")
     L.append("```")
     L.append("")

@@ -33,6 +33,13 @@
 #       BENCH_TRANSFORM_ENGINES ("streamkit duckdb spark"); streamkit also runs `select '*'`,
 #       the IPC read+write floor. No broker needed: with BENCH_WORKLOADS=transform alone the
 #       run starts none and report.py rewrites only the Transform section of the report.
+#   group (issue #20): W1 in consumer-group mode (read-kafka --consumer-group --progress-table
+#       | write-delta) over bench-group, BENCH_GROUP_ROWS (8M) × BENCH_SCALE nexmark bids in 8
+#       partitions, members started by `streamkit run --parallel N`: one member pinned to core 0
+#       vs two members pinned to cores 0 and 1 (throughput ratio, CPU per 1M records), 1 to 4
+#       members (per-member throughput), and the rebalance pause (revoke → assigned) median and
+#       p99 with 3 members over BENCH_GROUP_CYCLES (10) leave/join cycles; scripts/bench/group.py.
+#       With BENCH_WORKLOADS=group alone report.py rewrites only the Consumer groups section.
 #
 # Object storage (issue #19): an engine named <engine>-s3 (streamkit-s3, spark-s3,
 # kcat-deltalake-s3) runs scripts/bench/<engine>.sh with BENCH_TABLE_URL=$BASE/<w>-<engine>-s3/table
@@ -108,7 +115,7 @@ engine_on() { [[ " $ENGINES " == *" $1 "* ]]; }
 
 want() { [[ " $WORKLOADS " == *" $1 "* ]]; }
 KAFKA=
-for w in w0 w1 w2 w3; do if want "$w"; then KAFKA=1; fi; done
+for w in w0 w1 w2 w3 group; do if want "$w"; then KAFKA=1; fi; done
 S3= # the -s3 engines run W1 only
 if want w1; then for e in $ENGINES; do [[ "$e" != *-s3 ]] || S3=1; done; fi
 log "peers"
@@ -154,9 +161,11 @@ DATA="$ROOT/.it/bench/data-$SCALE-seed$SEED"
 mkdir -p "$DATA"
 rows() { awk -v n="$1" -v s="$SCALE" 'BEGIN { printf "%d", n * s + 0.5 }'; }
 N1="$(rows 20000000)"
+NG="$(rows "${BENCH_GROUP_ROWS:-8000000}")" # the group workload's topic (before BENCH_SCALE)
 jq_py() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
 N2= N3= WM_DELAY=
 if [[ -n "$KAFKA" ]]; then # the inputs of W0-W3 (a transform-only run needs none of them)
+if want w0 || want w1 || want w2 || want w3; then # (nor does a group-only run)
 VEGA="$ROOT/.cache/vega-datasets-3.2.1/data/flights-3m.parquet"
 if [[ ! -s "$VEGA" ]]; then
   log "fetching vega-datasets 3.2.1 (npm pack) for flights-3m.parquet"
@@ -177,6 +186,7 @@ fi
 N2="$(jq_py "$DATA/w2.json" records)"
 N3="$(jq_py "$DATA/w3.json" records)"
 WM_DELAY="$(jq_py "$DATA/w2.json" watermark_delay_s)s"
+fi
 
 # fill_topic TOPIC PARTITIONS RECORDS PRODUCER...: (re)create and fill TOPIC unless it already
 # holds RECORDS records from this data set on this broker (the marker names the cluster id).
@@ -202,6 +212,8 @@ fill_topic() {
 if want w0 || want w1; then fill_topic bench-w1 2 "$N1" gen_w1; fi
 if want w2; then fill_topic bench-w2 1 "$N2" cat "$DATA/w2.arrows"; fi
 if want w3; then fill_topic bench-w3 2 "$N3" cat "$DATA/w3.arrows"; fi
+gen_group() { "$SK" --progress=off generate --preset nexmark-bids --seed "$SEED" --rows "$NG"; }
+if want group; then fill_topic bench-group 8 "$NG" gen_group; fi
 fi
 
 # --- runs ------------------------------------------------------------------------------------
@@ -392,6 +404,14 @@ if want transform; then
     || log "pipeline benchmark failed (see $RES/t-gobench-pipeline.txt)"
 fi
 
+# Consumer groups (issue #20): W1 in group mode, members started by streamkit run --parallel;
+# scaling 1 → 2 pinned members, 1 to 4 members, rebalance pauses (group.py documents each).
+if want group; then
+  log "group: scaling, members 1-4, rebalance pauses (group.py, $NG records in 8 partitions)"
+  "$PY" "$HERE/group.py" "$SK" "$PY" "$B" bench-group "$NG" 8 "$RES" 2>"$RES/group.log" \
+    || log "group benchmark failed (see $RES/group.log)"
+fi
+
 # Per-epoch commit latency of write-delta, local disk vs bucket (commit_latency.py: small
 # epochs of 1,000 rows, write-delta's own per-epoch commit times).
 if want w1 && engine_on streamkit-s3; then
@@ -412,7 +432,7 @@ fi
 
 # --- report ----------------------------------------------------------------------------------
 LOAD_END="$(cat /proc/loadavg)"
-put_row "$RES/meta.json" commit="$(js "$COMMIT")" scale="$(js "$SCALE")" w1_records="$N1" seed="$SEED" load_start="$(js "$LOAD_START")" load_end="$(js "$LOAD_END")" \
+put_row "$RES/meta.json" commit="$(js "$COMMIT")" scale="$(js "$SCALE")" w1_records="$N1" group_records="$NG" seed="$SEED" load_start="$(js "$LOAD_START")" load_end="$(js "$LOAD_END")" \
   port="$STREAMKIT_KAFKA_PORT" watermark_delay="$(js "$WM_DELAY")" data="$(js "${DATA#"$ROOT"/}")" \
   w2="$(cat "$DATA/w2.json" 2>/dev/null || echo null)" w3="$(cat "$DATA/w3.json" 2>/dev/null || echo null)" results="$(js "${RES#"$ROOT"/}")" \
   workloads="$(js "$WORKLOADS")" transform="$( [[ -n "$TDATA" ]] && cat "$TDATA/transform.json" || echo null)" \

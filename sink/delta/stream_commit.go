@@ -239,6 +239,9 @@ func (w *StreamWriter) commitError(err error, n uint64) error {
 		if ce.Kind == delta.ConflictTransaction {
 			return fmt.Errorf("write-delta: table %s: %v: only one write-delta may run per flow (%s)", w.cfg.Table, err, w.flow)
 		}
+		if ce.Kind == delta.ConflictDomain {
+			return fmt.Errorf("write-delta: table %s: epoch %d not committed: %w", w.cfg.Table, n, err)
+		}
 		return fmt.Errorf("write-delta: table %s: %w; another writer changed the table's metadata or protocol: restart write-delta to continue (epoch %d is replayed, nothing is lost)", w.cfg.Table, err, n)
 	}
 	return fmt.Errorf("write-delta: epoch %d: %w", n, err)

@@ -148,6 +148,9 @@ func (w *StreamWriter) endEpoch(ctx context.Context, n uint64, async bool) error
 		}
 		w.lastEpochBytes = w.ew.Bytes()
 	}
+	if err := w.expectFresh(ctx, w.prog); err != nil {
+		return err
+	}
 	if async && w.canCommitAsync() {
 		w.commitAsync(ctx, n)
 		return nil

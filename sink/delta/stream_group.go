@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -126,4 +127,41 @@ func (w *StreamWriter) zombieError(ce *delta.ConflictError, n uint64) error {
 		"which committed it since this member read it (this one is a zombie: paused or cut off past its session timeout); "+
 		"this member's rows of the epoch are dropped and it stops: restart it to rejoin the group",
 		w.cfg.Table, n, ce.Detail, w.grp.info.Group)
+}
+
+// expectFresh brings the read snapshot up to date when it does not hold the txn versions that
+// the source expects for the epoch's partitions (prog.expect): a partition that moved here was
+// committed by its previous owner after this sink last read the table (a member that just
+// joined, or one that has not committed since), and the compare-and-set must look at the table
+// as the source read it at the assignment, not at an older version of it; otherwise every
+// first commit after a move would be refused as a zombie's. A zombie's expectations are not met
+// by the newer snapshot either, and its commit is refused as before (docs/protocol.md §13). A
+// metadata change meanwhile is an error, as for a conflicting overwrite.
+func (w *StreamWriter) expectFresh(ctx context.Context, prog *epochProgress) error {
+	if prog == nil || w.snap == nil || expectMet(w.snap, prog.expect) {
+		return nil
+	}
+	ns, err := w.snap.Update(ctx)
+	if err != nil {
+		return fmt.Errorf("write-delta: %w", err)
+	}
+	if ns.Metadata().SchemaString != w.meta.SchemaString || !slices.Equal(ns.PartitionColumns(), w.meta.PartitionColumns) {
+		return fmt.Errorf("write-delta: table %s: its metadata changed concurrently; restart write-delta to rejoin the group", w.cfg.Table)
+	}
+	w.snap = ns
+	return nil
+}
+
+// expectMet reports whether s holds exactly the txn versions of expect (delta.NoTxn: none).
+func expectMet(s *delta.Snapshot, expect map[string]int64) bool {
+	for app, want := range expect {
+		have, ok := s.TxnVersion(app)
+		if !ok {
+			have = delta.NoTxn
+		}
+		if have != want {
+			return false
+		}
+	}
+	return true
 }

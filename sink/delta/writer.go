@@ -172,9 +172,10 @@ func NewDataWriter(s storage.Store, meta *delta.Metadata, opts WriterOptions) (*
 	w.partIdx = make([]int, len(meta.PartitionColumns))
 	// Under column mapping data files, partition values and statistics use physical names,
 	// and the Parquet schema carries the column ids as field ids (PROTOCOL.md "Writer
-	// Requirements for Column Mapping").
+	// Requirements for Column Mapping"), and list elements and map keys and values their nested
+	// ids (IcebergCompatV2).
 	mode := meta.ColumnMapping()
-	physical, err := schema.PhysicalArrow(mode)
+	physical, err := schema.DataFileArrow(mode)
 	if err != nil {
 		return nil, fmt.Errorf("new data writer %s: %w", root, err)
 	}

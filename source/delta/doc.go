@@ -50,10 +50,10 @@
 //
 // No row of a file that then fails on a value is emitted: the conversions of conformData
 // cannot fail on a value except the ones listed here, and INT96 timestamps, top-level or
-// inside structs, lists and maps, are decoded straight to µs over years 1 to 9999 (int96.go;
+// inside structs, lists and maps, are decoded straight to µs over years 1 to 9999 (codec/int96, int96.go;
 // only a nested INT96 under an Arrow extension type from an ARROW:schema still goes through
 // pqarrow's nanoseconds, range-checked by the file's first work unit before its first batch,
-// checkNestedInt96). Still value-dependent, mid-file: an s/ms timestamp
+// int96.CheckNested). Still value-dependent, mid-file: an s/ms timestamp
 // beyond ±292,000 years (Spark fails on it too), a file column wider than the table's type
 // (an integer or decimal that does not fit; Delta writers produce none), and errors of a
 // --where predicate's evaluation (ANSI casts and arithmetic).

@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/streamkit/streamkit/codec"
+	"github.com/streamkit/streamkit/codec/int96"
 	dl "github.com/streamkit/streamkit/delta"
 	"github.com/streamkit/streamkit/expr"
 	"github.com/streamkit/streamkit/storage"
@@ -362,8 +363,8 @@ type fileCtx struct {
 	leaves []int                  // leaf columns to read
 	cols   []int                  // per data column: index in the record reader's schema, -1 = missing, -2-k = int96[k]
 	types  []arrow.DataType       // per data column under column mapping: the type read (nil: the output type)
-	int96  []int                  // top-level INT96 leaf columns, read by int96Column rather than the record reader
-	int96N []int                  // INT96 leaves of nested columns int96NestedMicros could not rewrite (checkNestedInt96)
+	int96  []int                  // top-level INT96 leaf columns, read by int96.Column rather than the record reader
+	int96N []int                  // INT96 leaves of nested columns int96.MicrosFields could not rewrite (int96.CheckNested)
 	micros []int96Nested          // nested columns whose INT96 leaves the record reader hands over raw
 	fields []*pqarrow.SchemaField // per record reader column: its manifest field (for rebaseLegacyDateTime)
 	legacy bool                   // the file's INT96 values are Julian readings before 1582-10-15 (sparkLegacyModes)
@@ -550,7 +551,7 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 	mf := fr.Manifest.Fields
 	raw96 := make([]bool, len(mf))
 	for i := range mf {
-		raw96[i] = !mf[i].IsLeaf() && int96NestedMicros(pf, &mf[i])
+		raw96[i] = !mf[i].IsLeaf() && int96.MicrosFields(pf, &mf[i])
 	}
 	// Map each data column to a top-level field of the file: exactly or ignoring case, by
 	// physical name or field id under column mapping.
@@ -577,7 +578,7 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 	for i := range mf {
 		switch {
 		case !used[i]:
-		case isInt96Leaf(pf, &mf[i]):
+		case int96.IsLeaf(pf, &mf[i]):
 			pos[i] = -2 - len(fc.int96)
 			fc.int96 = append(fc.int96, mf[i].ColIndex)
 		default:
@@ -680,24 +681,24 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 		defer done()
 	}
 	if len(u.check) > 0 {
-		if err := checkNestedInt96(fc.pf, fc.int96N, u.check); err != nil {
+		if err := int96.CheckNested(fc.pf, fc.int96N, u.check); err != nil {
 			return fmt.Errorf("data file %s: %w", fc.add.Path, err)
 		}
 	}
 	// x96 reads the top-level INT96 columns' next n rows, the rows [lo, hi) of them kept.
-	cols96 := make([]*int96Column, len(fc.int96))
+	cols96 := make([]*int96.Column, len(fc.int96))
 	for k, leaf := range fc.int96 {
 		cols96[k] = newInt96Column(fc.pf, leaf, u.rowGroups, fc.legacy)
 	}
 	defer func() {
 		for _, c := range cols96 {
-			c.close()
+			c.Close()
 		}
 	}()
 	x96 := func(n, lo, hi int64) ([]arrow.ArrayData, error) {
 		out := make([]arrow.ArrayData, len(cols96))
 		for k, c := range cols96 {
-			d, err := c.next(r.mem, int(n))
+			d, err := c.Next(r.mem, int(n))
 			if err != nil {
 				releaseData(out)
 				return nil, fmt.Errorf("data file %s: %w", fc.add.Path, err)

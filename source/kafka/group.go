@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -329,7 +330,13 @@ func (s *Source) revoke(ev groupEvent) {
 			moved = true
 		}
 	}
-	s.log.Info("partitions revoked", "partitions", len(rv.parts), "cut_epoch", moved)
+	names := make([]string, len(rv.parts))
+	for i, p := range rv.parts {
+		names[i] = p.tp.String()
+	}
+	// which: the rebalance benchmark (make bench, group) pairs each with the next owner's
+	// "partition assigned" line, the pause of a partition that moves.
+	s.log.Info("partitions revoked", "partitions", len(rv.parts), "which", strings.Join(names, ","), "cut_epoch", moved)
 	if !moved {
 		s.awaitTable(rv)
 		return

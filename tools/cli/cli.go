@@ -37,7 +37,11 @@ func AddGlobalFlags(root *cobra.Command) {
 func addGlobalFlags(pf *pflag.FlagSet, g *Globals) {
 	pf.StringVar(&g.LogLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
 	pf.StringVar(&g.LogFormat, "log-format", "text", "log format on stderr: text or json")
-	pf.StringVar(&g.Progress, "progress", stage.ProgressAuto, "progress on stderr: auto (on a terminal, the last stage draws one live view of the pipeline), json (JSON lines), off")
+	progress := stage.ProgressAuto
+	if v := os.Getenv(stage.EnvProgress); v != "" {
+		progress = v // run --parallel's members report to it (checked by Setup as the flag is)
+	}
+	pf.StringVar(&g.Progress, "progress", progress, "progress on stderr: auto (on a terminal, the last stage draws one live view of the pipeline), json (JSON lines), off")
 	Choices(pf, "log-level", "debug", "info", "warn", "error")
 	Choices(pf, "log-format", "text", "json")
 	Choices(pf, "progress", stage.ProgressAuto, "json", "off")

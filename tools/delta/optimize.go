@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/streamkit/streamkit/codec/int96"
 	"github.com/streamkit/streamkit/delta"
 	deltasink "github.com/streamkit/streamkit/sink/delta"
 	rd "github.com/streamkit/streamkit/source/delta"
@@ -282,6 +283,9 @@ func copyFile(ctx context.Context, w *deltasink.DataWriter, st storage.Store, f 
 	if err != nil {
 		return 0, err
 	}
+	// INT96 timestamps (Spark's) are read straight to µs over years 1 to 9999 (codec/int96),
+	// not through pqarrow's nanoseconds.
+	micros := int96.RewriteFields(pf, fr, nil)
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		return 0, err
@@ -313,6 +317,9 @@ func copyFile(ctx context.Context, w *deltasink.DataWriter, st storage.Store, f 
 	var rows, pos int64 // pos: the file row of rec's first row
 	for rr.Next() {
 		rec := rr.RecordBatch()
+		if err := micros.Decode(rec, nil); err != nil {
+			return 0, err
+		}
 		first := pos
 		pos += rec.NumRows()
 		if dv != nil {

@@ -189,6 +189,37 @@ func closeTo(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
 
+// jsonRows decodes the Arrow stream raw (read-files' stdout) into its schema and its data
+// rows as JSON objects (array.RecordToJSON), in stream order.
+func jsonRows(t *testing.T, raw []byte, mem memory.Allocator) (*arrow.Schema, []string) {
+	t.Helper()
+	rd, err := codec.NewReader(bytes.NewReader(raw), mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	var rows []string
+	for {
+		m, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Batch == nil {
+			continue
+		}
+		var b bytes.Buffer
+		if err := array.RecordToJSON(m.Batch, &b); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, strings.Split(strings.TrimSpace(b.String()), "\n")...)
+		m.Batch.Release()
+	}
+	return rd.Schema(), rows
+}
+
 // TestAvroFastavro: Avro object container files written by fastavro (logical types, unions
 // with null, decimals) decode through read-files to the right Arrow types and exact values,
 // and two files with different writer schemas conform to the stream schema by name.
@@ -238,33 +269,10 @@ os.utime(os.path.join(sys.argv[1], "b.avro"), (2000, 2000))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	rd, err := codec.NewReader(bytes.NewReader(raw), memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Release()
+	sch, rows := jsonRows(t, raw, memory.DefaultAllocator)
 	wantSchema := "id bigint, qty int, at_ms timestamp, at_us timestamp, day date, price decimal(18,4), fee decimal(20,2), uid string, tags array<string>, note string, _rescued_data string"
-	if got := schema.DDL(rd.Schema()); got != wantSchema {
+	if got := schema.DDL(sch); got != wantSchema {
 		t.Errorf("schema\n%s\nwant\n%s", got, wantSchema)
-	}
-	var rows []string
-	for {
-		m, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.Batch == nil {
-			continue
-		}
-		var b bytes.Buffer
-		if err := array.RecordToJSON(m.Batch, &b); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, strings.Split(strings.TrimSpace(b.String()), "\n")...)
-		m.Batch.Release()
 	}
 	bpath := filepath.Join(dir, "b.avro")
 	want := []string{

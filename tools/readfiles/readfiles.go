@@ -74,7 +74,9 @@ _rescued_data: the other columns are read past, not decoded, so a value of their
 fit is neither rescued nor a bad record; Parquet files are read for those columns only. The
 checkpoint keeps the whole schema, so a later run may select other columns.
 
-Zone-less timestamps are read in --tz (default UTC), never in the machine's zone.`,
+Zone-less timestamps are read in --tz (default UTC), never in the machine's zone. Parquet INT96
+timestamps (Spark's, Impala's) are read as µs timestamps over years 1 to 9999, top level or inside
+structs, lists and maps (files Spark wrote in LEGACY rebase mode are not rebased).`,
 		Examples: []string{
 			"# Print a CSV file\nstreamkit read-files data.csv | streamkit print --limit 20",
 			"# Every new JSON file under landing/, once per file, from cron\nstreamkit read-files --checkpoint ./ckpt/landing 'landing/**/*.json' | streamkit print --checkpoint ./ckpt/print --format json",

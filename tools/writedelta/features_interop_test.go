@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/delta"
@@ -27,7 +31,12 @@ import (
 //     files have min/max statistics for the clustering columns, delta describe names them,
 //     delta optimize compacts only the unclustered files and keeps the clustered ones, and
 //     Spark then reads every row, still reports the clustering columns in DESCRIBE DETAIL and
-//     clusters the table again with OPTIMIZE.
+//     clusters the table again with OPTIMIZE; an ALTER TABLE … CLUSTER BY between two
+//     epochs of one write-delta changes the clustering columns without stopping it;
+//   - an IcebergCompatV2 table (column mapping name, arrays and a map): write-delta appends,
+//     its data file carries the nested ids as the Parquet field ids of list elements and map
+//     keys and values, Spark appends after it (checking the feature's requirements) and reads
+//     every row.
 func TestSparkFeatureTables(t *testing.T) {
 	peertest.Python(t)
 	peertest.Binary(t)
@@ -213,6 +222,130 @@ func TestSparkFeatureTables(t *testing.T) {
 	check("after Spark's OPTIMIZE")
 	if left := liveFiles(t, clu, false); len(left) != 0 {
 		t.Errorf("Spark's OPTIMIZE left %d files unclustered", len(left))
+	}
+	// Spark's ALTER TABLE … CLUSTER BY commits between write-delta's epochs: the second epoch's
+	// commit, from the snapshot before it, checks the new clustering columns and lands.
+	snapOf := func() *delta.Snapshot {
+		t.Helper()
+		s, err := delta.NewTable(clu, nil).Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var late [][]arrow.RecordBatch
+	for e := 0; e < 2; e++ {
+		k := 40 + e
+		rec := fromJSON(t, mem, sc, []string{fmt.Sprintf(`{"id":%d,"s":"late","n":%d}`, k, k*10)})
+		defer rec.Release()
+		late = append(late, []arrow.RecordBatch{rec})
+		want = append(want, fmt.Sprintf(`{"id":%d,"n":%d,"s":"late"}`, k, k*10))
+	}
+	p := startWD(t, mem, sc, clu, "--flow", "around-alter")
+	p.rec(late[0][0]).barrier(1)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if v, ok := snapOf().TxnVersion("around-alter"); ok && v == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("write-delta did not commit epoch 1\n%s", p.stderr.String())
+		}
+	}
+	sql("ALTER TABLE " + ct + " CLUSTER BY (n)")
+	alter := snapOf().Version()
+	p.rec(late[1][0]).barrier(2)
+	if err := p.finish(codec.Final); err != nil {
+		t.Fatal(err)
+	}
+	after := snapOf()
+	if v, _ := after.TxnVersion("around-alter"); v != 2 || after.Version() != alter+1 {
+		t.Errorf("after the concurrent CLUSTER BY: txn %d at version %d, want epoch 2 committed at %d", v, after.Version(), alter+1)
+	}
+	if cols, err := after.ClusteringColumns(); err != nil || !slices.Equal(cols, []string{"n"}) {
+		t.Errorf("clustering columns after write-delta's commit: %q, %v; want [n]", cols, err)
+	}
+	// The commit was made from the snapshot before the ALTER (a lost race, checked).
+	raw, err := os.ReadFile(filepath.Join(clu, "_delta_log", fmt.Sprintf("%020d.json", after.Version())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first struct{ CommitInfo *delta.CommitInfo }
+	if err := json.Unmarshal([]byte(strings.SplitN(string(raw), "\n", 2)[0]), &first); err != nil || first.CommitInfo == nil || first.CommitInfo.ReadVersion == nil || *first.CommitInfo.ReadVersion >= alter {
+		t.Errorf("epoch 2's commit %s: want a commitInfo whose readVersion precedes the ALTER's version %d (%v)", raw, alter, err)
+	}
+	rows, _ := sparkRows("SELECT * FROM " + ct)
+	if strings.Join(rows, "\n") != strings.Join(sorted(want), "\n") {
+		t.Errorf("Spark reads the clustered table after CLUSTER BY (n):\n%s\nwant\n%s", strings.Join(rows, "\n"), strings.Join(sorted(want), "\n"))
+	}
+	if cc := clusteringColumns(clu); fmt.Sprint(cc) != "[n]" {
+		t.Errorf("DESCRIBE DETAIL after CLUSTER BY (n): clusteringColumns %v, want [n]", cc)
+	}
+
+	// IcebergCompatV2: column mapping name, nested ids of list elements and map keys/values.
+	ice := filepath.Join(dir, "iceberg")
+	it := "delta.`" + ice + "`"
+	sql("CREATE TABLE "+it+" (id BIGINT, tags ARRAY<STRING>, m MAP<STRING, ARRAY<INT>>, s STRUCT<a: INT, l: ARRAY<BIGINT>>) USING DELTA "+
+		"TBLPROPERTIES ('delta.enableIcebergCompatV2' = 'true', 'delta.columnMapping.mode' = 'name')",
+		"INSERT INTO "+it+" VALUES (1, array('a', 'b'), map('k', array(1, 2)), named_struct('a', 5, 'l', array(7L)))")
+	isc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+		{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.ListOf(arrow.PrimitiveTypes.Int32)), Nullable: true},
+		{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+			arrow.Field{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true}), Nullable: true},
+	}, nil)
+	irec := fromJSON(t, mem, isc, []string{
+		`{"id": 2, "tags": ["x"], "m": [{"key": "q", "value": [3]}], "s": {"a": 6, "l": [8, 9]}}`,
+		`{"id": 3, "tags": null, "m": null, "s": null}`,
+	})
+	defer irec.Release()
+	writeDelta(t, mem, isc, [][]arrow.RecordBatch{{irec}}, ice, "--flow", "into-iceberg")
+	// write-delta's data file carries the nested ids as Parquet field ids, as Spark's do.
+	snap, err := delta.NewTable(ice, nil).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, a := range snap.Files() {
+		if !strings.HasPrefix(a.Path, "part-") || strings.Contains(a.Path, "/") {
+			continue // Spark's files live in random prefix directories under column mapping
+		}
+		pf, err := file.OpenParquetFile(filepath.Join(ice, a.Path), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"element", "key", "value"} {
+			for i := 0; i < pf.MetaData().Schema.Root().NumFields(); i++ {
+				collectIDs(pf.MetaData().Schema.Root().Field(i), name, &ids)
+			}
+		}
+		pf.Close()
+	}
+	if got := strings.Join(sorted(ids), " "); got == "" || strings.Contains(got, "=-1") {
+		t.Errorf("write-delta's files in the IcebergCompatV2 table: list element / map key / value field ids %q, want all set", got)
+	}
+	sql("INSERT INTO " + it + " VALUES (4, array('z'), map('w', array(4)), named_struct('a', 7, 'l', array(10L)))")
+	iceRows, _ := sparkRows("SELECT * FROM " + it)
+	wantIce := []string{
+		`{"id":1,"m":{"k":[1,2]},"s":{"a":5,"l":[7]},"tags":["a","b"]}`,
+		`{"id":2,"m":{"q":[3]},"s":{"a":6,"l":[8,9]},"tags":["x"]}`,
+		`{"id":3,"m":null,"s":null,"tags":null}`,
+		`{"id":4,"m":{"w":[4]},"s":{"a":7,"l":[10]},"tags":["z"]}`,
+	}
+	if strings.Join(iceRows, "\n") != strings.Join(wantIce, "\n") {
+		t.Errorf("Spark reads the IcebergCompatV2 table after write-delta's append and its own:\n%s\nwant\n%s", strings.Join(iceRows, "\n"), strings.Join(wantIce, "\n"))
+	}
+}
+
+// collectIDs appends "name=ID" for every Parquet schema node called name at or below n.
+func collectIDs(n schema.Node, name string, out *[]string) {
+	if n.Name() == name {
+		*out = append(*out, fmt.Sprintf("%s=%d", n.Path(), n.FieldID()))
+	}
+	if g, ok := n.(*schema.GroupNode); ok {
+		for i := 0; i < g.NumFields(); i++ {
+			collectIDs(g.Field(i), name, out)
+		}
 	}
 }
 

@@ -1,10 +1,12 @@
 package writedelta
 
 import (
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamkit/streamkit/codec"
 	"github.com/streamkit/streamkit/delta"
@@ -114,5 +116,69 @@ func TestGroupRefusals(t *testing.T) {
 				t.Fatalf("a table was created at %s", root)
 			}
 		})
+	}
+}
+
+// gated reads b[:cut], then blocks until open is closed, then reads the rest: a stream whose
+// barrier arrives after something else happened.
+type gated struct {
+	b    []byte
+	cut  int
+	off  int
+	open chan struct{}
+}
+
+func (g *gated) Read(p []byte) (int, error) {
+	if g.off == g.cut {
+		<-g.open
+	}
+	end := len(g.b)
+	if g.off < g.cut {
+		end = g.cut
+	}
+	if g.off == len(g.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, g.b[g.off:end])
+	g.off += n
+	return n, nil
+}
+
+// TestGroupMovedPartitionStaleSnapshot: a member's sink read the table before the partition's
+// previous owner committed it; the partition then moves to this member, whose source read the
+// newer txn at the assignment. The first commit compares with the table as the source read it
+// (the sink brings its snapshot up to date), so it is accepted, not refused as a zombie's.
+func TestGroupMovedPartitionStaleSnapshot(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "table")
+	cfg := deltasink.StreamConfig{Table: root}
+	mustRun(t, cfg, "", groupStream(t, root).part("t/0", 0, 10).progress(1, `{"t/0":{"txn":null,"next":10}}`).end(codec.Pause))
+	a := groupStream(t, root).part("t/1", 105, 108)
+	cut := a.buf.Len()
+	g := &gated{b: a.progress(1, `{"t/1":{"txn":4,"next":8}}`).end(codec.Pause), cut: cut, open: make(chan struct{})}
+	w, err := deltasink.NewStreamWriter(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		log string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		log, err := runFrom(testMem(t), w, "", root, g)
+		done <- result{log, err}
+	}()
+	time.Sleep(500 * time.Millisecond) // a's sink has read the schema and the table
+	mustRun(t, cfg, "", groupStream(t, root).part("t/1", 100, 105).progress(1, `{"t/1":{"txn":null,"next":5}}`).end(codec.Pause))
+	close(g.open)
+	if r := <-done; r.err != nil {
+		t.Fatalf("the new owner's first commit: %v\n%s", r.err, r.log)
+	}
+	if got := txnsOf(t, root); got["g-t-0"] != 9 || got["g-t-1"] != 7 {
+		t.Fatalf("txns = %v, want g-t-0 9, g-t-1 7", got)
+	}
+	want := []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 100, 101, 102, 103, 104, 105, 106, 107}
+	if got := tableIDs(t, root); !slices.Equal(got, want) {
+		t.Fatalf("ids = %v, want %v", got, want)
 	}
 }

@@ -1,0 +1,96 @@
+package deltacmd
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/streamkit/streamkit/delta"
+	"github.com/streamkit/streamkit/internal/deltatest"
+	"github.com/streamkit/streamkit/internal/peertest"
+)
+
+// TestOptimizeInt96: delta optimize compacts data files with INT96 timestamps (as Spark
+// writes them; here by pyarrow), top-level and in a list, over years 1 to 9999: every instant
+// is kept exactly (pqarrow's nanosecond decoding failed outside 1677 to 2262) and the new
+// file stores INT64 µs timestamps.
+func TestOptimizeInt96(t *testing.T) {
+	py := peertest.Python(t)
+	root := filepath.Join(t.TempDir(), "t")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	peertest.RunPython(t, py, `
+import sys, os, datetime
+import pyarrow as pa, pyarrow.parquet as pq
+utc = datetime.timezone.utc
+D = datetime.datetime
+ts = pa.timestamp("us", tz="UTC")
+parts = [[(0, D(1, 1, 1, tzinfo=utc)), (1, D(1500, 6, 1, 12, 30, 0, 250, tzinfo=utc))],
+         [(2, D(9999, 12, 31, 23, 59, 59, 999999, tzinfo=utc)), (3, None)]]
+for i, rows in enumerate(parts):
+    t = pa.table({"id": pa.array([r[0] for r in rows], pa.int64()), "ts": pa.array([r[1] for r in rows], ts),
+                  "l": pa.array([[r[1]] if r[1] else [] for r in rows], pa.list_(ts))})
+    pq.write_table(t, os.path.join(sys.argv[1], "part-%d.parquet" % i), use_deprecated_int96_timestamps=True)
+`, root)
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+		{Name: "l", Type: arrow.ListOf(&arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}), Nullable: true},
+	}, nil)
+	p, m, err := delta.NewTableMetadata(sc, delta.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adds []delta.Add
+	for _, name := range []string{"part-0.parquet", "part-1.parquet"} {
+		st, err := os.Stat(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		adds = append(adds, delta.Add{Path: name, PartitionValues: map[string]*string{}, Size: st.Size(), ModificationTime: 1, DataChange: true, Stats: `{"numRecords":2}`})
+	}
+	tbl := delta.NewTable(root, nil)
+	if _, err := tbl.Commit(context.Background(), delta.CommitRequest{Protocol: p, Metadata: m, Adds: adds}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`{"id":0,"l":["0001-01-01T00:00:00Z"],"ts":"0001-01-01T00:00:00Z"}`,
+		`{"id":1,"l":["1500-06-01T12:30:00.00025Z"],"ts":"1500-06-01T12:30:00.00025Z"}`,
+		`{"id":2,"l":["9999-12-31T23:59:59.999999Z"],"ts":"9999-12-31T23:59:59.999999Z"}`,
+		`{"id":3,"l":[],"ts":null}`,
+	}
+	if got := deltatest.JSONRows(t, memory.DefaultAllocator, tbl); !slices.Equal(got, want) {
+		t.Fatalf("before optimize:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	res, err := Optimize(context.Background(), tbl.Store(), OptimizeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesRemoved != 2 || res.FilesAdded != 1 || res.Rows != 4 {
+		t.Fatalf("result %+v", res)
+	}
+	if got := deltatest.JSONRows(t, memory.DefaultAllocator, tbl); !slices.Equal(got, want) {
+		t.Errorf("after optimize:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	s := snap(t, root)
+	f := s.Files()[0]
+	pf, err := file.OpenParquetFile(filepath.Join(root, f.Path), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	for i := 0; i < pf.MetaData().Schema.NumColumns(); i++ {
+		if c := pf.MetaData().Schema.Column(i); c.PhysicalType() == parquet.Types.Int96 {
+			t.Errorf("optimize's file %s: column %s is still INT96", f.Path, c.Path())
+		}
+	}
+}
