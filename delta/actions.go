@@ -172,6 +172,10 @@ type CommitInfo struct {
 	IsBlindAppend       bool              `json:"isBlindAppend"`              // true for pure appends
 	EngineInfo          string            `json:"engineInfo,omitempty"`       // "streamkit/<version>"
 	TxnID               string            `json:"txnId,omitempty"`            // UUID identifying this commit attempt
+	// InCommitTimestamp is the commit's time in ms since the Unix epoch on a table with
+	// in-commit timestamps (writer feature inCommitTimestamp): the time travel and history
+	// time of the version, in place of its file's modification time. Nil when absent.
+	InCommitTimestamp *int64 `json:"inCommitTimestamp,omitempty"`
 }
 
 // UnmarshalJSON is lenient: commitInfo is free-form provenance and other writers put
@@ -217,6 +221,12 @@ func (c *CommitInfo) UnmarshalJSON(b []byte) error {
 	_ = json.Unmarshal(raw["isBlindAppend"], &c.IsBlindAppend)
 	c.EngineInfo = str("engineInfo")
 	c.TxnID = str("txnId")
+	if v, ok := raw["inCommitTimestamp"]; ok {
+		var ict int64
+		if json.Unmarshal(v, &ict) == nil {
+			c.InCommitTimestamp = &ict
+		}
+	}
 	return nil
 }
 

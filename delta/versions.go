@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -73,10 +74,15 @@ func (t *Table) CommitExists(v int64) (bool, error) {
 // VersionAt returns the newest version whose commit timestamp is at or before ts (time travel
 // "TIMESTAMP AS OF"). A version's timestamp is the modification time of its commit file, made
 // strictly increasing over versions as Spark's DeltaHistoryManager does (a commit whose file
-// time is not after its predecessor's counts as predecessor + 1 ms). A ts before the earliest
-// loadable version is an error naming that version's time; a ts after the latest returns the
-// latest version. The file times come from one listing of `_delta_log` (on a bucket: the
-// store's write times).
+// time is not after its predecessor's counts as predecessor + 1 ms). On a table whose latest
+// version has in-commit timestamps (PROTOCOL.md "In-Commit Timestamps"), the versions from
+// delta.inCommitTimestampEnablementVersion on (from version 0 when the table was created
+// with them) have their commitInfo.inCommitTimestamp instead, found by a binary search over
+// the commits, and file times are used only for a ts before the enablement, as Spark does: a
+// copied or replicated table, whose file times are the copy's, travels to the same version.
+// A ts before the earliest loadable version is an error naming that version's time; a ts after
+// the latest returns the latest version. The file times come from one listing of `_delta_log`
+// (on a bucket: the store's write times).
 func (t *Table) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
 	l, err := listLog(ctx, t.store)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -97,6 +103,19 @@ func (t *Table) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
 	}
 	sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
 	want := ts.UnixMilli()
+	if from, err := t.ictStart(ctx, vs); err != nil {
+		return 0, fmt.Errorf("find version at %s: %w", ts.Format(time.RFC3339), err)
+	} else if from < len(vs) {
+		v, first, err := t.ictVersionAt(ctx, vs[from:], want)
+		if err != nil || v >= 0 {
+			return v, err
+		}
+		if from == 0 {
+			return 0, fmt.Errorf("find version at %s: the timestamp is before the earliest available version %d (committed %s)",
+				ts.Format(time.RFC3339), vs[0], time.UnixMilli(first).UTC().Format(time.RFC3339Nano))
+		}
+		vs = vs[:from] // before the enablement: the file times
+	}
 	found := int64(-1)
 	var prev int64 = -1 << 62
 	var first int64
@@ -125,4 +144,78 @@ func (t *Table) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
 			ts.Format(time.RFC3339), vs[0], time.UnixMilli(first).UTC().Format(time.RFC3339Nano))
 	}
 	return found, nil
+}
+
+// ictEnablementVersion is the table property naming the first version with in-commit
+// timestamps when they were enabled on an existing table.
+const ictEnablementVersion = "delta.inCommitTimestampEnablementVersion"
+
+// ictStart returns the index in vs (ascending versions) of the first version whose time is its
+// in-commit timestamp, or len(vs) when the latest version has none (the feature is off, or
+// was turned off: file times then hold for every version, as for Spark).
+func (t *Table) ictStart(ctx context.Context, vs []int64) (int, error) {
+	if len(vs) == 0 {
+		return 0, nil
+	}
+	latest := vs[len(vs)-1]
+	if _, err := t.inCommitTimestamp(ctx, latest); err != nil {
+		if errors.Is(err, errNoICT) {
+			return len(vs), nil
+		}
+		return 0, err
+	}
+	snap, err := t.snapshotAt(ctx, latest, false)
+	if err != nil {
+		return 0, err
+	}
+	var from int64
+	if s, ok := snap.Metadata().Configuration[ictEnablementVersion]; ok {
+		if from, err = strconv.ParseInt(s, 10, 64); err != nil {
+			return 0, fmt.Errorf("table property %s=%q is not a version", ictEnablementVersion, s)
+		}
+	}
+	return sort.Search(len(vs), func(i int) bool { return vs[i] >= from }), nil
+}
+
+// errNoICT: a commit without commitInfo.inCommitTimestamp.
+var errNoICT = errors.New("no inCommitTimestamp in commitInfo")
+
+// inCommitTimestamp reads commit v's commitInfo.inCommitTimestamp (ms since the epoch).
+func (t *Table) inCommitTimestamp(ctx context.Context, v int64) (int64, error) {
+	actions, err := readCommit(ctx, t.store, v)
+	if err != nil {
+		return 0, err
+	}
+	for _, a := range actions {
+		if a.CommitInfo != nil && a.CommitInfo.InCommitTimestamp != nil {
+			return *a.CommitInfo.InCommitTimestamp, nil
+		}
+	}
+	return 0, fmt.Errorf("commit %d: %w", v, errNoICT)
+}
+
+// ictVersionAt returns the newest of vs (ascending versions with in-commit timestamps, which
+// increase with the version) committed at or before want (ms), or -1 when vs[0] is after it;
+// first is vs[0]'s timestamp. It reads O(log len(vs)) commits.
+func (t *Table) ictVersionAt(ctx context.Context, vs []int64, want int64) (v, first int64, err error) {
+	if first, err = t.inCommitTimestamp(ctx, vs[0]); err != nil {
+		return 0, 0, err
+	}
+	if first > want {
+		return -1, first, nil
+	}
+	lo, hi := 0, len(vs)-1 // vs[lo] is at or before want
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		ms, err := t.inCommitTimestamp(ctx, vs[mid])
+		if err != nil {
+			return 0, 0, err
+		}
+		if ms <= want {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return vs[lo], first, nil
 }

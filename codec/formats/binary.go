@@ -100,8 +100,10 @@ func (b *binaryReader) Close() error {
 // newParquetReader streams a Parquet file row group by row group (pqarrow record reader with
 // BatchRows-row batches, columns read serially to bound memory), reading only the projected
 // columns' chunks. INT96 timestamps (top-level or inside structs, lists and maps) are read as
-// timestamp[µs, UTC] over years 1 to 9999 (codec/int96); values of files Spark marked
-// org.apache.spark.legacyINT96 are not rebased.
+// timestamp[µs, UTC] over years 1 to 9999 (codec/int96). Files Spark wrote in LEGACY rebase
+// mode (org.apache.spark.legacyINT96 / legacyDateTime, or a Spark version before 3.1 / 3.0) have
+// their INT96, DATE and INT64 TIMESTAMP values before 1582-10-15 rebased from the Julian
+// calendar, as Spark's Parquet reader does (int96.SparkLegacyModes); only such files pay for it.
 func newParquetReader(f File, name string, opts Options) (Reader, error) {
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
@@ -141,6 +143,16 @@ func newParquetReader(f File, name string, opts Options) (Reader, error) {
 		read = func(name string) bool { return want[name] }
 	}
 	micros := int96.RewriteFields(pf, fr, read)
+	legacy96, legacyDT := int96.SparkLegacyModes(pf.MetaData().KeyValueMetadata())
+	rebase96 := int96.LegacyRebase(legacy96)
+	var dtFields []*pqarrow.SchemaField // per batch column (file order): its manifest field
+	if legacyDT {
+		for i := range fr.Manifest.Fields {
+			if f := &fr.Manifest.Fields[i]; read == nil || read(f.Field.Name) {
+				dtFields = append(dtFields, f)
+			}
+		}
+	}
 	rr, err := fr.GetRecordReader(context.Background(), leaves, nil)
 	if err != nil {
 		pf.Close()
@@ -164,8 +176,13 @@ func newParquetReader(f File, name string, opts Options) (Reader, error) {
 			if rec.NumRows() == 0 {
 				continue
 			}
-			if err := micros.Decode(rec, nil); err != nil {
+			if err := micros.Decode(rec, rebase96); err != nil {
 				return nil, err
+			}
+			for i, sf := range dtFields {
+				if err := int96.RebaseLegacyDateTime(pf, sf, rec.Column(i).Data()); err != nil {
+					return nil, err
+				}
 			}
 			if project != nil {
 				cols := make([]arrow.Array, len(project))

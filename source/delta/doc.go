@@ -32,7 +32,7 @@
 // written by Spark before 3.1.0) holds INT96 instants before 1582-10-15 as hybrid Julian
 // readings, rebased as they are decoded; a file marked org.apache.spark.legacyDateTime (or
 // written by Spark before 3.0.0) holds DATE and INT64 TIMESTAMP values so, rebased
-// per batch in the file's types, leaf by leaf by Parquet column (rebaseLegacyDateTime): INT96
+// per batch in the file's types, leaf by leaf by Parquet column (int96.RebaseLegacyDateTime): INT96
 // leaves only by their own key, TIMESTAMP_NTZ never, so no value is rebased twice. --where
 // prunes files by the Delta log's statistics, which Spark writes from the values (proleptic
 // Gregorian, whatever the file's mode); Parquet row-group statistics, Julian in such files,

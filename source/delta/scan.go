@@ -366,13 +366,13 @@ type fileCtx struct {
 	int96  []int                  // top-level INT96 leaf columns, read by int96.Column rather than the record reader
 	int96N []int                  // INT96 leaves of nested columns int96.MicrosFields could not rewrite (int96.CheckNested)
 	micros []int96Nested          // nested columns whose INT96 leaves the record reader hands over raw
-	fields []*pqarrow.SchemaField // per record reader column: its manifest field (for rebaseLegacyDateTime)
-	legacy bool                   // the file's INT96 values are Julian readings before 1582-10-15 (sparkLegacyModes)
+	fields []*pqarrow.SchemaField // per record reader column: its manifest field (for int96.RebaseLegacyDateTime)
+	legacy bool                   // the file's INT96 values are Julian readings before 1582-10-15 (int96.SparkLegacyModes)
 	pv     []value                // per output partition column (in r.fields order)
 	eval   bool                   // filter the rows by r.pred
 	dv     *roaring64.Bitmap      // the rows the file's deletion vector removes (nil: none)
 	// legacyDT: Spark wrote the file's DATE and INT64 TIMESTAMP values in LEGACY rebase mode
-	// (sparkLegacyModes), so those before 1582-10-15 are Julian readings.
+	// (int96.SparkLegacyModes), so those before 1582-10-15 are Julian readings.
 	legacyDT bool
 	refs     atomic.Int32
 }
@@ -537,7 +537,7 @@ func (r *Reader) openFile(ctx context.Context, add *dl.Add) (*fileCtx, []int64, 
 		return nil, nil, fmt.Errorf("data file %s: %w", add.Path, err)
 	}
 	fc.pf = pf
-	fc.legacy, fc.legacyDT = sparkLegacyModes(pf.MetaData().KeyValueMetadata())
+	fc.legacy, fc.legacyDT = int96.SparkLegacyModes(pf.MetaData().KeyValueMetadata())
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(r.batchRows)}, r.mem)
 	if err != nil {
 		pf.Close()
@@ -773,7 +773,7 @@ func (r *Reader) decode(ctx context.Context, u *unit, prog **expr.Program) error
 			// In the file's types, before conforming: only the DATE and INT64 TIMESTAMP leaves
 			// are rebased (INT96 ones were, above, by their own key).
 			for i, sf := range fc.fields {
-				if err := rebaseLegacyDateTime(fc.pf, sf, rec.Column(i).Data()); err != nil {
+				if err := int96.RebaseLegacyDateTime(fc.pf, sf, rec.Column(i).Data()); err != nil {
 					return fmt.Errorf("data file %s: %w", fc.add.Path, err)
 				}
 			}

@@ -20,7 +20,7 @@ import (
 // file was written before the column's type changed. The changes and their Arrow forms:
 // byte → short → integer → long (Int8…Int64), float → double, byte/short/integer → double,
 // date → timestamp_ntz (Date32 → Timestamp(µs) without zone: midnight), decimal to a wider
-// decimal and byte/short/integer/long to decimal (Decimal128, rescaled).
+// decimal and byte/short/integer/long to decimal (Decimal128, rescaled; decimalWidening).
 func widening(src, dst arrow.DataType) bool {
 	switch dst.ID() {
 	case arrow.INT16:
@@ -34,10 +34,30 @@ func widening(src, dst arrow.DataType) bool {
 	case arrow.TIMESTAMP:
 		return src.ID() == arrow.DATE32 && dst.(*arrow.TimestampType).TimeZone == ""
 	case arrow.DECIMAL128:
-		return src.ID() == arrow.DECIMAL128 || src.ID() == arrow.INT8 || src.ID() == arrow.INT16 ||
-			src.ID() == arrow.INT32 || src.ID() == arrow.INT64
+		return decimalWidening(src, dst.(*arrow.Decimal128Type))
 	}
 	return false
+}
+
+// decimalWidening reports whether src widens to the decimal dst as the protocol allows:
+// decimal(p, s) to decimal(p + k1, s + k2) with k1 ≥ k2 ≥ 0 (no scale or integer digit is
+// lost), byte, short and integer to a decimal with at least 10 integer digits, long to one
+// with at least 20. A narrower decimal is not a widening: a follow that meets one in a later
+// schema stops instead of reading wider values into the old type.
+func decimalWidening(src arrow.DataType, dst *arrow.Decimal128Type) bool {
+	var prec, scale int32
+	switch src.ID() {
+	case arrow.DECIMAL128:
+		d := src.(*arrow.Decimal128Type)
+		prec, scale = d.Precision, d.Scale
+	case arrow.INT8, arrow.INT16, arrow.INT32:
+		prec = 10
+	case arrow.INT64:
+		prec = 20
+	default:
+		return false
+	}
+	return dst.Scale >= scale && dst.Precision-dst.Scale >= prec-scale
 }
 
 // widenData converts the values of a column written under an older, narrower type to the

@@ -121,3 +121,40 @@ func TestUnsupportedTypeChangeRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestDecimalWideningDigits: a decimal widens only to one that loses no scale and no integer
+// digit (decimal(p, s) to decimal(p + k1, s + k2), k1 ≥ k2 ≥ 0), and integers only to decimals
+// with 10 (byte, short, integer) or 20 (long) integer digits (break-test finding: every
+// decimal counted as a widening of every other, so a follow whose output had decimal(5,2)
+// read on past ALTER ... TYPE DECIMAL(10,4) and then failed on the next file with "widen
+// decimal(10, 4) to decimal(5,2): invalid: %!s(<nil>)" instead of stopping at the ALTER).
+func TestDecimalWideningDigits(t *testing.T) {
+	dec := func(p, s int32) arrow.DataType { return &arrow.Decimal128Type{Precision: p, Scale: s} }
+	for _, c := range []struct {
+		from, to arrow.DataType
+		want     bool
+	}{
+		{dec(5, 2), dec(10, 4), true},
+		{dec(5, 2), dec(5, 2), true},
+		{dec(5, 2), dec(6, 2), true},
+		{dec(10, 4), dec(5, 2), false},
+		{dec(5, 2), dec(6, 3), true},
+		{dec(5, 2), dec(5, 3), false}, // an integer digit lost
+		{dec(5, 2), dec(7, 1), false}, // a scale digit lost
+		{arrow.PrimitiveTypes.Int32, dec(10, 0), true},
+		{arrow.PrimitiveTypes.Int8, dec(12, 2), true},
+		{arrow.PrimitiveTypes.Int16, dec(9, 0), false},
+		{arrow.PrimitiveTypes.Int64, dec(20, 0), true},
+		{arrow.PrimitiveTypes.Int64, dec(22, 3), false},
+		{arrow.PrimitiveTypes.Float64, dec(38, 10), false},
+	} {
+		if got := widening(c.from, c.to); got != c.want {
+			t.Errorf("widening(%s, %s) = %v, want %v", c.from, c.to, got, c.want)
+		}
+		// The follow's schema check: a later schema's type must read into the output's.
+		list := func(e arrow.DataType) arrow.DataType { return arrow.ListOf(e) }
+		if got := readsInto(list(c.from), list(c.to)); got != c.want {
+			t.Errorf("readsInto(list<%s>, list<%s>) = %v, want %v", c.from, c.to, got, c.want)
+		}
+	}
+}

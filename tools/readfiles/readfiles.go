@@ -76,7 +76,8 @@ checkpoint keeps the whole schema, so a later run may select other columns.
 
 Zone-less timestamps are read in --tz (default UTC), never in the machine's zone. Parquet INT96
 timestamps (Spark's, Impala's) are read as µs timestamps over years 1 to 9999, top level or inside
-structs, lists and maps (files Spark wrote in LEGACY rebase mode are not rebased).`,
+structs, lists and maps. Files Spark wrote in LEGACY rebase mode, or before Spark 3.0 (3.1 for
+INT96), have their DATE, TIMESTAMP and INT96 values before 1582-10-15 rebased, as Spark reads them.`,
 		Examples: []string{
 			"# Print a CSV file\nstreamkit read-files data.csv | streamkit print --limit 20",
 			"# Every new JSON file under landing/, once per file, from cron\nstreamkit read-files --checkpoint ./ckpt/landing 'landing/**/*.json' | streamkit print --checkpoint ./ckpt/print --format json",
