@@ -75,16 +75,21 @@ def measured_run(sk, py, here, res, label, n, pipe, env):
     return rc, json.load(open(m)), log
 
 
-def member_rates(log):
-    """Per member: records its read-kafka read (its final progress) and its run time."""
-    recs, secs = {}, {}
-    for line in open(log):
+def json_lines(path):
+    """The JSON objects among a log's lines (progress and log lines; others skipped)."""
+    for line in open(path):
         if not line.startswith("{"):
             continue
         try:
-            o = json.loads(line)
+            yield json.loads(line)
         except ValueError:
             continue
+
+
+def member_rates(log):
+    """Per member: records its read-kafka read (its final progress) and its run time."""
+    recs, secs = {}, {}
+    for o in json_lines(log):
         if o.get("stage") == "read-kafka" and "member" in o:
             recs[o["member"]] = o.get("records_in", 0)
         if o.get("event") == "exit":
@@ -160,13 +165,7 @@ def pauses(logs):
     """Pairs every reassignment of a partition with its previous owner's release."""
     events = []  # (time, member log, kind, [partitions])
     for log in logs:
-        for line in open(log):
-            if not line.startswith("{"):
-                continue
-            try:
-                o = json.loads(line)
-            except ValueError:
-                continue
+        for o in json_lines(log):
             msg = o.get("msg", "")
             if msg == "partition assigned":
                 events.append((ts(o), log, "assigned", [f"{o['topic']}/{o['partition']}"]))
