@@ -94,3 +94,64 @@ for i, rows in enumerate(parts):
 		}
 	}
 }
+
+// TestOptimizeLegacyRebase: files marked as Spark's LEGACY rebase mode (the
+// org.apache.spark.legacyINT96 and legacyDateTime keys) hold hybrid-Julian readings before
+// 1582-10-15; read-delta rebases them, and the file delta optimize writes, which has no such
+// keys, must hold the rebased values, so the table reads the same after optimize.
+func TestOptimizeLegacyRebase(t *testing.T) {
+	py := peertest.Python(t)
+	root := filepath.Join(t.TempDir(), "t")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	peertest.RunPython(t, py, `
+import sys, os, datetime
+import pyarrow as pa, pyarrow.parquet as pq
+utc = datetime.timezone.utc
+D = datetime.datetime
+ts = pa.timestamp("us", tz="UTC")
+rows = [(0, D(1, 1, 1, tzinfo=utc), datetime.date(1, 1, 1)), (1, D(1500, 6, 1, 12, 30, tzinfo=utc), datetime.date(1500, 6, 1)),
+        (2, D(1900, 1, 1, tzinfo=utc), datetime.date(1900, 1, 1))]
+for i, r in enumerate(rows):
+    t = pa.table({"id": pa.array([r[0]], pa.int64()), "ts": pa.array([r[1]], ts), "d": pa.array([r[2]], pa.date32()),
+                  "s": pa.array([{"ts": r[1]}], pa.struct([("ts", ts)]))})
+    t = t.replace_schema_metadata({"org.apache.spark.version": "3.5.1", "org.apache.spark.legacyINT96": "", "org.apache.spark.legacyDateTime": ""})
+    pq.write_table(t, os.path.join(sys.argv[1], "part-%d.parquet" % i), use_deprecated_int96_timestamps=True)
+`, root)
+	tsT := &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "ts", Type: tsT, Nullable: true},
+		{Name: "d", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+		{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "ts", Type: tsT, Nullable: true}), Nullable: true},
+	}, nil)
+	p, m, err := delta.NewTableMetadata(sc, delta.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adds []delta.Add
+	for i := 0; i < 3; i++ {
+		name := "part-" + string(rune('0'+i)) + ".parquet"
+		st, err := os.Stat(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		adds = append(adds, delta.Add{Path: name, PartitionValues: map[string]*string{}, Size: st.Size(), ModificationTime: 1, DataChange: true, Stats: `{"numRecords":1}`})
+	}
+	tbl := delta.NewTable(root, nil)
+	if _, err := tbl.Commit(context.Background(), delta.CommitRequest{Protocol: p, Metadata: m, Adds: adds}); err != nil {
+		t.Fatal(err)
+	}
+	before := deltatest.JSONRows(t, memory.DefaultAllocator, tbl)
+	// The rebase moves the pre-1582 values (by 2 days in year 1, 10 in 1500) and not 1900's.
+	if len(before) != 3 || strings.Contains(before[0], `"0001-01-01T00:00:00Z"`) || !strings.Contains(before[2], `"1900-01-01T00:00:00Z"`) {
+		t.Fatalf("before optimize, the LEGACY files read as:\n%s", strings.Join(before, "\n"))
+	}
+	if _, err := Optimize(context.Background(), tbl.Store(), OptimizeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := deltatest.JSONRows(t, memory.DefaultAllocator, tbl); !slices.Equal(got, before) {
+		t.Errorf("after optimize:\n%s\nbefore:\n%s", strings.Join(got, "\n"), strings.Join(before, "\n"))
+	}
+}

@@ -284,8 +284,12 @@ func copyFile(ctx context.Context, w *deltasink.DataWriter, st storage.Store, f 
 		return 0, err
 	}
 	// INT96 timestamps (Spark's) are read straight to µs over years 1 to 9999 (codec/int96),
-	// not through pqarrow's nanoseconds.
+	// not through pqarrow's nanoseconds. A file Spark wrote in LEGACY rebase mode (or before
+	// 3.0/3.1) holds hybrid-Julian readings before 1582-10-15: they are rebased as read-delta
+	// reads them, since the rewritten file carries no legacy keys.
 	micros := int96.RewriteFields(pf, fr, nil)
+	legacy96, legacyDT := int96.SparkLegacyModes(pf.MetaData().KeyValueMetadata())
+	rebase96 := int96.LegacyRebase(legacy96)
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		return 0, err
@@ -317,8 +321,15 @@ func copyFile(ctx context.Context, w *deltasink.DataWriter, st storage.Store, f 
 	var rows, pos int64 // pos: the file row of rec's first row
 	for rr.Next() {
 		rec := rr.RecordBatch()
-		if err := micros.Decode(rec, nil); err != nil {
+		if err := micros.Decode(rec, rebase96); err != nil {
 			return 0, err
+		}
+		if legacyDT {
+			for i := range fr.Manifest.Fields {
+				if err := int96.RebaseLegacyDateTime(pf, &fr.Manifest.Fields[i], rec.Column(i).Data()); err != nil {
+					return 0, err
+				}
+			}
 		}
 		first := pos
 		pos += rec.NumRows()
