@@ -314,6 +314,9 @@ func (s *supervisor) summary() string {
 			codes = append(codes, "-")
 		}
 	}
+	for i := len(codes); i < s.cfg.N; i++ {
+		codes = append(codes, "-") // not started: an earlier member failed to start
+	}
 	s.mu.Unlock()
 	l := fmt.Sprintf("run: %d members, exit codes %s, %s", s.cfg.N, strings.Join(codes, " "), time.Since(s.began).Round(100*time.Millisecond))
 	s.mu.Lock()

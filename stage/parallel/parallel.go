@@ -92,7 +92,8 @@ type exit struct {
 // group, SIGKILL after Config.Grace); Run then returns a *stage.ChildExitError with that
 // member's exit code, naming it and quoting its last stderr lines. SIGINT or SIGTERM to run
 // is forwarded (as SIGINT) to every member; Run then returns stage.ErrInterrupted once they
-// stopped (exit 130), and a second one kills them at once.
+// stopped (exit 130), and a second one (sameSignal or more after the first) kills them at
+// once.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.N < 1 {
 		return stage.Usagef("run: --parallel must be at least 1, got %d", cfg.N)
@@ -133,6 +134,7 @@ func Run(ctx context.Context, cfg Config) error {
 		interrupted bool
 		stopping    bool
 		kill        <-chan time.Time
+		firstSig    time.Time
 		running     = cfg.N
 	)
 	for running > 0 {
@@ -156,10 +158,13 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		case <-sigs:
 			if interrupted {
+				if time.Since(firstSig) < sameSignal {
+					continue // one interrupt delivered twice (timeout -s INT: to run and its group)
+				}
 				s.stop(syscall.SIGKILL) // the second Ctrl-C: at once
 				continue
 			}
-			interrupted = true
+			interrupted, firstSig = true, time.Now()
 			if !stopping {
 				stopping = true
 				s.stop(syscall.SIGINT)
@@ -186,6 +191,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	return nil
 }
+
+// sameSignal is how soon after the first interrupt another one is the same interrupt
+// delivered twice, not a second Ctrl-C: coreutils' timeout -s INT (without --foreground)
+// signals its child and then its own process group, which holds the child too, within
+// microseconds; a person pressing Ctrl-C twice takes far longer.
+const sameSignal = 300 * time.Millisecond
 
 // supervisor holds the members of one Run.
 type supervisor struct {
