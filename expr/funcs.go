@@ -728,7 +728,11 @@ func (c *checker) rounding(call *Call, args []node, name string) (node, error) {
 		if !ok || !args[1].Type().integral() || !k.sc.IsValid() {
 			return nil, c.argErr(call, 1, args[1].Type(), "a constant int")
 		}
-		d = int(intValue(k.sc))
+		// Beyond ±400 places nothing changes: a double's shortest form ends above 10^-341
+		// and every finite value is below 0.5·10^309, as are decimals (38 digits) and
+		// bigints, so the scale is clamped there rather than raising 10 to it (a hang for
+		// round(x, 2147483647)).
+		d = int(max(-400, min(400, intValue(k.sc))))
 	}
 	rounds := name == "round" || name == "bround"
 	even := name == "bround"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -179,5 +180,44 @@ func TestSelectMonthInterval(t *testing.T) {
 	}
 	if s := strings.Join(got, " | "); s != "INTERVAL '15' MONTH | INTERVAL '14' MONTH | 2025-03-31" {
 		t.Fatalf("got %s", s)
+	}
+}
+
+// round and bround with a scale far past any value's digits give the value (or 0) at once,
+// where raising 10 to the scale hung and filled memory.
+func TestRoundExtremeScale(t *testing.T) {
+	rec := structBatch(t)
+	defer rec.Release()
+	for src, want := range map[string]string{
+		"round(1.5D, 2147483647)":            "1.5",
+		"round(15, -2147483648)":             "0",
+		"bround(123.456BD, -2147483648)":     "0",
+		"round(123.456BD, 2147483647)":       "123.456",
+		"round(-1.5e300D, -2147483647)":      "0",
+		"bround(2.5D, 0) + round(1.0D, 400)": "3.0",
+	} {
+		p, err := CompileSelect(src+" AS v", rec.Schema(), Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		done := make(chan string, 1)
+		go func() {
+			out, err := p.Eval(context.Background(), rec, nil)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			defer out.Release()
+			ty, _ := FromArrow(out.Column(0).DataType())
+			done <- formatValue(ty, out.Column(0), 0)
+		}()
+		select {
+		case got := <-done:
+			if got != want {
+				t.Errorf("%s = %s, want %s", src, got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not finish in 10 s", src)
+		}
 	}
 }
