@@ -169,7 +169,13 @@ func (s *Source) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 	sortTPs(tps)
 	parts, err := s.assignParts(ctx, tps)
 	if err != nil {
-		s.post(groupEvent{err: err})
+		// A context canceled under the lookup means the assignment is void already: the
+		// member is leaving (a member of an --until now run that is done) or a new rebalance
+		// began, which assigns again. Only other errors fail the run (a member of `run
+		// --parallel` exited 1 with "list stable offsets: … context canceled" as it left).
+		if ctx.Err() == nil {
+			s.post(groupEvent{err: err})
+		}
 		return nil, err
 	}
 	out := map[string]map[int32]kgo.Offset{}
