@@ -2,6 +2,7 @@ package deltacmd
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,22 +47,7 @@ for i, rows in enumerate(parts):
 		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
 		{Name: "l", Type: arrow.ListOf(&arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}), Nullable: true},
 	}, nil)
-	p, m, err := delta.NewTableMetadata(sc, delta.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var adds []delta.Add
-	for _, name := range []string{"part-0.parquet", "part-1.parquet"} {
-		st, err := os.Stat(filepath.Join(root, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		adds = append(adds, delta.Add{Path: name, PartitionValues: map[string]*string{}, Size: st.Size(), ModificationTime: 1, DataChange: true, Stats: `{"numRecords":2}`})
-	}
-	tbl := delta.NewTable(root, nil)
-	if _, err := tbl.Commit(context.Background(), delta.CommitRequest{Protocol: p, Metadata: m, Adds: adds}); err != nil {
-		t.Fatal(err)
-	}
+	tbl := commitParquetFiles(t, root, sc, 2, "part-0.parquet", "part-1.parquet")
 	want := []string{
 		`{"id":0,"l":["0001-01-01T00:00:00Z"],"ts":"0001-01-01T00:00:00Z"}`,
 		`{"id":1,"l":["1500-06-01T12:30:00.00025Z"],"ts":"1500-06-01T12:30:00.00025Z"}`,
@@ -126,23 +112,7 @@ for i, r in enumerate(rows):
 		{Name: "d", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
 		{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "ts", Type: tsT, Nullable: true}), Nullable: true},
 	}, nil)
-	p, m, err := delta.NewTableMetadata(sc, delta.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var adds []delta.Add
-	for i := 0; i < 3; i++ {
-		name := "part-" + string(rune('0'+i)) + ".parquet"
-		st, err := os.Stat(filepath.Join(root, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		adds = append(adds, delta.Add{Path: name, PartitionValues: map[string]*string{}, Size: st.Size(), ModificationTime: 1, DataChange: true, Stats: `{"numRecords":1}`})
-	}
-	tbl := delta.NewTable(root, nil)
-	if _, err := tbl.Commit(context.Background(), delta.CommitRequest{Protocol: p, Metadata: m, Adds: adds}); err != nil {
-		t.Fatal(err)
-	}
+	tbl := commitParquetFiles(t, root, sc, 1, "part-0.parquet", "part-1.parquet", "part-2.parquet")
 	before := deltatest.JSONRows(t, memory.DefaultAllocator, tbl)
 	// The rebase moves the pre-1582 values (by 2 days in year 1, 10 in 1500) and not 1900's.
 	if len(before) != 3 || strings.Contains(before[0], `"0001-01-01T00:00:00Z"`) || !strings.Contains(before[2], `"1900-01-01T00:00:00Z"`) {
@@ -154,4 +124,27 @@ for i, r in enumerate(rows):
 	if got := deltatest.JSONRows(t, memory.DefaultAllocator, tbl); !slices.Equal(got, before) {
 		t.Errorf("after optimize:\n%s\nbefore:\n%s", strings.Join(got, "\n"), strings.Join(before, "\n"))
 	}
+}
+
+// commitParquetFiles makes root a Delta table of schema sc whose first commit adds the
+// Parquet files names (written beside it by another writer), each of perFile rows.
+func commitParquetFiles(t *testing.T, root string, sc *arrow.Schema, perFile int, names ...string) *delta.Table {
+	t.Helper()
+	p, m, err := delta.NewTableMetadata(sc, delta.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adds []delta.Add
+	for _, name := range names {
+		st, err := os.Stat(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		adds = append(adds, delta.Add{Path: name, PartitionValues: map[string]*string{}, Size: st.Size(), ModificationTime: 1, DataChange: true, Stats: fmt.Sprintf(`{"numRecords":%d}`, perFile)})
+	}
+	tbl := delta.NewTable(root, nil)
+	if _, err := tbl.Commit(context.Background(), delta.CommitRequest{Protocol: p, Metadata: m, Adds: adds}); err != nil {
+		t.Fatal(err)
+	}
+	return tbl
 }
